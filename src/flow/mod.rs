@@ -1,0 +1,85 @@
+//! The engine: vector fields and gradient flows, their integration with diffsol, the papers'
+//! discrete optimizers, and the trajectory type both produce.
+//!
+//! Two traits describe what can be integrated:
+//! - [`VectorField`]: any autonomous or time-dependent ODE ż = f(t, z) with an exact
+//!   Jacobian-vector product (the reduced systems of the papers are not gradient flows);
+//! - [`GradientFlow`]: a loss ℓ with its gradient and exact Hessian-vector product. Its flow
+//!   ż = −∇ℓ(z) is the vector field [`Descent`], whose Jacobian is −∇²ℓ.
+//!
+//! Implementations must not allocate in `rhs`, `grad`, `jvp` or `hvp`: they are called in the
+//! integrators' inner loops.
+
+
+/// An ODE ż = f(t, z) with an exact Jacobian-vector product, as the implicit integrators need.
+pub trait VectorField {
+    /// Dimension of the state.
+    fn dim(&self) -> usize;
+    /// Writes f(t, z) into `dz`.
+    fn rhs(&self, t: f64, z: &[f64], dz: &mut [f64]);
+    /// Writes (∂f/∂z)(t, z) · u into `out`.
+    fn jvp(&self, t: f64, z: &[f64], u: &[f64], out: &mut [f64]);
+}
+
+/// A training loss whose gradient flow ż = −∇ℓ(z) attnflow integrates.
+pub trait GradientFlow {
+    /// Number of parameters.
+    fn dim(&self) -> usize;
+    /// ℓ(z).
+    fn loss(&self, z: &[f64]) -> f64;
+    /// Writes ∇ℓ(z) into `g`.
+    fn grad(&self, z: &[f64], g: &mut [f64]);
+    /// Writes ∇²ℓ(z) · u into `out` (exact: analytic or forward-mode AD, never finite differences).
+    fn hvp(&self, z: &[f64], u: &[f64], out: &mut [f64]);
+    /// Names of the conserved quantities the flow has (empty if none).
+    fn invariant_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Writes the conserved quantities at z into `out` (length `invariant_names().len()`).
+    fn invariants(&self, _z: &[f64], _out: &mut [f64]) {}
+}
+
+/// The gradient flow ż = −∇ℓ(z) of a loss, as a vector field (Jacobian −∇²ℓ).
+pub struct Descent<'a, F: ?Sized>(pub &'a F);
+
+impl<F: GradientFlow + ?Sized> VectorField for Descent<'_, F> {
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn rhs(&self, _t: f64, z: &[f64], dz: &mut [f64]) {
+        self.0.grad(z, dz);
+        dz.iter_mut().for_each(|x| *x = -*x);
+    }
+    fn jvp(&self, _t: f64, z: &[f64], u: &[f64], out: &mut [f64]) {
+        self.0.hvp(z, u, out);
+        out.iter_mut().for_each(|x| *x = -*x);
+    }
+}
+
+/// Why an integration or an optimizer run did not reach its end.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    #[error("{method} failed at t = {t_reached:.6e} (asked for t = {t_end:.6e}): {reason}")]
+    SolverFailed {
+        method: String,
+        t_reached: f64,
+        t_end: f64,
+        reason: String,
+    },
+    #[error("non-finite {quantity} at t = {t:.6e}: the run stopped there")]
+    NonFinite { quantity: String, t: f64 },
+    #[error(
+        "gradient descent diverged at step {step} (t = {t:.6e}): loss {loss:.3e} grew past \
+         {factor:.0e} × its initial value {loss0:.3e}; the step size η = {eta:.3e} is too large"
+    )]
+    Diverged {
+        step: usize,
+        t: f64,
+        loss: f64,
+        loss0: f64,
+        factor: f64,
+        eta: f64,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}

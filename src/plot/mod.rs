@@ -1,0 +1,285 @@
+//! Paper-style SVG figures. The scenario runners describe a [`Figure`] as data (curves, heatmaps,
+//! bars, markers); this module draws it in one consistent style and computes nothing about the
+//! science: theory is dashed, numerics solid, log axes where rates are shown, a legend per panel.
+
+mod render;
+
+pub use render::render_svg;
+
+/// A whole figure: panels laid out on a grid, row-major.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// Optional super-title drawn above all panels.
+    pub title: Option<String>,
+    /// Number of panel columns; rows follow from `panels.len()`.
+    pub columns: usize,
+    pub panels: Vec<Panel>,
+    /// Size of one panel in pixels (width, height). Default (480, 360): readable at column width.
+    pub panel_size: (u32, u32),
+}
+
+impl Figure {
+    pub fn new(columns: usize) -> Self {
+        Figure {
+            title: None,
+            columns: columns.max(1),
+            panels: Vec::new(),
+            panel_size: (480, 360),
+        }
+    }
+    pub fn single(panel: impl Into<Panel>) -> Self {
+        let mut f = Figure::new(1);
+        f.panels.push(panel.into());
+        f
+    }
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+    pub fn panel(mut self, panel: impl Into<Panel>) -> Self {
+        self.panels.push(panel.into());
+        self
+    }
+    pub fn panel_size(mut self, w: u32, h: u32) -> Self {
+        self.panel_size = (w, h);
+        self
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Panel {
+    Lines(LinePanel),
+    Heatmap(HeatmapPanel),
+    Bars(BarPanel),
+}
+
+impl From<LinePanel> for Panel {
+    fn from(p: LinePanel) -> Self {
+        Panel::Lines(p)
+    }
+}
+impl From<HeatmapPanel> for Panel {
+    fn from(p: HeatmapPanel) -> Self {
+        Panel::Heatmap(p)
+    }
+}
+impl From<BarPanel> for Panel {
+    fn from(p: BarPanel) -> Self {
+        Panel::Bars(p)
+    }
+}
+
+/// How a curve is drawn. Theory is dashed, numerics solid; markers for scattered points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineStyle {
+    /// Numerical result: solid line.
+    Solid,
+    /// Theory / closed form / bound: dashed line.
+    Dashed,
+    /// Dotted line (secondary reference, e.g. a paper's wrong claim).
+    Dotted,
+    /// Filled circles only, no line.
+    Markers,
+    /// Solid line with circle markers at the data points.
+    SolidMarkers,
+}
+
+/// One curve of a line panel.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend entry; an empty label leaves the curve out of the legend.
+    pub label: String,
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+    pub style: LineStyle,
+    /// Index into the shared palette; `None` picks the next colour of the panel.
+    pub color: Option<usize>,
+}
+
+impl Series {
+    pub fn new(label: impl Into<String>, x: Vec<f64>, y: Vec<f64>, style: LineStyle) -> Self {
+        Series {
+            label: label.into(),
+            x,
+            y,
+            style,
+            color: None,
+        }
+    }
+    /// A numerical curve (solid).
+    pub fn numerics(label: impl Into<String>, x: Vec<f64>, y: Vec<f64>) -> Self {
+        Self::new(label, x, y, LineStyle::Solid)
+    }
+    /// A theory curve (dashed).
+    pub fn theory(label: impl Into<String>, x: Vec<f64>, y: Vec<f64>) -> Self {
+        Self::new(label, x, y, LineStyle::Dashed)
+    }
+    pub fn color(mut self, c: usize) -> Self {
+        self.color = Some(c);
+        self
+    }
+}
+
+/// A shaded band between `lower` and `upper` (e.g. min–max over seeds), drawn under the curves.
+#[derive(Debug, Clone)]
+pub struct Band {
+    pub label: String,
+    pub x: Vec<f64>,
+    pub lower: Vec<f64>,
+    pub upper: Vec<f64>,
+    pub color: Option<usize>,
+}
+
+/// A vertical or horizontal reference line with a short label (e.g. the onset time T).
+#[derive(Debug, Clone)]
+pub struct RefLine {
+    pub at: f64,
+    pub label: String,
+    pub style: LineStyle,
+    pub color: Option<usize>,
+}
+
+impl RefLine {
+    pub fn new(at: f64, label: impl Into<String>) -> Self {
+        RefLine {
+            at,
+            label: label.into(),
+            style: LineStyle::Dashed,
+            color: None,
+        }
+    }
+    pub fn style(mut self, s: LineStyle) -> Self {
+        self.style = s;
+        self
+    }
+    pub fn color(mut self, c: usize) -> Self {
+        self.color = Some(c);
+        self
+    }
+}
+
+/// An arrow from (x0, y0) to (x1, y1) (phase portraits: direction of the flow).
+#[derive(Debug, Clone, Copy)]
+pub struct Arrow {
+    pub from: (f64, f64),
+    pub to: (f64, f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegendPosition {
+    UpperRight,
+    UpperLeft,
+    LowerRight,
+    LowerLeft,
+    /// No legend.
+    None,
+}
+
+/// Curves on shared axes, with optional log scales, bands, reference lines and arrows.
+#[derive(Debug, Clone)]
+pub struct LinePanel {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_log: bool,
+    pub y_log: bool,
+    /// Axis ranges; `None` fits the data (on log axes only positive finite values count).
+    pub x_range: Option<(f64, f64)>,
+    pub y_range: Option<(f64, f64)>,
+    pub series: Vec<Series>,
+    pub bands: Vec<Band>,
+    pub vlines: Vec<RefLine>,
+    pub hlines: Vec<RefLine>,
+    pub arrows: Vec<Arrow>,
+    pub legend: LegendPosition,
+}
+
+impl LinePanel {
+    pub fn new(title: impl Into<String>, x_label: impl Into<String>, y_label: impl Into<String>) -> Self {
+        LinePanel {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            x_log: false,
+            y_log: false,
+            x_range: None,
+            y_range: None,
+            series: Vec::new(),
+            bands: Vec::new(),
+            vlines: Vec::new(),
+            hlines: Vec::new(),
+            arrows: Vec::new(),
+            legend: LegendPosition::UpperRight,
+        }
+    }
+    pub fn log_x(mut self) -> Self {
+        self.x_log = true;
+        self
+    }
+    pub fn log_y(mut self) -> Self {
+        self.y_log = true;
+        self
+    }
+    pub fn x_range(mut self, lo: f64, hi: f64) -> Self {
+        self.x_range = Some((lo, hi));
+        self
+    }
+    pub fn y_range(mut self, lo: f64, hi: f64) -> Self {
+        self.y_range = Some((lo, hi));
+        self
+    }
+    pub fn series(mut self, s: Series) -> Self {
+        self.series.push(s);
+        self
+    }
+    pub fn band(mut self, b: Band) -> Self {
+        self.bands.push(b);
+        self
+    }
+    pub fn vline(mut self, l: RefLine) -> Self {
+        self.vlines.push(l);
+        self
+    }
+    pub fn hline(mut self, l: RefLine) -> Self {
+        self.hlines.push(l);
+        self
+    }
+    pub fn arrow(mut self, a: Arrow) -> Self {
+        self.arrows.push(a);
+        self
+    }
+    pub fn legend(mut self, p: LegendPosition) -> Self {
+        self.legend = p;
+        self
+    }
+}
+
+/// A matrix drawn as coloured cells with a diverging colormap centred at 0 and a colorbar.
+#[derive(Debug, Clone)]
+pub struct HeatmapPanel {
+    pub title: String,
+    /// Row-major values, `rows × cols`; row 0 is drawn at the top.
+    pub values: Vec<f64>,
+    pub rows: usize,
+    pub cols: usize,
+    /// Tick labels (may be empty: then indices are shown).
+    pub row_labels: Vec<String>,
+    pub col_labels: Vec<String>,
+    pub x_label: String,
+    pub y_label: String,
+    /// Symmetric colour limit; `None` uses max |value|.
+    pub limit: Option<f64>,
+}
+
+/// Grouped bars: one group per category, one bar per named group member.
+#[derive(Debug, Clone)]
+pub struct BarPanel {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub categories: Vec<String>,
+    /// (legend label, one value per category, style: `Solid` = filled numerics,
+    /// `Dashed` = outlined theory)
+    pub groups: Vec<(String, Vec<f64>, LineStyle)>,
+    pub y_log: bool,
+}

@@ -10,6 +10,14 @@
 //! Implementations must not allocate in `rhs`, `grad`, `jvp` or `hvp`: they are called in the
 //! integrators' inner loops.
 
+pub mod discrete;
+pub mod ode;
+pub mod trajectory;
+
+pub use discrete::{gradient_descent, DiscreteConfig, Recording, StepRule};
+pub use ode::{integrate, integrate_flow, linspace, logspace, Events, Method, OdeConfig, TimeGrid};
+pub use trajectory::{norm, Event, SolverStats, Trajectory};
+
 
 /// An ODE ż = f(t, z) with an exact Jacobian-vector product, as the implicit integrators need.
 pub trait VectorField {

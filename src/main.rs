@@ -1,1 +1,244 @@
-fn main(){}
+//! The attnflow command line: list, describe, run and check scenarios.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use attnflow::flow::Method;
+use attnflow::scenario::run::{
+    default_scenario_dir, execute, load_and_validate, resolve, scenario_files, Outcome, Ready,
+};
+use attnflow::scenario::{InputError, Overrides, RunError};
+
+/// Exit codes: 0 all checks passed, 1 some check failed, 2 bad input (nothing written),
+/// 3 a run failed (solver failure, divergence, I/O).
+#[derive(Parser)]
+#[command(
+    name = "attnflow",
+    version,
+    about = "Exact gradient flows, theory checks and \
+paper-style figures for the training dynamics of attention models."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the scenarios (name, kind, title).
+    List {
+        /// Folder of scenario files.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Show what a scenario verifies, its file (documented parameters) and resolved values.
+    Describe {
+        /// Scenario file or name.
+        scenario: String,
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// Run scenarios: writes <out>/<name>/{params.json, series.csv, checks.json, figure.svg}.
+    Run {
+        /// Scenario files or names.
+        scenarios: Vec<String>,
+        /// Run every scenario under --dir.
+        #[arg(long)]
+        all: bool,
+        /// Output folder.
+        #[arg(long, default_value = "out", value_name = "DIR")]
+        out: PathBuf,
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// Run every scenario and exit 1 if any theorem check fails.
+    Check {
+        /// Output folder.
+        #[arg(long, default_value = "out", value_name = "DIR")]
+        out: PathBuf,
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+}
+
+#[derive(Args, Clone)]
+struct RunOpts {
+    /// Override a parameter: key=value (keys under [params], or solver.x, checks.x, seed).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Seed of all randomness.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Integrator: bdf, esdirk34, tr_bdf2 or tsit45.
+    #[arg(long, value_parser = parse_method)]
+    solver: Option<Method>,
+    /// Apply each scenario's [quick] overrides (the fast configuration the tests use).
+    #[arg(long)]
+    quick: bool,
+    /// Folder of scenario files.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+impl RunOpts {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            set: self.set.clone(),
+            seed: self.seed,
+            method: self.solver,
+            quick: self.quick,
+        }
+    }
+    fn dir(&self) -> PathBuf {
+        self.dir.clone().unwrap_or_else(default_scenario_dir)
+    }
+}
+
+fn parse_method(s: &str) -> Result<Method, String> {
+    Method::parse(s).ok_or_else(|| format!("unknown solver `{s}` (bdf, esdirk34, tr_bdf2, tsit45)"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::List { dir } => list(&dir.unwrap_or_else(default_scenario_dir)),
+        Command::Describe { scenario, opts } => describe(&scenario, &opts),
+        Command::Run {
+            scenarios,
+            all,
+            out,
+            opts,
+        } => {
+            if all && !scenarios.is_empty() {
+                eprintln!("error: give scenario names or --all, not both");
+                return ExitCode::from(2);
+            }
+            if !all && scenarios.is_empty() {
+                eprintln!("error: name at least one scenario, or pass --all");
+                return ExitCode::from(2);
+            }
+            run(scenarios, all, &out, &opts)
+        }
+        Command::Check { out, opts } => run(Vec::new(), true, &out, &opts),
+    }
+}
+
+fn input_error(e: &InputError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(2)
+}
+
+fn list(dir: &Path) -> ExitCode {
+    let files = scenario_files(dir);
+    if files.is_empty() {
+        eprintln!("no scenario files under {}", dir.display());
+        return ExitCode::from(2);
+    }
+    for f in files {
+        match attnflow::scenario::Scenario::load(&f, &Overrides::default()) {
+            Ok(sc) => println!("{:<28} {:<40} {}", sc.name, sc.kind, sc.title),
+            Err(e) => return input_error(&e),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn describe(name: &str, opts: &RunOpts) -> ExitCode {
+    let path = match resolve(name, &opts.dir()) {
+        Ok(p) => p,
+        Err(e) => return input_error(&e),
+    };
+    let ready = match load_and_validate(&path, &opts.overrides()) {
+        Ok(r) => r,
+        Err(e) => return input_error(&e),
+    };
+    println!("{} — {}", ready.scenario.name, ready.scenario.title);
+    println!("kind: {} (paper {})", ready.kind.name(), ready.kind.paper());
+    println!("{}\n", ready.kind.summary());
+    println!("file {}:\n", path.display());
+    println!("{}", std::fs::read_to_string(&path).unwrap_or_default());
+    let resolved = serde_json::json!({
+        "seed": ready.scenario.seed,
+        "solver": ready.prepared.ode,
+        "params": ready.prepared.params,
+        "checks": ready.prepared.checks,
+    });
+    println!(
+        "resolved (defaults and overrides applied):\n{}",
+        serde_json::to_string_pretty(&resolved).unwrap_or_default()
+    );
+    ExitCode::SUCCESS
+}
+
+fn run(names: Vec<String>, all: bool, out: &Path, opts: &RunOpts) -> ExitCode {
+    let dir = opts.dir();
+    let paths: Vec<PathBuf> = if all {
+        scenario_files(&dir)
+    } else {
+        let mut v = Vec::new();
+        for n in &names {
+            match resolve(n, &dir) {
+                Ok(p) => v.push(p),
+                Err(e) => return input_error(&e),
+            }
+        }
+        v
+    };
+    // validate everything before running anything: bad input writes nothing
+    let mut ready: Vec<Ready> = Vec::new();
+    for p in &paths {
+        match load_and_validate(p, &opts.overrides()) {
+            Ok(r) => ready.push(r),
+            Err(e) => return input_error(&e),
+        }
+    }
+    if ready.is_empty() {
+        eprintln!("error: no scenarios under {}", dir.display());
+        return ExitCode::from(2);
+    }
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut failures: Vec<(String, RunError)> = Vec::new();
+    for r in ready {
+        let name = r.scenario.name.clone();
+        match execute(r, out) {
+            Ok(o) => {
+                print!("{}", o.verdict);
+                outcomes.push(o);
+            }
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                failures.push((name, e));
+            }
+        }
+    }
+    summarize(&outcomes, &failures);
+    if !failures.is_empty() {
+        ExitCode::from(3)
+    } else if outcomes.iter().any(|o| o.passed < o.checks) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn summarize(outcomes: &[Outcome], failures: &[(String, RunError)]) {
+    if outcomes.len() + failures.len() < 2 {
+        return;
+    }
+    let checks: usize = outcomes.iter().map(|o| o.checks).sum();
+    let passed: usize = outcomes.iter().map(|o| o.passed).sum();
+    let seconds: f64 = outcomes.iter().map(|o| o.seconds).sum();
+    println!(
+        "\n{} scenarios run, {} failed to run; {passed}/{checks} checks passed [{seconds:.1} s]",
+        outcomes.len(),
+        failures.len()
+    );
+    for o in outcomes.iter().filter(|o| o.passed < o.checks) {
+        println!("  FAILED CHECKS: {} ({}/{})", o.name, o.passed, o.checks);
+    }
+    for (n, e) in failures {
+        println!("  RUN FAILED: {n}: {e}");
+    }
+}

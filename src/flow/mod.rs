@@ -10,14 +10,15 @@
 //! Implementations must not allocate in `rhs`, `grad`, `jvp` or `hvp`: they are called in the
 //! integrators' inner loops.
 
+pub mod clock;
 pub mod discrete;
 pub mod ode;
 pub mod trajectory;
 
+pub use clock::{integrate_log_time, LogClock};
 pub use discrete::{gradient_descent, DiscreteConfig, Recording, StepRule};
 pub use ode::{integrate, integrate_flow, linspace, logspace, Events, Method, OdeConfig, TimeGrid};
 pub use trajectory::{norm, Event, SolverStats, Trajectory};
-
 
 /// An ODE ż = f(t, z) with an exact Jacobian-vector product, as the implicit integrators need.
 pub trait VectorField {

@@ -34,7 +34,12 @@ pub enum Method {
 }
 
 impl Method {
-    pub const ALL: [Method; 4] = [Method::Bdf, Method::Esdirk34, Method::TrBdf2, Method::Tsit45];
+    pub const ALL: [Method; 4] = [
+        Method::Bdf,
+        Method::Esdirk34,
+        Method::TrBdf2,
+        Method::Tsit45,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -67,17 +72,19 @@ pub struct OdeConfig {
     pub max_steps: usize,
 }
 
+const DEFAULT_MAX_STEPS: usize = 2_000_000;
+
 fn default_max_steps() -> usize {
-    2_000_000
+    DEFAULT_MAX_STEPS
 }
 
 impl OdeConfig {
-    pub fn new(method: Method, rtol: f64, atol: f64) -> Self {
+    pub const fn new(method: Method, rtol: f64, atol: f64) -> Self {
         OdeConfig {
             method,
             rtol,
             atol,
-            max_steps: default_max_steps(),
+            max_steps: DEFAULT_MAX_STEPS,
         }
     }
 
@@ -87,7 +94,10 @@ impl OdeConfig {
             return Err(format!("rtol must be in (0, 1), got {}", self.rtol));
         }
         if !(self.atol.is_finite() && self.atol > 0.0) {
-            return Err(format!("atol must be positive and finite, got {}", self.atol));
+            return Err(format!(
+                "atol must be positive and finite, got {}",
+                self.atol
+            ));
         }
         if self.max_steps == 0 {
             return Err("max_steps must be at least 1".into());
@@ -276,19 +286,27 @@ where
     type Lu = NalgebraLU<f64>;
     match cfg.method {
         Method::Bdf => {
-            let s = problem.bdf::<Lu>().map_err(|e| fail(times[0], e.to_string()))?;
+            let s = problem
+                .bdf::<Lu>()
+                .map_err(|e| fail(times[0], e.to_string()))?;
             drive(s, times, cfg, terminal)
         }
         Method::Esdirk34 => {
-            let s = problem.esdirk34::<Lu>().map_err(|e| fail(times[0], e.to_string()))?;
+            let s = problem
+                .esdirk34::<Lu>()
+                .map_err(|e| fail(times[0], e.to_string()))?;
             drive(s, times, cfg, terminal)
         }
         Method::TrBdf2 => {
-            let s = problem.tr_bdf2::<Lu>().map_err(|e| fail(times[0], e.to_string()))?;
+            let s = problem
+                .tr_bdf2::<Lu>()
+                .map_err(|e| fail(times[0], e.to_string()))?;
             drive(s, times, cfg, terminal)
         }
         Method::Tsit45 => {
-            let s = problem.tsit45().map_err(|e| fail(times[0], e.to_string()))?;
+            let s = problem
+                .tsit45()
+                .map_err(|e| fail(times[0], e.to_string()))?;
             drive(s, times, cfg, terminal)
         }
     }
@@ -441,7 +459,9 @@ mod tests {
             let err = (0..tr.len())
                 .map(|k| {
                     let e = exact(tr.t[k]);
-                    (tr.state(k)[0] - e[0]).abs().max((tr.state(k)[1] - e[1]).abs())
+                    (tr.state(k)[0] - e[0])
+                        .abs()
+                        .max((tr.state(k)[1] - e[1]).abs())
                 })
                 .fold(0.0, f64::max);
             // local error control: the global error over five time constants stays within
@@ -468,7 +488,11 @@ mod tests {
             let cfg = OdeConfig::new(Method::Tsit45, 1e-10, 1e-12);
             let tr = integrate(&Spiral, &[1.0, 0.0], &times, &cfg, Some(&ev)).unwrap();
             let first = &tr.events[0];
-            assert!((first.t - std::f64::consts::FRAC_PI_4).abs() < 1e-7, "{}", first.t);
+            assert!(
+                (first.t - std::f64::consts::FRAC_PI_4).abs() < 1e-7,
+                "{}",
+                first.t
+            );
             if terminal {
                 assert_eq!(tr.events.len(), 1);
                 assert!((tr.last_t() - first.t).abs() < 1e-14);
@@ -510,7 +534,8 @@ mod tests {
             let cfg = OdeConfig::new(m, 1e-8, 1e-10);
             let err = integrate(&Blowup, &[1.0], &[0.0, 2.0], &cfg, None).unwrap_err();
             match err {
-                FlowError::SolverFailed { t_reached, .. } | FlowError::NonFinite { t: t_reached, .. } => {
+                FlowError::SolverFailed { t_reached, .. }
+                | FlowError::NonFinite { t: t_reached, .. } => {
                     assert!(t_reached > 0.9 && t_reached <= 1.0 + 1e-6, "{t_reached}")
                 }
                 other => panic!("unexpected {other}"),

@@ -2,9 +2,18 @@
 //! bars, markers); this module draws it in one consistent style and computes nothing about the
 //! science: theory is dashed, numerics solid, log axes where rates are shown, a legend per panel.
 
+mod axes;
+mod backend;
+mod bars;
+mod clip;
+mod frame;
+mod heatmap;
+mod legend;
+mod lines;
 mod render;
+mod style;
 
-pub use render::render_svg;
+pub use render::{render_svg, PlotError};
 
 /// A whole figure: panels laid out on a grid, row-major.
 #[derive(Debug, Clone)]
@@ -130,6 +139,22 @@ pub struct Band {
     pub color: Option<usize>,
 }
 
+impl Band {
+    pub fn new(label: impl Into<String>, x: Vec<f64>, lower: Vec<f64>, upper: Vec<f64>) -> Self {
+        Band {
+            label: label.into(),
+            x,
+            lower,
+            upper,
+            color: None,
+        }
+    }
+    pub fn color(mut self, c: usize) -> Self {
+        self.color = Some(c);
+        self
+    }
+}
+
 /// A vertical or horizontal reference line with a short label (e.g. the onset time T).
 #[derive(Debug, Clone)]
 pub struct RefLine {
@@ -165,6 +190,12 @@ pub struct Arrow {
     pub to: (f64, f64),
 }
 
+impl Arrow {
+    pub fn new(from: (f64, f64), to: (f64, f64)) -> Self {
+        Arrow { from, to }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LegendPosition {
     UpperRight,
@@ -195,7 +226,11 @@ pub struct LinePanel {
 }
 
 impl LinePanel {
-    pub fn new(title: impl Into<String>, x_label: impl Into<String>, y_label: impl Into<String>) -> Self {
+    pub fn new(
+        title: impl Into<String>,
+        x_label: impl Into<String>,
+        y_label: impl Into<String>,
+    ) -> Self {
         LinePanel {
             title: title.into(),
             x_label: x_label.into(),
@@ -271,6 +306,40 @@ pub struct HeatmapPanel {
     pub limit: Option<f64>,
 }
 
+impl HeatmapPanel {
+    /// A `rows × cols` heatmap of row-major `values`, labelled by indices until told otherwise.
+    pub fn new(title: impl Into<String>, values: Vec<f64>, rows: usize, cols: usize) -> Self {
+        HeatmapPanel {
+            title: title.into(),
+            values,
+            rows,
+            cols,
+            row_labels: Vec::new(),
+            col_labels: Vec::new(),
+            x_label: String::new(),
+            y_label: String::new(),
+            limit: None,
+        }
+    }
+    pub fn row_labels(mut self, labels: Vec<String>) -> Self {
+        self.row_labels = labels;
+        self
+    }
+    pub fn col_labels(mut self, labels: Vec<String>) -> Self {
+        self.col_labels = labels;
+        self
+    }
+    pub fn axis_labels(mut self, x_label: impl Into<String>, y_label: impl Into<String>) -> Self {
+        self.x_label = x_label.into();
+        self.y_label = y_label.into();
+        self
+    }
+    pub fn limit(mut self, limit: f64) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+}
+
 /// Grouped bars: one group per category, one bar per named group member.
 #[derive(Debug, Clone)]
 pub struct BarPanel {
@@ -282,4 +351,31 @@ pub struct BarPanel {
     /// `Dashed` = outlined theory)
     pub groups: Vec<(String, Vec<f64>, LineStyle)>,
     pub y_log: bool,
+}
+
+impl BarPanel {
+    pub fn new(
+        title: impl Into<String>,
+        x_label: impl Into<String>,
+        y_label: impl Into<String>,
+        categories: Vec<String>,
+    ) -> Self {
+        BarPanel {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            categories,
+            groups: Vec::new(),
+            y_log: false,
+        }
+    }
+    /// Adds a group: one value per category, `Solid` for numerics, `Dashed` for theory.
+    pub fn group(mut self, label: impl Into<String>, values: Vec<f64>, style: LineStyle) -> Self {
+        self.groups.push((label.into(), values, style));
+        self
+    }
+    pub fn log_y(mut self) -> Self {
+        self.y_log = true;
+        self
+    }
 }

@@ -1,0 +1,185 @@
+//! `thm2-trajectory`: one trajectory of the Theorem 2 system, integrated and in closed form,
+//! with its phase portrait — the scenario for exploring the system by hand with `--set`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::flow::{integrate, linspace, Method, OdeConfig};
+use crate::models::histogram::Thm2System;
+use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::phase::{phase_portrait, PhaseTrajectory};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Imbalance constant c (= δ_i of a df column).
+    pub c: f64,
+    /// Time scale c_1 > 0 (= μ_i of a df column).
+    pub c1: f64,
+    pub x0: f64,
+    pub y0: f64,
+    /// Integration horizon.
+    pub t_end: f64,
+    /// Number of output samples.
+    #[serde(default = "default_samples")]
+    pub samples: usize,
+}
+
+fn default_samples() -> usize {
+    400
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// max |ODE − closed form| allowed when |L| ≥ 1e-2; near the bad line the saddle amplifies
+    /// solver error by ~1/|L|, so the bound becomes tol·1e-2/|L| (spec 000 R8(a)).
+    pub closed_form_tol: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.c1 <= 0.0 {
+        return Err(sc.invalid("params.c1", format!("c1 must be positive, got {}", p.c1)));
+    }
+    if p.t_end <= 0.0 {
+        return Err(sc.invalid(
+            "params.t_end",
+            format!("t_end must be positive, got {}", p.t_end),
+        ));
+    }
+    if p.samples < 2 {
+        return Err(sc.invalid("params.samples", "need at least 2 samples"));
+    }
+    if c.closed_form_tol <= 0.0 {
+        return Err(sc.invalid("checks.closed_form_tol", "must be positive"));
+    }
+    Ok(())
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let sys = Thm2System { c: p.c, c1: p.c1 };
+    let cf = sys.closed_form(p.x0, p.y0);
+    let imb = sys.imbalance();
+    let l = cf.l();
+    // exactly on the bad line the numerical trajectory escapes the saddle after ≈ ln(1/tol)/(c1ρ̄)
+    // (spec 000 §7.4): compare only while it cannot have escaped
+    let t_cmp = if l == 0.0 {
+        p.t_end.min(5.0 / (p.c1 * imb.rho))
+    } else {
+        p.t_end
+    };
+    let times = linspace(0.0, p.t_end, p.samples);
+    let tr = integrate(&sys, &[p.x0, p.y0], &times, &ctx.ode, None)?;
+    let mut rep = Report::default();
+    rep.stats("ode", &tr.stats);
+    rep.series = Table::new(&["t", "x", "y", "x_closed", "y_closed"]);
+    let (mut xs, mut ys, mut xc, mut yc) = (vec![], vec![], vec![], vec![]);
+    let mut err: f64 = 0.0;
+    for k in 0..tr.len() {
+        let s = cf.at(tr.t[k]);
+        let z = tr.state(k);
+        if tr.t[k] <= t_cmp {
+            err = err.max((z[0] - s.x).abs()).max((z[1] - s.y).abs());
+        }
+        xs.push(z[0]);
+        ys.push(z[1]);
+        xc.push(s.x);
+        yc.push(s.y);
+        rep.series.push(vec![
+            Cell::Num(tr.t[k]),
+            z[0].into(),
+            z[1].into(),
+            s.x.into(),
+            s.y.into(),
+        ]);
+    }
+    let bound = c.closed_form_tol * (1e-2f64 / l.abs()).max(1.0);
+    let bound = if l == 0.0 { c.closed_form_tol } else { bound };
+    rep.check(
+        Check::at_most("max |ODE − closed form| (x, y)", err, bound).note(format!(
+            "on t ≤ {t_cmp}; bound tol·max(1, 1e-2/|L|), L = {l:.3e}"
+        )),
+    );
+    let t_onset = cf.onset_time();
+    if l != 0.0 {
+        // after T, xy > 0 (spec 000 R8(d)); before T, xy ≤ 0
+        let violations = (0..tr.len())
+            .filter(|&k| {
+                let (t, xy) = (tr.t[k], tr.state(k)[0] * tr.state(k)[1]);
+                let margin = 1e-9;
+                (t > t_onset + margin && xy <= 0.0) || (t < t_onset - margin && xy > 1e-12)
+            })
+            .count();
+        rep.check(
+            Check::at_most(
+                "samples violating sign(xy) = sign(t − T)",
+                violations as f64,
+                0.0,
+            )
+            .paper_claim(format!(
+                "T as printed in Theorem 2 = {:.6} (corrected T = {:.6})",
+                cf.paper_onset_time(),
+                t_onset
+            )),
+        );
+    }
+    rep.derive("rho", imb.rho);
+    rep.derive("rhob", imb.rhob);
+    rep.derive("A", imb.a);
+    rep.derive("K", cf.k());
+    rep.derive("L", l);
+    rep.derive("onset_T", t_onset);
+    rep.derive("onset_T_paper", cf.paper_onset_time());
+    rep.derive("limit", cf.limit());
+    rep.derive("residue_rate", sys.residue_rate());
+    rep.derive("residue_rate_paper", sys.paper_residue_rate());
+
+    let portrait = phase_portrait(
+        &sys,
+        &[PhaseTrajectory {
+            x: xs.clone(),
+            y: ys.clone(),
+            closed_x: xc.clone(),
+            closed_y: yc.clone(),
+        }],
+    );
+    let mut traces = LinePanel::new("x(t), y(t)", "t", "value")
+        .series(Series::numerics("x (ODE)", tr.t.clone(), xs).color(0))
+        .series(Series::theory("x closed form", tr.t.clone(), xc).color(0))
+        .series(Series::numerics("y (ODE)", tr.t.clone(), ys).color(1))
+        .series(Series::theory("y closed form", tr.t.clone(), yc).color(1));
+    if t_onset.is_finite() && t_onset > 0.0 && t_onset < p.t_end {
+        let tp = cf.paper_onset_time();
+        let same = (tp - t_onset).abs() <= 1e-9 * t_onset;
+        traces = traces.vline(RefLine::new(
+            t_onset,
+            if same { "T (= paper's)" } else { "T" },
+        ));
+        if !same && tp.is_finite() && tp > 0.0 && tp < p.t_end {
+            traces = traces.vline(RefLine::new(tp, "T (paper)").style(LineStyle::Dotted));
+        }
+    }
+    rep.figure = Some(
+        Figure::new(2)
+            .title(format!(
+                "Theorem 2 system: c = {}, c₁ = {}, (x₀, y₀) = ({}, {})",
+                p.c, p.c1, p.x0, p.y0
+            ))
+            .panel(portrait)
+            .panel(traces),
+    );
+    Ok(rep)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "histogram.thm2-trajectory",
+    paper: "000",
+    summary: "One trajectory of the Theorem 2 system ẋ = c₁(y − x³ − cx), ẏ = c₁(x − x²y): \
+              integrated and in closed form (spec 000 §2.6), with the phase portrait, the \
+              invariant lines, the onset time T (corrected) and the paper's T.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
+    validate,
+    run,
+};

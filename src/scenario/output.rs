@@ -1,0 +1,180 @@
+//! Writing a run's outputs: `params.json`, `series.csv`, `checks.json`, `figure.svg` and any
+//! extra tables, figures and JSON files, into `<out>/<name>/`. Everything is first written into
+//! a hidden sibling folder and then renamed into place, so an interrupted or failed run never
+//! leaves a half-written output folder.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::registry::Prepared;
+use super::report::{fmt_num, Cell, Report, Table};
+use super::Scenario;
+
+/// Metadata recorded in params.json besides the report.
+pub struct RunMeta<'a> {
+    pub scenario: &'a Scenario,
+    pub params: &'a serde_json::Value,
+    pub checks: &'a serde_json::Value,
+    pub ode: &'a crate::flow::OdeConfig,
+}
+
+impl<'a> RunMeta<'a> {
+    pub fn new(scenario: &'a Scenario, prepared: &'a Prepared) -> Self {
+        RunMeta {
+            scenario,
+            params: &prepared.params,
+            checks: &prepared.checks,
+            ode: &prepared.ode,
+        }
+    }
+}
+
+/// Writes all outputs of one run atomically; returns the output folder.
+pub fn write_run(out_root: &Path, meta: &RunMeta, report: &Report) -> Result<PathBuf, String> {
+    let sc = meta.scenario;
+    let io = |what: &str, e: std::io::Error| format!("writing {what}: {e}");
+    std::fs::create_dir_all(out_root).map_err(|e| io(&out_root.display().to_string(), e))?;
+    let final_dir = out_root.join(&sc.name);
+    let tmp = out_root.join(format!(".{}.partial-{}", sc.name, std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| io("stale temp folder", e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| io("temp folder", e))?;
+    let result = write_files(&tmp, meta, report);
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    let old = out_root.join(format!(".{}.old-{}", sc.name, std::process::id()));
+    if final_dir.exists() {
+        std::fs::rename(&final_dir, &old).map_err(|e| io("previous output", e))?;
+    }
+    std::fs::rename(&tmp, &final_dir).map_err(|e| io("output folder", e))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| io("previous output", e))?;
+    }
+    Ok(final_dir)
+}
+
+fn write_files(dir: &Path, meta: &RunMeta, report: &Report) -> Result<(), String> {
+    let sc = meta.scenario;
+    let stats: Vec<_> = report
+        .solver_stats
+        .iter()
+        .map(|(label, s)| {
+            let mut v = serde_json::to_value(s).unwrap_or_default();
+            // wall time varies between runs; it is printed, not stored, so outputs are reproducible
+            if let Some(o) = v.as_object_mut() {
+                o.remove("wall_seconds");
+            }
+            json!({ "run": label, "stats": v })
+        })
+        .collect();
+    let params = json!({
+        "scenario": sc.name,
+        "title": sc.title,
+        "kind": sc.kind,
+        "file": sc.path.display().to_string(),
+        "crate_version": env!("CARGO_PKG_VERSION"),
+        "seed": sc.seed,
+        "quick": sc.quick,
+        "overrides": sc.overrides,
+        "solver": meta.ode,
+        "params": meta.params,
+        "check_thresholds": meta.checks,
+        "derived": report.derived,
+        "solver_stats": stats,
+    });
+    write_json(&dir.join("params.json"), &params)?;
+    write_csv(&dir.join("series.csv"), &report.series)?;
+    for (stem, table) in &report.tables {
+        write_csv(&dir.join(format!("{stem}.csv")), table)?;
+    }
+    let checks = json!({
+        "scenario": sc.name,
+        "all_pass": report.all_pass(),
+        "checks": report.checks,
+    });
+    write_json(&dir.join("checks.json"), &checks)?;
+    for (stem, value) in &report.json {
+        write_json(&dir.join(format!("{stem}.json")), value)?;
+    }
+    let figures = report
+        .figure
+        .iter()
+        .map(|f| ("figure".to_string(), f))
+        .chain(report.figures.iter().map(|(s, f)| (s.clone(), f)));
+    for (stem, fig) in figures {
+        let svg = crate::plot::render_svg(fig).map_err(|e| format!("drawing {stem}.svg: {e}"))?;
+        write_bytes(&dir.join(format!("{stem}.svg")), svg.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn write_json(path: &Path, v: &serde_json::Value) -> Result<(), String> {
+    let mut s = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
+    s.push('\n');
+    write_bytes(path, s.as_bytes())
+}
+
+/// CSV text of a table; numbers in Rust's shortest round-trip form.
+pub fn csv_text(table: &Table) -> Result<String, String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&table.headers).map_err(|e| e.to_string())?;
+    for row in &table.rows {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|c| match c {
+                Cell::Num(x) => format!("{x:?}"),
+                Cell::Text(s) => s.clone(),
+            })
+            .collect();
+        w.write_record(&cells).map_err(|e| e.to_string())?;
+    }
+    String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+}
+
+fn write_csv(path: &Path, table: &Table) -> Result<(), String> {
+    write_bytes(path, csv_text(table)?.as_bytes())
+}
+
+/// The verdict table of one run, as printed on stdout.
+pub fn verdict_text(sc: &Scenario, report: &Report, seconds: f64) -> String {
+    let passed = report.checks.iter().filter(|c| c.pass).count();
+    let mut s = format!(
+        "{} ({}): {}/{} checks passed  [{:.2} s]\n",
+        sc.name,
+        sc.kind,
+        passed,
+        report.checks.len(),
+        seconds
+    );
+    let width = report
+        .checks
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for c in &report.checks {
+        s.push_str(&format!(
+            "  {}  {:<width$}  {:>12}  {}\n",
+            if c.pass { "PASS" } else { "FAIL" },
+            c.name,
+            fmt_num(c.measured),
+            c.bound_text(),
+        ));
+        if let Some(claim) = &c.paper_claim {
+            s.push_str(&format!("        paper: {claim}\n"));
+        }
+    }
+    s
+}

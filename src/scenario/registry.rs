@@ -1,0 +1,93 @@
+//! The registry of scenario kinds: the map from a scenario file's `kind` to the runner that
+//! validates its parameters and produces its [`Report`].
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::{InputError, Report, RunContext, RunError, Scenario};
+use crate::flow::OdeConfig;
+
+/// A validated scenario, ready to run.
+pub struct Prepared {
+    /// The typed parameters and thresholds after defaults and overrides (for params.json).
+    pub params: serde_json::Value,
+    pub checks: serde_json::Value,
+    pub ode: OdeConfig,
+    run: Box<dyn FnOnce(&RunContext) -> Result<Report, RunError> + Send>,
+}
+
+impl Prepared {
+    pub fn run(self, ctx: &RunContext) -> Result<Report, RunError> {
+        (self.run)(ctx)
+    }
+}
+
+/// A scenario kind as the CLI sees it.
+pub trait ScenarioKind: Sync {
+    /// Registered name, e.g. `histogram.thm2-trajectory`.
+    fn name(&self) -> &'static str;
+    /// Paper (seed) number, e.g. `000`.
+    fn paper(&self) -> &'static str;
+    /// One line: what it reproduces or verifies.
+    fn summary(&self) -> &'static str;
+    /// Parses and validates the scenario's parameters and thresholds.
+    fn prepare(&self, sc: &Scenario) -> Result<Prepared, InputError>;
+}
+
+/// A kind defined by typed parameters `P`, thresholds `C`, a validator and a runner.
+pub struct Kind<P, C> {
+    pub name: &'static str,
+    pub paper: &'static str,
+    pub summary: &'static str,
+    /// Default integrator when the file has no `[solver]`.
+    pub solver: OdeConfig,
+    /// Range and consistency checks beyond the types (negative sizes, impossible combinations).
+    pub validate: fn(&P, &C, &Scenario) -> Result<(), InputError>,
+    pub run: fn(&P, &C, &RunContext) -> Result<Report, RunError>,
+}
+
+impl<P, C> ScenarioKind for Kind<P, C>
+where
+    P: DeserializeOwned + Serialize + Send + 'static,
+    C: DeserializeOwned + Serialize + Send + 'static,
+{
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn paper(&self) -> &'static str {
+        self.paper
+    }
+    fn summary(&self) -> &'static str {
+        self.summary
+    }
+    fn prepare(&self, sc: &Scenario) -> Result<Prepared, InputError> {
+        let p: P = sc.typed_params()?;
+        let c: C = sc.typed_checks()?;
+        let ode = sc.ode_config(self.solver)?;
+        (self.validate)(&p, &c, sc)?;
+        let run = self.run;
+        Ok(Prepared {
+            params: serde_json::to_value(&p).unwrap_or_default(),
+            checks: serde_json::to_value(&c).unwrap_or_default(),
+            ode,
+            run: Box::new(move |ctx| run(&p, &c, ctx)),
+        })
+    }
+}
+
+/// Every registered kind.
+pub fn all() -> Vec<&'static dyn ScenarioKind> {
+    let mut v: Vec<&'static dyn ScenarioKind> = Vec::new();
+    v.extend(crate::scenario::histogram::kinds());
+    v
+}
+
+/// The kind registered under `name`.
+pub fn find(name: &str) -> Option<&'static dyn ScenarioKind> {
+    all().into_iter().find(|k| k.name() == name)
+}
+
+/// A validator for kinds with nothing to check beyond the types.
+pub fn no_validation<P, C>(_: &P, _: &C, _: &Scenario) -> Result<(), InputError> {
+    Ok(())
+}

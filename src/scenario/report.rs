@@ -1,0 +1,237 @@
+//! What a scenario run produces: data tables, theorem checks, a figure, extra JSON files.
+
+use serde::Serialize;
+
+use crate::flow::SolverStats;
+use crate::plot::Figure;
+
+/// One cell of a CSV table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Num(f64),
+    Text(String),
+}
+
+impl From<f64> for Cell {
+    fn from(x: f64) -> Self {
+        Cell::Num(x)
+    }
+}
+impl From<usize> for Cell {
+    fn from(x: usize) -> Self {
+        Cell::Num(x as f64)
+    }
+}
+impl From<&str> for Cell {
+    fn from(s: &str) -> Self {
+        Cell::Text(s.to_string())
+    }
+}
+impl From<String> for Cell {
+    fn from(s: String) -> Self {
+        Cell::Text(s)
+    }
+}
+
+/// A CSV table in long or wide format.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    pub fn new(headers: &[&str]) -> Self {
+        Table {
+            headers: headers.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Appends a row; panics if its length differs from the header (a programming error).
+    pub fn push(&mut self, row: Vec<Cell>) {
+        assert_eq!(
+            row.len(),
+            self.headers.len(),
+            "row length must match the header"
+        );
+        self.rows.push(row);
+    }
+
+    /// Appends one row per sample of equally long numeric columns, each prefixed by `labels`.
+    pub fn push_columns(&mut self, labels: &[Cell], columns: &[&[f64]]) {
+        let n = columns.first().map_or(0, |c| c.len());
+        assert!(
+            columns.iter().all(|c| c.len() == n),
+            "columns must be equally long"
+        );
+        for k in 0..n {
+            let mut row = labels.to_vec();
+            row.extend(columns.iter().map(|c| Cell::Num(c[k])));
+            self.push(row);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// How a measured value is compared with its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum Relation {
+    #[serde(rename = "<=")]
+    AtMost,
+    #[serde(rename = ">=")]
+    AtLeast,
+    #[serde(rename = "in")]
+    Within,
+}
+
+/// A theorem check: a measured value against a bound from the theory. It can fail.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub measured: f64,
+    pub relation: Relation,
+    /// The bound (for `Within`, the lower end).
+    pub bound: f64,
+    /// The upper end for `Within`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upper: Option<f64>,
+    pub pass: bool,
+    /// What the paper states where it differs from the corrected statement checked here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paper_claim: Option<String>,
+    /// What the check measures, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Check {
+    fn make(name: &str, measured: f64, relation: Relation, bound: f64, upper: Option<f64>) -> Self {
+        // NaN compares false everywhere, so a NaN measurement fails every check
+        let pass = match relation {
+            Relation::AtMost => measured <= bound,
+            Relation::AtLeast => measured >= bound,
+            Relation::Within => measured >= bound && measured <= upper.unwrap_or(f64::NAN),
+        };
+        Check {
+            name: name.to_string(),
+            measured,
+            relation,
+            bound,
+            upper,
+            pass,
+            paper_claim: None,
+            note: None,
+        }
+    }
+    /// Passes if `measured ≤ bound`.
+    pub fn at_most(name: &str, measured: f64, bound: f64) -> Self {
+        Self::make(name, measured, Relation::AtMost, bound, None)
+    }
+    /// Passes if `measured ≥ bound`.
+    pub fn at_least(name: &str, measured: f64, bound: f64) -> Self {
+        Self::make(name, measured, Relation::AtLeast, bound, None)
+    }
+    /// Passes if `lo ≤ measured ≤ hi`.
+    pub fn within(name: &str, measured: f64, lo: f64, hi: f64) -> Self {
+        Self::make(name, measured, Relation::Within, lo, Some(hi))
+    }
+    /// Passes if |measured − target| ≤ tol.
+    pub fn close(name: &str, measured: f64, target: f64, tol: f64) -> Self {
+        Self::within(name, measured, target - tol, target + tol)
+    }
+    /// A yes/no fact (1 = holds): passes if it holds.
+    pub fn holds(name: &str, holds: bool) -> Self {
+        Self::at_least(name, if holds { 1.0 } else { 0.0 }, 1.0)
+    }
+    /// Records what the paper claims where it differs from the checked statement.
+    pub fn paper_claim(mut self, claim: impl Into<String>) -> Self {
+        self.paper_claim = Some(claim.into());
+        self
+    }
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.note = Some(note.into());
+        self
+    }
+    /// The bound as text, e.g. "<= 1e-7" or "in [0.9, 1.1]".
+    pub fn bound_text(&self) -> String {
+        match self.relation {
+            Relation::AtMost => format!("<= {}", fmt_num(self.bound)),
+            Relation::AtLeast => format!(">= {}", fmt_num(self.bound)),
+            Relation::Within => format!(
+                "in [{}, {}]",
+                fmt_num(self.bound),
+                fmt_num(self.upper.unwrap_or(f64::NAN))
+            ),
+        }
+    }
+}
+
+/// Compact number formatting for verdict tables.
+pub fn fmt_num(x: f64) -> String {
+    if x == 0.0 || (x.abs() >= 1e-3 && x.abs() < 1e5) {
+        let s = format!("{x:.6}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        s.to_string()
+    } else {
+        format!("{x:.4e}")
+    }
+}
+
+/// Everything one scenario run produced, written by [`super::output`].
+#[derive(Debug, Default)]
+pub struct Report {
+    /// `series.csv`.
+    pub series: Table,
+    /// Further CSV files: (file stem, table).
+    pub tables: Vec<(String, Table)>,
+    pub checks: Vec<Check>,
+    /// `figure.svg`.
+    pub figure: Option<Figure>,
+    /// Further figures: (file stem, figure).
+    pub figures: Vec<(String, Figure)>,
+    /// Further JSON files: (file stem, value).
+    pub json: Vec<(String, serde_json::Value)>,
+    /// Quantities derived from the parameters (rates, onset times, ...) for params.json.
+    pub derived: serde_json::Map<String, serde_json::Value>,
+    /// Work of every integration or optimizer run: (label, stats).
+    pub solver_stats: Vec<(String, SolverStats)>,
+}
+
+impl Report {
+    pub fn check(&mut self, c: Check) {
+        self.checks.push(c);
+    }
+    pub fn derive(&mut self, key: &str, value: impl Serialize) {
+        self.derived.insert(
+            key.to_string(),
+            serde_json::to_value(value).unwrap_or(serde_json::Value::Null),
+        );
+    }
+    pub fn stats(&mut self, label: impl Into<String>, stats: &SolverStats) {
+        self.solver_stats.push((label.into(), stats.clone()));
+    }
+    pub fn all_pass(&self) -> bool {
+        self.checks.iter().all(|c| c.pass)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_can_fail_and_nan_always_fails() {
+        assert!(Check::at_most("a", 1.0, 2.0).pass);
+        assert!(!Check::at_most("a", 3.0, 2.0).pass);
+        assert!(!Check::at_most("a", f64::NAN, 2.0).pass);
+        assert!(!Check::at_least("a", f64::NAN, 2.0).pass);
+        assert!(!Check::within("a", f64::NAN, 0.0, 1.0).pass);
+        assert!(Check::close("a", 1.05, 1.0, 0.1).pass);
+        assert!(!Check::holds("a", false).pass);
+        assert_eq!(Check::within("a", 0.5, 0.0, 1.0).bound_text(), "in [0, 1]");
+    }
+}

@@ -1,0 +1,36 @@
+//! Shared by the integration tests: run a shipped scenario in its fast configuration.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use attnflow::scenario::run::{default_scenario_dir, load_and_validate, resolve};
+use attnflow::scenario::{Overrides, Report, RunContext};
+
+/// Runs scenario `name` with its `[quick]` overrides (plus `set`) and returns the report
+/// without writing files.
+pub fn run_quick(name: &str, set: &[&str]) -> Report {
+    let path: PathBuf = resolve(name, &default_scenario_dir()).expect("scenario exists");
+    let ov = Overrides {
+        set: set.iter().map(|s| s.to_string()).collect(),
+        quick: true,
+        ..Default::default()
+    };
+    let ready = load_and_validate(&path, &ov).unwrap_or_else(|e| panic!("{e}"));
+    let ctx = RunContext {
+        scenario: &ready.scenario,
+        ode: ready.prepared.ode,
+    };
+    ready.prepared.run(&ctx).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Asserts every check of the report passed, listing the failures.
+pub fn assert_all_pass(name: &str, report: &Report) {
+    let failed: Vec<String> = report
+        .checks
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| format!("{}: measured {} vs {}", c.name, c.measured, c.bound_text()))
+        .collect();
+    assert!(!report.checks.is_empty(), "{name}: no checks ran");
+    assert!(failed.is_empty(), "{name}: failed checks:\n{}", failed.join("\n"));
+}

@@ -158,10 +158,13 @@ pub fn logspace(a: f64, b: f64, n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// An event function: writes g(t, z) ∈ ℝ^count into its last argument.
+pub type EventFn<'a> = &'a dyn Fn(f64, &[f64], &mut [f64]);
+
 /// Event functions g(t, z) ∈ ℝ^count; an event fires where a component changes sign.
 pub struct Events<'a> {
     pub count: usize,
-    pub func: &'a dyn Fn(f64, &[f64], &mut [f64]),
+    pub func: EventFn<'a>,
     /// Stop the integration at the first event (otherwise record it and go on).
     pub terminal: bool,
 }

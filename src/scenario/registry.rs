@@ -7,13 +7,15 @@ use serde::Serialize;
 use super::{InputError, Report, RunContext, RunError, Scenario};
 use crate::flow::OdeConfig;
 
+type RunFn = Box<dyn FnOnce(&RunContext) -> Result<Report, RunError> + Send>;
+
 /// A validated scenario, ready to run.
 pub struct Prepared {
     /// The typed parameters and thresholds after defaults and overrides (for params.json).
     pub params: serde_json::Value,
     pub checks: serde_json::Value,
     pub ode: OdeConfig,
-    run: Box<dyn FnOnce(&RunContext) -> Result<Report, RunError> + Send>,
+    run: RunFn,
 }
 
 impl Prepared {

@@ -119,9 +119,9 @@ fn main() -> ExitCode {
                 eprintln!("error: name at least one scenario, or pass --all");
                 return ExitCode::from(2);
             }
-            run(scenarios, all, &out, &opts)
+            run(scenarios, all, &out, &opts, false)
         }
-        Command::Check { out, opts } => run(Vec::new(), true, &out, &opts),
+        Command::Check { out, opts } => run(Vec::new(), true, &out, &opts, true),
     }
 }
 
@@ -172,7 +172,9 @@ fn describe(name: &str, opts: &RunOpts) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(names: Vec<String>, all: bool, out: &Path, opts: &RunOpts) -> ExitCode {
+/// Validates every named scenario (or all), runs them, prints verdicts; `summary` also writes
+/// `<out>/check-summary.json` (the `check` command).
+fn run(names: Vec<String>, all: bool, out: &Path, opts: &RunOpts, summary: bool) -> ExitCode {
     let dir = opts.dir();
     let paths: Vec<PathBuf> = if all {
         scenario_files(&dir)
@@ -214,6 +216,15 @@ fn run(names: Vec<String>, all: bool, out: &Path, opts: &RunOpts) -> ExitCode {
         }
     }
     summarize(&outcomes, &failures);
+    if summary {
+        match write_summary(out, &outcomes, &failures) {
+            Ok(path) => println!("summary written to {}", path.display()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(3);
+            }
+        }
+    }
     if !failures.is_empty() {
         ExitCode::from(3)
     } else if outcomes.iter().any(|o| o.passed < o.checks) {
@@ -223,22 +234,68 @@ fn run(names: Vec<String>, all: bool, out: &Path, opts: &RunOpts) -> ExitCode {
     }
 }
 
+/// The summary table printed after several runs: one line per scenario.
 fn summarize(outcomes: &[Outcome], failures: &[(String, RunError)]) {
     if outcomes.len() + failures.len() < 2 {
         return;
+    }
+    println!(
+        "\n{:<28} {:>7} {:>7} {:>9}",
+        "scenario", "passed", "failed", "seconds"
+    );
+    for o in outcomes {
+        println!(
+            "{:<28} {:>7} {:>7} {:>9.2}",
+            o.name,
+            o.passed,
+            o.checks - o.passed,
+            o.seconds
+        );
+    }
+    for (n, _) in failures {
+        println!("{n:<28} {:>7} {:>7} {:>9}", "-", "-", "RUN FAILED");
     }
     let checks: usize = outcomes.iter().map(|o| o.checks).sum();
     let passed: usize = outcomes.iter().map(|o| o.passed).sum();
     let seconds: f64 = outcomes.iter().map(|o| o.seconds).sum();
     println!(
-        "\n{} scenarios run, {} failed to run; {passed}/{checks} checks passed [{seconds:.1} s]",
+        "{} scenarios run, {} failed to run; {passed}/{checks} checks passed [{seconds:.1} s]",
         outcomes.len(),
         failures.len()
     );
-    for o in outcomes.iter().filter(|o| o.passed < o.checks) {
-        println!("  FAILED CHECKS: {} ({}/{})", o.name, o.passed, o.checks);
-    }
-    for (n, e) in failures {
-        println!("  RUN FAILED: {n}: {e}");
-    }
+}
+
+/// `<out>/check-summary.json`: per scenario, checks passed and failed, wall time, run errors.
+fn write_summary(
+    out: &Path,
+    outcomes: &[Outcome],
+    failures: &[(String, RunError)],
+) -> Result<PathBuf, String> {
+    let rows: Vec<_> = outcomes
+        .iter()
+        .map(|o| {
+            serde_json::json!({
+                "scenario": o.name, "checks": o.checks, "passed": o.passed,
+                "failed": o.checks - o.passed, "seconds": o.seconds,
+            })
+        })
+        .chain(
+            failures
+                .iter()
+                .map(|(n, e)| serde_json::json!({ "scenario": n, "error": e.to_string() })),
+        )
+        .collect();
+    let summary = serde_json::json!({
+        "crate_version": env!("CARGO_PKG_VERSION"),
+        "scenarios": rows,
+        "all_pass": failures.is_empty() && outcomes.iter().all(|o| o.passed == o.checks),
+    });
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let path = out.join("check-summary.json");
+    let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
+    let tmp = out.join(".check-summary.json.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }

@@ -20,7 +20,10 @@ pub fn run_quick(name: &str, set: &[&str]) -> Report {
         scenario: &ready.scenario,
         ode: ready.prepared.ode,
     };
-    ready.prepared.run(&ctx).unwrap_or_else(|e| panic!("{name}: {e}"))
+    ready
+        .prepared
+        .run(&ctx)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// Asserts every check of the report passed, listing the failures.
@@ -32,5 +35,9 @@ pub fn assert_all_pass(name: &str, report: &Report) {
         .map(|c| format!("{}: measured {} vs {}", c.name, c.measured, c.bound_text()))
         .collect();
     assert!(!report.checks.is_empty(), "{name}: no checks ran");
-    assert!(failed.is_empty(), "{name}: failed checks:\n{}", failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{name}: failed checks:\n{}",
+        failed.join("\n")
+    );
 }

@@ -1,0 +1,106 @@
+//! Solver benchmarks on the seed-000 flows (the solves of the `work-precision` scenario):
+//! each integrator at one tolerance and gradient descent to the same horizon, on ℓ_df (eq, d = 10)
+//! and ℓ_tf (eq, d = 10, N = n = 100), plus the hot-path kernels (tf gradient and Hessian-vector
+//! product at d = 10 and 26, which must not allocate: see tests/histogram_tf_alloc.rs).
+//!
+//! Run: `cargo bench --bench solvers` (about a minute). Measurement times are short on purpose;
+//! pass `-- --measurement-time 10` for tighter intervals.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use attnflow::flow::{
+    gradient_descent, integrate_flow, DiscreteConfig, GradientFlow, Method, OdeConfig, Recording,
+    StepRule,
+};
+use attnflow::models::histogram::{task_matrix, DfFlow, HistogramData, Task, TfFlow};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rand_distr::{Distribution, StandardNormal};
+
+const RTOL: f64 = 1e-8;
+const ATOL: f64 = 1e-10;
+
+/// The eq-task dataset and a N(0, σ²) init, seeded.
+fn setup(d: usize, seq_len: usize, n: usize, sigma: f64) -> (HistogramData, Vec<f64>) {
+    let mut rng = ChaCha20Rng::seed_from_u64(0);
+    let data = HistogramData::sample(task_matrix(&Task::Eq, d), seq_len, n, &mut rng);
+    let z0 = (0..d * (d + 1))
+        .map(|_| {
+            let x: f64 = StandardNormal.sample(&mut rng);
+            sigma * x
+        })
+        .collect();
+    (data, z0)
+}
+
+/// Every integrator at (RTOL, ATOL) and GD with step `eta`, all to `t_end`.
+fn bench_solves(
+    c: &mut Criterion,
+    group: &str,
+    flow: &dyn GradientFlow,
+    z0: &[f64],
+    t_end: f64,
+    eta: f64,
+) {
+    let mut g = c.benchmark_group(group);
+    let times = [0.0, t_end];
+    for method in Method::ALL {
+        let cfg = OdeConfig::new(method, RTOL, ATOL);
+        g.bench_function(BenchmarkId::new("ode", method.name()), |b| {
+            b.iter(|| integrate_flow(flow, black_box(z0), &times, &cfg).expect("solve"))
+        });
+    }
+    let steps = (t_end / eta).round() as usize;
+    let cfg = DiscreteConfig::new(StepRule::Constant { eta }, steps, Recording::Every(steps));
+    g.bench_function(BenchmarkId::new("gd", format!("eta={eta}")), |b| {
+        b.iter(|| gradient_descent(flow, black_box(z0), &cfg).expect("gd"))
+    });
+    g.finish();
+}
+
+fn solves(c: &mut Criterion) {
+    let (data, z0) = setup(10, 100, 100, 0.5);
+    bench_solves(
+        c,
+        "df_eq_d10_t20",
+        &DfFlow::new(data.m.clone()),
+        &z0,
+        20.0,
+        1e-2,
+    );
+    bench_solves(c, "tf_eq_d10_t1", &TfFlow::from_data(&data), &z0, 1.0, 1e-4);
+}
+
+fn kernels(c: &mut Criterion) {
+    let mut g = c.benchmark_group("kernels");
+    for d in [10, 26] {
+        let (data, z) = setup(d, 100, 2 * d, 0.5);
+        let u: Vec<f64> = z.iter().rev().copied().collect();
+        let mut out = vec![0.0; z.len()];
+        let flows: [(&str, Box<dyn GradientFlow>); 2] = [
+            ("tf", Box::new(TfFlow::from_data(&data))),
+            ("df", Box::new(DfFlow::new(data.m.clone()))),
+        ];
+        for (name, flow) in &flows {
+            g.bench_function(BenchmarkId::new(format!("{name}_grad"), d), |b| {
+                b.iter(|| flow.grad(black_box(&z), &mut out))
+            });
+            g.bench_function(BenchmarkId::new(format!("{name}_hvp"), d), |b| {
+                b.iter(|| flow.hvp(black_box(&z), black_box(&u), &mut out))
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    targets = solves, kernels
+}
+criterion_main!(benches);

@@ -1,0 +1,207 @@
+//! Setup shared by the transformer (ℓ_tf) scenarios and the solver studies of seed 000: tasks by
+//! name, seeded datasets and Gaussian initializations, the exact common limit of both flows and
+//! Hessian spectra with the rescaling zero modes set apart.
+
+use serde::Serialize;
+
+use crate::analysis::linearize::{conditioning, hessian, symmetric_eigenvalues, Conditioning};
+use crate::flow::GradientFlow;
+use crate::models::histogram::layout::{column, gaussian_state, v_index};
+use crate::models::histogram::{task_matrix, DfClosedForm, HistogramData, Task, TfFlow};
+use crate::scenario::{InputError, RunContext, RunError, Scenario};
+
+/// Random stream of the dataset of trial k: `DATA_STREAM + k`. Data and initialization use
+/// separate streams, so changing one parameter keeps the other's random numbers (common random
+/// numbers across parameter values).
+pub const DATA_STREAM: u64 = 1_000;
+/// Random stream of the initialization of trial k: `INIT_STREAM + k`.
+pub const INIT_STREAM: u64 = 2_000;
+
+pub use super::task_param::{default_d_thr, TaskName};
+
+/// The dataset of trial `trial`: n strings of length `seq_len` on d symbols (spec 000 §1.3).
+pub fn trial_data(
+    ctx: &RunContext,
+    task: &Task,
+    d: usize,
+    seq_len: usize,
+    n: usize,
+    trial: usize,
+) -> HistogramData {
+    let mut rng = ctx.rng(DATA_STREAM + trial as u64);
+    HistogramData::sample(task_matrix(task, d), seq_len, n, &mut rng)
+}
+
+/// The initialization of trial `trial`: Gaussian with standard deviation σ.
+pub fn trial_init(ctx: &RunContext, d: usize, sigma: f64, trial: usize) -> Vec<f64> {
+    gaussian_state(&mut ctx.rng(INIT_STREAM + trial as u64), d, sigma)
+}
+
+/// The transformer flow of a dataset, refusing data whose H_a are singular: then zero loss does
+/// not force Q Diag(v) = M (spec 000 R3, E16) and the tf limit is not the df one.
+pub fn tf_flow_checked(data: &HistogramData) -> Result<(TfFlow, f64, f64), RunError> {
+    let flow = TfFlow::from_data(data);
+    let (lambda_min, cond) = flow.moments().conditioning();
+    if lambda_min.is_nan() || lambda_min <= 0.0 {
+        return Err(RunError::Other(format!(
+            "the row moment matrices H_a are singular (min λ_min = {lambda_min:e}): n is too \
+             small for Q Diag(v) = M to be the only zero-loss set (spec 000 R3, E16)"
+        )));
+    }
+    Ok((flow, lambda_min, cond))
+}
+
+/// Comparison of two limit states column by column, modulo the sign symmetry
+/// (q_i, v_i) ↦ (−q_i, −v_i) of both flows (spec 000 §2.7.5, R5).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SignAlignment {
+    /// Columns whose v_i have opposite signs.
+    pub flipped: usize,
+    /// max |a − s·b| over all entries, s_i = sign(v_a,i v_b,i).
+    pub max_diff_mod_sign: f64,
+    /// max |a − b| without alignment (what "the limits coincide", E10, would need).
+    pub max_diff_raw: f64,
+}
+
+/// Compares states `a` and `b` (canonical layout) modulo per-column sign.
+pub fn align_signs(a: &[f64], b: &[f64], d: usize) -> SignAlignment {
+    let mut out = SignAlignment {
+        flipped: 0,
+        max_diff_mod_sign: 0.0,
+        max_diff_raw: 0.0,
+    };
+    for i in 0..d {
+        let (qa, va) = column(a, d, i);
+        let (qb, vb) = column(b, d, i);
+        let sign = if va * vb < 0.0 { -1.0 } else { 1.0 };
+        out.flipped += usize::from(sign < 0.0);
+        for (x, y) in qa.iter().chain([&va]).zip(qb.iter().chain([&vb])) {
+            out.max_diff_mod_sign = out.max_diff_mod_sign.max((x - sign * y).abs());
+            out.max_diff_raw = out.max_diff_raw.max((x - y).abs());
+        }
+    }
+    out
+}
+
+/// The exact limit both flows share up to sign (spec 000 R5, D2): column i of the df
+/// closed-form limit (v_i² = μ_iρ̄_i, q_i = m_i/v_i, from the conserved β_i), with the sign of
+/// v_i taken from `signs_from` (e.g. the end state of the tf flow).
+pub fn limit_with_signs(df: &DfClosedForm, signs_from: &[f64], d: usize) -> Vec<f64> {
+    let mut z = df.limit_state();
+    for i in 0..d {
+        if z[v_index(d, i)] * signs_from[v_index(d, i)] < 0.0 {
+            z[i * (d + 1)..(i + 1) * (d + 1)]
+                .iter_mut()
+                .for_each(|x| *x = -*x);
+        }
+    }
+    z
+}
+
+/// The spectrum of ∇²ℓ at z (dense, from hvp), ascending, with its conditioning; eigenvalues
+/// with |λ| ≤ `zero_rel_tol`·max|λ| are zero modes (at a limit: the d rescaling directions).
+pub struct HessianSpectrum {
+    pub values: Vec<f64>,
+    pub conditioning: Conditioning,
+    /// max|H − Hᵀ| / max|H| of the assembled matrix: a bound on hvp inconsistencies.
+    pub relative_asymmetry: f64,
+}
+
+/// Dense Hessian spectrum of `flow` at `z` (spec 000 D4, R4).
+pub fn hessian_spectrum<F: GradientFlow + ?Sized>(
+    flow: &F,
+    z: &[f64],
+    zero_rel_tol: f64,
+) -> Result<HessianSpectrum, RunError> {
+    let analysis = |e: crate::analysis::AnalysisError| RunError::Other(e.to_string());
+    let h = hessian(flow, z).map_err(analysis)?;
+    let values = symmetric_eigenvalues(&h.matrix).map_err(analysis)?;
+    let conditioning = conditioning(&values, zero_rel_tol).map_err(analysis)?;
+    Ok(HessianSpectrum {
+        values,
+        conditioning,
+        relative_asymmetry: h.relative_asymmetry(),
+    })
+}
+
+/// Shared parameter rules: positive sizes and scales.
+pub fn require_positive(sc: &Scenario, key: &str, value: f64) -> Result<(), InputError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(sc.invalid(key, format!("must be positive, got {value}")))
+    }
+}
+
+/// Shared parameter rule: an alphabet of at least 2 symbols (q_i ∦ m_i is possible).
+pub fn require_alphabet(sc: &Scenario, key: &str, d: usize) -> Result<(), InputError> {
+    if d >= 2 {
+        Ok(())
+    } else {
+        Err(sc.invalid(key, format!("the alphabet needs d ≥ 2, got {d}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::histogram::layout::betas;
+    use crate::models::histogram::DfFlow;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    #[test]
+    fn sign_alignment_counts_flips_and_ignores_them() {
+        let d = 4;
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let a = gaussian_state(&mut rng, d, 1.0);
+        let mut b = a.clone();
+        for i in [1, 3] {
+            b[i * (d + 1)..(i + 1) * (d + 1)]
+                .iter_mut()
+                .for_each(|x| *x = -*x);
+        }
+        b[0] += 1e-3;
+        let s = align_signs(&a, &b, d);
+        assert_eq!(s.flipped, 2);
+        assert!((s.max_diff_mod_sign - 1e-3).abs() < 1e-15, "{s:?}");
+        let largest_flipped = [1, 3]
+            .iter()
+            .flat_map(|&i| a[i * (d + 1)..(i + 1) * (d + 1)].iter())
+            .fold(0.0f64, |m, x| m.max(x.abs()));
+        assert_eq!(s.max_diff_raw, 2.0 * largest_flipped);
+    }
+
+    /// The signed limit is a zero of both losses on the β level set of the init, and at it the
+    /// df Hessian has exactly d zero modes and smallest nonzero eigenvalue α (spec D2, D4).
+    #[test]
+    fn signed_limit_is_a_common_zero_with_the_initial_betas() {
+        let d = 5;
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let data = HistogramData::sample(task_matrix(&Task::Lt, d), 30, 12, &mut rng);
+        let z0 = gaussian_state(&mut rng, d, 0.5);
+        let signs = gaussian_state(&mut rng, d, 1.0);
+        let closed = DfClosedForm::new(&data.m, &z0);
+        let z = limit_with_signs(&closed, &signs, d);
+        for i in 0..d {
+            assert!(z[v_index(d, i)] * signs[v_index(d, i)] > 0.0, "column {i}");
+        }
+        let (tf, df) = (TfFlow::from_data(&data), DfFlow::new(data.m.clone()));
+        let mut g = vec![0.0; z.len()];
+        for flow in [&tf as &dyn GradientFlow, &df] {
+            flow.grad(&z, &mut g);
+            let grad_max = g.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            assert!(flow.loss(&z) < 1e-24 && grad_max < 1e-10, "{grad_max:e}");
+        }
+        let (mut b0, mut b) = (vec![0.0; d], vec![0.0; d]);
+        betas(&z0, &mut b0);
+        betas(&z, &mut b);
+        for (x, y) in b0.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-13 * x.abs().max(1.0), "β {x} vs {y}");
+        }
+        let spectrum = hessian_spectrum(&df, &z, 1e-9).unwrap();
+        assert_eq!(spectrum.conditioning.zero_modes, d);
+        let alpha = closed.alpha();
+        assert!((spectrum.conditioning.smallest_nonzero - alpha).abs() <= 1e-12 * alpha);
+    }
+}

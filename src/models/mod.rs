@@ -1,1 +1,2 @@
+pub mod diagonal;
 pub mod histogram;

@@ -78,7 +78,12 @@ pub fn gd_beta_drift(grad_z: &[f64], eta: f64, out: &mut [f64]) {
 /// Q₀, v₀ with entries i.i.d. N(0, σ²), in the canonical layout (spec 000 §1.5: the paper's
 /// "random Gaussian initialization"; σ is given per scenario).
 pub fn gaussian_state(rng: &mut impl rand::Rng, d: usize, sigma: f64) -> Vec<f64> {
-    (0..d * (d + 1))
+    gaussian_vector(rng, d * (d + 1), sigma)
+}
+
+/// `len` numbers i.i.d. N(0, σ²).
+pub fn gaussian_vector(rng: &mut impl rand::Rng, len: usize, sigma: f64) -> Vec<f64> {
+    (0..len)
         .map(|_| sigma * rng.sample::<f64, _>(rand_distr::StandardNormal))
         .collect()
 }

@@ -1,14 +1,23 @@
 //! Scenarios of seed 000 (linear self-attention on histogram tasks; spec 000 §6).
 
+pub mod bad_init;
+pub mod conservation;
+mod df_common;
 pub mod fixed_points;
 mod fixed_points_column;
+pub mod gd_vs_flow;
+pub mod imbalance_sweep;
 pub mod lemma31;
+pub mod limit_kkt;
+pub mod near_saddle;
 mod phase;
+pub mod small_init_staircase;
 pub mod stiffness_report;
 mod task_param;
 pub mod tasks;
 mod tf_common;
 pub mod tf_vs_df;
+pub mod thm1_loss_decay;
 pub mod thm2_closed_form;
 mod thm2_common;
 pub mod thm2_limits;
@@ -32,6 +41,14 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &thm2_rates::KIND,
         &thm2_onset::KIND,
         &fixed_points::KIND,
+        &conservation::KIND,
+        &thm1_loss_decay::KIND,
+        &imbalance_sweep::KIND,
+        &bad_init::KIND,
+        &near_saddle::KIND,
+        &limit_kkt::KIND,
+        &small_init_staircase::KIND,
+        &gd_vs_flow::KIND,
         &tf_vs_df::KIND,
         &threshold_weights::KIND,
         &stiffness_report::KIND,

@@ -26,6 +26,20 @@ impl TaskName {
             TaskName::Thr => Task::Thr { d_thr },
         }
     }
+
+    /// The task matrix M (d × d).
+    pub fn matrix(self, d: usize, d_thr: usize) -> nalgebra::DMatrix<f64> {
+        crate::models::histogram::task_matrix(&self.task(d_thr), d)
+    }
+
+    /// "eq", "lt" or "thr".
+    pub fn label(self) -> &'static str {
+        match self {
+            TaskName::Eq => "eq",
+            TaskName::Lt => "lt",
+            TaskName::Thr => "thr",
+        }
+    }
 }
 
 /// Default threshold D of the thr task (the paper's Fig. 1).

@@ -1,0 +1,326 @@
+//! `imbalance-sweep` (Remark 1.2; spec 000 R11, E8): with column 1 imbalanced by δ_1 and the
+//! other columns balanced, the late loss rate is 2α with α = min(μ_1ρ̄(δ_1), min_{i≥2} μ_i) —
+//! for the eq task α = min(1/ρ(δ_1), 1), not the paper's "α = ρ_1".
+
+use nalgebra::DMatrix;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::fit::{log_slope_fit, Window};
+use crate::flow::{integrate_flow, linspace, Method, OdeConfig};
+use crate::models::histogram::landscape::imbalanced_init;
+use crate::models::histogram::theorem2::Imbalance;
+use crate::models::histogram::{DfClosedForm, DfFlow};
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::df_common::{analysis_failed, closed_form_error, time_at_loss, TaskName};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub task: TaskName,
+    #[serde(default)]
+    pub d_thr: usize,
+    pub d: usize,
+    /// The sweep δ_1 ∈ [delta_min, delta_max], `points` equally spaced values.
+    pub delta_min: f64,
+    pub delta_max: f64,
+    pub points: usize,
+    /// ODE output samples per point; the ODE runs until the closed-form loss is 1e-2 × the
+    /// bottom of `ode_window`.
+    pub samples: usize,
+    /// ODE slope fit window on ℓ (spec §7.5).
+    pub ode_window: [f64; 2],
+    /// Closed-form fit window on ℓ for the late slope (spec §7.5: the closed form below 1e-14).
+    pub tail_window: [f64; 2],
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// max_δ |late slope / (−2α(δ_1)) − 1| (R11: 1%).
+    pub slope_tol: f64,
+    /// The ODE slope on the ODE window must be ≤ −2α(1 − margin) (R9(b): 1e-2).
+    pub ode_slope_margin: f64,
+    /// max |z_ODE − z_closed| (R9(a): 1e-7).
+    pub closed_form_tol: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.d < 2 {
+        return Err(sc.invalid(
+            "params.d",
+            "need d ≥ 2 (columns 2..d are the balanced ones)",
+        ));
+    }
+    if p.points < 2 || p.delta_min >= p.delta_max {
+        return Err(sc.invalid("params.points", "need ≥ 2 points and delta_min < delta_max"));
+    }
+    if p.samples < 50 {
+        return Err(sc.invalid("params.samples", "need at least 50 samples"));
+    }
+    for (key, [low, high]) in [
+        ("params.ode_window", p.ode_window),
+        ("params.tail_window", p.tail_window),
+    ] {
+        if !(low > 0.0 && low < high) {
+            return Err(sc.invalid(key, "need 0 < low < high"));
+        }
+    }
+    for (key, value) in [
+        ("checks.slope_tol", c.slope_tol),
+        ("checks.ode_slope_margin", c.ode_slope_margin),
+        ("checks.closed_form_tol", c.closed_form_tol),
+    ] {
+        if value <= 0.0 {
+            return Err(sc.invalid(key, format!("must be positive, got {value}")));
+        }
+    }
+    Ok(())
+}
+
+/// α(δ_1) = min(μ_1ρ̄(δ_1), min_{i≥2} μ_i) for the imbalanced init (spec 000 R11).
+fn alpha_theory(m: &DMatrix<f64>, delta: f64) -> f64 {
+    let others = (1..m.ncols())
+        .map(|i| m.column(i).norm())
+        .fold(f64::INFINITY, f64::min);
+    (m.column(0).norm() * Imbalance::new(delta).rhob).min(others)
+}
+
+/// One point of the sweep.
+struct Point {
+    delta: f64,
+    /// α(δ_1) = min(μ_1ρ̄(δ_1), min_{i≥2} μ_i).
+    alpha_theory: f64,
+    /// −½ × the closed-form slope on the tail window.
+    alpha_tail: f64,
+    ode_slope: f64,
+    closed_error: f64,
+}
+
+fn sweep_point(
+    p: &Params,
+    ctx: &RunContext,
+    flow: &DfFlow,
+    delta: f64,
+) -> Result<(Point, crate::flow::SolverStats), RunError> {
+    let m = flow.m();
+    // the same random directions at every δ_1 (common random numbers)
+    let z0 = imbalanced_init(m, delta, &mut ctx.rng(3))
+        .map_err(|e| RunError::Other(format!("imbalanced init at δ_1 = {delta}: {e}")))?;
+    let closed = DfClosedForm::new(m, &z0);
+    let alpha_theory = alpha_theory(m, delta);
+
+    let [tail_low, tail_high] = p.tail_window;
+    let reach = |level: f64| {
+        time_at_loss(&closed, level)
+            .ok_or_else(|| RunError::Other(format!("δ_1 = {delta}: ℓ never reaches {level:e}")))
+    };
+    let (t_a, t_b) = (reach(tail_high)?, reach(tail_low)?);
+    let tail_t = linspace(t_a, t_b, 200);
+    let tail_loss: Vec<f64> = tail_t.iter().map(|&t| closed.loss(t)).collect();
+    let tail_slope = log_slope_fit(&tail_t, &tail_loss, Window::Time { from: t_a, to: t_b })
+        .map_err(analysis_failed("closed-form tail slope"))?
+        .slope;
+
+    let [ode_low, ode_high] = p.ode_window;
+    let t_end = reach(1e-2 * ode_low)?;
+    let times = linspace(0.0, t_end, p.samples);
+    let traj = integrate_flow(flow, &z0, &times, &ctx.ode)?;
+    let ode_slope = log_slope_fit(
+        &traj.t,
+        &traj.loss,
+        Window::Value {
+            low: ode_low,
+            high: ode_high,
+        },
+    )
+    .map_err(analysis_failed("ODE slope on the ODE window"))?
+    .slope;
+    Ok((
+        Point {
+            delta,
+            alpha_theory,
+            alpha_tail: -0.5 * tail_slope,
+            ode_slope,
+            closed_error: closed_form_error(&traj, &closed, t_end),
+        },
+        traj.stats,
+    ))
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let flow = DfFlow::new(p.task.matrix(p.d, p.d_thr));
+    let mut rep = Report::default();
+    let mut points = Vec::with_capacity(p.points);
+    for delta in linspace(p.delta_min, p.delta_max, p.points) {
+        let (point, stats) = sweep_point(p, ctx, &flow, delta)?;
+        rep.stats(format!("δ_1 = {delta}"), &stats);
+        points.push(point);
+    }
+    let rel_err = |pt: &Point| (pt.alpha_tail / pt.alpha_theory - 1.0).abs();
+    let worst = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::NEG_INFINITY, f64::max);
+    rep.check(
+        Check::at_most(
+            "max_δ |late slope / (−2α(δ_1)) − 1|",
+            worst(&mut points.iter().map(rel_err)),
+            c.slope_tol,
+        )
+        .note(format!(
+            "α(δ_1) = min(μ_1ρ̄(δ_1), min_(i≥2) μ_i); least-squares slope of the closed-form \
+             ln ℓ on ℓ ∈ [{:e}, {:e}], {} points δ_1 ∈ [{}, {}]",
+            p.tail_window[0], p.tail_window[1], p.points, p.delta_min, p.delta_max
+        ))
+        .paper_claim("Remark 1.2: α = ρ_1 (E8: it is 1/ρ_1 = ρ̄_1, capped by the balanced columns)"),
+    );
+    rep.check(
+        Check::at_least(
+            "min_δ ODE slope / (−2α(δ_1))",
+            -worst(
+                &mut points
+                    .iter()
+                    .map(|pt| pt.ode_slope / (2.0 * pt.alpha_theory)),
+            ),
+            1.0 - c.ode_slope_margin,
+        )
+        .note(format!(
+            "ODE fit on ℓ ∈ [{:e}, {:e}] (R9(b), one-sided: faster columns still contribute)",
+            p.ode_window[0], p.ode_window[1]
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "max |z_ODE − z_closed form|",
+            worst(&mut points.iter().map(|pt| pt.closed_error)),
+            c.closed_form_tol,
+        )
+        .note("over all sweep points (R9(a))"),
+    );
+    let paper_dev = worst(
+        &mut points
+            .iter()
+            .map(|pt| (pt.alpha_tail / Imbalance::new(pt.delta).rho - 1.0).abs()),
+    );
+    rep.derive("paper_claim_max_rel_deviation", paper_dev);
+
+    rep.series = Table::new(&[
+        "delta_1",
+        "alpha_measured",
+        "alpha_theory",
+        "rhob",
+        "rho_paper",
+        "ode_slope",
+        "closed_form_error",
+    ]);
+    for pt in &points {
+        let imb = Imbalance::new(pt.delta);
+        rep.series.push(vec![
+            pt.delta.into(),
+            pt.alpha_tail.into(),
+            pt.alpha_theory.into(),
+            imb.rhob.into(),
+            imb.rho.into(),
+            pt.ode_slope.into(),
+            pt.closed_error.into(),
+        ]);
+    }
+    rep.figure = Some(figure(p, c, flow.m(), &points));
+    Ok(rep)
+}
+
+fn figure(p: &Params, c: &Checks, m: &DMatrix<f64>, points: &[Point]) -> Figure {
+    let deltas: Vec<f64> = points.iter().map(|pt| pt.delta).collect();
+    let fine = linspace(p.delta_min, p.delta_max, 400);
+    let ode_alpha: Vec<f64> = points.iter().map(|pt| -0.5 * pt.ode_slope).collect();
+    let ode_label = format!(
+        "ODE fit on ℓ ∈ [{:e}, {:e}]",
+        p.ode_window[0], p.ode_window[1]
+    );
+    let rates = LinePanel::new("late decay rate α vs imbalance δ₁", "δ₁", "α")
+        .log_y()
+        .legend(LegendPosition::UpperLeft)
+        .series(
+            Series::new(
+                "closed-form tail fit (−½ slope of ln ℓ)",
+                deltas.clone(),
+                points.iter().map(|pt| pt.alpha_tail).collect(),
+                LineStyle::Markers,
+            )
+            .color(0),
+        )
+        .series(
+            Series::new(
+                ode_label.clone(),
+                deltas.clone(),
+                ode_alpha.clone(),
+                LineStyle::Markers,
+            )
+            .color(4),
+        )
+        .series(
+            Series::theory(
+                "theory: min(μ₁/ρ(δ₁), min_(i≥2) μ_i)",
+                fine.clone(),
+                fine.iter().map(|&d| alpha_theory(m, d)).collect(),
+            )
+            .color(1),
+        )
+        .series(
+            Series::new(
+                "paper (Remark 1.2): ρ(δ₁)",
+                fine.clone(),
+                fine.iter().map(|&d| Imbalance::new(d).rho).collect(),
+                LineStyle::Dotted,
+            )
+            .color(2),
+        );
+    let errors = LinePanel::new("relative error of the measured α", "δ₁", "|α/α_theory − 1|")
+        .log_y()
+        .y_range(1e-17, 1e4)
+        .legend(LegendPosition::UpperRight)
+        .hline(RefLine::new(c.slope_tol, "tolerance"))
+        .series(
+            Series::new(
+                "closed-form tail fit",
+                deltas.clone(),
+                points
+                    .iter()
+                    .map(|pt| (pt.alpha_tail / pt.alpha_theory - 1.0).abs())
+                    .collect(),
+                LineStyle::SolidMarkers,
+            )
+            .color(0),
+        )
+        .series(
+            Series::new(
+                format!("{ode_label} (checked one-sided)"),
+                deltas,
+                points
+                    .iter()
+                    .zip(&ode_alpha)
+                    .map(|(pt, a)| (a / pt.alpha_theory - 1.0).abs())
+                    .collect(),
+                LineStyle::Markers,
+            )
+            .color(4),
+        );
+    Figure::new(2)
+        .title(format!(
+            "Remark 1.2: the rate is set by the largest imbalance, α = 1/ρ(δ₁) ({} task, d = {})",
+            p.task.label(),
+            p.d
+        ))
+        .panel(rates)
+        .panel(errors)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "histogram.imbalance-sweep",
+    paper: "000",
+    summary: "Remark 1.2 (spec 000 R11, E8): the late loss rate 2α with one imbalanced column; \
+              α = min(1/ρ(δ_1), 1) on eq, not the paper's ρ(δ_1).",
+    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
+    validate,
+    run,
+};

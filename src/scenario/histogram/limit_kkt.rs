@@ -1,0 +1,361 @@
+//! `limit-kkt` (spec 000 D2, D5): the df flow's limit is v_i(∞) = σ_i√(μ_iρ̄_i), q_i(∞) = m_i/v_i(∞)
+//! with the sign rule σ_i = sign(q_iᵀm_i + ρ̄_iμ_iv_i)(0), and it minimizes
+//! Φ = Σ_i ½(‖q_i‖² + v_i²) + (β_i/2) ln v_i² subject to Q Diag(v) = M (KKT certificate); for a
+//! balanced init this is the minimum-Frobenius-norm factorization of M.
+
+use rand::Rng;
+use rand_distr::StandardNormal;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::stationary::brent_root;
+use crate::flow::{integrate_flow, linspace, GradientFlow, Method, OdeConfig, Trajectory};
+use crate::models::histogram::landscape::{kkt_residuals, phi, phi_minimizer};
+use crate::models::histogram::{layout, DfClosedForm, DfFlow};
+use crate::plot::{BarPanel, Figure, LineStyle};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::df_common::{analysis_failed, gaussian_state, TaskName};
+
+/// How the init is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Balance {
+    /// q_i ~ N(0, σ²I), v_i = ±‖q_i‖ (β = 0): the limit is the minimum-norm factorization.
+    Balanced,
+    /// Q_0, v_0 entries i.i.d. N(0, σ²) (β_i of either sign).
+    Unbalanced,
+}
+
+impl Balance {
+    fn label(self) -> &'static str {
+        match self {
+            Balance::Balanced => "balanced (β = 0)",
+            Balance::Unbalanced => "unbalanced",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub tasks: Vec<TaskName>,
+    /// Threshold D of the `thr` task.
+    #[serde(default)]
+    pub d_thr: usize,
+    pub d: usize,
+    pub inits: Vec<Balance>,
+    pub sigma: f64,
+    /// The flow runs to T + horizon/α, where the state is within ~e^{−horizon} of its limit.
+    pub horizon: f64,
+    pub samples: usize,
+    /// Random diagonal rescalings (Q C⁻¹, C v), ln C_ii ~ N(0, rescale²), of the limit: all are
+    /// feasible and must have larger Φ (D5).
+    pub rescalings: usize,
+    pub rescale: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// max |z(t_end) − z(∞)| against the sign rule's limit (D2: 1e-8).
+    pub limit_tol: f64,
+    /// max_i |v_i(t_end)²/argmin Φ_i − 1|, the argmin by Brent on Φ_i' (D5: 1e-8).
+    pub argmin_tol: f64,
+    /// |argmin Φ_i (Brent) / μ_iρ̄_i − 1| (D5: the closed form of the minimizer).
+    pub formula_tol: f64,
+    /// KKT residuals at the flow's end: max |Q Diag(v) − M| and max_i |v_i + β_i/v_i − λ_iᵀq_i|
+    /// (D5: 1e-8).
+    pub kkt_tol: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.d < 2 || p.tasks.is_empty() || p.inits.is_empty() {
+        return Err(sc.invalid("params.tasks", "need d ≥ 2, at least one task and one init"));
+    }
+    if p.samples < 10 || p.rescalings == 0 {
+        return Err(sc.invalid("params.samples", "need ≥ 10 samples and ≥ 1 rescaling"));
+    }
+    for (key, value) in [
+        ("params.sigma", p.sigma),
+        ("params.horizon", p.horizon),
+        ("params.rescale", p.rescale),
+        ("checks.limit_tol", c.limit_tol),
+        ("checks.argmin_tol", c.argmin_tol),
+        ("checks.formula_tol", c.formula_tol),
+        ("checks.kkt_tol", c.kkt_tol),
+    ] {
+        if value <= 0.0 {
+            return Err(sc.invalid(key, format!("must be positive, got {value}")));
+        }
+    }
+    Ok(())
+}
+
+fn initial_state(p: &Params, balance: Balance, rng: &mut impl Rng) -> Vec<f64> {
+    let d = p.d;
+    let mut z = gaussian_state(rng, d, p.sigma);
+    if balance == Balance::Balanced {
+        for i in 0..d {
+            let block = &mut z[i * (d + 1)..(i + 1) * (d + 1)];
+            let norm = block[..d].iter().map(|x| x * x).sum::<f64>().sqrt();
+            block[d] = block[d].signum() * norm;
+        }
+    }
+    z
+}
+
+/// One (task, init) run and its measurements.
+struct LimitRun {
+    task: TaskName,
+    balance: Balance,
+    traj: Trajectory,
+    closed: DfClosedForm,
+    betas: Vec<f64>,
+    /// argmin Φ_i by Brent on Φ_i'.
+    u_star: Vec<f64>,
+    limit_error: f64,
+    argmin_error: f64,
+    formula_error: f64,
+    feasibility: f64,
+    stationarity: f64,
+    sign_mismatches: usize,
+    /// min over rescalings of Φ(rescaled limit) − Φ(limit).
+    phi_gap: f64,
+}
+
+/// argmin_u Φ_i(u) = ½(u + μ²/u) + (β/2) ln u by Brent on Φ_i'(u) = ½(1 − μ²/u²) + β/(2u),
+/// independently of the closed form μρ̄: Φ_i' < 0 below and > 0 above the root.
+fn argmin_phi(mu: f64, beta: f64) -> Result<f64, RunError> {
+    let d_phi = |u: f64| 0.5 * (1.0 - mu * mu / (u * u)) + 0.5 * beta / u;
+    let (mut lo, mut hi) = (mu, mu);
+    while d_phi(lo) > 0.0 {
+        lo *= 0.5;
+    }
+    while d_phi(hi) < 0.0 {
+        hi *= 2.0;
+    }
+    brent_root(d_phi, lo, hi, 1e-15 * hi).map_err(analysis_failed("argmin Φ_i"))
+}
+
+fn run_one(
+    p: &Params,
+    ctx: &RunContext,
+    task: TaskName,
+    balance: Balance,
+    stream: u64,
+) -> Result<LimitRun, RunError> {
+    let d = p.d;
+    let m = task.matrix(d, p.d_thr);
+    let mut rng = ctx.rng(stream);
+    let z0 = initial_state(p, balance, &mut rng);
+    let flow = DfFlow::new(m.clone());
+    let closed = DfClosedForm::new(&m, &z0);
+    let t_end = closed.onset_time() + p.horizon / closed.alpha();
+    let times = linspace(0.0, t_end, p.samples);
+    let traj = integrate_flow(&flow, &z0, &times, &ctx.ode)?;
+    let z = traj.last_state().to_vec();
+    let mut betas = vec![0.0; d];
+    flow.invariants(&z0, &mut betas);
+
+    let limit = closed.limit_state();
+    let limit_error = z
+        .iter()
+        .zip(&limit)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    let mut u_star = Vec::with_capacity(d);
+    let (mut argmin_error, mut formula_error): (f64, f64) = (0.0, 0.0);
+    let mut sign_mismatches = 0;
+    for (i, col) in closed.columns().iter().enumerate() {
+        let mu = col.mu();
+        let u = argmin_phi(mu, betas[i])?;
+        let v = z[layout::v_index(d, i)];
+        argmin_error = argmin_error.max((v * v / u - 1.0).abs());
+        formula_error = formula_error.max((u / phi_minimizer(mu, betas[i]) - 1.0).abs());
+        sign_mismatches += usize::from(v.signum() != col.bad_set_value().signum());
+        u_star.push(u);
+    }
+    let kkt = kkt_residuals(&m, &z, &betas);
+    let phi_limit = phi(&z, &betas);
+    let phi_gap = (0..p.rescalings)
+        .map(|_| {
+            let mut rescaled = z.clone();
+            for i in 0..d {
+                let c = (p.rescale * rng.sample::<f64, _>(StandardNormal)).exp();
+                let block = &mut rescaled[i * (d + 1)..(i + 1) * (d + 1)];
+                block[..d].iter_mut().for_each(|q| *q /= c);
+                block[d] *= c;
+            }
+            phi(&rescaled, &betas) - phi_limit
+        })
+        .fold(f64::INFINITY, f64::min);
+    Ok(LimitRun {
+        task,
+        balance,
+        traj,
+        closed,
+        u_star,
+        limit_error,
+        argmin_error,
+        formula_error,
+        feasibility: kkt.feasibility,
+        stationarity: kkt.stationarity.iter().copied().fold(0.0, f64::max),
+        sign_mismatches,
+        phi_gap,
+        betas,
+    })
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let mut runs = Vec::new();
+    let mut stream = 60;
+    for &balance in &p.inits {
+        for &task in &p.tasks {
+            runs.push(run_one(p, ctx, task, balance, stream)?);
+            stream += 1;
+        }
+    }
+    let mut rep = Report::default();
+    for r in &runs {
+        rep.stats(
+            format!("{}, {}", r.task.label(), r.balance.label()),
+            &r.traj.stats,
+        );
+    }
+    let worst = |f: &dyn Fn(&LimitRun) -> f64| runs.iter().map(f).fold(0.0, f64::max);
+    let cases = format!(
+        "{} runs: tasks {:?} × inits {:?}, d = {}",
+        runs.len(),
+        p.tasks.iter().map(|t| t.label()).collect::<Vec<_>>(),
+        p.inits.iter().map(|b| b.label()).collect::<Vec<_>>(),
+        p.d
+    );
+    rep.check(
+        Check::at_most(
+            "max |z(t_end) − z(∞)| (sign rule)",
+            worst(&|r| r.limit_error),
+            c.limit_tol,
+        )
+        .note(format!(
+            "z(∞): v_i = σ_i√(μ_iρ̄_i), q_i = m_i/v_i, σ_i = sign(q_iᵀm_i + ρ̄_iμ_iv_i)(0) (D2); {cases}"
+        ))
+        .paper_claim("Theorem 2: (x∞², y∞²) = (√ρ̄, √ρ), no sign given (E4, E13)"),
+    );
+    rep.check(
+        Check::at_most(
+            "columns with sign v_i(∞) ≠ sign rule",
+            runs.iter().map(|r| r.sign_mismatches).sum::<usize>() as f64,
+            0.0,
+        )
+        .note("D2 sign rule"),
+    );
+    rep.check(
+        Check::at_most(
+            "max_i |v_i(t_end)² / argmin Φ_i − 1|",
+            worst(&|r| r.argmin_error),
+            c.argmin_tol,
+        )
+        .note("argmin of Φ_i(u) = ½(u + μ²/u) + (β/2) ln u by Brent on Φ_i' (D5)"),
+    );
+    rep.check(
+        Check::at_most(
+            "max_i |argmin Φ_i / (μ_iρ̄_i) − 1|",
+            worst(&|r| r.formula_error),
+            c.formula_tol,
+        )
+        .note("u² + βu − μ² = 0 ⇔ u = μρ̄(β/μ) (D5)"),
+    );
+    rep.check(Check::at_most(
+        "KKT feasibility max |Q Diag(v) − M|",
+        worst(&|r| r.feasibility),
+        c.kkt_tol,
+    ));
+    rep.check(
+        Check::at_most(
+            "KKT stationarity max_i |v_i + β_i/v_i − λ_iᵀq_i|",
+            worst(&|r| r.stationarity),
+            c.kkt_tol,
+        )
+        .note("Λ = Q Diag(v)⁻¹, β of the initialization (D5)"),
+    );
+    rep.check(
+        Check::at_least(
+            "min over rescalings of Φ(Q C⁻¹, C v) − Φ(limit)",
+            runs.iter().map(|r| r.phi_gap).fold(f64::INFINITY, f64::min),
+            0.0,
+        )
+        .note(format!(
+            "{} random diagonal C per run, ln C_ii ~ N(0, {}²): the limit minimizes Φ on the \
+             feasible set (D5)",
+            p.rescalings, p.rescale
+        )),
+    );
+
+    rep.series = Table::new(&[
+        "task",
+        "init",
+        "column",
+        "mu",
+        "beta",
+        "v_end",
+        "sqrt_mu_rhob",
+        "argmin_phi",
+        "sign_rule",
+    ]);
+    for r in &runs {
+        for (i, col) in r.closed.columns().iter().enumerate() {
+            rep.series.push(vec![
+                Cell::from(r.task.label()),
+                r.balance.label().into(),
+                (i + 1).into(),
+                col.mu().into(),
+                r.betas[i].into(),
+                r.traj.last_state()[layout::v_index(p.d, i)].into(),
+                phi_minimizer(col.mu(), r.betas[i]).sqrt().into(),
+                r.u_star[i].into(),
+                col.bad_set_value().signum().into(),
+            ]);
+        }
+    }
+    let mut fig = Figure::new(p.tasks.len()).title(format!(
+        "Limits of the df flow: |v_i(∞)| = √(μ_iρ̄_i), the minimizer of Φ s.t. Q Diag(v) = M (d = {})",
+        p.d
+    ));
+    for r in &runs {
+        let d = p.d;
+        let columns: Vec<String> = (1..=d).map(|i| i.to_string()).collect();
+        let measured: Vec<f64> = (0..d)
+            .map(|i| r.traj.last_state()[layout::v_index(d, i)].abs())
+            .collect();
+        let theory: Vec<f64> = r
+            .closed
+            .columns()
+            .iter()
+            .zip(&r.betas)
+            .map(|(col, &beta)| phi_minimizer(col.mu(), beta).sqrt())
+            .collect();
+        fig = fig.panel(
+            BarPanel::new(
+                format!("{}, {}", r.task.label(), r.balance.label()),
+                "column i",
+                "|v_i(∞)|",
+                columns,
+            )
+            .group("flow limit", measured, LineStyle::Solid)
+            .group("√(μ_iρ̄_i)", theory, LineStyle::Dashed),
+        );
+    }
+    rep.figure = Some(fig);
+    Ok(rep)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "histogram.limit-kkt",
+    paper: "000",
+    summary: "The df flow's limit (spec 000 D2, D5): sign rule, |v_i| = √(μ_iρ̄_i), and the KKT \
+              certificate that it minimizes Φ subject to Q Diag(v) = M.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-14),
+    validate,
+    run,
+};

@@ -142,6 +142,28 @@ pub fn require_alphabet(sc: &Scenario, key: &str, d: usize) -> Result<(), InputE
     }
 }
 
+/// The dataset sizes of a transformer scenario: an alphabet (d ≥ 2), non-empty strings, and at
+/// least d strings, without which the H_a are singular and zero loss does not force
+/// Q Diag(v) = M (spec 000 R3, E16).
+pub fn require_tf_data(
+    sc: &Scenario,
+    d: usize,
+    seq_len: usize,
+    n: usize,
+) -> Result<(), InputError> {
+    require_alphabet(sc, "params.d", d)?;
+    if seq_len == 0 {
+        return Err(sc.invalid("params.seq_len", "strings need at least one symbol"));
+    }
+    if n < d {
+        return Err(sc.invalid(
+            "params.n",
+            format!("n = {n} < d = {d}: the H_a are singular (spec R3, E16)"),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

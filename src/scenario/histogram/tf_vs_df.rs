@@ -18,8 +18,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::tf_common::{
-    align_signs, default_d_thr, hessian_spectrum, limit_with_signs, require_alphabet,
-    require_positive, tf_flow_checked, trial_data, trial_init, SignAlignment, TaskName,
+    align_signs, default_d_thr, hessian_spectrum, limit_with_signs, require_positive,
+    require_tf_data, tf_flow_checked, trial_data, trial_init, SignAlignment, TaskName,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -79,20 +79,7 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    require_alphabet(sc, "params.d", p.d)?;
-    if p.seq_len == 0 {
-        return Err(sc.invalid("params.seq_len", "strings need at least one symbol"));
-    }
-    if p.n < p.d {
-        return Err(sc.invalid(
-            "params.n",
-            format!(
-                "n = {} < d = {}: the H_a are singular and the tf limit is not Q Diag(v) = M \
-                 (spec R3, E16)",
-                p.n, p.d
-            ),
-        ));
-    }
+    require_tf_data(sc, p.d, p.seq_len, p.n)?;
     if p.trials == 0 {
         return Err(sc.invalid("params.trials", "need at least one dataset"));
     }

@@ -15,7 +15,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::tf_common::{
-    require_alphabet, require_positive, tf_flow_checked, trial_data, trial_init, TaskName,
+    require_positive, require_tf_data, tf_flow_checked, trial_data, trial_init, TaskName,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,19 +57,7 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    require_alphabet(sc, "params.d", p.d)?;
-    if p.seq_len == 0 {
-        return Err(sc.invalid("params.seq_len", "strings need at least one symbol"));
-    }
-    if p.n < p.d {
-        return Err(sc.invalid(
-            "params.n",
-            format!(
-                "n = {} < d = {}: the H_a are singular (spec R3, E16)",
-                p.n, p.d
-            ),
-        ));
-    }
+    require_tf_data(sc, p.d, p.seq_len, p.n)?;
     if p.samples < 2 {
         return Err(sc.invalid("params.samples", "need at least 2 samples"));
     }

@@ -6,7 +6,9 @@
 //!   Hessian, their Morse index, and a bracketed scalar root finder;
 //! - [`fit`]: log-slope fits on windows, local slopes and level crossings of sampled curves;
 //! - [`stages`]: plateaus and the drops of staircase losses;
-//! - [`spectra`]: singular values, stable, effective and numerical rank, nuclear norm.
+//! - [`spectra`]: singular values, stable, effective and numerical rank, nuclear norm;
+//! - [`svm`]: max-margin programs over token data (Frobenius W-SVM and u-SVM as QPs, ℓ1 /
+//!   diagonal SVM as an LP, nuclear-norm SVM) with KKT certificates, and their JSON I/O.
 //!
 //! Everything here works on plain slices and `nalgebra` matrices, so every model shares it.
 
@@ -15,6 +17,7 @@ pub mod linearize;
 pub mod spectra;
 pub mod stages;
 pub mod stationary;
+pub mod svm;
 
 /// Why an analysis routine could not produce its result.
 #[derive(Debug, thiserror::Error)]

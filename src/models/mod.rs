@@ -1,2 +1,3 @@
 pub mod diagonal;
 pub mod histogram;
+pub mod token_select;

@@ -242,6 +242,14 @@ impl Scenario {
         Ok(cfg)
     }
 
+    /// Refuses any value of `(key, value)` that is not positive and finite.
+    pub fn require_positive(&self, values: &[(&str, f64)]) -> Result<(), InputError> {
+        match values.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            Some((key, v)) => Err(self.invalid(key, format!("must be positive, got {v}"))),
+            None => Ok(()),
+        }
+    }
+
     /// An error about one parameter, for the kinds' own range checks.
     pub fn invalid(&self, key: &str, reason: impl Into<String>) -> InputError {
         InputError::new(&self.path, key, reason)

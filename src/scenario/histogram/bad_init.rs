@@ -96,16 +96,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "need v_bad ≠ 0, σ > 0, ≥ 10 samples, paper_horizon > 0",
         ));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("checks.saddle_tol", c.saddle_tol),
         ("checks.plateau_tol", c.plateau_tol),
         ("checks.closed_form_tol", c.closed_form_tol),
         ("checks.paper_set_tol", c.paper_set_tol),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     Ok(())
 }
 

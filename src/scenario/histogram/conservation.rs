@@ -70,7 +70,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "need seq_len ≥ 1 and n_strings ≥ d (else ℓ_tf has extra zero directions, spec E16)",
         ));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.sigma", p.sigma),
         ("params.t_end", p.t_end),
         ("params.t_first", p.t_first),
@@ -81,11 +81,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.monotone_tol", c.monotone_tol),
         ("checks.energy_tol", c.energy_tol),
         ("checks.gd_formula_tol", c.gd_formula_tol),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     if p.t_first >= p.t_end {
         return Err(sc.invalid("params.t_first", "must be below t_end"));
     }

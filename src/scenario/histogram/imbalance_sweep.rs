@@ -68,15 +68,11 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             return Err(sc.invalid(key, "need 0 < low < high"));
         }
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("checks.slope_tol", c.slope_tol),
         ("checks.ode_slope_margin", c.ode_slope_margin),
         ("checks.closed_form_tol", c.closed_form_tol),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     Ok(())
 }
 

@@ -76,7 +76,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 10 || p.rescalings == 0 {
         return Err(sc.invalid("params.samples", "need ≥ 10 samples and ≥ 1 rescaling"));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.sigma", p.sigma),
         ("params.horizon", p.horizon),
         ("params.rescale", p.rescale),
@@ -84,11 +84,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.argmin_tol", c.argmin_tol),
         ("checks.formula_tol", c.formula_tol),
         ("checks.kkt_tol", c.kkt_tol),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     Ok(())
 }
 

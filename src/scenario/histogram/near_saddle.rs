@@ -85,7 +85,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 50 {
         return Err(sc.invalid("params.samples", "need at least 50 samples"));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.v0", p.v0),
         ("params.t_end", p.t_end),
         ("params.off_diagonal", p.off_diagonal),
@@ -94,11 +94,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.decade_tol", c.decade_tol),
         ("checks.late_slope_tol", c.late_slope_tol),
         ("checks.closed_form_tol", c.closed_form_tol),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     Ok(())
 }
 

@@ -54,7 +54,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 100 {
         return Err(sc.invalid("params.samples", "need at least 100 samples"));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.sigma", p.sigma),
         ("params.t_end", p.t_end),
         ("params.rate_threshold", p.rate_threshold),
@@ -62,11 +62,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.escape_tol", c.escape_tol),
         ("checks.closed_form_tol", c.closed_form_tol),
         ("checks.plateau_level_tol", c.plateau_level_tol),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     if p.sigma >= 0.1 {
         return Err(sc.invalid(
             "params.sigma",

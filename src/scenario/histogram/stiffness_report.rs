@@ -17,8 +17,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::tf_common::{
-    default_d_thr, hessian_spectrum, limit_with_signs, require_alphabet, require_positive,
-    tf_flow_checked, trial_data, trial_init, HessianSpectrum, TaskName,
+    default_d_thr, hessian_spectrum, limit_with_signs, require_alphabet, tf_flow_checked,
+    trial_data, trial_init, HessianSpectrum, TaskName,
 };
 
 /// Which loss a problem trains.
@@ -91,7 +91,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     }
     for (k, pr) in p.problems.iter().enumerate() {
         require_alphabet(sc, &format!("params.problems[{k}].d"), pr.d)?;
-        require_positive(sc, &format!("params.problems[{k}].sigma"), pr.sigma)?;
+        sc.require_positive(&[(&format!("params.problems[{k}].sigma"), pr.sigma)])?;
         match (pr.flow, pr.t_end) {
             (FlowKind::Tf, None) => {
                 return Err(sc.invalid(
@@ -99,7 +99,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
                     "tf problems need a horizon (no closed-form α)",
                 ))
             }
-            (_, Some(t)) => require_positive(sc, &format!("params.problems[{k}].t_end"), t)?,
+            (_, Some(t)) => sc.require_positive(&[(&format!("params.problems[{k}].t_end"), t)])?,
             _ => {}
         }
         if let Some(ms) = &pr.methods {
@@ -123,16 +123,14 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.seq_len == 0 {
         return Err(sc.invalid("params.seq_len", "strings need at least one symbol"));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.horizon_alpha", p.horizon_alpha),
         ("params.zero_mode_tol", p.zero_mode_tol),
         ("checks.kappa_rel_tol", c.kappa_rel_tol),
         ("checks.spectrum_rel_tol", c.spectrum_rel_tol),
         ("checks.asymmetry_tol", c.asymmetry_tol),
         ("checks.solve_error_tol", c.solve_error_tol),
-    ] {
-        require_positive(sc, key, value)?;
-    }
+    ])?;
     Ok(())
 }
 

@@ -124,15 +124,6 @@ pub fn hessian_spectrum<F: GradientFlow + ?Sized>(
     })
 }
 
-/// Shared parameter rules: positive sizes and scales.
-pub fn require_positive(sc: &Scenario, key: &str, value: f64) -> Result<(), InputError> {
-    if value.is_finite() && value > 0.0 {
-        Ok(())
-    } else {
-        Err(sc.invalid(key, format!("must be positive, got {value}")))
-    }
-}
-
 /// Shared parameter rule: an alphabet of at least 2 symbols (q_i ∦ m_i is possible).
 pub fn require_alphabet(sc: &Scenario, key: &str, d: usize) -> Result<(), InputError> {
     if d >= 2 {

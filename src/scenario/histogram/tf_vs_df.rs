@@ -18,8 +18,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::tf_common::{
-    align_signs, default_d_thr, hessian_spectrum, limit_with_signs, require_positive,
-    require_tf_data, tf_flow_checked, trial_data, trial_init, SignAlignment, TaskName,
+    align_signs, default_d_thr, hessian_spectrum, limit_with_signs, require_tf_data,
+    tf_flow_checked, trial_data, trial_init, SignAlignment, TaskName,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 10 {
         return Err(sc.invalid("params.samples", "need at least 10 samples"));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.sigma", p.sigma),
         ("params.t_end_df", p.t_end_df),
         ("params.t_end_tf", p.t_end_tf),
@@ -101,9 +101,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.v_limit_tol", c.v_limit_tol),
         ("checks.beta_drift_tol", c.beta_drift_tol),
         ("checks.df_closed_form_tol", c.df_closed_form_tol),
-    ] {
-        require_positive(sc, key, value)?;
-    }
+    ])?;
     if p.fit_high <= p.fit_low {
         return Err(sc.invalid("params.fit_high", "must exceed fit_low"));
     }

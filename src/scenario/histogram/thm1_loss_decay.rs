@@ -85,7 +85,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if !(p.deep_level > 0.0 && p.deep_level < low) {
         return Err(sc.invalid("params.deep_level", "need 0 < deep_level < fit_window low"));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.sigma", p.sigma),
         ("params.horizon", p.horizon),
         ("checks.closed_form_tol", c.closed_form_tol),
@@ -95,11 +95,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.near_tie", c.near_tie),
         ("checks.decomposition_tol", c.decomposition_tol),
         ("checks.boundedness_tol", c.boundedness_tol),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     Ok(())
 }
 

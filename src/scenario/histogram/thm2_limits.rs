@@ -45,18 +45,14 @@ pub struct Checks {
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     p.grid.validate(sc, "params.grid")?;
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.horizon", p.horizon),
         ("params.bad_line_time", p.bad_line_time),
         ("params.basin_c1", p.basin_c1),
         ("params.basin_half_width", p.basin_half_width),
         ("checks.limit_tol", c.limit_tol),
         ("checks.saddle_factor", c.saddle_factor),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     if p.basin_points == 1 {
         return Err(sc.invalid("params.basin_points", "need 0 or ≥ 2 points per axis"));
     }

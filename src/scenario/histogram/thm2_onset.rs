@@ -53,16 +53,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if !(range_ok(p.c1_range) && p.c1_range[0] > 0.0) {
         return Err(sc.invalid("params.c1_range", "need 0 < low ≤ high"));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.half_width", p.half_width),
         ("params.after", p.after),
         ("params.probe", p.probe),
         ("checks.event_time_tol", c.event_time_tol),
-    ] {
-        if value <= 0.0 {
-            return Err(sc.invalid(key, format!("must be positive, got {value}")));
-        }
-    }
+    ])?;
     if p.cases == 0 {
         return Err(sc.invalid("params.cases", "need at least one case"));
     }

@@ -14,9 +14,7 @@ use crate::plot::{Figure, HeatmapPanel};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::tf_common::{
-    require_positive, require_tf_data, tf_flow_checked, trial_data, trial_init, TaskName,
-};
+use super::tf_common::{require_tf_data, tf_flow_checked, trial_data, trial_init, TaskName};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,7 +62,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.t_first >= p.t_end {
         return Err(sc.invalid("params.t_first", "must be below t_end"));
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.sigma", p.sigma),
         ("params.t_end", p.t_end),
         ("params.t_first", p.t_first),
@@ -73,9 +71,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.parallel_tol", c.parallel_tol),
         ("checks.definite_rel_min", c.definite_rel_min),
         ("checks.beta_drift_tol", c.beta_drift_tol),
-    ] {
-        require_positive(sc, key, value)?;
-    }
+    ])?;
     Ok(())
 }
 

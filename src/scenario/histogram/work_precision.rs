@@ -22,8 +22,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::tf_common::{
-    default_d_thr, require_alphabet, require_positive, tf_flow_checked, trial_data, trial_init,
-    TaskName,
+    default_d_thr, require_alphabet, tf_flow_checked, trial_data, trial_init, TaskName,
 };
 
 /// Which loss a problem trains.
@@ -125,14 +124,14 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     for (k, pr) in p.problems.iter().enumerate() {
         let key = |f: &str| format!("params.problems[{k}].{f}");
         require_alphabet(sc, &key("d"), pr.d)?;
-        require_positive(sc, &key("sigma"), pr.sigma)?;
-        require_positive(sc, &key("t_end"), pr.t_end)?;
-        require_positive(sc, &key("hvp_cost"), pr.hvp_cost)?;
+        sc.require_positive(&[(&key("sigma"), pr.sigma)])?;
+        sc.require_positive(&[(&key("t_end"), pr.t_end)])?;
+        sc.require_positive(&[(&key("hvp_cost"), pr.hvp_cost)])?;
         if pr.etas.len() < 2 {
             return Err(sc.invalid(&key("etas"), "need at least 2 step sizes for a slope"));
         }
         for &eta in &pr.etas {
-            require_positive(sc, &key("etas"), eta)?;
+            sc.require_positive(&[(&key("etas"), eta)])?;
             gd_steps_per_interval(pr, eta, p.grid_points)
                 .map_err(|r| sc.invalid(&key("etas"), r))?;
         }
@@ -143,16 +142,14 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             return Err(sc.invalid(&key("stiff"), "the stiffness check needs bdf and tsit45"));
         }
     }
-    for (key, value) in [
+    sc.require_positive(&[
         ("params.atol_ratio", p.atol_ratio),
         ("checks.error_reduction_max", c.error_reduction_max),
         (
             "checks.reference_error_ratio_max",
             c.reference_error_ratio_max,
         ),
-    ] {
-        require_positive(sc, key, value)?;
-    }
+    ])?;
     if c.gd_slope_lo >= c.gd_slope_hi {
         return Err(sc.invalid("checks.gd_slope_lo", "must be below gd_slope_hi"));
     }

@@ -10,26 +10,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flow::{integrate_flow, linspace, GradientFlow, Method, OdeConfig, Trajectory};
-use crate::models::histogram::{DfClosedForm, DfFlow};
+use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
+use crate::models::histogram::DfClosedForm;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::tf_common::{
-    default_d_thr, hessian_spectrum, limit_with_signs, require_alphabet, tf_flow_checked,
-    trial_data, trial_init, HessianSpectrum, TaskName,
+    default_d_thr, hessian_spectrum, limit_with_signs, require_alphabet, trial_data, trial_init,
+    FlowKind, HessianSpectrum, TaskName,
 };
-
-/// Which loss a problem trains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FlowKind {
-    /// ℓ_df = ½‖Q Diag(v) − M‖² (spec 000 §2.2).
-    Df,
-    /// ℓ_tf on sampled strings (spec 000 §2.3).
-    Tf,
-}
 
 /// One problem of the report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -151,10 +141,7 @@ struct Outcome {
 
 /// A short label: "df d10 σ0.1" (eq task) or "tf lt d10 σ0.5".
 fn problem_label(pr: &Problem) -> String {
-    let flow = match pr.flow {
-        FlowKind::Df => "df",
-        FlowKind::Tf => "tf",
-    };
+    let flow = pr.flow.label();
     let task = match pr.task {
         TaskName::Eq => String::new(),
         other => format!(" {}", other.task(pr.d_thr).name()),
@@ -182,10 +169,7 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Outcome, Ru
     let data = trial_data(ctx, &task, pr.d, p.seq_len, p.n, 0);
     let z0 = trial_init(ctx, pr.d, pr.sigma, 0);
     let closed = DfClosedForm::new(&data.m, &z0);
-    let flow: Box<dyn GradientFlow> = match pr.flow {
-        FlowKind::Df => Box::new(DfFlow::new(data.m.clone())),
-        FlowKind::Tf => Box::new(tf_flow_checked(&data)?.0),
-    };
+    let flow = pr.flow.build(&data)?;
     let t_end = pr.t_end.unwrap_or(p.horizon_alpha / closed.alpha());
     let times = linspace(0.0, t_end, 2);
     let selected = pr.methods.as_ref().unwrap_or(&p.methods);

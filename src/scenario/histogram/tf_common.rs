@@ -133,6 +133,34 @@ pub fn require_alphabet(sc: &Scenario, key: &str, d: usize) -> Result<(), InputE
     }
 }
 
+/// Which loss a solver study trains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowKind {
+    /// ℓ_df = ½‖Q Diag(v) − M‖² (spec 000 §2.2); its closed form is the exact reference.
+    Df,
+    /// ℓ_tf on the sampled strings (spec 000 §2.3).
+    Tf,
+}
+
+impl FlowKind {
+    /// "df" or "tf".
+    pub fn label(self) -> &'static str {
+        match self {
+            FlowKind::Df => "df",
+            FlowKind::Tf => "tf",
+        }
+    }
+
+    /// The gradient flow of this loss on `data` (ℓ_tf refuses singular H_a).
+    pub fn build(self, data: &HistogramData) -> Result<Box<dyn GradientFlow>, RunError> {
+        Ok(match self {
+            FlowKind::Df => Box::new(crate::models::histogram::DfFlow::new(data.m.clone())),
+            FlowKind::Tf => Box::new(tf_flow_checked(data)?.0),
+        })
+    }
+}
+
 /// The dataset sizes of a transformer scenario: an alphabet (d ≥ 2), non-empty strings, and at
 /// least d strings, without which the H_a are singular and zero loss does not force
 /// Q Diag(v) = M (spec 000 R3, E16).

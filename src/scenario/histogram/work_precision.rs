@@ -13,27 +13,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{log_log_slope_fit, Window};
 use crate::flow::{
-    gradient_descent, integrate_flow, linspace, DiscreteConfig, GradientFlow, Method, OdeConfig,
-    Recording, SolverStats, StepRule, Trajectory,
+    gradient_descent, integrate_flow, linspace, DiscreteConfig, Method, OdeConfig, Recording,
+    SolverStats, StepRule, Trajectory,
 };
-use crate::models::histogram::{DfClosedForm, DfFlow};
+use crate::models::histogram::DfClosedForm;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::tf_common::{
-    default_d_thr, require_alphabet, tf_flow_checked, trial_data, trial_init, TaskName,
+    default_d_thr, require_alphabet, trial_data, trial_init, FlowKind, TaskName,
 };
-
-/// Which loss a problem trains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FlowKind {
-    /// ℓ_df: reference = the closed form (spec 000 §2.6), exact.
-    Df,
-    /// ℓ_tf: reference = a tight solve (`Params::reference`).
-    Tf,
-}
 
 /// One problem of the study.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -222,10 +212,7 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Study, RunE
     let data = trial_data(ctx, &task, pr.d, p.seq_len, p.n, 0);
     let z0 = trial_init(ctx, pr.d, pr.sigma, 0);
     let times = linspace(0.0, pr.t_end, p.grid_points);
-    let flow: Box<dyn GradientFlow> = match pr.flow {
-        FlowKind::Df => Box::new(DfFlow::new(data.m.clone())),
-        FlowKind::Tf => Box::new(tf_flow_checked(&data)?.0),
-    };
+    let flow = pr.flow.build(&data)?;
     let (reference, reference_error, reference_stats) = match pr.flow {
         FlowKind::Df => {
             let closed = DfClosedForm::new(&data.m, &z0);

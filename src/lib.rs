@@ -11,3 +11,6 @@ pub mod flow;
 pub mod models;
 pub mod plot;
 pub mod scenario;
+
+#[cfg(test)]
+mod autodiff;

@@ -2,7 +2,7 @@
 //! W = Q Diag(v) (ℓ_df, ℓ_tf and Lemma A.1's generalization) and random states.
 
 use nalgebra::DMatrix;
-use num_dual::{Dual64, DualNum, HyperDual64};
+use num_dual::DualNum;
 use rand::Rng;
 use rand_distr::StandardNormal;
 
@@ -37,15 +37,8 @@ pub(crate) fn reference_loss<T: DualNum<f64> + Copy>(
     total * 0.5
 }
 
-fn max_abs(x: &[f64]) -> f64 {
-    x.iter().fold(0.0, |acc, v| acc.max(v.abs()))
-}
-
-/// max_j |a_j − b_j| / max_j |b_j|.
-pub(crate) fn rel_err(a: &[f64], b: &[f64]) -> f64 {
-    let diff: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
-    max_abs(&diff) / max_abs(b)
-}
+use crate::autodiff::ad_grad_hvp;
+pub(crate) use crate::autodiff::rel_err;
 
 /// Relative errors (loss, gradient, hvp) of `flow` against forward-mode AD of
 /// [`reference_loss`] at z in direction u.
@@ -57,18 +50,12 @@ pub(crate) fn autodiff_errors(
     u: &[f64],
 ) -> (f64, f64, f64) {
     let n = z.len();
-    let mut grad_ad = vec![0.0; n];
-    let mut hvp_ad = vec![0.0; n];
-    for j in 0..n {
-        let dual: Vec<Dual64> = (0..n)
-            .map(|k| Dual64::new(z[k], if k == j { 1.0 } else { 0.0 }))
-            .collect();
-        grad_ad[j] = reference_loss(&dual, m, h).eps;
-        let hyper: Vec<HyperDual64> = (0..n)
-            .map(|k| HyperDual64::new(z[k], if k == j { 1.0 } else { 0.0 }, u[k], 0.0))
-            .collect();
-        hvp_ad[j] = reference_loss(&hyper, m, h).eps1eps2;
-    }
+    let (grad_ad, hvp_ad) = ad_grad_hvp(
+        |w| reference_loss(w, m, h),
+        |w| reference_loss(w, m, h),
+        z,
+        u,
+    );
     let loss_ad = reference_loss(z, m, h);
     let mut grad = vec![0.0; n];
     let mut hvp = vec![0.0; n];

@@ -1,7 +1,9 @@
 //! Test support: the loss written directly from its definition, generic over num-dual numbers,
 //! as an independent forward-mode-AD reference for the log-domain models.
 
-use num_dual::{Dual64, DualNum, HyperDual64};
+use num_dual::DualNum;
+
+pub(crate) use crate::autodiff::{ad_grad_hvp, rel_err};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -46,38 +48,6 @@ pub(crate) fn reference_loss<T: DualNum<f64> + Copy>(
         };
     }
     total / data.n as f64
-}
-
-/// Gradient and Hessian·v of `f` at z by forward-mode AD, one coordinate at a time.
-pub(crate) fn ad_grad_hvp(
-    f: impl Fn(&[Dual64]) -> Dual64,
-    fh: impl Fn(&[HyperDual64]) -> HyperDual64,
-    z: &[f64],
-    v: &[f64],
-) -> (Vec<f64>, Vec<f64>) {
-    let n = z.len();
-    let mut grad = vec![0.0; n];
-    let mut hvp = vec![0.0; n];
-    for j in 0..n {
-        let dual: Vec<Dual64> = (0..n)
-            .map(|k| Dual64::new(z[k], if k == j { 1.0 } else { 0.0 }))
-            .collect();
-        grad[j] = f(&dual).eps;
-        let hyper: Vec<HyperDual64> = (0..n)
-            .map(|k| HyperDual64::new(z[k], if k == j { 1.0 } else { 0.0 }, v[k], 0.0))
-            .collect();
-        hvp[j] = fh(&hyper).eps1eps2;
-    }
-    (grad, hvp)
-}
-
-/// max_j |a_j − b_j| / max_j |b_j|.
-pub(crate) fn rel_err(a: &[f64], b: &[f64]) -> f64 {
-    let diff = a
-        .iter()
-        .zip(b)
-        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-    diff / b.iter().fold(0.0f64, |m, y| m.max(y.abs()))
 }
 
 pub(crate) fn rng(seed: u64) -> ChaCha8Rng {

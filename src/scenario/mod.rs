@@ -20,7 +20,9 @@
 //! ```
 //! The scenario's name is the file stem.
 
+pub mod diagonal;
 pub mod histogram;
+pub mod token_select;
 pub mod output;
 pub mod registry;
 pub mod report;

@@ -81,6 +81,8 @@ where
 pub fn all() -> Vec<&'static dyn ScenarioKind> {
     let mut v: Vec<&'static dyn ScenarioKind> = Vec::new();
     v.extend(crate::scenario::histogram::kinds());
+    v.extend(crate::scenario::diagonal::kinds());
+    v.extend(crate::scenario::token_select::kinds());
     v
 }
 

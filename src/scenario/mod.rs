@@ -22,11 +22,11 @@
 
 pub mod diagonal;
 pub mod histogram;
-pub mod token_select;
 pub mod output;
 pub mod registry;
 pub mod report;
 pub mod run;
+pub mod token_select;
 
 use std::path::{Path, PathBuf};
 

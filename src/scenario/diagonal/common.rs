@@ -1,0 +1,185 @@
+//! What every seed-004 scenario shares: the instance it runs on (spec 004 §3.6, §5.1), the
+//! initial direction θ_0 shared by every α (§1.4), Algorithm 1 on the instance, and one
+//! log-layout run at a given ln α with the spec §4 transition events (§8.2, §8.4).
+
+use serde::{Deserialize, Serialize};
+
+use crate::flow::{integrate, OdeConfig, Trajectory};
+use crate::models::diagonal::{
+    algorithm1, transition_times, Algorithm1Options, BetaLoss, DiagLinear, DiagonalAttention,
+    Layout, LogCoordinates, LogFlow, LossScale, Schedule, TransitionEvents,
+};
+use crate::scenario::{RunContext, RunError};
+
+/// Random stream of the attention inputs X (the teacher is fixed, spec §5.1).
+pub const DATA_STREAM: u64 = 0;
+/// Random stream of the initial direction θ_0 = (u0, v0).
+pub const INIT_STREAM: u64 = 1;
+/// First stream free for a scenario's own randomness (perturbations, samples, …).
+pub const FIRST_FREE_STREAM: u64 = 2;
+
+/// The instances of spec 004: the diagonal linear references R1, R2, R2-degenerate (§3.6) and
+/// the diagonal attention student–teacher task at three sizes (§5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstanceName {
+    R1,
+    R2,
+    R2Degenerate,
+    /// M1: n = 4, d = 6, N = 64, a* = (1.5, −1, 0, …), c* = (0, 0, 1, −0.7, 0.5, 0).
+    Mini,
+    /// n = 6, d = 12, N = 256, sparse teacher on KQ {0, 1, 2} and VO {3, 4, 5}.
+    Small,
+    /// The paper's toy task: n = 10, d = 50, N = 1000, the same sparse teacher (heavy).
+    Paper,
+}
+
+/// A built instance: its β-loss and, for attention, the head (for KQ/VO names and ranks).
+pub enum Instance {
+    Linear(DiagLinear),
+    Attention(DiagonalAttention),
+}
+
+/// Sparse teacher of the `small` and `paper` configurations (spec §5.1): KQ entries on {0, 1, 2}
+/// and VO entries on {3, 4, 5}, both (1, −0.8, 0.6).
+fn sparse_teacher(d: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut a, mut c) = (vec![0.0; d], vec![0.0; d]);
+    a[..3].copy_from_slice(&[1.0, -0.8, 0.6]);
+    c[3..6].copy_from_slice(&[1.0, -0.8, 0.6]);
+    (a, c)
+}
+
+impl Instance {
+    /// Builds the instance; attention inputs come from the scenario seed's data stream.
+    pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
+        let attention = |n: usize, count: usize, a: &[f64], c: &[f64]| {
+            DiagonalAttention::student_teacher(
+                n,
+                count,
+                a,
+                c,
+                LossScale::Mean,
+                &mut ctx.rng(DATA_STREAM),
+            )
+            .map(Instance::Attention)
+            .map_err(|e| RunError::Other(format!("building the {name:?} instance: {e}")))
+        };
+        match name {
+            InstanceName::R1 => Ok(Instance::Linear(DiagLinear::r1())),
+            InstanceName::R2 => Ok(Instance::Linear(DiagLinear::r2())),
+            InstanceName::R2Degenerate => Ok(Instance::Linear(DiagLinear::r2_degenerate())),
+            InstanceName::Mini => attention(
+                4,
+                64,
+                &DiagonalAttention::MINI_KQ,
+                &DiagonalAttention::MINI_VO,
+            ),
+            InstanceName::Small => {
+                let (a, c) = sparse_teacher(12);
+                attention(6, 256, &a, &c)
+            }
+            InstanceName::Paper => {
+                let (a, c) = sparse_teacher(50);
+                attention(10, 1000, &a, &c)
+            }
+        }
+    }
+
+    /// The β-loss L̃ of the instance.
+    pub fn loss(&self) -> &dyn BetaLoss {
+        match self {
+            Instance::Linear(m) => m,
+            Instance::Attention(m) => m,
+        }
+    }
+
+    /// The attention head, if this is an attention instance.
+    pub fn attention(&self) -> Option<&DiagonalAttention> {
+        match self {
+            Instance::Linear(_) => None,
+            Instance::Attention(m) => Some(m),
+        }
+    }
+
+    /// Algorithm 1 with its default tolerances (spec §3.2).
+    pub fn schedule(&self) -> Result<Schedule, RunError> {
+        algorithm1(&self.loss(), &Algorithm1Options::default())
+            .map_err(|e| RunError::Other(format!("Algorithm 1: {e}")))
+    }
+}
+
+/// The initial direction θ_0 = (u0, v0), i.i.d. N(0, 1) from the init stream, redrawn
+/// coordinate-wise until ||u0_i| − |v0_i|| ≥ `min_margin` (A4.3(i), spec §4). The same θ_0 is
+/// used for every α, so runs at different α differ only by the scale.
+pub fn initial_direction(p: usize, min_margin: f64, ctx: &RunContext) -> (Vec<f64>, Vec<f64>) {
+    use rand_distr::{Distribution, StandardNormal};
+    let mut rng = ctx.rng(INIT_STREAM);
+    let (mut u0, mut v0) = (Vec::with_capacity(p), Vec::with_capacity(p));
+    for _ in 0..p {
+        loop {
+            let u: f64 = StandardNormal.sample(&mut rng);
+            let v: f64 = StandardNormal.sample(&mut rng);
+            if (u.abs() - v.abs()).abs() >= min_margin {
+                u0.push(u);
+                v0.push(v);
+                break;
+            }
+        }
+    }
+    (u0, v0)
+}
+
+/// One log-layout run at α = e^{ln_alpha} from α θ_0.
+pub struct AlphaRun {
+    /// Λ = ln(1/α).
+    pub lambda: f64,
+    pub coords: LogCoordinates,
+    /// The trajectory in unrescaled time t = τΛ (states are ζ = ln w).
+    pub traj: Trajectory,
+    /// Measured transition times t̂_k (unrescaled), k = 1..K, from root events (spec §4).
+    pub transitions: Vec<Option<f64>>,
+}
+
+impl AlphaRun {
+    /// β(t) at output sample j.
+    pub fn beta(&self, j: usize) -> Vec<f64> {
+        let mut beta = vec![0.0; self.coords.p()];
+        self.coords.beta(
+            &self.traj.states[j * self.traj.dim..(j + 1) * self.traj.dim],
+            &mut beta,
+        );
+        beta
+    }
+
+    /// Rescaled output times τ = t/Λ.
+    pub fn taus(&self) -> Vec<f64> {
+        self.traj.t.iter().map(|t| t / self.lambda).collect()
+    }
+}
+
+/// Integrates the log-layout flow of `loss` from α θ_0 (α = e^{ln_alpha}, any value, e.g.
+/// −2000) and samples it at rescaled times `taus`, with the transition events of `schedule`
+/// (β_{i_{k−1}} reaching ½β^k_{i_{k−1}}).
+pub fn alpha_run(
+    loss: &dyn BetaLoss,
+    init: &(Vec<f64>, Vec<f64>),
+    ln_alpha: f64,
+    schedule: &Schedule,
+    taus: &[f64],
+    cfg: &OdeConfig,
+) -> Result<AlphaRun, RunError> {
+    let lambda = -ln_alpha;
+    let (coords, zeta0) = LogCoordinates::from_init(&init.0, &init.1, ln_alpha)
+        .map_err(|e| RunError::Other(format!("initial state: {e}")))?;
+    let flow = LogFlow::new(loss, coords.clone());
+    let events = TransitionEvents::for_schedule(&loss, Layout::Log(&coords), schedule, 0.5);
+    let times: Vec<f64> = taus.iter().map(|tau| tau * lambda).collect();
+    let traj = events.with_events(false, |e| integrate(&flow, &zeta0, &times, cfg, Some(e)))?;
+    let transitions = transition_times(&traj.events, events.len());
+    Ok(AlphaRun {
+        lambda,
+        coords,
+        traj,
+        transitions,
+    })
+}

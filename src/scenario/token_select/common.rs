@@ -1,0 +1,52 @@
+//! What every seed-003 scenario shares: the named data models (spec 003 §1.3) drawn from the
+//! scenario seed, and the W-SVM direction every optimizer is measured against (§3).
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::svm::{solve_l2, L2Solution, RankOneConstraints, SvmMethod};
+use crate::models::token_select::generators::{bad_init, two_token};
+use crate::models::token_select::{Example1, GaussianJoint, Instance};
+use crate::scenario::{RunContext, RunError};
+
+/// Random stream of the data (tokens, labels, decoder).
+pub const DATA_STREAM: u64 = 0;
+/// First stream free for a scenario's own randomness (initializations, trials, …).
+pub const FIRST_FREE_STREAM: u64 = 1;
+
+/// The data models of spec 003 §1.3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataName {
+    /// Example 1 (random optimal token, Gaussian noise).
+    Ex1,
+    /// Example 1 with non-optimal tokens orthogonal to u (ρ_orth = 0).
+    Ex1Orth,
+    /// The two-token instance of §4.2 (closed forms).
+    TwoToken,
+    /// The bad-initialization instance of Fig. 8.
+    BadInit,
+    /// The joint-training Gaussian model DM.
+    Dm,
+}
+
+/// Draws the named data model from the scenario seed's data stream.
+pub fn build_instance(name: DataName, ctx: &RunContext) -> Result<Instance, RunError> {
+    let mut rng = ctx.rng(DATA_STREAM);
+    let drawn = match name {
+        DataName::Ex1 => Example1::ex1().generate(&mut rng),
+        DataName::Ex1Orth => Example1::ex1_orth().generate(&mut rng),
+        DataName::Dm => GaussianJoint::dm().generate(&mut rng),
+        DataName::TwoToken => Ok(two_token()),
+        DataName::BadInit => Ok(bad_init()),
+    };
+    drawn.map_err(|e| RunError::Other(format!("generating the {name:?} data: {e}")))
+}
+
+/// The W-SVM of an instance (dual QP, polished, with its KKT certificate).
+pub fn w_svm(instance: &Instance) -> Result<(RankOneConstraints, L2Solution), RunError> {
+    let cons = RankOneConstraints::w_svm(&instance.data.view(), &instance.opt)
+        .map_err(|e| RunError::Other(format!("W-SVM constraints: {e}")))?;
+    let sol =
+        solve_l2(&cons, SvmMethod::Dual).map_err(|e| RunError::Other(format!("W-SVM: {e}")))?;
+    Ok((cons, sol))
+}

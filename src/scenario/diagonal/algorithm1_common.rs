@@ -1,0 +1,176 @@
+//! Shared by the Algorithm-1 scenarios (`algorithm1-attn`, `nondegeneracy`,
+//! `hessian-strict-min`, `linearization-spectrum`): the Algorithm-1 settings a scenario file may
+//! change (spec 004 §3.2 defaults), Algorithm 1 on a named instance, and stage labels.
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{Instance, InstanceName};
+use crate::flow::{Method, OdeConfig};
+use crate::models::diagonal::{algorithm1, Algorithm1Options, Flag, Schedule, Termination};
+use crate::scenario::{InputError, RunContext, RunError, Scenario};
+
+/// The Algorithm-1 tolerances a scenario exposes (`[params.algorithm1]`); the rest keep the
+/// spec §3.2 defaults of [`Algorithm1Options`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Algorithm1Params {
+    /// Stop after this many activations (a converged schedule stops by itself).
+    pub max_stages: usize,
+    /// A4.3(ii) tie tolerance: a runner-up with Δ − Δ* ≤ tol_tie·max(1, Δ*) is a tie.
+    pub tol_tie: f64,
+    /// STAGE_B initial sizes ε (eq. 13); the limit must not depend on them.
+    pub eps_list: Vec<f64>,
+    /// STAGE_B condition (b): the reduced flow stops at max|G_A| ≤ this × max|G(0)|.
+    pub stationarity_rel: f64,
+    /// STAGE_B polish: Newton stops at ‖G_F‖ ≤ this × max|G(0)|.
+    pub polish_rel: f64,
+}
+
+impl Default for Algorithm1Params {
+    fn default() -> Self {
+        let opts = Algorithm1Options::default();
+        Algorithm1Params {
+            max_stages: opts.max_stages,
+            tol_tie: opts.tol_tie,
+            eps_list: opts.stage_b.eps_list,
+            stationarity_rel: opts.stage_b.stationarity_rel,
+            polish_rel: opts.stage_b.polish_rel,
+        }
+    }
+}
+
+impl Algorithm1Params {
+    /// The full options: these settings on top of the spec defaults, with `ode` (the
+    /// scenario's `[solver]`) integrating the STAGE_B reduced flow.
+    pub fn options(&self, ode: &OdeConfig) -> Algorithm1Options {
+        let mut opts = Algorithm1Options {
+            max_stages: self.max_stages,
+            tol_tie: self.tol_tie,
+            ..Default::default()
+        };
+        opts.stage_b.method = ode.method;
+        opts.stage_b.rtol = ode.rtol;
+        opts.stage_b.atol = ode.atol;
+        opts.stage_b.eps_list = self.eps_list.clone();
+        opts.stage_b.stationarity_rel = self.stationarity_rel;
+        opts.stage_b.polish_rel = self.polish_rel;
+        opts
+    }
+
+    /// Range rules, reported under `params.algorithm1.<key>`.
+    pub fn validate(&self, sc: &Scenario) -> Result<(), InputError> {
+        let key = |k: &str| format!("params.algorithm1.{k}");
+        if self.max_stages == 0 {
+            return Err(sc.invalid(&key("max_stages"), "must be at least 1"));
+        }
+        if self.eps_list.is_empty() {
+            return Err(sc.invalid(&key("eps_list"), "needs at least one ε"));
+        }
+        if let Some(e) = self.eps_list.iter().find(|e| !(**e > 0.0 && **e < 1.0)) {
+            return Err(sc.invalid(&key("eps_list"), format!("ε must lie in (0, 1), got {e}")));
+        }
+        sc.require_positive(&[
+            (&key("tol_tie"), self.tol_tie),
+            (&key("stationarity_rel"), self.stationarity_rel),
+            (&key("polish_rel"), self.polish_rel),
+        ])
+    }
+}
+
+/// The STAGE_B reduced-flow integrator of spec §3.3/§8.3 (Bdf, rtol = atol = 1e−11), the
+/// default `[solver]` of every Algorithm-1 scenario.
+pub const STAGE_B_SOLVER: OdeConfig = OdeConfig::new(Method::Bdf, 1e-11, 1e-11);
+
+/// An instance with its Algorithm-1 schedule.
+pub struct Scheduled {
+    pub name: InstanceName,
+    pub instance: Instance,
+    pub schedule: Schedule,
+}
+
+impl Scheduled {
+    /// Builds `name` (attention data from the scenario seed) and runs Algorithm 1 on it.
+    pub fn new(
+        name: InstanceName,
+        params: &Algorithm1Params,
+        ctx: &RunContext,
+    ) -> Result<Self, RunError> {
+        Self::with_options(name, &params.options(&ctx.ode), ctx)
+    }
+
+    /// Builds `name` and runs Algorithm 1 with explicit options.
+    pub fn with_options(
+        name: InstanceName,
+        opts: &Algorithm1Options,
+        ctx: &RunContext,
+    ) -> Result<Self, RunError> {
+        let instance = Instance::build(name, ctx)?;
+        let schedule = algorithm1(&instance.loss(), opts)
+            .map_err(|e| RunError::Other(format!("Algorithm 1 on {}: {e}", label(name))))?;
+        Ok(Scheduled {
+            name,
+            instance,
+            schedule,
+        })
+    }
+
+    /// The instance's name as written in scenario files ("mini", "r2", …).
+    pub fn label(&self) -> String {
+        label(self.name)
+    }
+
+    /// Display name of coordinate i (KQ\[r\]/VO\[r\] for attention, β\[i\] otherwise).
+    pub fn coordinate(&self, i: usize) -> String {
+        self.instance.loss().coordinate_name(i)
+    }
+}
+
+/// An instance's name as written in scenario files.
+pub fn label(name: InstanceName) -> String {
+    serde_json::to_value(name)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{name:?}"))
+}
+
+/// Refuses an empty or repeated instance list.
+pub fn validate_instances(
+    names: &[InstanceName],
+    key: &str,
+    sc: &Scenario,
+) -> Result<(), InputError> {
+    if names.is_empty() {
+        return Err(sc.invalid(key, "needs at least one instance"));
+    }
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(sc.invalid(key, format!("{} is listed twice", label(*n))));
+        }
+    }
+    Ok(())
+}
+
+/// Why Algorithm 1 stopped, in words.
+pub fn termination_text(t: &Termination) -> String {
+    match t {
+        Termination::Converged => "converged (T_{K+1} = ∞)".into(),
+        Termination::StageLimit => "stage limit reached".into(),
+        Termination::Tie { stage } => format!("A4.3(ii) tie at the end of stage {stage}"),
+        Termination::Failed { stage, reason } => format!("failed at stage {stage}: {reason}"),
+    }
+}
+
+/// A flag of a stage, in words.
+pub fn flag_text(f: &Flag) -> String {
+    match f {
+        Flag::Tie { gap } => format!("tie (gap {gap:e})"),
+        Flag::DegenerateDrop { index, signed_g } => {
+            format!("degenerate drop of {index} (s·G = {signed_g:e})")
+        }
+        Flag::NotStrictMinimum { lambda_min, kappa } => {
+            format!("not a strict minimum (λ_min = {lambda_min:e}, κ = {kappa:e})")
+        }
+        Flag::EpsDependence { difference } => format!("ε-dependence {difference:e}"),
+        Flag::SlowLimit => "slow stage-B limit".into(),
+    }
+}

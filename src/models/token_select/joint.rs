@@ -6,6 +6,7 @@ use std::cell::RefCell;
 
 use super::data::{argmax, TokenData};
 use super::eval::{self, Direction, Workspace};
+use super::fixed::Attention;
 use super::loss::Loss;
 use crate::flow::{norm, GradientFlow};
 
@@ -127,11 +128,26 @@ impl JointModel {
 
     /// φ_{i,opt(u)} at the state.
     pub fn phi_opt(&self, z: &[f64]) -> Vec<f64> {
+        self.attention(z).phi_opt
+    }
+
+    /// φ_{i,opt(u)}, ln(1 − φ_{i,opt(u)}) and the margins m_i = γ_iᵀφ_i at the state (the
+    /// per-sample losses are ℓ(m_i)).
+    pub fn attention(&self, z: &[f64]) -> Attention {
         let s = self.evaluated(z);
         let t = self.data.t;
-        (0..self.data.n)
-            .map(|i| s.ws.ls[i * t + s.opt[i]].exp())
-            .collect()
+        Attention {
+            phi_opt: (0..self.data.n)
+                .map(|i| s.ws.ls[i * t + s.opt[i]].exp())
+                .collect(),
+            log_one_minus_phi_opt: s
+                .ws
+                .samples
+                .iter()
+                .map(|x| x.log_one_minus_phi_opt)
+                .collect(),
+            margins: s.ws.samples.iter().map(|x| x.margin).collect(),
+        }
     }
 }
 

@@ -341,3 +341,27 @@ fn ties_and_bad_shapes_are_rejected() {
     let model = FixedDecoder::new(data, p.u.clone().unwrap(), Loss::Exponential).unwrap();
     assert_eq!(model.optimal_tokens(), p.opt.as_slice());
 }
+
+#[test]
+fn joint_attention_matches_the_fixed_decoder_at_the_same_u() {
+    let inst = GaussianJoint {
+        n: 4,
+        d: 8,
+        ..GaussianJoint::dm()
+    }
+    .generate(&mut rng(31))
+    .unwrap();
+    let joint = JointModel::new(inst.data.clone(), Loss::Exponential);
+    let z = gaussian_vec(&mut rng(32), joint.dim(), 1.5);
+    let (u, w) = joint.split(&z);
+    let att = joint.attention(&z);
+    let fixed = FixedDecoder::new(inst.data.clone(), u.to_vec(), Loss::Exponential).unwrap();
+    let want = fixed.attention(w);
+    assert!(rel_err(&att.margins, &want.margins) < 1e-14);
+    assert!(rel_err(&att.phi_opt, &want.phi_opt) < 1e-14);
+    assert!(rel_err(&att.log_one_minus_phi_opt, &want.log_one_minus_phi_opt) < 1e-14);
+    // exponential loss: ln L = ln((1/n) Σ e^{−m_i})
+    let n = inst.data.n as f64;
+    let ln_l = logdomain::log_sum_exp(att.margins.iter().map(|m| -m)) - n.ln();
+    assert!((ln_l - joint.log_loss(&z)).abs() < 1e-13 * ln_l.abs().max(1.0));
+}

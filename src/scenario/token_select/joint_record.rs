@@ -1,0 +1,188 @@
+//! One joint-training run recorded at every iteration (spec 003 §4.3): the quantities that
+//! Lemma 10, Lemma 11, Theorem 2 and Theorem 4 are checked on, and those Fig. 3 plots.
+
+use crate::analysis::svm::one_minus_cos;
+use crate::flow::{norm, GradientFlow};
+use crate::models::token_select::logdomain::log_sum_exp;
+use crate::models::token_select::{JointModel, JointRule, JointStepper, TokenData};
+use crate::scenario::RunError;
+
+/// One optimizer run's per-iteration record (k = 0..=K).
+pub struct JointRun {
+    pub label: String,
+    /// α of an Eq. (10) run (None for GD and PS).
+    pub alpha: Option<f64>,
+    pub log_loss: Vec<f64>,
+    pub norm_u: Vec<f64>,
+    pub norm_w: Vec<f64>,
+    pub mean_phi: Vec<f64>,
+    pub min_phi: Vec<f64>,
+    /// min_i (γ_{i,opt} − max_{τ≠opt} γ_{i,τ})(u_k), opt from the DM construction.
+    pub min_gap: Vec<f64>,
+    /// ln C_k = max_i m_i − min_j m_j (exponential loss: ℓ_i/ℓ_j = e^{m_j − m_i}).
+    pub log_loss_ratio: Vec<f64>,
+    pub mis_w: Vec<f64>,
+    pub mis_u: Vec<f64>,
+    /// ‖u_mm‖·min_i γ_{i,opt}(u_k)/‖u_k‖ (NaN at u = 0).
+    pub margin_ratio: Vec<f64>,
+    /// Steps k → k+1 at which some φ_{i,opt} fell, or some score gap shrank (k ≥ 1).
+    pub phi_decreases: usize,
+    pub gap_decreases: usize,
+    /// Largest ‖u_k‖/(ηk) and ‖W_k‖/(ηΣ_{s<k}(s+1)^{−α}) over k ≥ 1 (Eq. (10) runs).
+    pub u_bound_ratio: f64,
+    pub w_bound_ratio: f64,
+}
+
+/// What every run is measured against.
+pub struct Reference<'a> {
+    pub model: &'a JointModel,
+    pub opt: &'a [usize],
+    pub w_mm: &'a [f64],
+    pub u_mm: &'a [f64],
+}
+
+/// Runs `rule` for `iterations` steps from u₀ = 0, W₀ = 0, recording every iterate.
+pub fn run_one(
+    rf: &Reference,
+    rule: JointRule,
+    label: String,
+    iterations: usize,
+) -> Result<JointRun, RunError> {
+    let model = rf.model;
+    let data = model.data();
+    let (n, t, d) = (data.n, data.t, data.d);
+    let mut stepper =
+        JointStepper::new(model, rule).map_err(|e| RunError::Other(format!("{label}: {e}")))?;
+    // (η, α) of an Eq. (10) run, for Lemma 10's bounds
+    let eq10 = match rule {
+        JointRule::Ngd { eta, alpha, .. } => Some((eta, alpha)),
+        _ => None,
+    };
+    let cap = iterations + 1;
+    let mut r = JointRun {
+        label,
+        alpha: eq10.map(|(_, a)| a),
+        log_loss: Vec::with_capacity(cap),
+        norm_u: Vec::with_capacity(cap),
+        norm_w: Vec::with_capacity(cap),
+        mean_phi: Vec::with_capacity(cap),
+        min_phi: Vec::with_capacity(cap),
+        min_gap: Vec::with_capacity(cap),
+        log_loss_ratio: Vec::with_capacity(cap),
+        mis_w: Vec::with_capacity(cap),
+        mis_u: Vec::with_capacity(cap),
+        margin_ratio: Vec::with_capacity(cap),
+        phi_decreases: 0,
+        gap_decreases: 0,
+        u_bound_ratio: 0.0,
+        w_bound_ratio: 0.0,
+    };
+    let u_mm_norm = norm(rf.u_mm);
+    let mut z = vec![0.0; model.dim()];
+    let mut prev_l1m: Option<Vec<f64>> = None;
+    let mut prev_gaps: Option<Vec<f64>> = None;
+    let mut w_bound = 0.0;
+    let mut logits = vec![0.0; t];
+    for k in 0..=iterations {
+        let (u, w) = z.split_at(d);
+        let att = model.attention(&z);
+        let gamma = data.scores(u);
+        let gaps: Vec<f64> = (0..n)
+            .map(|i| {
+                let row = &gamma[i * t..(i + 1) * t];
+                let o = rf.opt[i];
+                let best_other = (0..t)
+                    .filter(|&tau| tau != o)
+                    .fold(f64::NEG_INFINITY, |m, tau| m.max(row[tau]));
+                row[o] - best_other
+            })
+            .collect();
+        // attention on the constructed optimal token, whatever u_k prefers
+        let l1m: Vec<f64> = (0..n)
+            .map(|i| log_one_minus_phi(data, w, i, rf.opt[i], &mut logits))
+            .collect();
+        let phi: Vec<f64> = l1m.iter().map(|&x| -x.exp_m1()).collect();
+        if let Some(prev) = &prev_l1m {
+            if l1m
+                .iter()
+                .zip(prev)
+                .any(|(&a, &b)| a > b + 1e-12 * b.abs().max(1.0))
+            {
+                r.phi_decreases += 1;
+            }
+        }
+        if let Some(prev) = &prev_gaps {
+            if gaps.iter().zip(prev).any(|(&a, &b)| a < b) {
+                r.gap_decreases += 1;
+            }
+        }
+        let (nu, nw) = (norm(u), norm(w));
+        if let Some((eta, alpha)) = eq10 {
+            if k >= 1 {
+                r.u_bound_ratio = r.u_bound_ratio.max(nu / (eta * k as f64));
+                r.w_bound_ratio = r.w_bound_ratio.max(nw / w_bound);
+            }
+            // w_bound = ηΣ_{s<k+1}(s+1)^{−α} from here on
+            w_bound += eta * ((k + 1) as f64).powf(-alpha);
+        }
+        let (m_max, m_min) = att
+            .margins
+            .iter()
+            .fold((f64::NEG_INFINITY, f64::INFINITY), |(a, b), &m| {
+                (a.max(m), b.min(m))
+            });
+        let min_opt_score = (0..n)
+            .map(|i| gamma[i * t + rf.opt[i]])
+            .fold(f64::INFINITY, f64::min);
+        r.norm_u.push(nu);
+        r.norm_w.push(nw);
+        r.mean_phi.push(phi.iter().sum::<f64>() / n as f64);
+        r.min_phi
+            .push(phi.iter().copied().fold(f64::INFINITY, f64::min));
+        r.min_gap
+            .push(gaps.iter().copied().fold(f64::INFINITY, f64::min));
+        r.log_loss_ratio.push(m_max - m_min);
+        r.mis_w.push(one_minus_cos(w, rf.w_mm));
+        r.mis_u.push(one_minus_cos(u, rf.u_mm));
+        r.margin_ratio.push(u_mm_norm * min_opt_score / nu);
+        r.log_loss
+            .push(log_sum_exp(att.margins.iter().map(|m| -m)) - (n as f64).ln());
+        if k >= 1 {
+            prev_gaps = Some(gaps);
+        }
+        prev_l1m = Some(l1m);
+        if k < iterations {
+            stepper.step(&mut z);
+        }
+    }
+    Ok(r)
+}
+
+/// ln(1 − φ_{i,o}(W)) = LSE_{t≠o} s_{i,t} − LSE_t s_{i,t} with s_i = X_i W q_i: exact however
+/// saturated the attention is (`logits` is scratch of length T).
+fn log_one_minus_phi(data: &TokenData, w: &[f64], i: usize, o: usize, logits: &mut [f64]) -> f64 {
+    let d = data.d;
+    let q = data.query(i);
+    for (t, l) in logits.iter_mut().enumerate() {
+        let x = data.token(i, t);
+        // xᵀ W q with W column-major
+        *l = (0..d)
+            .map(|c| {
+                q[c] * w[c * d..(c + 1) * d]
+                    .iter()
+                    .zip(x)
+                    .map(|(a, b)| a * b)
+                    .sum::<f64>()
+            })
+            .sum();
+    }
+    let all = log_sum_exp(logits.iter().copied());
+    let others = log_sum_exp(
+        logits
+            .iter()
+            .enumerate()
+            .filter(|&(t, _)| t != o)
+            .map(|(_, &l)| l),
+    );
+    others - all
+}

@@ -1,0 +1,596 @@
+//! `joint-training` (Fig. 3, Sec. 4; spec 003 §2.2, §4.3 Lem. 10–13, Thm 2–4): the decoder u
+//! and W trained together on the data model DM from zero, by GD, by the per-block normalized
+//! updates of Eq. (10) with W-factor (k+1)^{−α} (α = 0 is Fig. 3's "NGD", α = 1/3 its
+//! "NGD-joint") and by the Polyak step. The Eq. (10) runs are held to Lemma 10's norm bounds,
+//! Lemma 11's invariants (bounded loss ratio, growing score gap, non-decreasing optimal
+//! attention), Theorem 2's loss rate and Theorem 4's decoder margin; W's alignment with W_mm
+//! orders the optimizers as Fig. 3 reports.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::svm::{solve_l2, SvmMethod, VectorConstraints};
+use crate::flow::{Method, OdeConfig};
+use crate::models::token_select::{GaussianJoint, JointModel, JointRule, Loss};
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::common::{w_svm, DATA_STREAM};
+use super::joint_common::{checkpoints, fit_slope, require_iterations};
+use super::joint_record::{run_one, JointRun, Reference};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// DM sizes: n sequences of T tokens in ℝ^d.
+    pub n: usize,
+    pub t: usize,
+    pub d: usize,
+    /// σ_o = sigma_opt_scale/√d (optimal token) and σ = sigma_scale/√d (the others).
+    pub sigma_opt_scale: f64,
+    pub sigma_scale: f64,
+    /// Iterations K of every run (from u₀ = 0, W₀ = 0).
+    pub iterations: usize,
+    /// Step length η of the Eq. (10) runs (shared by "NGD" and "NGD-joint").
+    pub ngd_eta: f64,
+    /// W-factor exponents α of the Eq. (10) runs, increasing (0 = "NGD", 1/3 = "NGD-joint").
+    pub alphas: Vec<f64>,
+    /// Joint GD step size.
+    pub gd_eta: f64,
+    /// Cap of the joint Polyak step min(L/‖∇L‖², cap) (L* = 0).
+    pub ps_cap: f64,
+    /// Record every iteration up to this k, then `per_decade` log-spaced ones.
+    pub dense_until: usize,
+    pub per_decade: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Relative slack of Lemma 10's upper bounds ‖u_k‖ ≤ ηk, ‖W_k‖ ≤ ηΣ_{s<k}(s+1)^{−α}
+    /// (exact by the triangle inequality, [D]).
+    pub norm_slack: f64,
+    /// Bound on the loss ratio C_k = max_i ℓ_i/min_j ℓ_j over all k (Lem. 11(i), spec §4.3: 10).
+    pub max_loss_ratio: f64,
+    /// |C_K ÷ (α_max/α_min) − 1|: the loss ratio's limit, from the u-SVM duals α ([D], see
+    /// the check's note).
+    pub loss_ratio_limit_tol: f64,
+    /// Theorem 2: ln L_k ≤ −(fit_factor·c)k^exponent for k ≥ window[0], with c fitted by least
+    /// squares on k ∈ window (spec §4.3: window [100, 200], exponent 1/3, factor ½).
+    pub loss_rate_window: [usize; 2],
+    pub loss_rate_exponent: f64,
+    pub loss_rate_fit_factor: f64,
+    /// |slope of ln L_k on [K/2, K] ÷ (−η/‖u_mm‖) − 1|: the linear rate of spec §8.1 ([D]).
+    pub loss_slope_tol: f64,
+    /// Theorem 4: ‖u_mm‖·min_i y_i u_kᵀx_{i,opt}/‖u_k‖ ≥ min_margin_ratio for k ≥ margin_from
+    /// (spec §4.3: 0.25 from k = 100), and its means over doubling windows never decrease.
+    pub margin_from: usize,
+    pub min_margin_ratio: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.n == 0 || p.t < 2 || p.d == 0 {
+        return Err(sc.invalid("params.d", "need n ≥ 1, T ≥ 2, d ≥ 1"));
+    }
+    sc.require_positive(&[
+        ("params.sigma_opt_scale", p.sigma_opt_scale),
+        ("params.sigma_scale", p.sigma_scale),
+        ("params.ngd_eta", p.ngd_eta),
+        ("params.gd_eta", p.gd_eta),
+        ("params.ps_cap", p.ps_cap),
+        ("checks.norm_slack", c.norm_slack),
+        ("checks.max_loss_ratio", c.max_loss_ratio),
+        ("checks.loss_ratio_limit_tol", c.loss_ratio_limit_tol),
+        ("checks.loss_slope_tol", c.loss_slope_tol),
+        ("checks.loss_rate_exponent", c.loss_rate_exponent),
+        ("checks.loss_rate_fit_factor", c.loss_rate_fit_factor),
+        ("checks.min_margin_ratio", c.min_margin_ratio),
+    ])?;
+    if p.sigma_scale >= p.sigma_opt_scale {
+        return Err(sc.invalid(
+            "params.sigma_scale",
+            "Cond. 1(ii): the optimal token must have the larger scale (σ < σ_o)",
+        ));
+    }
+    if p.alphas.is_empty()
+        || p.alphas.iter().any(|&a| !(0.0..1.0).contains(&a))
+        || p.alphas.windows(2).any(|w| w[1] <= w[0])
+    {
+        return Err(sc.invalid(
+            "params.alphas",
+            "need increasing exponents α in [0, 1) (0 = NGD, 1/3 = NGD-joint)",
+        ));
+    }
+    if p.per_decade == 0 {
+        return Err(sc.invalid("params.per_decade", "must be at least 1"));
+    }
+    let [w0, w1] = c.loss_rate_window;
+    if !(1 <= w0 && w0 < w1) {
+        return Err(sc.invalid("checks.loss_rate_window", "need 1 ≤ start < end"));
+    }
+    if c.margin_from == 0 {
+        return Err(sc.invalid("checks.margin_from", "must be at least 1"));
+    }
+    require_iterations(
+        sc,
+        p.iterations,
+        &[
+            ("checks.loss_rate_window", w1),
+            ("checks.margin_from", c.margin_from),
+        ],
+    )
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let scale = 1.0 / (p.d as f64).sqrt();
+    let spec = GaussianJoint {
+        n: p.n,
+        t: p.t,
+        d: p.d,
+        sigma_opt: p.sigma_opt_scale * scale,
+        sigma: p.sigma_scale * scale,
+        ..GaussianJoint::dm()
+    };
+    let inst = spec
+        .generate(&mut ctx.rng(DATA_STREAM))
+        .map_err(|e| RunError::Other(format!("DM data: {e}")))?;
+    let (_, w_svm_sol) = w_svm(&inst)?;
+    let u_cons = VectorConstraints::u_svm(&inst.data.view(), &inst.data.y, &inst.opt)
+        .map_err(|e| RunError::Other(format!("u-SVM constraints: {e}")))?;
+    let u_svm_sol =
+        solve_l2(&u_cons, SvmMethod::Dual).map_err(|e| RunError::Other(format!("u-SVM: {e}")))?;
+    let model = JointModel::new(inst.data.clone(), Loss::Exponential);
+    let rf = Reference {
+        model: &model,
+        opt: &inst.opt,
+        w_mm: &w_svm_sol.w,
+        u_mm: &u_svm_sol.w,
+    };
+    let mut rep = Report::default();
+    let a = inst.data.assumptions(&inst.decoder, &inst.opt);
+    rep.derive("rho_orth", a.rho_orth);
+    rep.derive("w_mm_norm", w_svm_sol.norm);
+    rep.derive("u_mm_norm", u_svm_sol.norm);
+    rep.derive("u_svm_support", u_svm_sol.support.len());
+    rep.derive("w_svm_support", w_svm_sol.support.len());
+
+    let mut runs = vec![run_one(
+        &rf,
+        JointRule::Gd { eta: p.gd_eta },
+        format!("GD η={}", p.gd_eta),
+        p.iterations,
+    )?];
+    for &alpha in &p.alphas {
+        let label = if alpha == 0.0 {
+            format!("NGD η={}", p.ngd_eta)
+        } else {
+            format!("NGD-joint α={alpha:.3} η={}", p.ngd_eta)
+        };
+        let rule = JointRule::Ngd {
+            eta: p.ngd_eta,
+            alpha,
+            alpha_u: 0.0,
+        };
+        runs.push(run_one(&rf, rule, label, p.iterations)?);
+    }
+    runs.push(run_one(
+        &rf,
+        JointRule::Polyak { cap: p.ps_cap },
+        format!("PS cap={:e}", p.ps_cap),
+        p.iterations,
+    )?);
+
+    // ℓ_i/L → α_i/Σα (u-SVM duals): the u-gradient direction Σ ℓ_i y_i X_iᵀφ_i must tend to
+    // u_mm = Σ α_i y_i x_{i,opt} while φ → e_opt; so the loss ratio tends to α_max/α_min
+    let loss_ratio_limit = u_svm_sol.alpha.iter().copied().fold(0.0, f64::max)
+        / u_svm_sol
+            .alpha
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+    rep.derive("u_svm_dual_ratio", loss_ratio_limit);
+    let limits = Limits {
+        loss_ratio: loss_ratio_limit,
+        u_mm_norm: u_svm_sol.norm,
+    };
+    for r in runs.iter().filter(|r| r.alpha.is_some()) {
+        lemma_checks(&mut rep, r, &limits, p, c);
+    }
+    for r in &runs {
+        derive_run(&mut rep, r);
+    }
+    // Fig. 3's ordering of W's alignment at K: NGD (α = 0) < NGD-joint (α = 1/3) < GD
+    let k_end = p.iterations;
+    let mut ordered: Vec<&JointRun> = runs.iter().filter(|r| r.alpha.is_some()).collect();
+    ordered.push(&runs[0]);
+    for pair in ordered.windows(2) {
+        rep.check(
+            Check::at_most(
+                &format!("1 − corr(W_K, W_mm): {} ÷ {}", pair[0].label, pair[1].label),
+                pair[0].mis_w[k_end] / pair[1].mis_w[k_end],
+                1.0,
+            )
+            .note(format!(
+                "{:.3e} vs {:.3e} at K = {k_end} (Fig. 3: NGD faster than NGD-joint, both \
+                 faster than GD; spec §7 prototype 4.8e−6 < 4.6e−4 < 6.3e−3)",
+                pair[0].mis_w[k_end], pair[1].mis_w[k_end]
+            )),
+        );
+    }
+
+    let ks = checkpoints(p.iterations, p.dense_until, p.per_decade);
+    rep.series = series_table(&runs, &ks);
+    rep.figure = Some(figure(&runs, &ks, &limits, p));
+    Ok(rep)
+}
+
+/// Lemma 10, Lemma 11, Theorem 2 and Theorem 4 on one Eq. (10) run.
+/// The asymptotic values the Eq. (10) runs approach ([D], from the u-SVM).
+struct Limits {
+    /// α_max/α_min of the u-SVM duals: the limit of the loss ratio.
+    loss_ratio: f64,
+    /// ‖u_mm‖: ln L_k ≈ −‖u_k‖/‖u_mm‖ = −ηk/‖u_mm‖ once φ → e_opt and u_k ∥ u_mm.
+    u_mm_norm: f64,
+}
+
+fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: &Checks) {
+    let loss_ratio_limit = limits.loss_ratio;
+    let k_end = p.iterations;
+    let name = |what: &str| format!("{}: {what}", r.label);
+    rep.check(
+        Check::at_most(
+            &name("Lem. 10 max_k ‖u_k‖/(ηk)"),
+            r.u_bound_ratio,
+            1.0 + c.norm_slack,
+        )
+        .note("[D] each u-step has length η"),
+    );
+    rep.check(
+        Check::at_most(
+            &name("Lem. 10 max_k ‖W_k‖/(ηΣ_{s<k}(s+1)^{−α})"),
+            r.w_bound_ratio,
+            1.0 + c.norm_slack,
+        )
+        .note(format!(
+            "[D] W-step s has length η(s+1)^{{−α}} (step 0 is skipped: ∇_W L(0, 0) = 0); \
+             ‖W_K‖ = {:.4}",
+            r.norm_w[k_end]
+        )),
+    );
+    let min_gap = r.min_gap[1..].iter().copied().fold(f64::INFINITY, f64::min);
+    rep.check(
+        Check::at_least(
+            &name("Lem. 11(ii) min_{k≥1,i} (γ_{i,opt} − γ_{i,τ})(u_k)"),
+            min_gap,
+            f64::MIN_POSITIVE,
+        )
+        .note("the constructed optimal token keeps the strictly larger score under u_k"),
+    );
+    rep.check(
+        Check::at_most(
+            &name("Lem. 11(ii) steps k ≥ 1 at which a score gap shrank"),
+            r.gap_decreases as f64,
+            0.0,
+        )
+        .note("the score gaps γ_{i,opt} − γ_{i,τ} grow with k"),
+    );
+    rep.check(
+        Check::at_most(
+            &name("Lem. 11(iii) steps at which some φ_{i,opt} decreased"),
+            r.phi_decreases as f64,
+            0.0,
+        )
+        .note("φ_{i,opt}(θ_{k+1}) ≥ φ_{i,opt}(θ_k), compared in ln(1 − φ) (rel. 1e−12)"),
+    );
+    let min_phi = r.min_phi.iter().copied().fold(f64::INFINITY, f64::min);
+    rep.check(Check::at_least(
+        &name("Lem. 11(iii) min_{k,i} φ_{i,opt}·T"),
+        min_phi * p.t as f64,
+        1.0 - 1e-12,
+    ));
+    let max_ratio = r
+        .log_loss_ratio
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max)
+        .exp();
+    rep.check(
+        Check::at_most(
+            &name("Lem. 11(i) max_k loss ratio max_i ℓ_i/min_j ℓ_j"),
+            max_ratio,
+            c.max_loss_ratio,
+        )
+        .note(format!(
+            "ratio at K/2: {:.4}, at K: {:.4}",
+            r.log_loss_ratio[k_end / 2].exp(),
+            r.log_loss_ratio[k_end].exp()
+        )),
+    );
+    rep.check(
+        Check::close(
+            &name("Lem. 11(i) loss ratio at K ÷ α_max/α_min (u-SVM duals)"),
+            r.log_loss_ratio[k_end].exp() / loss_ratio_limit,
+            1.0,
+            c.loss_ratio_limit_tol,
+        )
+        .note(format!(
+            "[D] ℓ_i/L → α_i/Σα as u_k/‖u_k‖ → ū_mm and φ → e_opt, so C_k → α_max/α_min = \
+             {loss_ratio_limit:.4} (infinite if a sample is not a u-SVM support vector): \
+             bounded, but by a data-dependent constant"
+        ))
+        .paper_claim("Lem. 11(i): the loss ratio stays below a universal constant (Eq. 13)"),
+    );
+    // Theorem 2: −ln L_k ≥ (factor·c) k^β on [window start, K], c fitted on the window
+    let [w0, w1] = c.loss_rate_window;
+    let beta = c.loss_rate_exponent;
+    let (num, den) = (w0..=w1).fold((0.0, 0.0), |(a, b), k| {
+        let x = (k as f64).powf(beta);
+        (a - r.log_loss[k] * x, b + x * x)
+    });
+    let c_fit = num / den;
+    let worst = (w0..=k_end)
+        .map(|k| -r.log_loss[k] / (c_fit * (k as f64).powf(beta)))
+        .fold(f64::INFINITY, f64::min);
+    rep.check(
+        Check::at_least(
+            &name(&format!("Thm 2 min_{{k≥{w0}}} −ln L_k/(c k^{beta:.3})")),
+            worst,
+            c.loss_rate_fit_factor,
+        )
+        .note(format!(
+            "c = {c_fit:.4} fitted on k ∈ [{w0}, {w1}]; ln L_K = {:.2}",
+            r.log_loss[k_end]
+        )),
+    );
+    // the actual rate: ln L falls linearly, by η/‖u_mm‖ per step (spec §8.1)
+    let half: Vec<usize> = (k_end / 2..=k_end).collect();
+    let slope = fit_slope(
+        &half.iter().map(|&k| k as f64).collect::<Vec<_>>(),
+        &half.iter().map(|&k| r.log_loss[k]).collect::<Vec<_>>(),
+    );
+    rep.check(
+        Check::close(
+            &name("slope of ln L_k on [K/2, K] ÷ (−η/‖u_mm‖)"),
+            -slope * limits.u_mm_norm / p.ngd_eta,
+            1.0,
+            c.loss_slope_tol,
+        )
+        .note(
+            "[D] ln L ≈ −min_i y_i u_kᵀx_{i,opt} = −‖u_k‖/‖u_mm‖ = −ηk/‖u_mm‖ (spec §8.1): \
+             linear in k, far faster than Thm 2's exp(−Ω(k^{1/3}))",
+        ),
+    );
+    // Theorem 4: the decoder's normalized margin is a constant fraction of the max margin
+    let from = c.margin_from;
+    let min_ratio = r.margin_ratio[from..]
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    rep.check(
+        Check::at_least(
+            &name(&format!("Thm 4 min_{{k≥{from}}} ‖u_mm‖·margin(u_k)")),
+            min_ratio,
+            c.min_margin_ratio,
+        )
+        .note(format!(
+            "margin(u) = min_i y_i uᵀx_{{i,opt}}/‖u‖; at K: {:.4}; 1 − corr(u_K, u_mm) = {:.3e}",
+            r.margin_ratio[k_end], r.mis_u[k_end]
+        )),
+    );
+    let means = window_means(&r.margin_ratio, from, k_end);
+    let drops = means.windows(2).filter(|w| w[1] < w[0]).count();
+    rep.check(
+        Check::at_most(
+            &name("Thm 4 doubling windows where the mean margin ratio fell"),
+            drops as f64,
+            0.0,
+        )
+        .note(format!("window means from k = {from}: {means:.4?}")),
+    );
+}
+
+/// Means of v over the doubling windows [from·2^j, from·2^{j+1}) that fit in [from, k_end].
+fn window_means(v: &[f64], from: usize, k_end: usize) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut lo = from;
+    while 2 * lo <= k_end + 1 {
+        let w = &v[lo..2 * lo];
+        out.push(w.iter().sum::<f64>() / w.len() as f64);
+        lo *= 2;
+    }
+    out
+}
+
+fn derive_run(rep: &mut Report, r: &JointRun) {
+    let key = r
+        .label
+        .split_whitespace()
+        .next()
+        .unwrap_or("run")
+        .to_lowercase();
+    let key = match r.alpha {
+        Some(a) if a > 0.0 => format!("{key}_alpha{a:.3}"),
+        _ => key,
+    };
+    let last = r.log_loss.len() - 1;
+    rep.derive(&format!("{key}_log_loss_at_K"), r.log_loss[last]);
+    rep.derive(&format!("{key}_one_minus_corr_w_at_K"), r.mis_w[last]);
+    rep.derive(&format!("{key}_one_minus_corr_u_at_K"), r.mis_u[last]);
+    rep.derive(&format!("{key}_norm_w_at_K"), r.norm_w[last]);
+    rep.derive(&format!("{key}_norm_u_at_K"), r.norm_u[last]);
+    rep.derive(&format!("{key}_margin_ratio_at_K"), r.margin_ratio[last]);
+    rep.derive(&format!("{key}_phi_decreases"), r.phi_decreases);
+    rep.derive(&format!("{key}_gap_decreases"), r.gap_decreases);
+    rep.derive(
+        &format!("{key}_max_loss_ratio"),
+        r.log_loss_ratio
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max)
+            .exp(),
+    );
+}
+
+fn series_table(runs: &[JointRun], ks: &[usize]) -> Table {
+    let mut t = Table::new(&[
+        "optimizer",
+        "k",
+        "ln_loss",
+        "norm_w",
+        "norm_u",
+        "mean_phi_opt",
+        "min_phi_opt",
+        "one_minus_corr_w",
+        "one_minus_corr_u",
+        "u_margin_ratio",
+        "loss_ratio",
+        "min_score_gap",
+    ]);
+    for r in runs {
+        for &k in ks {
+            t.push(vec![
+                Cell::Text(r.label.clone()),
+                k.into(),
+                r.log_loss[k].into(),
+                r.norm_w[k].into(),
+                r.norm_u[k].into(),
+                r.mean_phi[k].into(),
+                r.min_phi[k].into(),
+                r.mis_w[k].into(),
+                r.mis_u[k].into(),
+                r.margin_ratio[k].into(),
+                r.log_loss_ratio[k].exp().into(),
+                r.min_gap[k].into(),
+            ]);
+        }
+    }
+    t
+}
+
+/// Fig. 3: loss, ‖W_k‖, ‖u_k‖, mean φ_opt, the alignments of W and u, plus the decoder's
+/// margin ratio (Thm 4) and the loss ratio (Lem. 11(i)).
+fn figure(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> Figure {
+    let x: Vec<f64> = ks[1..].iter().map(|&k| k as f64).collect();
+    let panel = |title: &str, y_label: &str, v: &dyn Fn(&JointRun, usize) -> f64| {
+        let mut panel = LinePanel::new(title, "iteration k", y_label);
+        for (color, r) in runs.iter().enumerate() {
+            let y = ks[1..].iter().map(|&k| v(r, k)).collect();
+            panel = panel.series(Series::numerics(r.label.clone(), x.clone(), y).color(color));
+        }
+        panel
+    };
+    let eq10 = || runs.iter().enumerate().filter(|(_, r)| r.alpha.is_some());
+    let mut norm_w =
+        panel("(b) ‖W_k‖", "‖W_k‖_F", &|r, k| r.norm_w[k]).legend(LegendPosition::UpperLeft);
+    for (color, r) in eq10() {
+        let alpha = r.alpha.expect("Eq. (10) run");
+        let mut acc = 0.0;
+        let bound: Vec<f64> = (0..=p.iterations)
+            .map(|k| {
+                let b = acc;
+                acc += p.ngd_eta * ((k + 1) as f64).powf(-alpha);
+                b
+            })
+            .collect();
+        norm_w = norm_w.series(
+            Series::theory(
+                format!("Lem. 10 bound, α = {alpha:.3}"),
+                x.clone(),
+                ks[1..].iter().map(|&k| bound[k]).collect(),
+            )
+            .color(color),
+        );
+    }
+    let norm_u = panel("(c) ‖u_k‖", "‖u_k‖", &|r, k| r.norm_u[k])
+        .legend(LegendPosition::UpperLeft)
+        .series(
+            Series::theory(
+                "Lem. 10 bound ηk",
+                x.clone(),
+                x.iter().map(|k| p.ngd_eta * k).collect(),
+            )
+            .color(1),
+        );
+    let loss = panel("(a) training loss", "L(u_k, W_k)", &|r, k| {
+        r.log_loss[k].exp()
+    })
+    .log_y()
+    .legend(LegendPosition::LowerLeft)
+    .series(
+        Series::theory(
+            "exp(−ηk/‖u_mm‖) (§8.1)",
+            x.clone(),
+            x.iter()
+                .map(|k| (-p.ngd_eta * k / limits.u_mm_norm).exp())
+                .collect(),
+        )
+        .color(1),
+    );
+    let phi = panel(
+        "(d) mean optimal-token attention",
+        "mean φ_opt",
+        &|r, k| r.mean_phi[k],
+    )
+    .legend(LegendPosition::LowerRight);
+    let align_w = panel(
+        "(e) alignment of W with W_mm",
+        "1 − corr(W_k, W_mm)",
+        &|r, k| r.mis_w[k],
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::LowerLeft);
+    let align_u = panel(
+        "(f) alignment of u with u_mm",
+        "1 − corr(u_k, u_mm)",
+        &|r, k| r.mis_u[k],
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::LowerLeft);
+    let margin = panel(
+        "(g) decoder margin (Thm 4)",
+        "‖u_mm‖·min_i y_i u_kᵀx_i,opt/‖u_k‖",
+        &|r, k| r.margin_ratio[k],
+    )
+    .log_x()
+    .legend(LegendPosition::LowerRight)
+    .hline(RefLine::new(1.0, "max margin").style(LineStyle::Dashed))
+    .hline(RefLine::new(0.25, "checked bound 0.25").style(LineStyle::Dotted));
+    let ratio = panel(
+        "(h) loss ratio (Lem. 11(i))",
+        "max_i ℓ_i / min_j ℓ_j",
+        &|r, k| r.log_loss_ratio[k].exp(),
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::LowerRight)
+    .hline(RefLine::new(
+        limits.loss_ratio,
+        "limit α_max/α_min (u-SVM duals)",
+    ));
+    Figure::new(4)
+        .title(format!(
+            "Joint training of (u, W) on DM (Fig. 3): n = {}, T = {}, d = {}, u₀ = 0, W₀ = 0",
+            p.n, p.t, p.d
+        ))
+        .panel(loss)
+        .panel(norm_w)
+        .panel(norm_u)
+        .panel(phi)
+        .panel(align_w)
+        .panel(align_u)
+        .panel(margin)
+        .panel(ratio)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "token_select.joint-training",
+    paper: "003",
+    summary: "Fig. 3 / Sec. 4: joint (u, W) training on DM by GD, Eq. (10) NGD (α = 0) and \
+              NGD-joint (α = 1/3) and the Polyak step; Lemma 10 norm bounds, Lemma 11 \
+              invariants, Thm 2 loss rate, Thm 4 decoder margin, and W's alignment ordering.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
+    validate,
+    run,
+};

@@ -1,0 +1,564 @@
+//! `tokens-bad-init` (Fig. 8, App. C.1; spec 003 §1.3 bad-init instance, §4.2 "global" claim,
+//! §7): GD and NGD started on the bad stationary direction W₀ = r·W_bad. Small r converges
+//! to W_mm for both; at large r GD sits on the bad direction (its gradient is exponentially
+//! small there) while NGD's fixed step length escapes.
+//!
+//! On this instance every step moves W only in span{D₁, D₂} with ⟨D₁, D₂⟩ = 1 > 0, so each
+//! gradient step raises both logit gaps: φ_{i,opt} is non-decreasing at every step of every
+//! run [D], and W_k = w_k e₁ᵀ with w_k in the plane of W_mm e₁ and W_bad e₁, where the figure
+//! draws the tokens.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::svm::one_minus_cos;
+use crate::flow::{Method, OdeConfig};
+use crate::models::token_select::generators::bad_direction;
+use crate::models::token_select::{FixedDecoder, FixedRule, FixedStepper, Instance, Loss};
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::common::{build_instance, w_svm, DataName};
+use super::joint_common::{checkpoints, log10_from_ln, require_iterations, subscript, thin_log};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Radii r of the initializations W₀ = r·W_bad (‖W_bad‖ = 1). The small-init checks use
+    /// the smallest, the stuck-GD / escaping-NGD checks the largest.
+    pub radii: Vec<f64>,
+    /// GD step size η.
+    pub gd_eta: f64,
+    /// NGD step length η (uncapped: the analysed algorithm).
+    pub ngd_eta: f64,
+    /// Iterations K of every run.
+    pub iterations: usize,
+    /// Record every iteration up to this k, then `per_decade` log-spaced ones.
+    pub dense_until: usize,
+    pub per_decade: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Iteration at which the smallest-radius runs are judged (spec 003 §7 bad-init: 1000).
+    pub small_k: usize,
+    /// Bound on GD's 1 − corr there (§7: 1e−3; prototype 5.2e−6).
+    pub gd_small_misalignment: f64,
+    /// Bound on NGD's 1 − corr there (§7: 1e−6; prototype ≈ 0).
+    pub ngd_small_misalignment: f64,
+    /// Sample 1 (whose constraint W₀ violates) must reach φ_{1,opt} > ½ by this k (§7: 10).
+    pub phi_half_by: usize,
+    /// Iteration at which the largest-radius GD run is judged stuck (§7: 1000).
+    pub gd_stuck_k: usize,
+    /// Lower bound on that run's 1 − corr (§7: 0.5; prototype 0.84).
+    pub gd_stuck_misalignment: f64,
+    /// Iteration by which the largest-radius NGD run must have escaped (§7: 500).
+    pub ngd_escape_k: usize,
+    /// Bound on its 1 − corr there (§7: 1e−2).
+    pub ngd_escape_misalignment: f64,
+    /// max |W_mm − (2/3, −1/3, 1/3)e₁ᵀ| of the W-SVM solution (§3.4 closed form).
+    pub w_mm_tol: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.radii.is_empty() {
+        return Err(sc.invalid("params.radii", "need at least one radius"));
+    }
+    if let Some(r) = p.radii.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+        return Err(sc.invalid("params.radii", format!("radii must be positive, got {r}")));
+    }
+    sc.require_positive(&[
+        ("params.gd_eta", p.gd_eta),
+        ("params.ngd_eta", p.ngd_eta),
+        ("checks.gd_small_misalignment", c.gd_small_misalignment),
+        ("checks.ngd_small_misalignment", c.ngd_small_misalignment),
+        ("checks.gd_stuck_misalignment", c.gd_stuck_misalignment),
+        ("checks.ngd_escape_misalignment", c.ngd_escape_misalignment),
+        ("checks.w_mm_tol", c.w_mm_tol),
+    ])?;
+    if p.per_decade == 0 {
+        return Err(sc.invalid("params.per_decade", "must be at least 1"));
+    }
+    require_iterations(
+        sc,
+        p.iterations,
+        &[
+            ("checks.small_k", c.small_k),
+            ("checks.phi_half_by", c.phi_half_by),
+            ("checks.gd_stuck_k", c.gd_stuck_k),
+            ("checks.ngd_escape_k", c.ngd_escape_k),
+        ],
+    )
+}
+
+/// The two optimizers of Fig. 8.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Optimizer {
+    Gd,
+    Ngd,
+}
+
+impl Optimizer {
+    fn rule(self, p: &Params) -> FixedRule {
+        match self {
+            Optimizer::Gd => FixedRule::Gd { eta: p.gd_eta },
+            Optimizer::Ngd => FixedRule::Ngd {
+                eta: p.ngd_eta,
+                cap: f64::INFINITY,
+            },
+        }
+    }
+    fn label(self, p: &Params) -> String {
+        match self {
+            Optimizer::Gd => format!("GD η={}", p.gd_eta),
+            Optimizer::Ngd => format!("NGD η={}", p.ngd_eta),
+        }
+    }
+}
+
+/// Orthonormal coordinates (along W_mm q₁, along the part of W_bad q₁ orthogonal to it) of
+/// the plane that holds every W_k q₁ on this instance.
+struct Plane {
+    p1: Vec<f64>,
+    p2: Vec<f64>,
+}
+
+impl Plane {
+    fn new(inst: &Instance, w_mm: &[f64], w_bad: &[f64]) -> Self {
+        let q = inst.data.query(0);
+        let unit = |v: Vec<f64>| {
+            let n = crate::flow::norm(&v);
+            v.into_iter().map(|x| x / n).collect::<Vec<f64>>()
+        };
+        let p1 = unit(mat_vec(w_mm, q));
+        let b = mat_vec(w_bad, q);
+        let along = dot(&b, &p1);
+        let p2 = unit(b.iter().zip(&p1).map(|(x, y)| x - along * y).collect());
+        Plane { p1, p2 }
+    }
+    fn coords(&self, v: &[f64]) -> (f64, f64) {
+        (dot(v, &self.p1), dot(v, &self.p2))
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// W q for W column-major (d × d).
+fn mat_vec(w: &[f64], q: &[f64]) -> Vec<f64> {
+    let d = q.len();
+    (0..d)
+        .map(|r| (0..d).map(|c| w[c * d + r] * q[c]).sum())
+        .collect()
+}
+
+/// One run's per-iteration record.
+struct Run {
+    opt: Optimizer,
+    radius: f64,
+    /// 1 − corr(W_k, W_mm), k = 0..=K.
+    misalignment: Vec<f64>,
+    /// φ_{i,opt}(W_k) and ln(1 − φ_{i,opt}(W_k)) per sample.
+    phi: Vec<Vec<f64>>,
+    log_one_minus_phi: Vec<Vec<f64>>,
+    /// ln(L − L*).
+    log_excess: Vec<f64>,
+    norm: Vec<f64>,
+    /// Angle of W_k q₁ from W_mm q₁ in the plane (degrees; W_bad q₁ is at 90°).
+    angle: Vec<f64>,
+    /// Steps at which some ln(1 − φ_{i,opt}) rose (φ_{i,opt} fell) beyond rounding.
+    phi_decreases: usize,
+}
+
+fn run_one(
+    model: &FixedDecoder,
+    plane: &Plane,
+    w_mm: &[f64],
+    w0: Vec<f64>,
+    opt: Optimizer,
+    radius: f64,
+    p: &Params,
+) -> Result<Run, RunError> {
+    let n = model.data().n;
+    let q = model.data().query(0).to_vec();
+    let mut stepper = FixedStepper::new(model, opt.rule(p))
+        .map_err(|e| RunError::Other(format!("{}: {e}", opt.label(p))))?;
+    let mut run = Run {
+        opt,
+        radius,
+        misalignment: Vec::with_capacity(p.iterations + 1),
+        phi: vec![Vec::with_capacity(p.iterations + 1); n],
+        log_one_minus_phi: vec![Vec::with_capacity(p.iterations + 1); n],
+        log_excess: Vec::with_capacity(p.iterations + 1),
+        norm: Vec::with_capacity(p.iterations + 1),
+        angle: Vec::with_capacity(p.iterations + 1),
+        phi_decreases: 0,
+    };
+    let mut w = w0;
+    for k in 0..=p.iterations {
+        let att = model.attention(&w);
+        for i in 0..n {
+            let l1m = att.log_one_minus_phi_opt[i];
+            if let Some(&prev) = run.log_one_minus_phi[i].last() {
+                if l1m > prev + 1e-12 * prev.abs().max(1.0) {
+                    run.phi_decreases += 1;
+                }
+            }
+            run.phi[i].push(att.phi_opt[i]);
+            run.log_one_minus_phi[i].push(l1m);
+        }
+        run.misalignment.push(one_minus_cos(&w, w_mm));
+        run.log_excess.push(model.log_excess_loss(&w));
+        run.norm.push(crate::flow::norm(&w));
+        let (a, b) = plane.coords(&mat_vec(&w, &q));
+        run.angle.push(b.atan2(a).to_degrees());
+        if k < p.iterations {
+            stepper.step(&mut w);
+        }
+    }
+    Ok(run)
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let inst = build_instance(DataName::BadInit, ctx)?;
+    let model = FixedDecoder::new(inst.data.clone(), inst.decoder.clone(), Loss::Exponential)
+        .map_err(|e| RunError::Other(format!("bad-init model: {e}")))?;
+    let (_, svm) = w_svm(&inst)?;
+    let w_mm = svm.w.clone();
+    let w_bad = bad_direction();
+    let plane = Plane::new(&inst, &w_mm, &w_bad);
+    let mut rep = Report::default();
+
+    // §3.4: W_mm = (2/3, −1/3, 1/3)e₁ᵀ (column 0 of the column-major vec)
+    let mut closed = vec![0.0; w_mm.len()];
+    closed[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
+    let w_mm_err = w_mm
+        .iter()
+        .zip(&closed)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    rep.check(
+        Check::at_most(
+            "W-SVM = (2/3, −1/3, 1/3)e₁ᵀ (max entry error)",
+            w_mm_err,
+            c.w_mm_tol,
+        )
+        .note("spec 003 §3.4 closed form; both constraints active"),
+    );
+    rep.derive("w_mm_norm", svm.norm);
+    rep.derive("gamma_margin", 1.0 / svm.norm);
+    rep.derive("corr_w_bad_w_mm", 1.0 - one_minus_cos(&w_bad, &w_mm));
+    let ln_l_star = model.log_loss_star();
+    rep.derive("loss_star", ln_l_star.exp());
+
+    let mut runs = Vec::new();
+    for opt in [Optimizer::Gd, Optimizer::Ngd] {
+        for &r in &p.radii {
+            let w0: Vec<f64> = w_bad.iter().map(|x| r * x).collect();
+            runs.push(run_one(&model, &plane, &w_mm, w0, opt, r, p)?);
+        }
+    }
+    let r_small = p.radii.iter().copied().fold(f64::INFINITY, f64::min);
+    let r_large = p.radii.iter().copied().fold(0.0, f64::max);
+    let find = |opt: Optimizer, r: f64| {
+        runs.iter()
+            .find(|x| x.opt == opt && x.radius == r)
+            .expect("every (optimizer, radius) ran")
+    };
+
+    for (opt, bound) in [
+        (Optimizer::Gd, c.gd_small_misalignment),
+        (Optimizer::Ngd, c.ngd_small_misalignment),
+    ] {
+        let run = find(opt, r_small);
+        rep.check(
+            Check::at_most(
+                &format!(
+                    "{}, r = {r_small}: 1 − corr(W_k, W_mm) at k = {}",
+                    opt.label(p),
+                    c.small_k
+                ),
+                run.misalignment[c.small_k],
+                bound,
+            )
+            .note("global convergence from the bad direction with a small norm (Thm 1/6, Fig. 8)"),
+        );
+        let k_half = run.phi[0].iter().position(|&f| f > 0.5);
+        rep.check(
+            Check::at_most(
+                &format!(
+                    "{}, r = {r_small}: first k with φ_{{1,opt}} > ½",
+                    opt.label(p)
+                ),
+                k_half.map_or(f64::INFINITY, |k| k as f64),
+                c.phi_half_by as f64,
+            )
+            .note(format!(
+                "sample 1's constraint is violated at W₀ (φ_{{1,opt}}(W₀) = {:.4})",
+                run.phi[0][0]
+            )),
+        );
+    }
+    let gd_large = find(Optimizer::Gd, r_large);
+    rep.check(
+        Check::at_least(
+            &format!(
+                "GD, r = {r_large}: 1 − corr(W_k, W_mm) at k = {} (stuck near W_bad)",
+                c.gd_stuck_k
+            ),
+            gd_large.misalignment[c.gd_stuck_k],
+            c.gd_stuck_misalignment,
+        )
+        .note("along R·W_bad, ∇L = O(e^{−R/√2}): GD needs a small-norm init (Lem. 2)"),
+    );
+    let ngd_large = find(Optimizer::Ngd, r_large);
+    rep.check(
+        Check::at_most(
+            &format!(
+                "NGD, r = {r_large}: 1 − corr(W_k, W_mm) at k = {} (escapes)",
+                c.ngd_escape_k
+            ),
+            ngd_large.misalignment[c.ngd_escape_k],
+            c.ngd_escape_misalignment,
+        )
+        .note("NGD's step length η does not shrink with ‖∇L‖"),
+    );
+    let decreases: usize = runs.iter().map(|r| r.phi_decreases).sum();
+    rep.check(
+        Check::at_most(
+            "steps at which some φ_{i,opt} decreased (all runs)",
+            decreases as f64,
+            0.0,
+        )
+        .note(
+            "[D] ⟨D₁, D₂⟩ = 1 ≥ 0, so every gradient step raises both logit gaps (Lem. 3's \
+             monotonicity holds here for any r, not only below ½)",
+        ),
+    );
+
+    for run in &runs {
+        let key = format!(
+            "{}_r{}",
+            match run.opt {
+                Optimizer::Gd => "gd",
+                Optimizer::Ngd => "ngd",
+            },
+            run.radius
+        );
+        let k_half = run.phi[0].iter().position(|&f| f > 0.5);
+        let k_escape = run.misalignment.iter().position(|&m| m < 0.5);
+        rep.derive(&format!("{key}_first_k_phi1_above_half"), k_half);
+        rep.derive(&format!("{key}_first_k_misalignment_below_half"), k_escape);
+        rep.derive(
+            &format!("{key}_misalignment_at_K"),
+            *run.misalignment.last().unwrap(),
+        );
+        rep.derive(&format!("{key}_norm_at_K"), *run.norm.last().unwrap());
+    }
+
+    let ks = checkpoints(p.iterations, p.dense_until, p.per_decade);
+    rep.series = series_table(&runs, &ks, p);
+    rep.figure = Some(figure(&runs, &ks, &inst, &plane, &w_mm, &w_bad, p));
+    Ok(rep)
+}
+
+fn series_table(runs: &[Run], ks: &[usize], p: &Params) -> Table {
+    let mut t = Table::new(&[
+        "optimizer",
+        "r",
+        "k",
+        "one_minus_corr",
+        "norm_w",
+        "phi_opt_1",
+        "phi_opt_2",
+        "ln_one_minus_phi_opt_1",
+        "ln_one_minus_phi_opt_2",
+        "log10_excess_loss",
+        "angle_deg",
+    ]);
+    for run in runs {
+        for &k in ks {
+            t.push(vec![
+                Cell::Text(run.opt.label(p)),
+                run.radius.into(),
+                k.into(),
+                run.misalignment[k].into(),
+                run.norm[k].into(),
+                run.phi[0][k].into(),
+                run.phi[1][k].into(),
+                run.log_one_minus_phi[0][k].into(),
+                run.log_one_minus_phi[1][k].into(),
+                log10_from_ln(run.log_excess[k]).into(),
+                run.angle[k].into(),
+            ]);
+        }
+    }
+    t
+}
+
+/// Fig. 8: (a) the tokens and the W₀x_{i,1}, W_mm x_{i,1} rays in the plane of W x₁;
+/// (b, c) φ_{i,opt} for GD and NGD; (d) the direction of W_k x₁; (e) 1 − corr; (f) L − L*.
+#[allow(clippy::too_many_arguments)]
+fn figure(
+    runs: &[Run],
+    ks: &[usize],
+    inst: &Instance,
+    plane: &Plane,
+    w_mm: &[f64],
+    w_bad: &[f64],
+    p: &Params,
+) -> Figure {
+    let data = &inst.data;
+    let mut tokens = LinePanel::new(
+        "(a) tokens and the rays W₀qᵢ, W_mm qᵢ (qᵢ = first token)",
+        "along W_mm q₁",
+        "along W_bad q₁",
+    )
+    .legend(LegendPosition::LowerRight)
+    .x_range(-1.25, 1.25)
+    // room below the rays for the legend
+    .y_range(-3.0, 1.25);
+    for i in 0..data.n {
+        for t in 0..data.t {
+            let (a, b) = plane.coords(data.token(i, t));
+            let which = if t == inst.opt[i] {
+                "opt token".to_string()
+            } else {
+                format!("token {}", t + 1)
+            };
+            tokens = tokens.series(
+                Series::new(
+                    format!("seq. {}: {which}", i + 1),
+                    vec![a],
+                    vec![b],
+                    LineStyle::Markers,
+                )
+                .color(2 * i + usize::from(t != inst.opt[i])),
+            );
+        }
+    }
+    let ray = |w: &[f64], i: usize| {
+        let v = mat_vec(w, data.query(i));
+        let (a, b) = plane.coords(&v);
+        let len = a.hypot(b);
+        (vec![0.0, 1.2 * a / len], vec![0.0, 1.2 * b / len])
+    };
+    for i in 0..data.n {
+        let (x, y) = ray(w_bad, i);
+        tokens =
+            tokens.series(Series::numerics(format!("W₀q{}", subscript(i + 1)), x, y).color(2 * i));
+        let (x, y) = ray(w_mm, i);
+        tokens =
+            tokens.series(Series::theory(format!("W_mm q{}", subscript(i + 1)), x, y).color(2 * i));
+    }
+
+    let x_of = || -> Vec<f64> { ks.iter().skip(1).map(|&k| k as f64).collect() };
+    let col = |v: &dyn Fn(usize) -> f64| -> Vec<f64> { ks.iter().skip(1).map(|&k| v(k)).collect() };
+    let color_of = |run: &Run| {
+        p.radii
+            .iter()
+            .position(|&r| r == run.radius)
+            .expect("radius of a run")
+    };
+    let phi_panel = |opt: Optimizer, tag: &str| {
+        let mut panel = LinePanel::new(
+            format!("({tag}) optimal-token attention, {}", opt.label(p)),
+            "iteration k",
+            "φ_opt of sequence i",
+        )
+        .log_x()
+        .y_range(0.0, 1.02)
+        .legend(LegendPosition::LowerRight)
+        .hline(RefLine::new(0.5, "½").style(LineStyle::Dotted));
+        for run in runs.iter().filter(|r| r.opt == opt) {
+            for i in 0..run.phi.len() {
+                let style = if i == 0 {
+                    LineStyle::Solid
+                } else {
+                    LineStyle::SolidMarkers
+                };
+                let x: Vec<f64> = x_of();
+                let y = col(&|k| run.phi[i][k]);
+                let (x, y) = if i == 0 { (x, y) } else { thin_log(&x, &y, 25) };
+                panel = panel.series(
+                    Series::new(format!("seq. {}, r = {}", i + 1, run.radius), x, y, style)
+                        .color(color_of(run)),
+                );
+            }
+        }
+        panel
+    };
+    let per_run = |title: &str, y_label: &str, v: &dyn Fn(&Run, usize) -> f64| {
+        let mut panel = LinePanel::new(title, "iteration k", y_label).log_x();
+        for run in runs {
+            let style = match run.opt {
+                Optimizer::Gd => LineStyle::Solid,
+                Optimizer::Ngd => LineStyle::SolidMarkers,
+            };
+            let (x, y) = (x_of(), col(&|k| v(run, k)));
+            let (x, y) = match run.opt {
+                Optimizer::Gd => (x, y),
+                Optimizer::Ngd => thin_log(&x, &y, 40),
+            };
+            panel = panel.series(
+                Series::new(
+                    format!("{}, r = {}", run.opt.label(p), run.radius),
+                    x,
+                    y,
+                    style,
+                )
+                .color(color_of(run)),
+            );
+        }
+        panel
+    };
+    let angle = per_run(
+        "(d) direction of W_k q₁ (0° = W_mm q₁, 90° = W_bad q₁)",
+        "angle (degrees)",
+        &|r, k| r.angle[k],
+    )
+    .legend(LegendPosition::UpperRight);
+    let align = per_run(
+        "(e) alignment with W_mm",
+        "1 − corr(W_k, W_mm)",
+        &|r, k| r.misalignment[k],
+    )
+    .log_y()
+    .y_range(1e-16, 2.0)
+    .legend(LegendPosition::LowerLeft);
+    // along R·W_bad the loss tends to (1 + e^{−1})/2, i.e. L − L* → (1 − e^{−1})/2
+    let bad_level = (1.0 - (-1.0f64).exp()) / 2.0;
+    let loss = per_run("(f) training loss", "log₁₀(L − L*)", &|r, k| {
+        log10_from_ln(r.log_excess[k])
+    })
+    .legend(LegendPosition::LowerLeft)
+    .y_range(-16.0, 0.5)
+    .hline(RefLine::new(
+        bad_level.log10(),
+        "L − L* along R·W_bad, R → ∞",
+    ));
+    Figure::new(3)
+        .title(format!(
+            "Bad stationary initialization W₀ = r·W_bad (Fig. 8): GD η = {}, NGD η = {}",
+            p.gd_eta, p.ngd_eta
+        ))
+        .panel(tokens)
+        .panel(phi_panel(Optimizer::Gd, "b"))
+        .panel(phi_panel(Optimizer::Ngd, "c"))
+        .panel(angle)
+        .panel(align)
+        .panel(loss)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "token_select.tokens-bad-init",
+    paper: "003",
+    summary: "Fig. 8 / App. C.1: GD and NGD from the bad stationary direction W₀ = r·W_bad on \
+              the bad-init instance; small r converges globally to W_mm, large r traps GD but \
+              not NGD; φ_{i,opt} never decreases (⟨D₁, D₂⟩ > 0).",
+    solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
+    validate,
+    run,
+};

@@ -1,0 +1,80 @@
+//! Seed-003 scenarios tokens-bad-init (Fig. 8), flow-path-equivalence (§2.3) and
+//! joint-training (Fig. 3) in their fast configurations, each with a setting that makes a
+//! check fail for the reason the check is about.
+
+mod common;
+
+use attnflow::scenario::Report;
+
+/// The pass flags of the checks whose names contain `part` (at least one must exist).
+fn passes(report: &Report, part: &str) -> Vec<bool> {
+    let found: Vec<bool> = report
+        .checks
+        .iter()
+        .filter(|c| c.name.contains(part))
+        .map(|c| c.pass)
+        .collect();
+    assert!(!found.is_empty(), "no check named …{part}…");
+    found
+}
+
+#[test]
+fn tokens_bad_init() {
+    let r = common::run_quick("tokens-bad-init", &[]);
+    common::assert_all_pass("tokens-bad-init", &r);
+}
+
+/// From r = 1 the gradient on the bad direction is not small: GD is not stuck at k = 1000,
+/// while every small-init check still holds.
+#[test]
+fn tokens_bad_init_gd_escapes_from_a_moderate_radius() {
+    let r = common::run_quick("tokens-bad-init", &["radii=[0.1, 1.0]"]);
+    assert_eq!(passes(&r, "(stuck near W_bad)"), vec![false]);
+    assert!(passes(&r, "r = 0.1").iter().all(|&p| p));
+    assert!(passes(&r, "decreased").iter().all(|&p| p));
+}
+
+#[test]
+fn flow_path_equivalence() {
+    let r = common::run_quick("flow-path-equivalence", &[]);
+    common::assert_all_pass("flow-path-equivalence", &r);
+}
+
+/// A loose integrator moves GF and PF off the NGF path by far more than 1e−6 in corr; NGD's
+/// O(η) error, judged against the same loose NGF, still scales with η.
+#[test]
+fn flow_path_equivalence_detects_a_loose_integrator() {
+    let r = common::run_quick(
+        "flow-path-equivalence",
+        &["solver.rtol=1e-3", "solver.atol=1e-5"],
+    );
+    assert_eq!(passes(&r, "|corr_GF − corr_NGF|"), vec![false]);
+    assert_eq!(passes(&r, "relative gap of the clocks"), vec![false]);
+}
+
+#[test]
+fn joint_training() {
+    let r = common::run_quick("joint-training", &[]);
+    common::assert_all_pass("joint-training", &r);
+}
+
+/// With d = 16 < the overparameterization of Cond. 1(iii), some sample is not a u-SVM support
+/// vector: its loss vanishes relative to the others and the loss ratio of Lemma 11(i) blows
+/// up, while the score gaps and the optimal attention (Lemma 11(ii), (iii)) still grow.
+#[test]
+fn joint_training_loss_ratio_needs_every_sample_in_the_u_svm_support() {
+    let r = common::run_quick("joint-training", &["d=16"]);
+    assert!(passes(&r, "max_k loss ratio").iter().all(|&p| !p));
+    assert!(passes(&r, "÷ α_max/α_min").iter().all(|&p| !p));
+    assert!(passes(&r, "Lem. 11(ii)").iter().all(|&p| p));
+    assert!(passes(&r, "Lem. 11(iii)").iter().all(|&p| p));
+}
+
+/// Without Cond. 1(ii) (σ close to σ_o) a non-optimal token can win the score: Lemma 11(ii)
+/// and Theorem 4 fail.
+#[test]
+fn joint_training_needs_the_optimal_token_to_be_larger() {
+    let r = common::run_quick("joint-training", &["sigma_scale=0.95"]);
+    assert!(passes(&r, "Lem. 11(ii) min").iter().all(|&p| !p));
+    assert!(passes(&r, "Thm 4 min").iter().all(|&p| !p));
+}

@@ -2,16 +2,29 @@
 
 pub mod algorithm1_attn;
 mod algorithm1_common;
+mod basics_common;
 pub mod common;
+pub mod conservation_law;
+pub mod gradient_check;
+pub mod greedy;
 pub mod hessian_strict_min;
 pub mod linearization_spectrum;
 pub mod nondegeneracy;
+pub mod reconstruction_lemmas;
+pub mod riccati;
+pub mod stage1;
 
 use super::registry::ScenarioKind;
 
 /// The seed-004 kinds.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
     vec![
+        &conservation_law::KIND,
+        &reconstruction_lemmas::KIND,
+        &gradient_check::KIND,
+        &riccati::KIND,
+        &greedy::KIND,
+        &stage1::KIND,
         &algorithm1_attn::KIND,
         &nondegeneracy::KIND,
         &hessian_strict_min::KIND,

@@ -1,0 +1,282 @@
+//! `conservation-law` (spec 004 §7; Lemma 4.2, eqs. 6–7, invariant I4): along the raw (u, v)
+//! gradient flow the products' imbalances c_i = u_i² − v_i² stay constant, the loss does not
+//! increase, and the log layout ζ = ln w with the conserved ln c reconstructs the same (u, v)
+//! through eq. (7). Raw layout only at α ∈ {1e−1, 1e−2}, where f64 resolves c = α² c̄ (§8.2).
+
+use serde::{Deserialize, Serialize};
+
+use crate::flow::{integrate, integrate_flow, linspace, Method, OdeConfig, Trajectory};
+use crate::models::diagonal::{DiagonalNet, LogCoordinates, LogFlow, Schedule};
+use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::basics_common::{alpha_label, positive_or_nan, stage_times_schedule, validate_alphas};
+use super::common::{initial_direction, Instance, InstanceName};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Instances to run (spec §7: mini and R2).
+    pub instances: Vec<InstanceName>,
+    /// Initialization scales α (θ(0) = α θ_0); raw f64 is trustworthy for α ≳ 1e−6 only.
+    pub alphas: Vec<f64>,
+    /// Horizon t_end = horizon · T_K Λ with T_K the last finite Algorithm-1 stage time (§4 eq. 6/7
+    /// row: 1.2).
+    pub horizon: f64,
+    /// Output samples per run.
+    pub samples: usize,
+    /// A4.3(i): ||u0_i| − |v0_i|| ≥ this for the shared direction θ_0 (spec §4).
+    pub min_margin: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Lemma 4.2 (spec §4 row L4.2, §7): max_{i,t} |c_i(t) − c_i(0)| / max_t (u_i² + v_i²).
+    pub drift_tol: f64,
+    /// Invariant I4, dL/dt = −Σ(u² + v²)g² ≤ 0 (spec §2.3, §7): the largest increase of L
+    /// between consecutive samples, relative to L(0).
+    pub loss_slack: f64,
+    /// Eqs. (6)–(7) (spec §4 row eq. 6/7): max_{i,t} of the raw-vs-log difference of (u_i, v_i)
+    /// relative to max(|u_i|, |v_i|) at that time.
+    pub reconstruction_tol: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.instances.is_empty() {
+        return Err(sc.invalid("params.instances", "need at least one instance"));
+    }
+    if p.instances.contains(&InstanceName::Paper) {
+        return Err(sc.invalid(
+            "params.instances",
+            "the paper configuration is too heavy for a raw-layout audit; use mini, small, r1, r2",
+        ));
+    }
+    validate_alphas(sc, "params.alphas", &p.alphas)?;
+    if let Some(a) = p.alphas.iter().find(|a| **a < 1e-6) {
+        return Err(sc.invalid(
+            "params.alphas",
+            format!("α = {a:e} < 1e-6: raw f64 cannot resolve c = α²c̄ (spec §8.2)"),
+        ));
+    }
+    if p.samples < 10 {
+        return Err(sc.invalid("params.samples", "need at least 10 samples"));
+    }
+    sc.require_positive(&[
+        ("params.horizon", p.horizon),
+        ("params.min_margin", p.min_margin),
+        ("checks.drift_tol", c.drift_tol),
+        ("checks.loss_slack", c.loss_slack),
+        ("checks.reconstruction_tol", c.reconstruction_tol),
+    ])
+}
+
+/// What one (instance, α) run measured.
+struct RunAudit {
+    lambda: f64,
+    raw: Trajectory,
+    /// max_i |c_i(t_k) − c_i(0)| / max_t(u_i² + v_i²) per sample.
+    drift: Vec<f64>,
+    /// Largest (L_{k+1} − L_k)/L_0.
+    loss_increase: f64,
+    /// Largest raw-vs-log (u, v) difference relative to max(|u_i|, |v_i|).
+    reconstruction: f64,
+}
+
+fn audit(
+    net: &DiagonalNet<&dyn crate::models::diagonal::BetaLoss>,
+    init: &(Vec<f64>, Vec<f64>),
+    alpha: f64,
+    t_end: f64,
+    p: &Params,
+    cfg: &OdeConfig,
+) -> Result<RunAudit, RunError> {
+    let dim = init.0.len();
+    let z0: Vec<f64> = init.0.iter().chain(&init.1).map(|x| alpha * x).collect();
+    let times = linspace(0.0, t_end, p.samples);
+    let raw = integrate_flow(net, &z0, &times, cfg)?;
+    // per-coordinate scale max_t (u_i² + v_i²)
+    let scale: Vec<f64> = (0..dim)
+        .map(|i| {
+            (0..raw.len())
+                .map(|k| raw.state(k)[i].powi(2) + raw.state(k)[dim + i].powi(2))
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    let drift = (0..raw.len())
+        .map(|k| {
+            raw.invariants
+                .iter()
+                .zip(&scale)
+                .map(|((_, c), s)| (c[k] - c[0]).abs() / s)
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    let loss0 = raw.loss[0];
+    let loss_increase = raw
+        .loss
+        .windows(2)
+        .map(|w| (w[1] - w[0]) / loss0)
+        .fold(f64::NEG_INFINITY, f64::max);
+    // the same flow in the log layout, mapped back through eq. (7)
+    let ln_alpha = alpha.ln();
+    let (coords, zeta0) = LogCoordinates::from_init(&init.0, &init.1, ln_alpha)
+        .map_err(|e| RunError::Other(format!("log layout of θ(0): {e}")))?;
+    let log_flow = LogFlow::new(*net.beta_loss(), coords.clone());
+    let log = integrate(&log_flow, &zeta0, &times, cfg, None)?;
+    let mut reconstruction = 0.0_f64;
+    for k in 0..raw.len() {
+        let rebuilt = coords.raw_state(log.state(k));
+        let z = raw.state(k);
+        for i in 0..dim {
+            let size = z[i].abs().max(z[dim + i].abs());
+            let diff = (rebuilt[i] - z[i])
+                .abs()
+                .max((rebuilt[dim + i] - z[dim + i]).abs());
+            reconstruction = reconstruction.max(diff / size);
+        }
+    }
+    Ok(RunAudit {
+        lambda: -ln_alpha,
+        raw,
+        drift,
+        loss_increase,
+        reconstruction,
+    })
+}
+
+/// The last finite Algorithm-1 stage time T_K (at least 1, so a schedule with no stage still
+/// gives a horizon).
+fn last_stage_time(schedule: &Schedule) -> f64 {
+    schedule
+        .stage_times()
+        .last()
+        .copied()
+        .unwrap_or(1.0)
+        .max(1.0)
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let mut rep = Report {
+        series: Table::new(&["instance", "alpha", "tau", "t", "loss", "max_rel_c_drift"]),
+        ..Default::default()
+    };
+    let mut figure = Figure::new(p.instances.len().min(3));
+    let mut loss_panels = Vec::new();
+    let (mut worst_drift, mut worst_increase, mut worst_rebuild) = (0.0_f64, f64::MIN, 0.0_f64);
+    for name in &p.instances {
+        let instance = Instance::build(*name, ctx)?;
+        let loss = instance.loss();
+        let schedule = stage_times_schedule(loss)?;
+        let t_last = last_stage_time(&schedule);
+        let init = initial_direction(loss.p(), p.min_margin, ctx);
+        let net = DiagonalNet::new(loss);
+        let label = format!("{name:?}").to_lowercase();
+        let mut drift_panel = LinePanel::new(
+            format!("{label}: relative drift of c = u² − v²"),
+            "τ = t / ln(1/α)",
+            "max_i |c_i(t) − c_i(0)| / max_t(u_i² + v_i²)",
+        )
+        .log_y()
+        .hline(RefLine::new(c.drift_tol, "check bound"));
+        let mut loss_panel = LinePanel::new(
+            format!("{label}: loss along the raw flow"),
+            "τ = t / ln(1/α)",
+            "L(θ(t))",
+        )
+        .log_y();
+        for tk in schedule.stage_times().iter().skip(1) {
+            drift_panel = drift_panel.vline(RefLine::new(*tk, "").style(LineStyle::Dotted));
+            loss_panel = loss_panel.vline(RefLine::new(*tk, "").style(LineStyle::Dotted));
+        }
+        let mut headers = vec!["alpha".to_string(), "t".to_string(), "loss".to_string()];
+        headers.extend((0..loss.p()).map(|i| format!("c_minus_c0[{}]", loss.coordinate_name(i))));
+        let mut drift_table = Table {
+            headers,
+            rows: Vec::new(),
+        };
+        for (a, &alpha) in p.alphas.iter().enumerate() {
+            let t_end = p.horizon * t_last * (1.0 / alpha).ln();
+            let run = audit(&net, &init, alpha, t_end, p, &ctx.ode)?;
+            rep.stats(format!("{label} raw α={alpha:e}"), &run.raw.stats);
+            worst_drift = worst_drift.max(run.drift.iter().copied().fold(0.0, f64::max));
+            worst_increase = worst_increase.max(run.loss_increase);
+            worst_rebuild = worst_rebuild.max(run.reconstruction);
+            let taus: Vec<f64> = run.raw.t.iter().map(|t| t / run.lambda).collect();
+            for k in 0..run.raw.len() {
+                rep.series.push(vec![
+                    label.as_str().into(),
+                    alpha.into(),
+                    taus[k].into(),
+                    run.raw.t[k].into(),
+                    run.raw.loss[k].into(),
+                    run.drift[k].into(),
+                ]);
+                let mut row: Vec<Cell> =
+                    vec![alpha.into(), run.raw.t[k].into(), run.raw.loss[k].into()];
+                row.extend(
+                    run.raw
+                        .invariants
+                        .iter()
+                        .map(|(_, values)| Cell::Num(values[k] - values[0])),
+                );
+                drift_table.push(row);
+            }
+            // exact zeros (t = 0) have no logarithm: leave them out of the log plot
+            let shown = positive_or_nan(&run.drift);
+            drift_panel = drift_panel
+                .series(Series::numerics(alpha_label(alpha), taus.clone(), shown).color(a));
+            loss_panel = loss_panel
+                .series(Series::numerics(alpha_label(alpha), taus, run.raw.loss.clone()).color(a));
+        }
+        figure = figure.panel(drift_panel);
+        loss_panels.push(loss_panel);
+        rep.tables.push((format!("c_drift_{label}"), drift_table));
+    }
+    for panel in loss_panels {
+        figure = figure.panel(panel);
+    }
+    rep.check(
+        Check::at_most(
+            "Lemma 4.2: max relative drift of u_i² − v_i²",
+            worst_drift,
+            c.drift_tol,
+        )
+        .note("max over instances, α, i, t of |c_i(t) − c_i(0)| / max_t(u_i² + v_i²), raw layout"),
+    );
+    rep.check(
+        Check::at_most(
+            "I4: largest loss increase between samples / L(0)",
+            worst_increase,
+            c.loss_slack,
+        )
+        .note("dL/dt = −Σ(u_i² + v_i²) g_i² ≤ 0 (spec §2.3 I4)"),
+    );
+    rep.check(
+        Check::at_most(
+            "eq. (6)–(7): raw vs log-layout (u, v), relative",
+            worst_rebuild,
+            c.reconstruction_tol,
+        )
+        .note("max over i, t of |Δu|, |Δv| / max(|u_i|, |v_i|); log layout ζ = ln w, eq. (7)"),
+    );
+    rep.derive("max_rel_c_drift", worst_drift);
+    rep.derive("max_rel_loss_increase", worst_increase);
+    rep.derive("max_rel_reconstruction_error", worst_rebuild);
+    rep.figure = Some(figure.title(
+        "Conservation law (Lemma 4.2) along the raw gradient flow (dotted: Algorithm-1 times T_k)",
+    ));
+    Ok(rep)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "diagonal.conservation-law",
+    paper: "004",
+    summary: "Lemma 4.2: c_i = u_i² − v_i² is conserved along the raw (u, v) flow (relative drift \
+              ≤ 1e-9 at rtol 1e-12), the loss does not increase, and the log layout rebuilds \
+              (u, v) by eq. (7); mini and R2 at α ∈ {0.1, 0.01}.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-15),
+    validate,
+    run,
+};

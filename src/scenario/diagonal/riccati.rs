@@ -1,0 +1,317 @@
+//! `diag-linear-riccati` (spec 004 §7; §2.7 CF1/CF2, §8.2): the orthogonal diagonal-linear
+//! instance R1 (Σ = I, decoupled coordinates) integrated in the log layout at α down to 1e−32
+//! against its exact Riccati solution, with the half-activation times found by root events
+//! against their closed form; and the balanced reduced flow against the logistic curve (CF2).
+
+use serde::{Deserialize, Serialize};
+
+use crate::flow::{integrate, linspace, Method, OdeConfig};
+use crate::models::diagonal::{
+    logistic_beta, BalancedFlow, BetaLoss, DiagLinear, Layout, LogCoordinates, LogFlow,
+    RiccatiCoordinate, TransitionEvent, TransitionEvents,
+};
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::basics_common::{alpha_label, positive_or_nan, validate_alphas};
+use super::common::initial_direction;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Initialization scales α (spec §7: 1e−2, 1e−8, 1e−32).
+    pub alphas: Vec<f64>,
+    /// Horizon in rescaled time τ = t/Λ (R1's last stage time is T_4 = 8).
+    pub tau_end: f64,
+    /// Output samples per α.
+    pub samples: usize,
+    /// A4.3(i) margin of the shared direction θ_0.
+    pub min_margin: f64,
+    /// CF2: the balanced flow of each nonzero coordinate starts at β = sgn(β*) ε².
+    pub logistic_eps: f64,
+    /// CF2 horizon (unrescaled time).
+    pub logistic_t_end: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Spec §7: ‖β_num(t) − β_exact(t)‖_∞ ≤ 1e−8 over the whole run (CF1 and CF2).
+    pub beta_tol: f64,
+    /// Spec §7: event half-times t_h match the closed form to 1e−6 relative.
+    pub half_time_rtol: f64,
+    /// Spec §4 row T4.1(ii): normalized offset |β*_i|·|t_h − Λ/|β*_i|| ≤ 10 (R1: g_i = β*_i
+    /// at the plateau before coordinate i activates).
+    pub offset_bound: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    validate_alphas(sc, "params.alphas", &p.alphas)?;
+    if p.samples < 10 {
+        return Err(sc.invalid("params.samples", "need at least 10 samples"));
+    }
+    if !(p.logistic_eps > 0.0 && p.logistic_eps < 1.0) {
+        return Err(sc.invalid("params.logistic_eps", "must lie in (0, 1)"));
+    }
+    sc.require_positive(&[
+        ("params.tau_end", p.tau_end),
+        ("params.min_margin", p.min_margin),
+        ("params.logistic_t_end", p.logistic_t_end),
+        ("checks.beta_tol", c.beta_tol),
+        ("checks.half_time_rtol", c.half_time_rtol),
+        ("checks.offset_bound", c.offset_bound),
+    ])
+}
+
+/// One α: sampled τ, β_num and β_exact per coordinate, errors, half times.
+struct AlphaResult {
+    taus: Vec<f64>,
+    numeric: Vec<Vec<f64>>,
+    exact: Vec<Vec<f64>>,
+    /// ‖β_num − β_exact‖_∞ per sample.
+    error: Vec<f64>,
+    /// (coordinate, event t_h, closed-form t_h).
+    halves: Vec<(usize, f64, f64)>,
+    lambda: f64,
+}
+
+fn run_alpha(
+    teacher: &[f64],
+    loss: &dyn BetaLoss,
+    init: &(Vec<f64>, Vec<f64>),
+    alpha: f64,
+    p: &Params,
+    cfg: &OdeConfig,
+) -> Result<(AlphaResult, crate::flow::SolverStats), RunError> {
+    let dim = teacher.len();
+    let (ln_alpha, lambda) = (alpha.ln(), -alpha.ln());
+    let (coords, zeta0) = LogCoordinates::from_init(&init.0, &init.1, ln_alpha)
+        .map_err(|e| RunError::Other(format!("log layout of θ(0): {e}")))?;
+    let exact: Vec<RiccatiCoordinate> = (0..dim)
+        .map(|i| RiccatiCoordinate::new(teacher[i], coords.ln_c()[i], zeta0[i]))
+        .collect();
+    let flow = LogFlow::new(loss, coords.clone());
+    let active: Vec<usize> = (0..dim).filter(|&i| teacher[i] != 0.0).collect();
+    let halves: Vec<TransitionEvent> = active
+        .iter()
+        .map(|&i| TransitionEvent::BetaReaches {
+            index: i,
+            level: 0.5 * teacher[i],
+        })
+        .collect();
+    let events = TransitionEvents::new(&loss, Layout::Log(&coords), halves);
+    let times = linspace(0.0, p.tau_end * lambda, p.samples);
+    let traj = events.with_events(false, |e| integrate(&flow, &zeta0, &times, cfg, Some(e)))?;
+    let mut res = AlphaResult {
+        taus: traj.t.iter().map(|t| t / lambda).collect(),
+        numeric: vec![Vec::with_capacity(traj.len()); dim],
+        exact: vec![Vec::with_capacity(traj.len()); dim],
+        error: Vec::with_capacity(traj.len()),
+        halves: Vec::new(),
+        lambda,
+    };
+    for k in 0..traj.len() {
+        let beta = flow.beta(traj.state(k));
+        let mut worst = 0.0_f64;
+        for i in 0..dim {
+            let e = exact[i].beta_at(traj.t[k]);
+            worst = worst.max((beta[i] - e).abs());
+            res.numeric[i].push(beta[i]);
+            res.exact[i].push(e);
+        }
+        res.error.push(worst);
+    }
+    for (component, &i) in active.iter().enumerate() {
+        let measured = traj
+            .events
+            .iter()
+            .find(|e| e.index == component)
+            .map_or(f64::NAN, |e| e.t);
+        let closed = exact[i].half_time().unwrap_or(f64::NAN);
+        res.halves.push((i, measured, closed));
+    }
+    Ok((res, traj.stats))
+}
+
+/// CF2: the balanced flow of each nonzero coordinate from sgn(β*) ε² vs the logistic curve.
+fn logistic_error(
+    teacher: &[f64],
+    loss: &dyn BetaLoss,
+    p: &Params,
+    cfg: &OdeConfig,
+) -> Result<f64, RunError> {
+    let mut worst = 0.0_f64;
+    let times = linspace(0.0, p.logistic_t_end, 200);
+    for (i, &b_star) in teacher.iter().enumerate().filter(|(_, b)| **b != 0.0) {
+        let beta0 = b_star.signum() * p.logistic_eps * p.logistic_eps;
+        let flow = BalancedFlow::new(loss, vec![i], vec![b_star.signum()]);
+        let traj = integrate(&flow, &[beta0.abs().ln()], &times, cfg, None)?;
+        for k in 0..traj.len() {
+            let numeric = flow.beta(traj.state(k))[i];
+            worst = worst.max((numeric - logistic_beta(b_star, beta0, traj.t[k])).abs());
+        }
+    }
+    Ok(worst)
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let model = DiagLinear::r1();
+    let teacher = model
+        .teacher()
+        .ok_or_else(|| RunError::Other("R1 has no teacher".into()))?
+        .to_vec();
+    let dim = teacher.len();
+    let loss: &dyn BetaLoss = &model;
+    let init = initial_direction(dim, p.min_margin, ctx);
+    let mut headers = vec!["alpha".to_string(), "tau".into(), "t".into()];
+    headers.extend((0..dim).map(|i| format!("beta_num[{i}]")));
+    headers.extend((0..dim).map(|i| format!("beta_exact[{i}]")));
+    let mut rep = Report {
+        series: Table {
+            headers,
+            rows: Vec::new(),
+        },
+        ..Default::default()
+    };
+    let mut halves_table = Table::new(&[
+        "alpha",
+        "coordinate",
+        "t_h_event",
+        "t_h_closed_form",
+        "rel_error",
+        "tau_h",
+        "T_limit",
+        "normalized_offset",
+    ]);
+    let (mut beta_worst, mut half_worst, mut offset_worst) = (0.0_f64, 0.0_f64, 0.0_f64);
+    let mut figure = Figure::new(2);
+    let mut error_panel = LinePanel::new(
+        "CF1: ‖β_num(t) − β_exact(t)‖_∞ (log layout)",
+        "τ = t / ln(1/α)",
+        "‖β_num − β_exact‖_∞",
+    )
+    .log_y()
+    // before the activations β ~ α² and so is its error: show the range that matters
+    .y_range(1e-18, 1e-6)
+    .legend(LegendPosition::LowerRight)
+    .hline(RefLine::new(c.beta_tol, "check bound"));
+    // the limit theory's stage times T_k = 1/|β*_(k)| (spec §2.7)
+    let limit_times: Vec<f64> = teacher
+        .iter()
+        .filter(|b| **b != 0.0)
+        .map(|b| 1.0 / b.abs())
+        .collect();
+    for (a, &alpha) in p.alphas.iter().enumerate() {
+        let (res, stats) = run_alpha(&teacher, loss, &init, alpha, p, &ctx.ode)?;
+        rep.stats(format!("log layout α={alpha:e}"), &stats);
+        beta_worst = beta_worst.max(res.error.iter().copied().fold(0.0, f64::max));
+        for k in 0..res.taus.len() {
+            let mut row: Vec<Cell> = vec![
+                alpha.into(),
+                res.taus[k].into(),
+                (res.taus[k] * res.lambda).into(),
+            ];
+            row.extend(res.numeric.iter().map(|col| Cell::Num(col[k])));
+            row.extend(res.exact.iter().map(|col| Cell::Num(col[k])));
+            rep.series.push(row);
+        }
+        for &(i, measured, closed) in &res.halves {
+            let rel = (measured / closed - 1.0).abs();
+            let limit = 1.0 / teacher[i].abs();
+            let offset = teacher[i].abs() * (measured - limit * res.lambda).abs();
+            half_worst = half_worst.max(if rel.is_nan() { f64::INFINITY } else { rel });
+            offset_worst = offset_worst.max(offset);
+            halves_table.push(vec![
+                alpha.into(),
+                i.into(),
+                measured.into(),
+                closed.into(),
+                rel.into(),
+                (measured / res.lambda).into(),
+                limit.into(),
+                offset.into(),
+            ]);
+        }
+        // one legend (first panel), above the curves
+        let mut panel = LinePanel::new(
+            format!("β_i(τ), {}", alpha_label(alpha)),
+            "τ = t / ln(1/α)",
+            "β_i",
+        )
+        .y_range(-0.6, if a == 0 { 2.0 } else { 1.2 })
+        .legend(if a == 0 {
+            LegendPosition::UpperRight
+        } else {
+            LegendPosition::None
+        });
+        for (i, b_star) in teacher.iter().enumerate() {
+            let label = format!("β_{i} (β* = {b_star})");
+            panel = panel
+                .series(Series::numerics(label, res.taus.clone(), res.numeric[i].clone()).color(i))
+                .series(Series::theory("", res.taus.clone(), res.exact[i].clone()).color(i));
+        }
+        for &tk in &limit_times {
+            panel = panel.vline(RefLine::new(tk, "").style(LineStyle::Dotted));
+        }
+        figure = figure.panel(panel);
+        let shown = positive_or_nan(&res.error);
+        error_panel =
+            error_panel.series(Series::numerics(alpha_label(alpha), res.taus, shown).color(a));
+    }
+    let cf2 = logistic_error(&teacher, loss, p, &ctx.ode)?;
+    rep.tables.push(("half_times".into(), halves_table));
+    rep.check(
+        Check::at_most(
+            "CF1: max_t ‖β_num(t) − β_exact(t)‖_∞ (log layout, all α)",
+            beta_worst,
+            c.beta_tol,
+        )
+        .note("exact Riccati solution evaluated in the log domain (stable roots)"),
+    );
+    rep.check(
+        Check::at_most(
+            "CF1: half-activation times, event vs closed form, relative",
+            half_worst,
+            c.half_time_rtol,
+        )
+        .note("root events β_i = ½β*_i vs t_h = ln(r₀/r_h)/γ"),
+    );
+    rep.check(
+        Check::at_most(
+            "T4.1(ii): normalized offset |β*_i|·|t_h − Λ/|β*_i||",
+            offset_worst,
+            c.offset_bound,
+        )
+        .note("t_h/Λ → T_k = 1/|β*_(k)| with an O(1)/|g| offset"),
+    );
+    rep.check(
+        Check::at_most(
+            "CF2: balanced flow vs logistic β*/(1 + (β*/β₀ − 1)e^{−2|β*|t})",
+            cf2,
+            c.beta_tol,
+        )
+        .note(format!(
+            "reduced flow on each nonzero coordinate from β₀ = sgn(β*)·{:e}",
+            p.logistic_eps * p.logistic_eps
+        )),
+    );
+    rep.derive("limit_stage_times", &limit_times);
+    rep.figure = Some(
+        figure
+            .panel(error_panel)
+            .title("R1 (Σ = I): log-layout flow (solid) vs exact Riccati solution CF1 (dashed); dotted: T_k = 1/|β*_(k)|"),
+    );
+    Ok(rep)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "diagonal.diag-linear-riccati",
+    paper: "004",
+    summary: "CF1/CF2: the orthogonal diagonal-linear instance R1 in the log layout at α ∈ \
+              {1e-2, 1e-8, 1e-32} vs its exact Riccati solution (β to 1e-8, half-activation \
+              times to 1e-6), and the balanced flow vs the logistic curve.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-12),
+    validate,
+    run,
+};

@@ -380,7 +380,21 @@ where
             traj.push(times[next], &z);
             next += 1;
         }
-        if stop {
+        if matches!(reason, OdeSolverStopReason::RootFound(..)) && !stop {
+            // Two diffsol 0.18 defects after a root inside a step, when the run continues:
+            // (1) the root finder keeps the previous step's start as its lower bracket, so a sign
+            // change in the very next step interpolates outside that step and panics; touching
+            // the state re-initializes it at the current point. (2) the step returned RootFound
+            // without clamping to the stop time, so the next step could overshoot t_end; the
+            // stop time is set again.
+            let _ = solver.state_mut();
+            if t_now < t_end {
+                solver
+                    .set_stop_time(t_end)
+                    .map_err(|e| fail(t_now, e.to_string()))?;
+            }
+        }
+        if stop || t_now >= t_end {
             if let Some(ev) = traj.events.last().filter(|_| terminal == Some(true)) {
                 if traj.last_t() < ev.t {
                     let (t, z) = (ev.t, ev.state.clone());

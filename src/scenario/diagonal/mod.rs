@@ -9,10 +9,17 @@ pub mod gradient_check;
 pub mod greedy;
 pub mod hessian_strict_min;
 pub mod linearization_spectrum;
+pub mod log_scale_tracking;
 pub mod nondegeneracy;
+pub mod plateau_convergence;
+pub mod rank_staircase;
+pub mod raw_vs_log;
 pub mod reconstruction_lemmas;
 pub mod riccati;
 pub mod stage1;
+pub mod stage_times;
+mod sweeps_common;
+pub mod transition_width;
 
 use super::registry::ScenarioKind;
 
@@ -29,5 +36,11 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &nondegeneracy::KIND,
         &hessian_strict_min::KIND,
         &linearization_spectrum::KIND,
+        &stage_times::KIND,
+        &plateau_convergence::KIND,
+        &log_scale_tracking::KIND,
+        &rank_staircase::KIND,
+        &transition_width::KIND,
+        &raw_vs_log::KIND,
     ]
 }

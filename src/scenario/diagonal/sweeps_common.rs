@@ -1,0 +1,297 @@
+//! What the α-sweep scenarios of spec 004 §7 share (stage-times, plateau-convergence,
+//! log-scale-tracking, rank-staircase, transition-width, raw-vs-log): one instance with its
+//! Algorithm-1 schedule and θ_0, α grids given as log10 α or ln α, the predicted error exponent
+//! of a plateau and its best-separated time, output grids that contain given times, and
+//! labels and colours per α.
+
+use crate::flow::linspace;
+use crate::models::diagonal::{Schedule, Termination};
+use crate::scenario::{InputError, RunContext, RunError, Scenario};
+
+use super::common::{initial_direction, Instance, InstanceName};
+
+/// Smallest ||u0_i| − |v0_i|| of θ_0 (Assumption 4.3(i), spec §4).
+pub const INIT_MARGIN: f64 = 1e-3;
+
+/// One instance ready for α sweeps: the β-loss, its Algorithm-1 schedule, and the initial
+/// direction θ_0 shared by every α (spec §1.4).
+pub struct Setup {
+    pub name: InstanceName,
+    pub instance: Instance,
+    pub schedule: Schedule,
+    pub init: (Vec<f64>, Vec<f64>),
+}
+
+impl Setup {
+    /// Builds the instance and runs Algorithm 1; a schedule that stopped on a failed
+    /// assumption or a tie cannot be swept and is an error.
+    pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
+        let instance = Instance::build(name, ctx)?;
+        let schedule = instance.schedule()?;
+        if let Termination::Failed { .. } | Termination::Tie { .. } = schedule.termination {
+            return Err(RunError::Other(format!(
+                "Algorithm 1 on {} stopped early: {:?}",
+                instance_label(name),
+                schedule.termination
+            )));
+        }
+        if schedule.stages.len() < 2 {
+            return Err(RunError::Other(format!(
+                "Algorithm 1 on {} found no transition",
+                instance_label(name)
+            )));
+        }
+        let init = initial_direction(instance.loss().p(), INIT_MARGIN, ctx);
+        Ok(Setup {
+            name,
+            instance,
+            schedule,
+            init,
+        })
+    }
+
+    /// K: the number of finite transitions T_1 < … < T_K.
+    pub fn transitions(&self) -> usize {
+        self.schedule.stages.len() - 1
+    }
+
+    /// T_K, the start of the last stage.
+    pub fn last_time(&self) -> f64 {
+        self.schedule.stages.last().map_or(0.0, |s| s.t_start)
+    }
+
+    /// |g_{i_{k−1}}(θ^{k−1})|: the escape rate of the saddle left at T_k (k ≥ 1).
+    pub fn escape_rate(&self, k: usize) -> f64 {
+        self.schedule.stages[k]
+            .entered_by
+            .as_ref()
+            .map_or(f64::NAN, |a| a.escape_rate)
+    }
+
+    /// "name of i_{k−1} ± " for stage k ≥ 1, e.g. "VO[2]+".
+    pub fn activation_label(&self, k: usize) -> String {
+        self.schedule.stages[k]
+            .entered_by
+            .as_ref()
+            .map_or_else(String::new, |a| {
+                format!("{}{}", a.name, if a.sign > 0.0 { "+" } else { "−" })
+            })
+    }
+
+    pub fn label(&self) -> &'static str {
+        instance_label(self.name)
+    }
+}
+
+/// Short display name of an instance.
+pub fn instance_label(name: InstanceName) -> &'static str {
+    match name {
+        InstanceName::R1 => "R1",
+        InstanceName::R2 => "R2",
+        InstanceName::R2Degenerate => "R2-degenerate",
+        InstanceName::Mini => "mini",
+        InstanceName::Small => "small",
+        InstanceName::Paper => "paper",
+    }
+}
+
+/// ln α of each log10 α.
+pub fn ln_alphas(log10_alpha: &[f64]) -> Vec<f64> {
+    log10_alpha
+        .iter()
+        .map(|e| e * std::f64::consts::LN_10)
+        .collect()
+}
+
+/// "1e-32" for α = 10^{−32}, "e^-2000" otherwise.
+pub fn alpha_label(ln_alpha: f64) -> String {
+    let decades = ln_alpha / std::f64::consts::LN_10;
+    if (decades - decades.round()).abs() < 1e-6 {
+        format!("1e{}", decades.round())
+    } else {
+        format!("e^{}", fmt_short(ln_alpha))
+    }
+}
+
+fn fmt_short(x: f64) -> String {
+    if x == x.round() {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// Refuses an α list that is empty, has α ≥ 1 or non-finite entries, or is not strictly
+/// decreasing (Λ = ln 1/α must grow along the list, so "decreasing in Λ" means along the list).
+pub fn validate_ln_alphas(
+    sc: &Scenario,
+    key: &str,
+    ln_alpha: &[f64],
+    min_len: usize,
+) -> Result<(), InputError> {
+    if ln_alpha.len() < min_len {
+        return Err(sc.invalid(key, format!("need at least {min_len} values of α")));
+    }
+    if ln_alpha.iter().any(|a| !(a.is_finite() && *a < 0.0)) {
+        return Err(sc.invalid(key, "every α must be in (0, 1)"));
+    }
+    if ln_alpha.windows(2).any(|w| w[1] >= w[0]) {
+        return Err(sc.invalid(key, "α must be strictly decreasing (Λ increasing)"));
+    }
+    Ok(())
+}
+
+/// e_k(τ) = min(m_k(τ), λ_act,k·(τ − T_k)): the predicted exponent of ‖β_α(τ) − β^k‖_∞ ≈ α^{e_k}
+/// on plateau k. The neglected coordinates contribute α^{m_k} (spec §3.4), and the stage-B
+/// relaxation started at T_k decays like e^{−λ_act(t − T_kΛ)} = α^{λ_act(τ − T_k)} with λ_act the
+/// smallest eigenvalue of 2H_SS diag|β^k_S| (spec §4 T4.1(i)). Stage 0 has no relaxation.
+pub fn predicted_exponent(schedule: &Schedule, k: usize, tau: f64) -> f64 {
+    let stage = &schedule.stages[k];
+    let relaxation = stage
+        .diagnostics
+        .active_rates
+        .first()
+        .map_or(f64::INFINITY, |rate| rate * (tau - stage.t_start));
+    stage.neglect_exponent(tau).min(relaxation)
+}
+
+/// (τ†_k, e†_k): the time in [T_k, min(T_{k+1}, `end`)] where the predicted exponent e_k is
+/// largest, and its value. e_k is a minimum of linear functions of τ, hence concave: ternary
+/// search. Unlike the τ*_k of spec §3.4 (argmax of m_k alone), τ†_k accounts for the relaxation
+/// after the transition: τ*_k = T_k whenever m_k decreases from T_k, and at T_k the flow is in
+/// the middle of the transition (the error there is O(1), not α^{m*_k}).
+pub fn best_separated_time(schedule: &Schedule, k: usize, end: f64) -> (f64, f64) {
+    let start = schedule.stages[k].t_start;
+    let (mut lo, mut hi) = (start, schedule.stage_end(k).min(end));
+    let span = hi - lo;
+    for _ in 0..200 {
+        let (x1, x2) = (lo + (hi - lo) / 3.0, hi - (hi - lo) / 3.0);
+        if predicted_exponent(schedule, k, x1) < predicted_exponent(schedule, k, x2) {
+            lo = x1;
+        } else {
+            hi = x2;
+        }
+    }
+    let mut tau = 0.5 * (lo + hi);
+    if tau - start <= 1e-12 * span.max(1.0) {
+        tau = start; // the maximum is at the start (stage 0: τ† = 0 exactly)
+    }
+    (tau, predicted_exponent(schedule, k, tau))
+}
+
+/// `samples` equally spaced times on [0, `end`] merged with `points` (each in [0, end]);
+/// returns the grid and the index of each point in it.
+pub fn grid_with_points(end: f64, samples: usize, points: &[f64]) -> (Vec<f64>, Vec<usize>) {
+    let mut grid = linspace(0.0, end, samples);
+    grid.extend_from_slice(points);
+    grid.sort_by(f64::total_cmp);
+    grid.dedup();
+    let index = points
+        .iter()
+        .map(|p| {
+            grid.iter()
+                .position(|g| g == p)
+                .expect("point is in the grid")
+        })
+        .collect();
+    (grid, index)
+}
+
+/// Least-squares slope and intercept of y against x (x not all equal).
+pub fn line_fit(x: &[f64], y: &[f64]) -> (f64, f64) {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    let slope = sxy / sxx;
+    (slope, my - slope * mx)
+}
+
+/// max − min of a non-empty list (NaN if any entry is NaN, so a missing value fails checks).
+pub fn spread(values: &[f64]) -> f64 {
+    if values.iter().any(|v| v.is_nan()) {
+        return f64::NAN;
+    }
+    let max = values.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+    let min = values.iter().fold(f64::INFINITY, |m, &v| m.min(v));
+    max - min
+}
+
+/// The entry of a list farthest from 1 on the log scale (NaN or a non-positive entry is
+/// returned as is, so that it fails any range check).
+pub fn farthest_from_one(values: &[f64]) -> f64 {
+    let mut worst = 1.0_f64;
+    for &v in values {
+        if v.is_nan() || v <= 0.0 {
+            return v;
+        }
+        if v.ln().abs() > worst.ln().abs() {
+            worst = v;
+        }
+    }
+    worst
+}
+
+/// Whether `next` < `previous` (false if either is NaN: a missing value is no decrease).
+pub fn decreases(previous: f64, next: f64) -> bool {
+    next.partial_cmp(&previous) == Some(std::cmp::Ordering::Less)
+}
+
+/// Largest value of a list, NaN-propagating (a NaN entry makes the maximum NaN, so a missing
+/// measurement fails the check instead of being skipped).
+pub fn nan_max(values: impl IntoIterator<Item = f64>) -> f64 {
+    values.into_iter().fold(f64::NEG_INFINITY, |m, v| {
+        if m.is_nan() || v.is_nan() {
+            f64::NAN
+        } else {
+            m.max(v)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::diagonal::{algorithm1, Algorithm1Options, DiagLinear};
+
+    #[test]
+    fn best_separated_time_balances_neglect_and_relaxation() {
+        let schedule = algorithm1(&DiagLinear::r2(), &Algorithm1Options::default()).unwrap();
+        for k in 1..schedule.stages.len() - 1 {
+            let (tau, e) = best_separated_time(&schedule, k, f64::INFINITY);
+            let (t0, t1) = (schedule.stages[k].t_start, schedule.stage_end(k));
+            assert!(
+                tau > t0 && tau < t1,
+                "stage {k}: τ† = {tau} not inside ({t0}, {t1})"
+            );
+            // the maximum of a concave function: no grid point does better
+            let best_on_grid = linspace(t0, t1, 2001)
+                .into_iter()
+                .map(|t| predicted_exponent(&schedule, k, t))
+                .fold(f64::NEG_INFINITY, f64::max);
+            assert!(
+                e >= best_on_grid - 1e-9 && e > 0.0,
+                "stage {k}: {e} vs {best_on_grid}"
+            );
+            // the spec's τ*_k (m_k alone) sits at T_k on R2 stage 1, where e_k = 0
+            let (tau_star, _) = schedule.best_separated_time(k, f64::INFINITY);
+            assert!(predicted_exponent(&schedule, k, tau_star) <= e);
+        }
+        let (tau_star, _) = schedule.best_separated_time(1, f64::INFINITY);
+        assert!((tau_star - schedule.stages[1].t_start).abs() < 1e-9);
+    }
+
+    #[test]
+    fn grids_labels_fits_and_nan_propagation() {
+        let (grid, idx) = grid_with_points(10.0, 11, &[2.5, 4.0]);
+        assert_eq!(grid.len(), 12);
+        assert_eq!((grid[idx[0]], grid[idx[1]]), (2.5, 4.0));
+        assert_eq!(alpha_label(-32.0 * std::f64::consts::LN_10), "1e-32");
+        assert_eq!(alpha_label(-2000.0), "e^-2000");
+        let (s, c) = line_fit(&[1.0, 2.0, 3.0], &[3.0, 5.0, 7.0]);
+        assert!((s - 2.0).abs() < 1e-12 && (c - 1.0).abs() < 1e-12);
+        assert!(nan_max([1.0, f64::NAN, 3.0]).is_nan());
+        assert!(spread(&[1.0, f64::NAN]).is_nan());
+        assert_eq!(spread(&[1.0, 4.0, 2.0]), 3.0);
+    }
+}

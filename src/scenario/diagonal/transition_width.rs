@@ -1,0 +1,580 @@
+//! `transition-width`: Lemma C.10 (the nonlinear phase of a transition lasts O(1) unrescaled
+//! time) and the race of Lemmas C.7–C.9 (spec 004 §4 rows L.C.7–C.9 and L.C.10, §7). For each
+//! transition k → k + 1 of the log-layout flow:
+//! - t̲_{k+1}: the first upward crossing of ũ_{i_k} = max(|u_{i_k}|, |v_{i_k}|) = ρ;
+//! - W_k(α): from t̲_{k+1} until ‖β − β^{k+1}‖_∞ ≤ r. W_k is the same for every α (unrescaled
+//!   time) and equals the time STAGE_B's reduced balanced flow needs from β^k with
+//!   |β_{i_k}| = ρ² to the same radius;
+//! - at t̲_{k+1}: t̲/Λ → T_{k+1} (O(1/Λ)), the other inactive weights are ≤ 10·α^c with
+//!   c = min_{i ∉ S_k ∪ {i_k}} min(b_i, 2 − b_i)(T_{k+1}), and sgn β_{i_k} = σ_k.
+
+use serde::{Deserialize, Serialize};
+
+use crate::flow::{integrate, linspace, Event, Events, Method, OdeConfig};
+use crate::models::diagonal::{
+    g_vec, BalancedFlow, BetaLoss, Layout, LogCoordinates, LogFlow, Schedule, TransitionEvent,
+    TransitionEvents,
+};
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::common::InstanceName;
+use super::sweeps_common::{alpha_label, decreases, ln_alphas, nan_max, validate_ln_alphas, Setup};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub instance: InstanceName,
+    /// A_conv as log10 α, strictly decreasing.
+    pub log10_alpha: Vec<f64>,
+    /// ρ of the race event ũ_{i_k} = ρ (Lemma C.9; spec §4: 1e−2).
+    pub rho: f64,
+    /// Convergence radius: ‖β − β^{k+1}‖_∞ ≤ radius ends the transition (L.C.10; spec: 1e−4).
+    pub radius: f64,
+    /// Integration horizon τ_end = horizon_factor · T_K.
+    pub horizon_factor: f64,
+    /// Samples of each transition curve in the figure.
+    pub window_samples: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Relative spread (max − min)/min of W_k over the α where it is measured (spec §4: 5%).
+    pub width_spread_max: f64,
+    /// |W_k(α)/W_k^{STAGE_B} − 1| (spec §4: 5%).
+    pub stage_b_rel_tol: f64,
+    /// Each transition needs W_k at this many α (the convergence event can only fire where the
+    /// plateau error α^{e_k} is below the radius).
+    pub min_widths: usize,
+    /// |g_{i_k}(θ^k)|·|t̲_{k+1} − T_{k+1}Λ| ≤ this (t̲/Λ − T_{k+1} = O(1/Λ); as in stage-times).
+    pub race_offset_max: f64,
+    /// Other inactive weights at t̲_{k+1}: max(|u_i|, |v_i|) ≤ this · α^c (spec §4: 10).
+    pub inactive_factor: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&p.log10_alpha), 2)?;
+    if !(p.rho > 0.0 && p.rho < 1.0) {
+        return Err(sc.invalid("params.rho", "must be in (0, 1)"));
+    }
+    if !(p.radius > 0.0 && p.radius < 1.0) {
+        return Err(sc.invalid("params.radius", "must be in (0, 1)"));
+    }
+    if p.horizon_factor <= 1.0 || !p.horizon_factor.is_finite() {
+        return Err(sc.invalid("params.horizon_factor", "must be > 1"));
+    }
+    if p.window_samples < 2 {
+        return Err(sc.invalid("params.window_samples", "need at least 2 samples"));
+    }
+    sc.require_positive(&[
+        ("checks.width_spread_max", c.width_spread_max),
+        ("checks.stage_b_rel_tol", c.stage_b_rel_tol),
+        ("checks.race_offset_max", c.race_offset_max),
+        ("checks.inactive_factor", c.inactive_factor),
+    ])?;
+    if c.min_widths < 1 {
+        return Err(sc.invalid("checks.min_widths", "must be ≥ 1"));
+    }
+    Ok(())
+}
+
+/// ‖β − target‖_∞ with β = s ⊙ e^η on the active set of a reduced balanced flow (0 elsewhere).
+fn reduced_distance(active: &[usize], signs: &[f64], eta: &[f64], target: &[f64]) -> f64 {
+    let off = (0..target.len())
+        .filter(|i| !active.contains(i))
+        .fold(0.0_f64, |m, i| m.max(target[i].abs()));
+    active
+        .iter()
+        .zip(signs.iter().zip(eta))
+        .fold(off, |m, (&i, (s, e))| {
+            m.max((s * e.exp() - target[i]).abs())
+        })
+}
+
+/// STAGE_B from the race point (spec §4 L.C.10): the reduced balanced flow on S_k ∪ {i_k} from
+/// β^k with |β_{i_k}| = ρ², its time to ‖β − β^{k+1}‖_∞ ≤ radius, and ‖β − β^{k+1}‖_∞ on
+/// `[0, span_factor · that time]`.
+fn stage_b_width(
+    loss: &dyn BetaLoss,
+    schedule: &Schedule,
+    k: usize,
+    p: &Params,
+    cfg: &OdeConfig,
+) -> Result<(f64, Vec<f64>, Vec<f64>), RunError> {
+    let (stage, next) = (&schedule.stages[k], &schedule.stages[k + 1]);
+    let act = next
+        .entered_by
+        .as_ref()
+        .expect("stage k+1 has an activation");
+    let mut active = stage.support.clone();
+    let mut signs: Vec<f64> = active.iter().map(|&i| stage.beta[i].signum()).collect();
+    let mut eta: Vec<f64> = active.iter().map(|&i| stage.beta[i].abs().ln()).collect();
+    active.push(act.index);
+    signs.push(act.sign);
+    eta.push(2.0 * p.rho.ln());
+    let flow = BalancedFlow::new(loss, active.clone(), signs.clone());
+    let target = &next.beta;
+    let func = |_t: f64, z: &[f64], out: &mut [f64]| {
+        out[0] = reduced_distance(&active, &signs, z, target) - p.radius;
+    };
+    let events = Events {
+        count: 1,
+        func: &func,
+        terminal: true,
+    };
+    // escape from ρ plus relaxation to the radius, both with a wide margin
+    let relax = next
+        .diagnostics
+        .active_rates
+        .first()
+        .copied()
+        .unwrap_or(1.0);
+    let t_max = 10.0 * (1.0 / p.rho).ln() / act.escape_rate + 50.0 * (1.0 / p.radius).ln() / relax;
+    let stop = integrate(&flow, &eta, &[0.0, t_max], cfg, Some(&events))?;
+    let width = stop.events.first().map_or(f64::NAN, |e| e.t);
+    if width.is_nan() {
+        return Ok((width, Vec::new(), Vec::new()));
+    }
+    let times = linspace(0.0, SPAN_FACTOR * width, p.window_samples);
+    let curve = integrate(&flow, &eta, &times, cfg, None)?;
+    let dist = (0..curve.len())
+        .map(|s| reduced_distance(&active, &signs, curve.state(s), target))
+        .collect();
+    Ok((width, times, dist))
+}
+
+/// The figure's transition windows extend to this multiple of the STAGE_B width.
+const SPAN_FACTOR: f64 = 1.5;
+
+/// What one α run shows about transition k → k + 1 (NaN where not measured).
+#[derive(Clone)]
+struct Race {
+    /// t̲_{k+1} and the state there.
+    t_low: f64,
+    state: Vec<f64>,
+    /// W_k.
+    width: f64,
+    /// sgn β_{i_k}(t̲) = σ_k.
+    sign_ok: bool,
+    /// max over the other inactive i of max(|u_i|, |v_i|)/α^c.
+    inactive_ratio: f64,
+}
+
+/// The races and widths of one α from the events of the race run (component k: ũ_(i_k) = ρ)
+/// and of the distance run (component k: ‖β − β^(k+1)‖_∞ = radius).
+fn races(
+    setup: &Setup,
+    coords: &LogCoordinates,
+    race_events: &[Event],
+    distance_events: &[Event],
+    ln_alpha: f64,
+) -> Vec<Option<Race>> {
+    let (schedule, loss) = (&setup.schedule, setup.instance.loss());
+    let kk = setup.transitions();
+    // upward crossings of ũ_{i_k} = ρ: dũ/dt = ṽ·G_i > 0
+    let upward = |k: usize, z: &[f64]| {
+        let i = schedule.stages[k + 1].entered_by.as_ref().unwrap().index;
+        let mut beta = vec![0.0; coords.p()];
+        coords.beta(z, &mut beta);
+        coords.normalized_pair(i, z[i]).1 * g_vec(&loss, &beta)[i] > 0.0
+    };
+    let race_event = |k: usize, after: f64| {
+        race_events
+            .iter()
+            .find(|e| e.index == k && e.t > after && upward(k, &e.state))
+    };
+    let mut out = Vec::with_capacity(kk);
+    let mut after = 0.0;
+    for k in 0..kk {
+        let Some(ev) = race_event(k, after) else {
+            out.resize(kk, None);
+            break;
+        };
+        let (stage, next) = (&schedule.stages[k], &schedule.stages[k + 1]);
+        let act = next.entered_by.as_ref().unwrap();
+        let next_race = if k + 1 < kk {
+            race_event(k + 1, ev.t).map_or(f64::INFINITY, |e| e.t)
+        } else {
+            f64::INFINITY
+        };
+        let width = distance_events
+            .iter()
+            .find(|e| e.index == k && e.t > ev.t)
+            .filter(|e| e.t < next_race)
+            .map_or(f64::NAN, |e| e.t - ev.t);
+        let beta_i = coords.beta_i(act.index, ev.state[act.index]);
+        // c = min over the other inactive coordinates of min(b_i, 2 − b_i) at T_{k+1}
+        let b_end = stage.log_scale(next.t_start);
+        let others: Vec<usize> = (0..coords.p())
+            .filter(|i| *i != act.index && !stage.support.contains(i))
+            .collect();
+        let c = others
+            .iter()
+            .map(|&i| b_end[i].min(2.0 - b_end[i]))
+            .fold(f64::INFINITY, f64::min);
+        let inactive_ratio = nan_max(
+            others
+                .iter()
+                .map(|&i| (coords.ln_weight(i, ev.state[i]) - c * ln_alpha).exp()),
+        );
+        out.push(Some(Race {
+            t_low: ev.t,
+            state: ev.state.clone(),
+            width,
+            sign_ok: beta_i.signum() == act.sign,
+            inactive_ratio: if others.is_empty() {
+                0.0
+            } else {
+                inactive_ratio
+            },
+        }));
+        after = ev.t;
+    }
+    out
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let setup = Setup::build(p.instance, ctx)?;
+    let (schedule, loss) = (&setup.schedule, setup.instance.loss());
+    let kk = setup.transitions();
+    let ln_alpha = ln_alphas(&p.log10_alpha);
+    let tau_end = p.horizon_factor * setup.last_time();
+    let mut predicted = Vec::with_capacity(kk);
+    for k in 0..kk {
+        predicted.push(stage_b_width(loss, schedule, k, p, &ctx.ode)?);
+    }
+    // race and convergence events go into separate runs: the engine reports one root per
+    // step, and the flow leaves β^k (event of transition k − 1) in the step where ũ_(i_k)
+    // reaches ρ (event of transition k)
+    let race_events: Vec<TransitionEvent> = schedule.stages[1..]
+        .iter()
+        .map(|next| TransitionEvent::WeightReaches {
+            index: next.entered_by.as_ref().unwrap().index,
+            ln_level: p.rho.ln(),
+        })
+        .collect();
+    let distance_events: Vec<TransitionEvent> = schedule.stages[1..]
+        .iter()
+        .map(|next| TransitionEvent::DistanceTo {
+            target: next.beta.clone(),
+            radius: p.radius,
+        })
+        .collect();
+    let mut rep = Report {
+        series: Table::new(&[
+            "log10_alpha",
+            "Lambda",
+            "k",
+            "T_next",
+            "tau_low",
+            "race_offset",
+            "width",
+            "width_stage_b",
+            "inactive_ratio",
+            "sign_ok",
+        ]),
+        ..Default::default()
+    };
+    let mut curves_table = Table::new(&["t_since_race", "k", "log10_alpha", "distance"]);
+    // races[j][k] per α
+    let mut all: Vec<Vec<Option<Race>>> = Vec::new();
+    let mut lambdas = Vec::new();
+    let mut curves: Vec<Vec<(usize, Vec<f64>)>> = vec![Vec::new(); kk];
+    for (j, &la) in ln_alpha.iter().enumerate() {
+        let lambda = -la;
+        let (coords, zeta0) = LogCoordinates::from_init(&setup.init.0, &setup.init.1, la)
+            .map_err(|e| RunError::Other(e.to_string()))?;
+        let flow = LogFlow::new(loss, coords.clone());
+        let times = linspace(0.0, tau_end * lambda, 32);
+        let run_with = |events: &[TransitionEvent]| {
+            let ev = TransitionEvents::new(&loss, Layout::Log(&coords), events.to_vec());
+            ev.with_events(false, |e| {
+                integrate(&flow, &zeta0, &times, &ctx.ode, Some(e))
+            })
+        };
+        let (race_run, distance_run) = (run_with(&race_events)?, run_with(&distance_events)?);
+        rep.stats(
+            format!("α={} race events", alpha_label(la)),
+            &race_run.stats,
+        );
+        rep.stats(
+            format!("α={} distance events", alpha_label(la)),
+            &distance_run.stats,
+        );
+        let race = races(&setup, &coords, &race_run.events, &distance_run.events, la);
+        for (k, r) in race.iter().enumerate() {
+            let Some(r) = r else { continue };
+            let span = SPAN_FACTOR * predicted[k].0;
+            if !span.is_finite() {
+                continue;
+            }
+            let local = linspace(r.t_low, r.t_low + span, p.window_samples);
+            let window = integrate(&flow, &r.state, &local, &ctx.ode, None)?;
+            let target = &schedule.stages[k + 1].beta;
+            let dist: Vec<f64> = (0..window.len())
+                .map(|s| {
+                    let mut beta = vec![0.0; coords.p()];
+                    coords.beta(window.state(s), &mut beta);
+                    nan_max(beta.iter().zip(target).map(|(a, b)| (a - b).abs()))
+                })
+                .collect();
+            for (t, d) in window.t.iter().zip(&dist) {
+                curves_table.push(vec![
+                    (t - r.t_low).into(),
+                    k.into(),
+                    p.log10_alpha[j].into(),
+                    (*d).into(),
+                ]);
+            }
+            curves[k].push((j, dist));
+        }
+        lambdas.push(lambda);
+        all.push(race);
+    }
+    for (k, (_, times, dist)) in predicted.iter().enumerate() {
+        for (t, d) in times.iter().zip(dist) {
+            curves_table.push(vec![(*t).into(), k.into(), f64::NAN.into(), (*d).into()]);
+        }
+    }
+
+    // checks
+    let get = |j: usize, k: usize| all[j][k].as_ref();
+    let mut missing_races = 0;
+    let mut uncovered = Vec::new();
+    let (mut spreads, mut vs_stage_b) = (Vec::new(), Vec::new());
+    let (mut offsets, mut not_decreasing, mut sign_bad) = (Vec::new(), 0, 0);
+    let mut inactive = Vec::new();
+    for (k, prediction) in predicted.iter().enumerate() {
+        let t_next = schedule.stages[k + 1].t_start;
+        let rate = setup.escape_rate(k + 1);
+        let widths: Vec<f64> = (0..ln_alpha.len())
+            .filter_map(|j| get(j, k).map(|r| r.width))
+            .filter(|w| w.is_finite())
+            .collect();
+        if widths.len() < c.min_widths {
+            uncovered.push(format!("{}", k + 1));
+        }
+        if !widths.is_empty() {
+            let min = widths.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = widths.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            spreads.push((max - min) / min);
+            vs_stage_b.push(nan_max(
+                widths.iter().map(|w| (w / prediction.0 - 1.0).abs()),
+            ));
+        }
+        let mut dev = Vec::new();
+        for (j, &lambda) in lambdas.iter().enumerate() {
+            let Some(r) = get(j, k) else {
+                missing_races += 1;
+                continue;
+            };
+            offsets.push(rate * (r.t_low - t_next * lambda).abs());
+            dev.push((r.t_low / lambda - t_next).abs());
+            sign_bad += usize::from(!r.sign_ok);
+            inactive.push(r.inactive_ratio);
+            rep.series.push(vec![
+                p.log10_alpha[j].into(),
+                lambda.into(),
+                (k + 1).into(),
+                t_next.into(),
+                (r.t_low / lambda).into(),
+                (rate * (r.t_low - t_next * lambda)).into(),
+                r.width.into(),
+                prediction.0.into(),
+                r.inactive_ratio.into(),
+                Cell::from(if r.sign_ok { "yes" } else { "no" }),
+            ]);
+        }
+        not_decreasing += dev.windows(2).filter(|w| !decreases(w[0], w[1])).count();
+    }
+    rep.check(
+        Check::at_most(
+            "races not found (ũ_(i_k) never reached ρ)",
+            missing_races as f64,
+            0.0,
+        )
+        .note(format!(
+            "{kk} transitions × {} α, ρ = {:e}",
+            ln_alpha.len(),
+            p.rho
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "transitions with fewer than min_widths measured W_k",
+            uncovered.len() as f64,
+            0.0,
+        )
+        .note(if uncovered.is_empty() {
+            "W_k is measured where the plateau error drops below the radius before the next race"
+                .to_string()
+        } else {
+            format!("uncovered: k → k+1 for k+1 = {}", uncovered.join(", "))
+        }),
+    );
+    rep.check(
+        Check::at_most(
+            "max_k relative spread (max − min)/min of W_k over α",
+            nan_max(spreads.iter().copied()),
+            c.width_spread_max,
+        )
+        .note(format!(
+            "L.C.10: W_k = O(1) unrescaled time, the same for every α; per transition: {}",
+            fmt_percent(&spreads)
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "max |W_k(α)/W_k(STAGE_B from ρ) − 1|",
+            nan_max(vs_stage_b.iter().copied()),
+            c.stage_b_rel_tol,
+        )
+        .note(format!(
+            "reduced balanced flow from β^k with |β_(i_k)| = ρ²; W_B = {}",
+            predicted
+                .iter()
+                .map(|w| format!("{:.2}", w.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "max |g_(i_k)|·|t̲_(k+1) − T_(k+1)Λ|",
+            nan_max(offsets.iter().copied()),
+            c.race_offset_max,
+        )
+        .note("L.C.7/C.9: t̲/Λ − T_(k+1) = O(1/Λ)"),
+    );
+    rep.check(
+        Check::at_most(
+            "steps where |t̲_(k+1)/Λ − T_(k+1)| does not decrease as Λ grows",
+            not_decreasing as f64,
+            0.0,
+        )
+        .note("L.C.9: t̲_(k+1)/Λ → T_(k+1)"),
+    );
+    rep.check(
+        Check::at_most(
+            "max over races of max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c",
+            nan_max(inactive.iter().copied()),
+            c.inactive_factor,
+        )
+        .note(
+            "L.C.8: the other inactive coordinates stay ≤ 10·α^c, c = min(b_i, 2 − b_i) at T_(k+1)",
+        ),
+    );
+    rep.check(
+        Check::at_most("races with sgn β_(i_k) ≠ σ_k at t̲", sign_bad as f64, 0.0)
+            .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout"),
+    );
+    rep.tables.push(("curves".into(), curves_table));
+    rep.figure = Some(figure(&setup, p, &lambdas, &all, &predicted, &curves));
+    Ok(rep)
+}
+
+fn fmt_percent(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{:.2}%", 100.0 * v))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+type Prediction = (f64, Vec<f64>, Vec<f64>);
+
+fn figure(
+    setup: &Setup,
+    p: &Params,
+    lambdas: &[f64],
+    all: &[Vec<Option<Race>>],
+    predicted: &[Prediction],
+    curves: &[Vec<(usize, Vec<f64>)>],
+) -> Figure {
+    let kk = setup.transitions();
+    let mut widths = LinePanel::new(
+        format!("{}: transition width W_k vs Λ", setup.label()),
+        "Λ = ln(1/α)",
+        "W_k (unrescaled time)",
+    )
+    .log_x()
+    .legend(LegendPosition::UpperRight);
+    let (lo, hi) = (lambdas[0], lambdas[lambdas.len() - 1]);
+    // room above the curves for the legend
+    let top = predicted.iter().map(|w| w.0).fold(0.0_f64, f64::max);
+    if top.is_finite() && top > 0.0 {
+        widths = widths.y_range(0.0, 1.7 * top);
+    }
+    for k in 0..kk {
+        let (x, y): (Vec<f64>, Vec<f64>) = (0..lambdas.len())
+            .filter_map(|j| all[j][k].as_ref().map(|r| (lambdas[j], r.width)))
+            .filter(|(_, w)| w.is_finite())
+            .unzip();
+        widths = widths
+            .series(
+                Series::new(
+                    format!("k={} {}", k + 1, setup.activation_label(k + 1)),
+                    x,
+                    y,
+                    LineStyle::SolidMarkers,
+                )
+                .color(k),
+            )
+            .series(Series::theory("", vec![lo, hi], vec![predicted[k].0; 2]).color(k));
+    }
+    let mut figure = Figure::new(3)
+        .title(format!(
+            "Transition widths (Lemma C.10): ‖β − β^(k+1)‖_∞ from ũ_(i_k) = {} on, per α \
+             (solid) and STAGE_B (dashed)",
+            p.rho
+        ))
+        .panel(widths);
+    for k in 0..kk {
+        let mut panel = LinePanel::new(
+            format!(
+                "transition {} → {}: {}",
+                k,
+                k + 1,
+                setup.activation_label(k + 1)
+            ),
+            "t − t̲_(k+1)",
+            "‖β − β^(k+1)‖_∞",
+        )
+        .log_y()
+        .hline(RefLine::new(p.radius, "radius").style(LineStyle::Dotted))
+        .legend(if k == 0 {
+            LegendPosition::UpperRight
+        } else {
+            LegendPosition::None
+        });
+        let (_, times, dist) = &predicted[k];
+        for (j, d) in &curves[k] {
+            panel = panel.series(
+                Series::numerics(
+                    format!("α = {}", alpha_label(-lambdas[*j])),
+                    times.clone(),
+                    d.clone(),
+                )
+                .color(*j),
+            );
+        }
+        panel = panel.series(Series::theory("STAGE_B", times.clone(), dist.clone()).color(6));
+        figure = figure.panel(panel);
+    }
+    figure
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "diagonal.transition-width",
+    paper: "004",
+    summary:
+        "Lemmas C.7–C.10: each transition, from ũ_(i_k) = 1e−2 to ‖β − β^(k+1)‖ ≤ 1e−4, lasts \
+              the same O(1) unrescaled time for every α and matches STAGE_B's reduced flow \
+              from ρ; at the race time t̲/Λ → T_(k+1), the other inactive weights are ≤ 10·α^c \
+              and sgn β_(i_k) = σ_k.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
+    validate,
+    run,
+};

@@ -1,0 +1,126 @@
+//! Seed-004 α-sweep scenarios (spec 004 §7: stage-times, plateau-convergence,
+//! log-scale-tracking, rank-staircase, transition-width, raw-vs-log) in their fast
+//! configurations, each with a deliberately wrong setting that makes a check fail.
+
+mod common;
+
+use attnflow::scenario::Report;
+
+/// The pass flags of the checks whose names contain `part`.
+fn passes(report: &Report, part: &str) -> Vec<bool> {
+    let flags: Vec<bool> = report
+        .checks
+        .iter()
+        .filter(|c| c.name.contains(part))
+        .map(|c| c.pass)
+        .collect();
+    assert!(!flags.is_empty(), "no check named …{part}…");
+    flags
+}
+
+#[test]
+fn stage_times() {
+    let r = common::run_quick("stage-times", &[]);
+    common::assert_all_pass("stage-times", &r);
+}
+
+/// At α ≥ 1e−8 the stages are not separated (Λ·gap·|g| < 5): mini's last transitions are
+/// missing at 1e−2 and 1e−4, and R2's offsets a_k still depend on Λ (the slope is off).
+#[test]
+fn stage_times_fail_at_large_alpha() {
+    let r = common::run_quick(
+        "stage-times",
+        &["log10_alpha=[-2, -4, -8]", "cross_log10_alpha=[-8]"],
+    );
+    assert!(passes(&r, "mini: transitions not found").iter().all(|p| !p));
+    assert!(passes(&r, "R2: max_k |slope").iter().all(|p| !p));
+    assert!(passes(&r, "R2: spread").iter().all(|p| !p));
+    // the solvers still agree: the failure is the finite-α physics, not the numerics
+    assert!(passes(&r, "R2: max relative").iter().all(|p| *p));
+}
+
+/// Loose tolerances are caught by the halved-tolerance and solver cross-checks.
+#[test]
+fn stage_times_detect_loose_tolerances() {
+    let r = common::run_quick("stage-times", &["solver.rtol=1e-4", "solver.atol=1e-4"]);
+    assert!(passes(&r, "tol/2").iter().all(|p| !p));
+    assert!(passes(&r, "(bdf)").iter().all(|p| !p));
+}
+
+#[test]
+fn plateau_convergence() {
+    let r = common::run_quick("plateau-convergence", &[]);
+    common::assert_all_pass("plateau-convergence", &r);
+}
+
+/// At α = 1e−8 the plateau error is far above 1e−3 on the short plateaus.
+#[test]
+fn plateau_convergence_fails_at_large_alpha() {
+    let r = common::run_quick(
+        "plateau-convergence",
+        &[
+            "log10_alpha=[-4, -6, -8]",
+            "checks.reference_log10_alpha=-8",
+        ],
+    );
+    assert!(passes(&r, "max_k err_k at").iter().all(|p| !p));
+}
+
+#[test]
+fn log_scale_tracking() {
+    let r = common::run_quick("log-scale-tracking", &[]);
+    common::assert_all_pass("log-scale-tracking", &r);
+}
+
+/// The spec's window alone (sign_radius = ∞ in effect) includes samples inside transitions,
+/// where eq. (29) does not hold.
+#[test]
+fn log_scale_tracking_sign_check_fails_inside_transitions() {
+    let r = common::run_quick("log-scale-tracking", &["checks.sign_radius=10.0"]);
+    assert!(passes(&r, "mini: samples with sgn").iter().all(|p| !p));
+    assert!(passes(&r, "mini: max over α").iter().all(|p| *p));
+}
+
+#[test]
+fn rank_staircase() {
+    let r = common::run_quick("rank-staircase", &[]);
+    common::assert_all_pass("rank-staircase", &r);
+}
+
+/// Without the eligibility rule, α = 1e−16 is counted on plateaus it has not reached yet.
+#[test]
+fn rank_staircase_miscounts_ineligible_alpha() {
+    let r = common::run_quick(
+        "rank-staircase",
+        &["log10_alpha=[-16]", "checks.eligibility=1e6"],
+    );
+    assert!(passes(&r, "counted set ≠ S_k").iter().all(|p| !p));
+}
+
+#[test]
+fn transition_width() {
+    let r = common::run_quick("transition-width", &[]);
+    common::assert_all_pass("transition-width", &r);
+}
+
+/// At α ≥ 1e−32 the short plateaus never come within 1e−4 of β^k before the next race, so
+/// their widths cannot be measured at two values of α.
+#[test]
+fn transition_width_needs_small_alpha() {
+    let r = common::run_quick("transition-width", &["log10_alpha=[-16, -32]"]);
+    assert!(passes(&r, "fewer than min_widths").iter().all(|p| !p));
+    assert!(passes(&r, "sgn β_(i_k)").iter().all(|p| *p));
+}
+
+#[test]
+fn raw_vs_log() {
+    let r = common::run_quick("raw-vs-log", &[]);
+    common::assert_all_pass("raw-vs-log", &r);
+}
+
+/// At α = 1e−8 the raw f64 layout has already lost the conserved c of the dropped coordinate.
+#[test]
+fn raw_vs_log_disagree_at_small_alpha() {
+    let r = common::run_quick("raw-vs-log", &["checks.agreement_log10_alpha=-8"]);
+    assert!(passes(&r, "max |β_raw − β_log|").iter().all(|p| !p));
+}

@@ -142,6 +142,25 @@ impl LogCoordinates {
         Self::from_init(u, v, 0.0)
     }
 
+    /// Replaces coordinate i of the log state (`self`, `zeta`) by the raw pair (u, v)
+    /// (re-oriented, ln c recomputed), leaving every other coordinate's ζ_j and ln c_j exactly
+    /// as they were. A perturbation must go through this rather than a raw round trip of the
+    /// whole state: for a small pair with b ∉ {0, 2} the f64 values of u and v no longer
+    /// resolve u ± v (spec §8.2), so only the perturbed pairs may pass through raw form.
+    pub fn set_pair(
+        &mut self,
+        zeta: &mut [f64],
+        i: usize,
+        u: f64,
+        v: f64,
+    ) -> Result<(), DiagonalError> {
+        let (single, z) = Self::from_raw(&[u], &[v])?;
+        self.ln_c[i] = single.ln_c[0];
+        self.orientation[i] = single.orientation[0];
+        zeta[i] = z[0];
+        Ok(())
+    }
+
     pub fn p(&self) -> usize {
         self.ln_c.len()
     }
@@ -231,6 +250,26 @@ mod tests {
             assert_eq!(o.restore(nu, nv), (u, v));
         }
         assert!(Orientation::of(0.2, -0.2).is_err());
+    }
+
+    #[test]
+    fn set_pair_replaces_one_pair_and_keeps_the_others_exactly() {
+        // α = 1e−32: coordinate 0 sits at b = 1.5, where u ≈ −v ≈ 5e−9 and w = u + v ≈ 1e−48
+        // is far below the rounding of u: a raw round trip of the whole state would lose it.
+        let ln_alpha = -32.0 * 10f64.ln();
+        let (mut coords, mut zeta) =
+            LogCoordinates::from_init(&[0.8, 1.1], &[-0.3, 0.4], ln_alpha).unwrap();
+        zeta[0] = -1.5 * -ln_alpha;
+        let (before_c, before_z) = (coords.ln_c()[0], zeta[0]);
+        coords.set_pair(&mut zeta, 1, -0.2, 0.7).unwrap();
+        assert_eq!((coords.ln_c()[0], zeta[0]), (before_c, before_z));
+        let raw = coords.raw_state(&zeta);
+        assert!(
+            (raw[1] + 0.2).abs() < 1e-15 && (raw[3] - 0.7).abs() < 1e-15,
+            "{raw:?}"
+        );
+        assert!((coords.beta_i(1, zeta[1]) + 0.14).abs() < 1e-15);
+        assert!(coords.set_pair(&mut zeta, 1, 0.3, -0.3).is_err());
     }
 
     #[test]

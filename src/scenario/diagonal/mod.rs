@@ -5,12 +5,20 @@ mod algorithm1_common;
 mod basics_common;
 pub mod common;
 pub mod conservation_law;
+pub mod entries;
+pub mod fig2_loss;
+mod figures_common;
+pub mod gd_vs_flow;
 pub mod gradient_check;
 pub mod greedy;
 pub mod hessian_strict_min;
 pub mod linearization_spectrum;
 pub mod log_scale_tracking;
+pub mod noise_robustness;
 pub mod nondegeneracy;
+mod perturb_common;
+pub mod perturb_plateau;
+pub mod perturb_stage_start;
 pub mod plateau_convergence;
 pub mod rank_staircase;
 pub mod raw_vs_log;
@@ -42,5 +50,12 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &rank_staircase::KIND,
         &transition_width::KIND,
         &raw_vs_log::KIND,
+        &fig2_loss::KIND,
+        &entries::KQ_KIND,
+        &entries::VO_KIND,
+        &perturb_plateau::KIND,
+        &perturb_stage_start::KIND,
+        &noise_robustness::KIND,
+        &gd_vs_flow::KIND,
     ]
 }

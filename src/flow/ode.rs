@@ -362,11 +362,8 @@ where
                     t: t_root,
                     state,
                 });
-                if terminal == Some(true) {
-                    (t_root, true)
-                } else {
-                    (t_now, false)
-                }
+                // a continuing run restarts from the root (see below), so samples stop there too
+                (t_root, terminal == Some(true))
             }
             OdeSolverStopReason::TstopReached => (t_end, true),
             OdeSolverStopReason::InternalTimestep => (t_now, false),
@@ -380,21 +377,19 @@ where
             traj.push(times[next], &z);
             next += 1;
         }
-        if matches!(reason, OdeSolverStopReason::RootFound(..)) && !stop {
-            // Two diffsol 0.18 defects after a root inside a step, when the run continues:
-            // (1) the root finder keeps the previous step's start as its lower bracket, so a sign
-            // change in the very next step interpolates outside that step and panics; touching
-            // the state re-initializes it at the current point. (2) the step returned RootFound
-            // without clamping to the stop time, so the next step could overshoot t_end; the
-            // stop time is set again.
-            let _ = solver.state_mut();
-            if t_now < t_end {
-                solver
-                    .set_stop_time(t_end)
-                    .map_err(|e| fail(t_now, e.to_string()))?;
-            }
+        if let (OdeSolverStopReason::RootFound(t_root, _), false) = (&reason, stop) {
+            // Continuing past a root, diffsol 0.18 keeps a stale bracket in its root finder (a
+            // sign change in the next step then panics), can miss a second root inside the same
+            // step, and does not clamp the next step to the stop time. Rewinding the state to
+            // the root re-initializes all three, so every later root is found.
+            solver
+                .state_mut_back(*t_root)
+                .map_err(|e| fail(*t_root, e.to_string()))?;
+            solver
+                .set_stop_time(t_end)
+                .map_err(|e| fail(*t_root, e.to_string()))?;
         }
-        if stop || t_now >= t_end {
+        if stop {
             if let Some(ev) = traj.events.last().filter(|_| terminal == Some(true)) {
                 if traj.last_t() < ev.t {
                     let (t, z) = (ev.t, ev.state.clone());
@@ -518,6 +513,48 @@ mod tests {
                 assert_eq!(tr.events.len(), 3, "{:?}", tr.events);
                 assert_eq!(tr.last_t(), 5.0);
             }
+        }
+    }
+
+    /// Roots in consecutive steps and two roots inside one step (diffsol 0.18 panicked or
+    /// dropped roots here before the run was rewound to each root): z_0 = e^{-t} cos 2t has
+    /// zeros at π/4 + kπ/2, and a second function with zeros 1e-6 later must give its own.
+    #[test]
+    fn every_root_of_a_continuing_run_is_found_once() {
+        let g = |_t: f64, z: &[f64], out: &mut [f64]| {
+            out[0] = z[0];
+            // z_0(t − 1e-6) to first order: z_0 − 1e-6·ż_0
+            out[1] = z[0] - 1e-6 * (-z[0] + 2.0 * z[1]);
+        };
+        let ev = Events {
+            count: 2,
+            func: &g,
+            terminal: false,
+        };
+        for method in [Method::Tsit45, Method::Bdf, Method::Esdirk34] {
+            let cfg = OdeConfig::new(method, 1e-10, 1e-14);
+            let times = linspace(0.0, 12.0, 4);
+            let tr = integrate(&Spiral, &[1.0, 0.0], &times, &cfg, Some(&ev)).unwrap();
+            // k = 0..=7 zeros below 12 for each function
+            for index in 0..2 {
+                let roots: Vec<f64> = tr
+                    .events
+                    .iter()
+                    .filter(|e| e.index == index)
+                    .map(|e| e.t)
+                    .collect();
+                assert_eq!(roots.len(), 8, "{method:?} index {index}: {roots:?}");
+                for (k, t) in roots.iter().enumerate() {
+                    let want = std::f64::consts::FRAC_PI_4
+                        + k as f64 * std::f64::consts::FRAC_PI_2
+                        + 1e-6 * index as f64;
+                    assert!(
+                        (t - want).abs() < 1e-7,
+                        "{method:?} root {k}: {t} vs {want}"
+                    );
+                }
+            }
+            assert_eq!(tr.last_t(), 12.0);
         }
     }
 

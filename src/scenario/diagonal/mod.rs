@@ -8,6 +8,10 @@ pub mod conservation_law;
 pub mod entries;
 pub mod fig2_loss;
 mod figures_common;
+mod full_matrix_checks;
+mod full_matrix_figure;
+pub mod full_matrix_rank;
+mod full_matrix_sweep;
 pub mod gd_vs_flow;
 pub mod gradient_check;
 pub mod greedy;
@@ -57,5 +61,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &perturb_stage_start::KIND,
         &noise_robustness::KIND,
         &gd_vs_flow::KIND,
+        &full_matrix_rank::KIND,
     ]
 }

@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 
 use nalgebra::DMatrix;
+use rand_distr::StandardNormal;
 
 use super::kernel::{mat_mul, mat_mul_nt, mat_mul_tn};
 use super::{AttentionHead, AttentionSamples, LossScale, ScoreValueMap};
@@ -165,6 +166,21 @@ impl FactorizedAttention {
 
     fn d(&self) -> usize {
         self.head.map().d
+    }
+
+    /// Inner (head) dimension d_h.
+    pub fn d_h(&self) -> usize {
+        self.d_h
+    }
+
+    /// The default initialization: every entry of W_K, W_Q, W_V, W_O i.i.d. N(0, 1/d) (fan-in
+    /// scaling, spec §5.4). Multiply by a scale s for an init-scale sweep with common random
+    /// numbers.
+    pub fn default_init(&self, rng: &mut impl rand::Rng) -> Vec<f64> {
+        let sd = 1.0 / (self.d() as f64).sqrt();
+        (0..self.dim())
+            .map(|_| sd * rng.sample::<f64, _>(StandardNormal))
+            .collect()
     }
 
     /// The four factors of θ: (W_K, W_Q, W_V, W_O).

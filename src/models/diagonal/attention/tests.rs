@@ -175,6 +175,27 @@ fn factorized_head_gradient_and_hvp_match_forward_mode_ad() {
 }
 
 #[test]
+fn default_init_has_fan_in_variance() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let (d, dh) = (16, 8);
+    let head = MatrixAttention::student_teacher(
+        2,
+        1,
+        &DMatrix::zeros(d, d),
+        &DMatrix::zeros(d, d),
+        LossScale::Mean,
+        &mut rng,
+    )
+    .unwrap();
+    let flow = FactorizedAttention::new(head, dh);
+    let theta = flow.default_init(&mut rng);
+    assert_eq!((theta.len(), flow.d_h()), (4 * d * dh, dh));
+    // mean of 512 squares of N(0, 1/d): relative standard deviation √(2/512) ≈ 0.0625
+    let mean_sq = theta.iter().map(|x| x * x).sum::<f64>() / theta.len() as f64;
+    assert!((mean_sq * d as f64 - 1.0).abs() < 4.0 * 0.0625, "{mean_sq}");
+}
+
+#[test]
 fn structural_zeros_and_the_closed_form_at_zero() {
     // spec §2.2: G_a = 0 whenever c = 0; G_{c_r} = 0 when c_r = 0 and c*_r = 0 (r = 0, 1, 5);
     // G_c(0) = 2κ n mean_s(x̄ ȳ).

@@ -172,8 +172,9 @@ pub fn gradient_descent<F: GradientFlow + ?Sized>(
     Ok(traj)
 }
 
-/// Sorted distinct iterations 0..=steps to record.
-fn recorded_iterations(steps: usize, rec: Recording) -> Vec<usize> {
+/// Sorted distinct iterations 0..=steps to record (always 0 and `steps`); public so that
+/// optimizers outside [`gradient_descent`] record on the same schedule.
+pub fn recorded_iterations(steps: usize, rec: Recording) -> Vec<usize> {
     let mut v: Vec<usize> = match rec {
         Recording::Every(every) => (0..=steps).step_by(every.max(1)).collect(),
         Recording::LogSpaced(count) => {

@@ -16,7 +16,7 @@ pub mod ode;
 pub mod trajectory;
 
 pub use clock::{integrate_log_time, LogClock};
-pub use discrete::{gradient_descent, DiscreteConfig, Recording, StepRule};
+pub use discrete::{gradient_descent, recorded_iterations, DiscreteConfig, Recording, StepRule};
 pub use ode::{integrate, integrate_flow, linspace, logspace, Events, Method, OdeConfig, TimeGrid};
 pub use trajectory::{norm, Event, SolverStats, Trajectory};
 

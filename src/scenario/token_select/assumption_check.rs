@@ -1,0 +1,449 @@
+//! `assumption-check` (Ass. 1/2, Lemma 6, Lemma 9, Cond. 1; spec 003 §4.1): over `seeds` draws
+//! at each d of a sweep, Ass. 2 holds exactly for ex1, ex1-orth and DM; the near-orthogonality
+//! ρ_orth of ex1 (Lemma 6) and of DM (Lemma 9) decreases like d^{−1/2}; ex1-orth is exactly
+//! orthogonal; every W-SVM is feasible; and DM's optimal tokens have the larger norm
+//! (Cond. 1(ii)).
+
+use nalgebra::DVector;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::svm::{solve_l2, MarginConstraints, RankOneConstraints, SvmError, SvmMethod};
+use crate::flow::{Method, OdeConfig};
+use crate::models::token_select::{Example1, GaussianJoint, Instance, TokenError};
+use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::attention_common::{nan_max, nan_min};
+use super::common::FIRST_FREE_STREAM;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Independent draws per d.
+    pub seeds: usize,
+    /// Token dimensions d (increasing). ex1 and DM keep their default n, T and scales ∝ 1/√d;
+    /// ex1-orth is drawn where d ≥ nT + 1.
+    pub dims: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Ass. 2: max_i (spread of non-optimal scores) ≤ this · max|γ| (spec 003 §4.1: 1e−12).
+    pub ass2_rel_tol: f64,
+    /// Lemma 6: the median ρ_orth·√d of ex1 at every d lies in this range (§4.1: [1.5, 6]).
+    pub rho_sqrt_d_range: [f64; 2],
+    /// ex1-orth: ρ_orth ≤ this (§4.1: 1e−12).
+    pub orth_max_rho: f64,
+    /// Cond. 1(ii) with constant C: ‖x_{i,opt}‖² ≥ C·max_{t≠opt}‖x_{i,t}‖² for every DM sample
+    /// at the largest d (§4.1 default C = 2; σ_o²/σ² = 4 in DM).
+    pub cond1_c: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    sc.require_positive(&[
+        ("checks.ass2_rel_tol", c.ass2_rel_tol),
+        ("checks.orth_max_rho", c.orth_max_rho),
+        ("checks.cond1_c", c.cond1_c),
+    ])?;
+    if p.seeds == 0 {
+        return Err(sc.invalid("params.seeds", "need at least one draw per d"));
+    }
+    if p.dims.len() < 2 || p.dims[0] < 2 || p.dims.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(sc.invalid(
+            "params.dims",
+            "need at least two increasing dimensions ≥ 2 (a trend in d is checked)",
+        ));
+    }
+    if c.rho_sqrt_d_range[0] >= c.rho_sqrt_d_range[1] {
+        return Err(sc.invalid(
+            "checks.rho_sqrt_d_range",
+            "must be [low, high] with low < high",
+        ));
+    }
+    Ok(())
+}
+
+/// The three data models at dimension d with the toolkit's scales ∝ 1/√d.
+fn models(d: usize) -> (Example1, Example1, GaussianJoint) {
+    let s = 1.0 / (d as f64).sqrt();
+    let ex1 = Example1 {
+        d,
+        noise: s,
+        ..Example1::ex1()
+    };
+    let orth = Example1 {
+        orthogonal: true,
+        ..ex1
+    };
+    let dm = GaussianJoint {
+        d,
+        sigma_opt: s,
+        sigma: 0.5 * s,
+        ..GaussianJoint::dm()
+    };
+    (ex1, orth, dm)
+}
+
+/// Whether the W-SVM is feasible. A positive-definite Gram matrix certifies it without any
+/// d² object: W = Σ β_k D_k with Gβ = 1 meets every constraint with equality. Otherwise the QP
+/// decides (a Farkas certificate or a solution).
+fn w_svm_feasible(inst: &Instance) -> Result<bool, RunError> {
+    let cons = RankOneConstraints::w_svm(&inst.data.view(), &inst.opt)
+        .map_err(|e| RunError::Other(format!("W-SVM constraints: {e}")))?;
+    let gram = cons.gram();
+    let ones = DVector::from_element(cons.count(), 1.0);
+    if let Some(chol) = gram.clone().cholesky() {
+        let beta = chol.solve(&ones);
+        let residual = (&gram * &beta - &ones).amax();
+        if residual <= 1e-9 {
+            return Ok(true);
+        }
+    }
+    match solve_l2(&cons, SvmMethod::Dual) {
+        Ok(_) => Ok(true),
+        Err(SvmError::Infeasible { .. }) => Ok(false),
+        Err(e) => Err(RunError::Other(format!("W-SVM: {e}"))),
+    }
+}
+
+/// min_i ‖x_{i,opt}‖²/max_{t≠opt}‖x_{i,t}‖².
+fn opt_norm_ratio(inst: &Instance) -> f64 {
+    let sq = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>();
+    let data = &inst.data;
+    (0..data.n)
+        .map(|i| {
+            let o = inst.opt[i];
+            let other = (0..data.t)
+                .filter(|&t| t != o)
+                .map(|t| sq(data.token(i, t)))
+                .fold(0.0, nan_max);
+            sq(data.token(i, o)) / other
+        })
+        .fold(f64::INFINITY, nan_min)
+}
+
+/// What one draw gives.
+struct Draw {
+    rho: f64,
+    /// Ass. 2 spread relative to max|γ|.
+    spread: f64,
+    feasible: bool,
+}
+
+fn measure(inst: &Instance) -> Result<Draw, RunError> {
+    let a = inst.data.assumptions(&inst.decoder, &inst.opt);
+    Ok(Draw {
+        rho: a.rho_orth,
+        spread: a.nonopt_score_spread / a.score_scale,
+        feasible: w_svm_feasible(inst)?,
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    }
+}
+
+/// Per-d statistics of ρ_orth over the draws: (median, min, max).
+#[derive(Default)]
+struct RhoStats {
+    median: Vec<f64>,
+    min: Vec<f64>,
+    max: Vec<f64>,
+}
+
+impl RhoStats {
+    fn push(&mut self, mut rhos: Vec<f64>) {
+        self.min
+            .push(rhos.iter().copied().fold(f64::INFINITY, nan_min));
+        self.max.push(rhos.iter().copied().fold(0.0, nan_max));
+        self.median.push(median(&mut rhos));
+    }
+
+    /// max over consecutive d of median(d_{j+1})/median(d_j): < 1 means strictly decreasing.
+    fn worst_ratio(&self) -> f64 {
+        self.median
+            .windows(2)
+            .map(|w| w[1] / w[0])
+            .fold(0.0, nan_max)
+    }
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let mut rep = Report {
+        series: Table::new(&[
+            "data",
+            "d",
+            "draw",
+            "rho_orth",
+            "ass2_relative_spread",
+            "w_svm_feasible",
+            "opt_norm_ratio",
+        ]),
+        ..Report::default()
+    };
+    let (mut ex1_stats, mut dm_stats) = (RhoStats::default(), RhoStats::default());
+    let (mut orth_d, mut orth_max) = (Vec::new(), Vec::new());
+    let (mut worst_spread, mut infeasible, mut instances) = (0.0f64, 0usize, 0usize);
+    let mut cond1_at_max_d = f64::INFINITY;
+    let mut cond1_fraction = Vec::new();
+    for &d in &p.dims {
+        let (ex1, orth, dm) = models(d);
+        let (mut ex1_rho, mut dm_rho, mut orth_rho) = (vec![], vec![], vec![]);
+        let mut cond1_ok = 0usize;
+        for s in 0..p.seeds {
+            // one stream per (draw, model): common random numbers across d
+            let stream = |m: u64| FIRST_FREE_STREAM + 3 * s as u64 + m;
+            let err = |e: TokenError| RunError::Other(format!("d = {d}, draw {s}: {e}"));
+            let mut cases = vec![("ex1", ex1.generate(&mut ctx.rng(stream(0))).map_err(err)?)];
+            if d > ex1.n * ex1.t {
+                cases.push((
+                    "ex1-orth",
+                    orth.generate(&mut ctx.rng(stream(1))).map_err(err)?,
+                ));
+            }
+            cases.push(("dm", dm.generate(&mut ctx.rng(stream(2))).map_err(err)?));
+            for (name, inst) in &cases {
+                let m = measure(inst)?;
+                let ratio = if *name == "dm" {
+                    opt_norm_ratio(inst)
+                } else {
+                    f64::NAN
+                };
+                worst_spread = nan_max(worst_spread, m.spread);
+                instances += 1;
+                infeasible += usize::from(!m.feasible);
+                match *name {
+                    "ex1" => ex1_rho.push(m.rho),
+                    "ex1-orth" => orth_rho.push(m.rho),
+                    _ => {
+                        dm_rho.push(m.rho);
+                        cond1_ok += usize::from(ratio >= c.cond1_c);
+                        if d == *p.dims.last().unwrap() {
+                            cond1_at_max_d = nan_min(cond1_at_max_d, ratio);
+                        }
+                    }
+                }
+                rep.series.push(vec![
+                    (*name).into(),
+                    d.into(),
+                    s.into(),
+                    m.rho.into(),
+                    m.spread.into(),
+                    usize::from(m.feasible).into(),
+                    ratio.into(),
+                ]);
+            }
+        }
+        ex1_stats.push(ex1_rho);
+        dm_stats.push(dm_rho);
+        if !orth_rho.is_empty() {
+            orth_d.push(d as f64);
+            orth_max.push(orth_rho.iter().copied().fold(0.0, nan_max));
+        }
+        cond1_fraction.push(cond1_ok as f64 / p.seeds as f64);
+    }
+    let dims: Vec<f64> = p.dims.iter().map(|&d| d as f64).collect();
+    let scaled: Vec<f64> = ex1_stats
+        .median
+        .iter()
+        .zip(&dims)
+        .map(|(r, d)| r * d.sqrt())
+        .collect();
+    let dm_scaled: Vec<f64> = dm_stats
+        .median
+        .iter()
+        .zip(&dims)
+        .map(|(r, d)| r * d.sqrt())
+        .collect();
+    let (ex1_n, ex1_t) = (Example1::ex1().n, Example1::ex1().t);
+
+    rep.check(
+        Check::at_most(
+            "Ass. 2: max non-optimal score spread / max|γ|",
+            worst_spread,
+            c.ass2_rel_tol,
+        )
+        .note(format!("{instances} draws of ex1, ex1-orth and DM")),
+    );
+    rep.check(
+        Check::at_most(
+            "Lemma 6: max_d median ρ_orth(ex1) ratio between consecutive d",
+            ex1_stats.worst_ratio(),
+            1.0,
+        )
+        .note("< 1: the median decreases with d"),
+    );
+    let (lo, hi) = scaled.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &v| {
+        (nan_min(l, v), nan_max(h, v))
+    });
+    rep.check(
+        Check::at_least(
+            "Lemma 6: min_d median ρ_orth(ex1)·√d",
+            lo,
+            c.rho_sqrt_d_range[0],
+        )
+        .note(format!("per d: {scaled:.3?}")),
+    );
+    rep.check(Check::at_most(
+        "Lemma 6: max_d median ρ_orth(ex1)·√d",
+        hi,
+        c.rho_sqrt_d_range[1],
+    ));
+    let orth_worst = orth_max.iter().copied().fold(0.0, nan_max);
+    rep.check(
+        Check::at_most("ex1-orth: max ρ_orth", orth_worst, c.orth_max_rho).note(format!(
+            "d ∈ {orth_d:?} (ex1-orth needs d ≥ nT + 1 = {})",
+            ex1_n * ex1_t + 1
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "Lemma 9: max_d median ρ_orth(DM) ratio between consecutive d",
+            dm_stats.worst_ratio(),
+            1.0,
+        )
+        .note(format!("median ρ_orth(DM)·√d per d: {dm_scaled:.3?}")),
+    );
+    rep.check(
+        Check::at_most("W-SVM infeasible draws", infeasible as f64, 0.0).note(format!(
+            "{instances} draws (Gram certificate or the dual QP)"
+        )),
+    );
+    rep.check(
+        Check::at_least(
+            &format!(
+                "Cond. 1(ii): min_i ‖x_opt‖²/max‖x_t‖², DM at d = {}",
+                p.dims.last().unwrap()
+            ),
+            cond1_at_max_d,
+            c.cond1_c,
+        )
+        .note(format!(
+            "fraction of DM draws meeting it per d: {cond1_fraction:.2?}"
+        )),
+    );
+    let strict = 1.0 / (ex1_n * ex1_t) as f64;
+    rep.derive("ex1_median_rho", &ex1_stats.median);
+    rep.derive("ex1_median_rho_sqrt_d", &scaled);
+    rep.derive("dm_median_rho", &dm_stats.median);
+    rep.derive("dm_median_rho_sqrt_d", &dm_scaled);
+    rep.derive("ex1_orth_max_rho", &orth_max);
+    rep.derive("ass1a_strict_rho_max", strict);
+    rep.derive(
+        "dm_d_over_n",
+        dims.iter()
+            .map(|d| d / GaussianJoint::dm().n as f64)
+            .collect::<Vec<_>>(),
+    );
+    rep.derive("cond1_fraction_per_d", &cond1_fraction);
+
+    // reference C·d^{−1/2} with C the geometric mean of the ex1 medians·√d
+    let fitted = (scaled.iter().map(|v| v.ln()).sum::<f64>() / scaled.len() as f64).exp();
+    let reference = |k: f64| dims.iter().map(|d| k / d.sqrt()).collect::<Vec<f64>>();
+    let rho_panel = LinePanel::new(
+        format!(
+            "near-orthogonality ρ_orth, median and range of {} draws",
+            p.seeds
+        ),
+        "token dimension d",
+        "ρ_orth",
+    )
+    .log_x()
+    .log_y()
+    .band(
+        Band::new(
+            "",
+            dims.clone(),
+            ex1_stats.min.clone(),
+            ex1_stats.max.clone(),
+        )
+        .color(0),
+    )
+    .band(Band::new("", dims.clone(), dm_stats.min.clone(), dm_stats.max.clone()).color(1))
+    .series(
+        Series::new(
+            "ex1 (Lemma 6)",
+            dims.clone(),
+            ex1_stats.median.clone(),
+            LineStyle::SolidMarkers,
+        )
+        .color(0),
+    )
+    .series(
+        Series::new(
+            "DM (Lemma 9)",
+            dims.clone(),
+            dm_stats.median.clone(),
+            LineStyle::SolidMarkers,
+        )
+        .color(1),
+    )
+    .series(
+        Series::theory(
+            format!("{fitted:.2}·d^(−1/2)"),
+            dims.clone(),
+            reference(fitted),
+        )
+        .color(2),
+    )
+    .series(
+        Series::new(
+            format!(
+                "check range [{}, {}]·d^(−1/2)",
+                c.rho_sqrt_d_range[0], c.rho_sqrt_d_range[1]
+            ),
+            dims.clone(),
+            reference(c.rho_sqrt_d_range[0]),
+            LineStyle::Dotted,
+        )
+        .color(3),
+    )
+    .series(
+        Series::new(
+            "",
+            dims.clone(),
+            reference(c.rho_sqrt_d_range[1]),
+            LineStyle::Dotted,
+        )
+        .color(3),
+    )
+    .hline(RefLine::new(strict, "strict Ass. 1a: ρ ≤ 1/(nT)").style(LineStyle::Dotted))
+    .y_range(0.01, 4.0)
+    .legend(LegendPosition::UpperRight);
+    let orth_panel = LinePanel::new(
+        "ex1-orth: exact orthogonality",
+        "token dimension d",
+        "max ρ_orth over draws",
+    )
+    .log_x()
+    .log_y()
+    .series(Series::new("ex1-orth", orth_d, orth_max, LineStyle::SolidMarkers).color(0))
+    .hline(RefLine::new(c.orth_max_rho, "check bound"))
+    .legend(LegendPosition::LowerRight);
+    rep.figure = Some(
+        Figure::new(2)
+            .title("Assumptions 1–2 on the data models (Lemma 6, Lemma 9)")
+            .panel(rho_panel)
+            .panel(orth_panel),
+    );
+    Ok(rep)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "token_select.assumption-check",
+    paper: "003",
+    summary: "Ass. 1/2, Lemma 6, Lemma 9, Cond. 1 over seeds and a d sweep: Ass. 2 exact, \
+              ρ_orth ∝ d^(−1/2) for ex1 and DM, ex1-orth exactly orthogonal, every W-SVM \
+              feasible, DM's optimal tokens the larger ones.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
+    validate,
+    run,
+};

@@ -1,0 +1,440 @@
+//! `stable-numerics` (spec 003 §8.2 regression): NGD in the log domain to ‖W‖ = 10³ on the
+//! two-token example and ex1. Nothing may become NaN or infinite, NGD must keep its exact step
+//! length, and ln(L − L*) must stay exact (two-token closed form) and linear in ‖W‖ with slope
+//! −Γ long after e^{−g} has underflowed. A naive f64 evaluation along the same iterates is the
+//! negative control: it must be flagged as breaking near the logit gap ln(1/ε) ≈ 37.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::svm::one_minus_cos;
+use crate::flow::{Method, OdeConfig};
+use crate::models::token_select::logdomain::softplus;
+use crate::models::token_select::{FixedDecoder, FixedRule, FixedStepper, Loss};
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::attention_common::{
+    gaussian_matrix, line_fit, logits, min_logit_gap, naive_excess, nan_max,
+};
+use super::common::{build_instance, w_svm, DataName, FIRST_FREE_STREAM};
+use super::svm_common::data_label;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Data models (spec 003 §1.3); two-token starts at W₀ = I (its canonical init), the
+    /// others at iid N(0, init_std²) entries.
+    pub data: Vec<DataName>,
+    /// NGD step length η (uncapped: the analysed algorithm).
+    pub eta: f64,
+    /// Run until ‖W‖ ≥ target_norm.
+    pub target_norm: f64,
+    /// Entry scale of the Gaussian W₀.
+    pub init_std: f64,
+    /// The slope of ln(L − L*) against ‖W‖ is fitted on ‖W‖ ≥ fit_from·target_norm.
+    pub fit_from: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// |slope/(−Γ) − 1| of ln(L − L*) vs ‖W‖ (spec 003 §4.2 Lemma 1: −ln(L − L*)/‖W‖ → Γ).
+    pub slope_rel_tol: f64,
+    /// max |residual| of ln(L − L*) about its fitted line (nats): "linear in ‖W‖".
+    pub max_line_residual: f64,
+    /// |NGD step length/η − 1| at every step: the normalized direction never degrades.
+    pub step_length_rel_tol: f64,
+    /// Two-token: |ln(L − L*) − (−1 + ln expm1(σ(−g)))|/|ln(L − L*)| at every step (§4.2).
+    pub closed_form_rel_tol: f64,
+    /// Two-token: |(1 − corr)/closed form − 1|, closed form p/(c² + p + c√(c² + p)) with
+    /// c = c₀ + ηk (§4.2).
+    pub direction_rel_tol: f64,
+    /// The naive evaluation is "broken" once its relative error exceeds this.
+    pub naive_break_rel_error: f64,
+    /// The smallest logit gap where the naive evaluation breaks must lie in this range
+    /// (§8.2: σ(g) rounds to 1 at g ≈ ln(2/ε) ≈ 36.7).
+    pub naive_break_gap: [f64; 2],
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    sc.require_positive(&[
+        ("params.eta", p.eta),
+        ("params.target_norm", p.target_norm),
+        ("params.init_std", p.init_std),
+        ("checks.slope_rel_tol", c.slope_rel_tol),
+        ("checks.max_line_residual", c.max_line_residual),
+        ("checks.step_length_rel_tol", c.step_length_rel_tol),
+        ("checks.closed_form_rel_tol", c.closed_form_rel_tol),
+        ("checks.direction_rel_tol", c.direction_rel_tol),
+        ("checks.naive_break_rel_error", c.naive_break_rel_error),
+    ])?;
+    if p.data.is_empty() {
+        return Err(sc.invalid("params.data", "name at least one data model"));
+    }
+    if !(p.fit_from > 0.0 && p.fit_from < 1.0) {
+        return Err(sc.invalid("params.fit_from", "must be in (0, 1)"));
+    }
+    if c.naive_break_gap[0] >= c.naive_break_gap[1] {
+        return Err(sc.invalid(
+            "checks.naive_break_gap",
+            "must be [low, high] with low < high",
+        ));
+    }
+    // a run shorter than ~50 steps has no tail to fit
+    if p.target_norm < 50.0 * p.eta {
+        return Err(sc.invalid(
+            "params.target_norm",
+            format!("must be ≥ 50·eta = {} for a tail to fit", 50.0 * p.eta),
+        ));
+    }
+    Ok(())
+}
+
+/// One NGD run, one row per step.
+#[derive(Default)]
+struct Run {
+    norm: Vec<f64>,
+    log_excess: Vec<f64>,
+    /// ln L (for the cancellation factor L/(L − L*) of the naive subtraction).
+    log_loss: Vec<f64>,
+    naive: Vec<f64>,
+    gap: Vec<f64>,
+    one_minus_corr: Vec<f64>,
+    /// |step length/η − 1| (steps only, one fewer than the rows).
+    step_error: Vec<f64>,
+    non_finite: usize,
+}
+
+fn non_finite(xs: &[f64]) -> usize {
+    xs.iter().filter(|x| !x.is_finite()).count()
+}
+
+/// NGD from w until ‖W‖ ≥ target; records every iterate (including the last).
+fn ngd_run(
+    model: &FixedDecoder,
+    mut w: Vec<f64>,
+    w_mm: &[f64],
+    p: &Params,
+) -> Result<Run, RunError> {
+    let mut stepper = FixedStepper::new(
+        model,
+        FixedRule::Ngd {
+            eta: p.eta,
+            cap: f64::INFINITY,
+        },
+    )
+    .map_err(|e| RunError::Other(e.to_string()))?;
+    let (data, opt, gamma) = (model.data(), model.optimal_tokens(), model.scores());
+    let mut run = Run::default();
+    // ‖W‖ grows by at most η per step: the cap only guards against a stalled run
+    let max_steps = (2.0 * (p.target_norm + crate::flow::norm(&w)) / p.eta).ceil() as usize + 10;
+    for _ in 0..=max_steps {
+        let s = logits(data, &w);
+        let norm = crate::flow::norm(&w);
+        run.norm.push(norm);
+        run.log_excess.push(model.log_excess_loss(&w));
+        run.log_loss.push(model.log_loss(&w));
+        run.naive.push(naive_excess(data.t, &s, gamma, opt));
+        run.gap.push(min_logit_gap(data.t, &s, opt));
+        run.one_minus_corr.push(one_minus_cos(&w, w_mm));
+        let attention = model.attention(&w);
+        run.non_finite += non_finite(&w) + non_finite(&attention.log_one_minus_phi_opt);
+        if norm >= p.target_norm {
+            return Ok(run);
+        }
+        let r = stepper.step(&mut w);
+        run.non_finite += non_finite(&[r.log_excess, r.log_grad_norm, r.length]);
+        run.step_error.push((r.length / p.eta - 1.0).abs());
+    }
+    Err(RunError::Other(format!(
+        "NGD did not reach ‖W‖ = {} in {max_steps} steps",
+        p.target_norm
+    )))
+}
+
+/// Two-token closed forms along NGD from W₀ = I (spec 003 §4.2): ln(L − L*) from the logit
+/// gap, and 1 − corr from c_k = c₀ + ηk.
+fn two_token_errors(run: &Run, eta: f64) -> (f64, f64) {
+    let (c0, p) = (std::f64::consts::FRAC_1_SQRT_2, 1.5);
+    let mut loss_err = 0.0f64;
+    let mut dir_err = 0.0f64;
+    for k in 0..run.norm.len() {
+        let g = run.gap[k];
+        // L − L* = e^{−1} expm1(σ(−g)), σ(−g) = e^{−softplus(g)}
+        let sig = (-softplus(g)).exp();
+        let exact = -1.0 + crate::models::token_select::logdomain::log_expm1(sig, -softplus(g));
+        loss_err = nan_max(loss_err, ((run.log_excess[k] - exact) / exact).abs());
+        let c = c0 + eta * k as f64;
+        let root = (c * c + p).sqrt();
+        let closed = p / (c * c + p + c * root);
+        dir_err = nan_max(dir_err, (run.one_minus_corr[k] / closed - 1.0).abs());
+    }
+    (loss_err, dir_err)
+}
+
+/// First iterate where the naive evaluation is off by more than `tol` relative (or is not a
+/// positive finite number).
+fn naive_break(run: &Run, tol: f64) -> Option<usize> {
+    (0..run.norm.len()).find(|&k| {
+        let naive = run.naive[k];
+        !(naive.is_finite() && naive > 0.0)
+            || ((naive.ln() - run.log_excess[k]).exp() - 1.0).abs() > tol
+    })
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let mut rep = Report {
+        series: Table::new(&[
+            "data",
+            "k",
+            "norm_W",
+            "ln_excess",
+            "ln_abs_naive_excess",
+            "naive_relative_error",
+            "min_logit_gap",
+            "one_minus_corr",
+        ]),
+        ..Report::default()
+    };
+    let mut fig = Figure::new(p.data.len()).title(format!(
+        "NGD (η = {}) to ‖W‖ = {} in the log domain (top); the naive f64 evaluation breaks \
+         near logit gap 37 (bottom)",
+        p.eta, p.target_norm
+    ));
+    let mut zooms = Vec::new();
+    for (j, &name) in p.data.iter().enumerate() {
+        let label = data_label(name);
+        let inst = build_instance(name, ctx)?;
+        let (_, svm) = w_svm(&inst)?;
+        let gamma_mm = 1.0 / svm.norm;
+        let d = inst.data.d;
+        let w0 = if name == DataName::TwoToken {
+            vec![1.0, 0.0, 0.0, 1.0]
+        } else {
+            gaussian_matrix(d, p.init_std, &mut ctx.rng(FIRST_FREE_STREAM + j as u64))
+        };
+        let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential)
+            .map_err(|e| RunError::Other(format!("{label}: {e}")))?;
+        let run = ngd_run(&model, w0, &svm.w, p)?;
+        let steps = run.step_error.len();
+
+        rep.check(
+            Check::at_most(
+                &format!("{label}: non-finite values"),
+                run.non_finite as f64,
+                0.0,
+            )
+            .note(format!(
+                "W, ln(L − L*), ln‖∇L‖, ln(1 − φ_opt) over {steps} NGD steps to ‖W‖ = {:.0}, \
+                     min logit gap {:.0}",
+                run.norm.last().unwrap(),
+                run.gap.last().unwrap()
+            )),
+        );
+        let worst_step = run.step_error.iter().copied().fold(0.0, nan_max);
+        rep.check(Check::at_most(
+            &format!("{label}: max |NGD step length/η − 1|"),
+            worst_step,
+            c.step_length_rel_tol,
+        ));
+
+        let from = p.fit_from * p.target_norm;
+        let tail: Vec<usize> = (0..run.norm.len())
+            .filter(|&k| run.norm[k] >= from)
+            .collect();
+        let xs: Vec<f64> = tail.iter().map(|&k| run.norm[k]).collect();
+        let ys: Vec<f64> = tail.iter().map(|&k| run.log_excess[k]).collect();
+        let fit = line_fit(&xs, &ys);
+        rep.check(
+            Check::at_most(
+                &format!("{label}: |slope of ln(L − L*) vs ‖W‖ / (−Γ) − 1|"),
+                (fit.slope / -gamma_mm - 1.0).abs(),
+                c.slope_rel_tol,
+            )
+            .note(format!(
+                "slope {:.6} vs −Γ = {:.6} on ‖W‖ ∈ [{from:.0}, {:.0}] ({} iterates)",
+                fit.slope,
+                -gamma_mm,
+                run.norm.last().unwrap(),
+                fit.points
+            )),
+        );
+        rep.check(Check::at_most(
+            &format!("{label}: max |ln(L − L*) − line| on the fit window"),
+            fit.max_residual,
+            c.max_line_residual,
+        ));
+        if name == DataName::TwoToken {
+            let (loss_err, dir_err) = two_token_errors(&run, p.eta);
+            rep.check(
+                Check::at_most(
+                    &format!("{label}: max rel. error of ln(L − L*) vs closed form"),
+                    loss_err,
+                    c.closed_form_rel_tol,
+                )
+                .note("−1 + ln expm1(σ(−g)) at every iterate, g = W₁₁ − W₂₁ (§4.2)"),
+            );
+            rep.check(
+                Check::at_most(
+                    &format!("{label}: max |(1 − corr)/closed form − 1|"),
+                    dir_err,
+                    c.direction_rel_tol,
+                )
+                .note("p/(c² + p + c√(c² + p)), c = c₀ + ηk (§4.2), via dist²/2"),
+            );
+        } else {
+            let half = run.one_minus_corr[tail[0]];
+            let last = *run.one_minus_corr.last().unwrap();
+            rep.check(
+                Check::at_most(
+                    &format!("{label}: (1 − corr) at the end / at the fit start"),
+                    last / half,
+                    1.0,
+                )
+                .note(
+                    "the NGD direction keeps improving in the tail (it did not in naive f64, §8.1)",
+                ),
+            );
+        }
+        let broken = naive_break(&run, c.naive_break_rel_error);
+        let gap_at_break = broken.map_or(f64::NAN, |k| run.gap[k]);
+        rep.check(
+            Check::within(
+                &format!("{label}: logit gap where the naive f64 excess breaks"),
+                gap_at_break,
+                c.naive_break_gap[0],
+                c.naive_break_gap[1],
+            )
+            .note(format!(
+                "negative control: first iterate with relative error > {} (NaN: never broke)",
+                c.naive_break_rel_error
+            )),
+        );
+        rep.derive(
+            &label,
+            serde_json::json!({
+                "Gamma": gamma_mm,
+                "steps": steps,
+                "final_norm": run.norm.last(),
+                "final_min_logit_gap": run.gap.last(),
+                "final_ln_excess": run.log_excess.last(),
+                "fit_slope": fit.slope,
+                "fit_intercept": fit.intercept,
+                "naive_break_iterate": broken,
+                "naive_break_norm": broken.map(|k| run.norm[k]),
+                "naive_break_gap": gap_at_break,
+            }),
+        );
+
+        let naive_log: Vec<f64> = run
+            .naive
+            .iter()
+            .map(|&x| if x != 0.0 { x.abs().ln() } else { f64::NAN })
+            .collect();
+        // relative error of the naive value (1 once it has collapsed to 0) and its prediction:
+        // the subtraction L − L* amplifies the unit roundoff u by L/(L − L*)
+        let naive_error: Vec<f64> = (0..run.norm.len())
+            .map(|k| {
+                (((run.naive[k].abs().ln() - run.log_excess[k]).exp()) - 1.0)
+                    .abs()
+                    .min(1.0)
+            })
+            .map(|e| if e.is_nan() { 1.0 } else { e })
+            .collect();
+        let predicted: Vec<f64> = (0..run.norm.len())
+            .map(|k| (f64::EPSILON / 2.0 * (run.log_loss[k] - run.log_excess[k]).exp()).min(1.0))
+            .collect();
+        for k in 0..run.norm.len() {
+            rep.series.push(vec![
+                label.as_str().into(),
+                k.into(),
+                run.norm[k].into(),
+                run.log_excess[k].into(),
+                naive_log[k].into(),
+                naive_error[k].into(),
+                run.gap[k].into(),
+                run.one_minus_corr[k].into(),
+            ]);
+        }
+        let line_x = vec![0.0, p.target_norm];
+        let line_y: Vec<f64> = line_x
+            .iter()
+            .map(|x| fit.intercept + fit.slope * x)
+            .collect();
+        let mut full = LinePanel::new(
+            format!("{label}: NGD to ‖W‖ = {}", p.target_norm),
+            "‖W‖",
+            "ln(L − L*)",
+        )
+        .series(Series::numerics("log domain", run.norm.clone(), run.log_excess.clone()).color(0))
+        .series(
+            Series::theory(
+                format!("fit, slope {:.4} (−Γ = {:.4})", fit.slope, -gamma_mm),
+                line_x,
+                line_y,
+            )
+            .color(2),
+        )
+        .series(
+            Series::new(
+                "naive f64 ln|L − L*|",
+                run.norm.clone(),
+                naive_log,
+                LineStyle::Dotted,
+            )
+            .color(1),
+        )
+        .legend(LegendPosition::UpperRight);
+        let upto = broken.map_or(run.norm.len(), |k| (2 * k).clamp(10, run.norm.len()));
+        let mut zoom = LinePanel::new(
+            format!("{label}: the naive f64 evaluation"),
+            "‖W‖",
+            "relative error of naive L − L*",
+        )
+        .log_y()
+        .y_range(1e-17, 3.0)
+        .series(
+            Series::numerics(
+                "naive f64",
+                run.norm[..upto].to_vec(),
+                naive_error[..upto].to_vec(),
+            )
+            .color(1),
+        )
+        .series(
+            Series::theory(
+                "u·L/(L − L*) (cancellation)",
+                run.norm[..upto].to_vec(),
+                predicted[..upto].to_vec(),
+            )
+            .color(1),
+        )
+        .hline(RefLine::new(c.naive_break_rel_error, "break threshold").style(LineStyle::Dotted))
+        .legend(LegendPosition::LowerRight);
+        if let Some(k) = broken {
+            let mark = RefLine::new(run.norm[k], format!("breaks at g = {:.1}", run.gap[k]))
+                .style(LineStyle::Dotted);
+            full = full.vline(mark.clone());
+            zoom = zoom.vline(mark);
+        }
+        fig = fig.panel(full);
+        zooms.push(zoom);
+    }
+    for z in zooms {
+        fig = fig.panel(z);
+    }
+    rep.figure = Some(fig);
+    Ok(rep)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "token_select.stable-numerics",
+    paper: "003",
+    summary: "NGD in the log domain to ‖W‖ = 10³ (spec 003 §8.2): no NaN/Inf, exact step \
+              lengths, ln(L − L*) exact and linear in ‖W‖ with slope −Γ; the naive f64 \
+              evaluation (negative control) breaks near logit gap 37.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
+    validate,
+    run,
+};

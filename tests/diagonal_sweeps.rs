@@ -4,19 +4,7 @@
 
 mod common;
 
-use attnflow::scenario::Report;
-
-/// The pass flags of the checks whose names contain `part`.
-fn passes(report: &Report, part: &str) -> Vec<bool> {
-    let flags: Vec<bool> = report
-        .checks
-        .iter()
-        .filter(|c| c.name.contains(part))
-        .map(|c| c.pass)
-        .collect();
-    assert!(!flags.is_empty(), "no check named …{part}…");
-    flags
-}
+use common::passes_each as passes;
 
 #[test]
 fn stage_times() {

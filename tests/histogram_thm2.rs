@@ -4,16 +4,7 @@
 mod common;
 
 use attnflow::scenario::Report;
-
-/// The pass flag of the check whose name starts with `prefix`.
-fn passes(report: &Report, prefix: &str) -> bool {
-    report
-        .checks
-        .iter()
-        .find(|c| c.name.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no check named {prefix}…"))
-        .pass
-}
+use common::passes;
 
 /// A derived quantity of the report as a number.
 fn derived(report: &Report, key: &str) -> f64 {

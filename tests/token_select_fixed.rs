@@ -4,19 +4,7 @@
 
 mod common;
 
-use attnflow::scenario::Report;
-
-/// The pass flags of the checks whose names contain `part` (at least one must exist).
-fn passes(report: &Report, part: &str) -> Vec<bool> {
-    let found: Vec<bool> = report
-        .checks
-        .iter()
-        .filter(|c| c.name.contains(part))
-        .map(|c| c.pass)
-        .collect();
-    assert!(!found.is_empty(), "no check named …{part}…");
-    found
-}
+use common::passes_each as passes;
 
 #[test]
 fn ngd_fixed_decoder() {

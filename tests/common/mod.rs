@@ -41,3 +41,25 @@ pub fn assert_all_pass(name: &str, report: &Report) {
         failed.join("\n")
     );
 }
+
+/// Whether the first check whose name starts with `prefix` passed (panics if there is none).
+pub fn passes(report: &Report, prefix: &str) -> bool {
+    report
+        .checks
+        .iter()
+        .find(|c| c.name.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no check named {prefix}…"))
+        .pass
+}
+
+/// The verdicts of every check whose name contains `part` (panics if there is none).
+pub fn passes_each(report: &Report, part: &str) -> Vec<bool> {
+    let found: Vec<bool> = report
+        .checks
+        .iter()
+        .filter(|c| c.name.contains(part))
+        .map(|c| c.pass)
+        .collect();
+    assert!(!found.is_empty(), "no check named …{part}…");
+    found
+}

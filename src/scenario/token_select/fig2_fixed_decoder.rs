@@ -55,7 +55,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.steps == 0 {
         return Err(sc.invalid("params.steps", "need at least one iteration"));
     }
-    if !(p.loss_axis_floor < 0.0) {
+    if p.loss_axis_floor >= 0.0 {
         return Err(sc.invalid("params.loss_axis_floor", "must be negative (a log₁₀)"));
     }
     if p.optimizers.is_empty() {

@@ -62,7 +62,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("params.reference_eta", p.reference_eta),
         ("checks.offset_variation_max", c.offset_variation_max),
     ])?;
-    if !(c.monotone_rel_tol >= 0.0) {
+    if c.monotone_rel_tol < 0.0 {
         return Err(sc.invalid("checks.monotone_rel_tol", "must be ≥ 0"));
     }
     let horizon = p.eta * p.steps as f64;
@@ -79,7 +79,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if !(p.offset_window_fraction > 0.0 && p.offset_window_fraction < 1.0) {
         return Err(sc.invalid("params.offset_window_fraction", "must be in (0, 1)"));
     }
-    if p.flow_t_end != 0.0 && !(p.flow_t_end > horizon) {
+    if p.flow_t_end != 0.0 && p.flow_t_end <= horizon {
         return Err(sc.invalid(
             "params.flow_t_end",
             "must be 0 (no flow) or beyond the GD horizon ηK",

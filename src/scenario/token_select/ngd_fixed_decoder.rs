@@ -64,7 +64,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.inits.is_empty() {
         return Err(sc.invalid("params.inits", "need at least one initialization"));
     }
-    if let Some(i) = p.inits.iter().position(|i| !(i.scale() > 0.0)) {
+    if let Some(i) = p.inits.iter().position(|i| i.scale() <= 0.0) {
         return Err(sc.invalid(&format!("params.inits[{i}].scale"), "must be positive"));
     }
     if !(c.eps_tail_fraction > 0.0 && c.eps_tail_fraction <= 1.0) {

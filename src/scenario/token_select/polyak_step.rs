@@ -43,13 +43,13 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.steps == 0 {
         return Err(sc.invalid("params.steps", "need at least one iteration"));
     }
-    if !(p.loss_axis_floor < 0.0) {
+    if p.loss_axis_floor >= 0.0 {
         return Err(sc.invalid("params.loss_axis_floor", "must be negative (a log₁₀)"));
     }
     if p.caps.is_empty() {
         return Err(sc.invalid("params.caps", "need at least one cap (or \"none\")"));
     }
-    if let Some(i) = p.caps.iter().position(|c| !(c.value() > 0.0)) {
+    if let Some(i) = p.caps.iter().position(|c| c.value() <= 0.0) {
         return Err(sc.invalid(&format!("params.caps[{i}]"), "a cap must be positive"));
     }
     Ok(())

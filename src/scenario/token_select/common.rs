@@ -17,7 +17,7 @@ pub const FIRST_FREE_STREAM: u64 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DataName {
-    /// Example 1 (random optimal token, Gaussian noise).
+    /// Example 1 (optimal token first, Gaussian noise).
     Ex1,
     /// Example 1 with non-optimal tokens orthogonal to u (ρ_orth = 0).
     Ex1Orth,

@@ -22,7 +22,9 @@
 
 pub mod diagonal;
 pub mod histogram;
+pub mod kq;
 pub mod output;
+pub mod prompt;
 pub mod registry;
 pub mod report;
 pub mod run;

@@ -83,6 +83,8 @@ pub fn all() -> Vec<&'static dyn ScenarioKind> {
     v.extend(crate::scenario::histogram::kinds());
     v.extend(crate::scenario::diagonal::kinds());
     v.extend(crate::scenario::token_select::kinds());
+    v.extend(crate::scenario::prompt::kinds());
+    v.extend(crate::scenario::kq::kinds());
     v
 }
 

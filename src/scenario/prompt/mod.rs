@@ -1,0 +1,8 @@
+//! Scenarios of seed 002 (softmax conditioning of prompt attention; spec 002 §6–7).
+
+use super::registry::ScenarioKind;
+
+/// The seed-002 kinds.
+pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
+    vec![]
+}

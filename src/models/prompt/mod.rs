@@ -3,5 +3,17 @@
 //! ill-conditioned when attention is sparse (large attention ratio R = max z / min z).
 //!
 //! - [`softmax`]: φ, log φ, ln R from logits, and J(z)u without forming J.
+//! - [`data`]: samples, the synthetic teacher data (§1.2, common random numbers across σ_p) and
+//!   the orthogonal-block data on which A2 holds (§1.5).
+//! - [`model`]: f = φ(XWp)ᵀXv and its linear comparison, p-only or (p, v) training, squared
+//!   loss, analytic gradient and Hessian-vector product, F(p) of eq. 12, R statistics.
+//! - [`linear`]: the closed-form flow of the linear model with v frozen (§2.3).
 
+pub mod data;
+pub mod linear;
+pub mod model;
 pub mod softmax;
+
+pub use data::{labelled, orthogonal_blocks, PromptData, Synthetic, SyntheticDraw};
+pub use linear::LinearFlow;
+pub use model::{Attention, AttentionStats, PromptModel, Trained};

@@ -1,5 +1,7 @@
 //! Scenarios of seed 002 (softmax conditioning of prompt attention; spec 002 §6–7).
 
+pub mod common;
+
 use super::registry::ScenarioKind;
 
 /// The seed-002 kinds.

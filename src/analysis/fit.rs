@@ -9,6 +9,45 @@
 
 use super::AnalysisError;
 
+/// Least-squares line y ≈ slope·x + intercept, for data that are already logarithms (and may be
+/// far below the f64 range once exponentiated).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LineFit {
+    pub slope: f64,
+    pub intercept: f64,
+    /// max |y − line| (NaN if any residual is NaN, so a missing value fails checks).
+    pub max_residual: f64,
+    pub points: usize,
+}
+
+/// The least-squares line through (x_i, y_i) (no logarithms taken: see [`log_slope_fit`] for
+/// rates of positive curves).
+pub fn line_fit(x: &[f64], y: &[f64]) -> LineFit {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    let slope = sxy / sxx;
+    let intercept = my - slope * mx;
+    let max_residual = x
+        .iter()
+        .zip(y)
+        .map(|(a, b)| (b - slope * a - intercept).abs())
+        .fold(0.0, |m: f64, r| {
+            if r.is_nan() || m.is_nan() {
+                f64::NAN
+            } else {
+                m.max(r)
+            }
+        });
+    LineFit {
+        slope,
+        intercept,
+        max_residual,
+        points: x.len(),
+    }
+}
+
 /// Which samples a fit uses.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Window {

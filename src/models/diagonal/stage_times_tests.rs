@@ -9,16 +9,6 @@ use super::linear::DiagLinear;
 use super::log_flow::LogFlow;
 use crate::flow::{integrate, linspace, Method, OdeConfig, Trajectory};
 
-/// Least-squares slope and intercept of y against x.
-fn line_fit(x: &[f64], y: &[f64]) -> (f64, f64) {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    let slope = sxy / sxx;
-    (slope, my - slope * mx)
-}
-
 /// The log-layout run of R2 at α = 10^{−decades} with the spec §4 transition events.
 fn run_r2(schedule: &Schedule, decades: f64, method: Method, times: &[f64]) -> (f64, Trajectory) {
     let model = DiagLinear::r2();
@@ -56,7 +46,7 @@ fn r2_transition_times_regress_onto_algorithm1_for_alpha_down_to_1e_256() {
         }
     }
     for k in 1..=4 {
-        let (slope, _) = line_fit(&lambdas, &measured[k - 1]);
+        let slope = crate::analysis::fit::line_fit(&lambdas, &measured[k - 1]).slope;
         let rel = (slope / t_th[k] - 1.0).abs();
         assert!(
             rel <= 5e-4,

@@ -7,6 +7,7 @@ use crate::flow::{linspace, OdeConfig};
 use crate::models::diagonal::{BetaLoss, Schedule, Termination};
 use crate::scenario::{RunContext, RunError};
 
+pub use super::basics_common::alpha_label;
 use super::common::{alpha_run, initial_direction, AlphaRun, Instance, InstanceName};
 
 /// A4.3(i) margin ||u0_i| − |v0_i|| ≥ 1e−3 of the shared initial direction (spec §4).
@@ -150,11 +151,6 @@ pub fn instance_label(name: InstanceName) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
-}
-
-/// "α = 1e-32".
-pub fn alpha_label(alpha: f64) -> String {
-    format!("α = {alpha:e}")
 }
 
 /// Palette index of the j-th of `count` α (sorted from large to small).

@@ -15,7 +15,7 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 
 use super::common::{alpha_run, InstanceName};
 use super::sweeps_common::{
-    alpha_label, best_separated_time, decreases, grid_with_points, line_fit, ln_alphas, nan_max,
+    alpha_label, best_separated_time, decreases, grid_with_points, ln_alphas, nan_max,
     predicted_exponent, validate_ln_alphas, Setup,
 };
 
@@ -133,7 +133,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let fitted = if above.len() >= 2 {
             let x: Vec<f64> = above.iter().map(|&j| ln_alpha[j]).collect();
             let y: Vec<f64> = above.iter().map(|&j| e[j].ln()).collect();
-            line_fit(&x, &y).0
+            crate::analysis::fit::line_fit(&x, &y).slope
         } else {
             f64::NAN
         };

@@ -15,9 +15,10 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 
 use super::common::{alpha_run, InstanceName};
 use super::sweeps_common::{
-    alpha_label, decreases, farthest_from_one, line_fit, ln_alphas, nan_max, spread,
-    validate_ln_alphas, Setup,
+    alpha_label, decreases, farthest_from_one, ln_alphas, nan_max, spread, validate_ln_alphas,
+    Setup,
 };
+use crate::analysis::fit::line_fit;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -220,7 +221,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let mut spreads = Vec::new();
         for k in 1..=kk {
             let y: Vec<f64> = main.t_hat.iter().map(|t| t[k - 1]).collect();
-            let (slope, intercept) = line_fit(&main.lambda, &y);
+            let fit = line_fit(&main.lambda, &y);
+            let (slope, intercept) = (fit.slope, fit.intercept);
             slope_err.push((slope / t_th[k] - 1.0).abs());
             let conv_offsets: Vec<f64> = (0..conv).map(|j| normalized(j, k)).collect();
             spreads.push(spread(&conv_offsets));
@@ -408,7 +410,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let ratio: Vec<f64> = (0..ln_all.len())
                 .map(|j| main.t_hat[j][k - 1] / (main.lambda[j] * t_k))
                 .collect();
-            let (slope, intercept) = line_fit(&inv, &ratio);
+            let fit = line_fit(&inv, &ratio);
+            let (slope, intercept) = (fit.slope, fit.intercept);
             let x_max = inv.iter().fold(0.0_f64, |m, &x| m.max(x));
             extrapolation = extrapolation
                 .series(Series::new(name, inv.clone(), ratio, LineStyle::Markers).color(k - 1))

@@ -197,16 +197,6 @@ pub fn grid_with_points(end: f64, samples: usize, points: &[f64]) -> (Vec<f64>, 
     (grid, index)
 }
 
-/// Least-squares slope and intercept of y against x (x not all equal).
-pub fn line_fit(x: &[f64], y: &[f64]) -> (f64, f64) {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    let slope = sxy / sxx;
-    (slope, my - slope * mx)
-}
-
 /// max − min of a non-empty list (NaN if any entry is NaN, so a missing value fails checks).
 pub fn spread(values: &[f64]) -> f64 {
     if values.iter().any(|v| v.is_nan()) {
@@ -288,7 +278,8 @@ mod tests {
         assert_eq!((grid[idx[0]], grid[idx[1]]), (2.5, 4.0));
         assert_eq!(alpha_label(-32.0 * std::f64::consts::LN_10), "1e-32");
         assert_eq!(alpha_label(-2000.0), "e^-2000");
-        let (s, c) = line_fit(&[1.0, 2.0, 3.0], &[3.0, 5.0, 7.0]);
+        let fit = crate::analysis::fit::line_fit(&[1.0, 2.0, 3.0], &[3.0, 5.0, 7.0]);
+        let (s, c) = (fit.slope, fit.intercept);
         assert!((s - 2.0).abs() < 1e-12 && (c - 1.0).abs() < 1e-12);
         assert!(nan_max([1.0, f64::NAN, 3.0]).is_nan());
         assert!(spread(&[1.0, f64::NAN]).is_nan());

@@ -6,6 +6,7 @@
 use rand::Rng;
 use rand_distr::StandardNormal;
 
+pub use crate::analysis::fit::line_fit;
 use crate::models::token_select::TokenData;
 
 /// s_{i,t} = x_{i,t}ᵀ W q_i (n × T, row-major) for W column-major d × d.
@@ -93,37 +94,6 @@ pub fn unit_direction(d: usize, rng: &mut impl Rng) -> Vec<f64> {
     let norm = crate::flow::norm(&w);
     w.iter_mut().for_each(|x| *x /= norm);
     w
-}
-
-/// Least-squares line y ≈ slope·x + intercept, for data that are already logarithms (and may be
-/// far below the f64 range once exponentiated).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LineFit {
-    pub slope: f64,
-    pub intercept: f64,
-    /// max |y − line|.
-    pub max_residual: f64,
-    pub points: usize,
-}
-
-pub fn line_fit(x: &[f64], y: &[f64]) -> LineFit {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    let slope = sxy / sxx;
-    let intercept = my - slope * mx;
-    let max_residual = x
-        .iter()
-        .zip(y)
-        .map(|(a, b)| (b - slope * a - intercept).abs())
-        .fold(0.0, nan_max);
-    LineFit {
-        slope,
-        intercept,
-        max_residual,
-        points: x.len(),
-    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 
 use super::arc_length::{flow_curve, stop_at_arc_lengths, Curve, OnPath};
 use super::common::{w_svm, DATA_STREAM, FIRST_FREE_STREAM};
-use super::joint_common::{fit_slope, log10_from_ln};
+use super::joint_common::log10_from_ln;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -355,10 +355,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let half: Vec<usize> = (0..grid.len())
         .filter(|&k| grid[k] >= p.s_end / 2.0)
         .collect();
-    let slope = fit_slope(
+    let slope = crate::analysis::fit::line_fit(
         &half.iter().map(|&k| grid[k]).collect::<Vec<_>>(),
         &half.iter().map(|&k| psi[k]).collect::<Vec<_>>(),
-    );
+    )
+    .slope;
     rep.check(
         Check::close(
             "slope of ln t_GF(s) over s ∈ [s_end/2, s_end], ÷ Γ",

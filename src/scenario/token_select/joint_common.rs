@@ -75,15 +75,6 @@ pub fn subscript(n: usize) -> String {
         .collect()
 }
 
-/// Least-squares slope of y on x.
-pub fn fit_slope(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    sxy / sxx
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{w_svm, DATA_STREAM};
-use super::joint_common::{checkpoints, fit_slope, require_iterations};
+use super::joint_common::{checkpoints, require_iterations};
 use super::joint_record::{run_one, JointRun, Reference};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -344,10 +344,11 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
     );
     // the actual rate: ln L falls linearly, by η/‖u_mm‖ per step (spec §8.1)
     let half: Vec<usize> = (k_end / 2..=k_end).collect();
-    let slope = fit_slope(
+    let slope = crate::analysis::fit::line_fit(
         &half.iter().map(|&k| k as f64).collect::<Vec<_>>(),
         &half.iter().map(|&k| r.log_loss[k]).collect::<Vec<_>>(),
-    );
+    )
+    .slope;
     rep.check(
         Check::close(
             &name("slope of ln L_k on [K/2, K] ÷ (−η/‖u_mm‖)"),

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::constraints::{MarginConstraints, RankOneConstraints, VectorConstraints};
+use super::nuclear::NuclearSolution;
 use super::qp::L2Solution;
 use super::{SvmError, TokenView};
 
@@ -227,10 +228,7 @@ pub fn read_token_problem(path: &Path) -> Result<TokenProblem, SvmError> {
 /// norm and margin 1/‖W‖, the active constraints with their multipliers and margins, and the
 /// KKT residuals.
 pub fn svm_report(c: &RankOneConstraints, sol: &L2Solution) -> Value {
-    let w = c.matrix(&sol.w);
-    let rows: Vec<Vec<f64>> = (0..w.nrows())
-        .map(|r| w.row(r).iter().copied().collect())
-        .collect();
+    let rows = nested_rows(c, &sol.w);
     let mut active: Vec<usize> = sol.support.iter().chain(&sol.tight).copied().collect();
     active.sort_unstable();
     active.dedup();
@@ -260,13 +258,85 @@ pub fn svm_report(c: &RankOneConstraints, sol: &L2Solution) -> Value {
     })
 }
 
+/// vec(W) (column-major) as nested rows (row i = output row i).
+fn nested_rows(c: &RankOneConstraints, w: &[f64]) -> Vec<Vec<f64>> {
+    let w = c.matrix(w);
+    (0..w.nrows())
+        .map(|r| w.row(r).iter().copied().collect())
+        .collect()
+}
+
+/// The nuclear-norm and Frobenius W-SVMs of one constraint set (spec 001 §3.1–3.2) for
+/// `svm.json`: `W_nuclear` and `W_frobenius` as nested rows, both norms of each, their singular
+/// values and numerical ranks (σ > 1e−6·σ_max), and their certificates: for W_* the dual
+/// multipliers λ ≥ 0 with ‖Σ λ_k A_k‖_op ≤ 1 and the certified gap ‖W_*‖_* − 1ᵀλ; for W_F the
+/// multipliers α with W_F = Σ α_k A_k.
+pub fn nuclear_svm_report(
+    c: &RankOneConstraints,
+    nuclear: &NuclearSolution,
+    frobenius: &L2Solution,
+) -> Value {
+    let mut s_f: Vec<f64> = c
+        .matrix(&frobenius.w)
+        .singular_values()
+        .iter()
+        .copied()
+        .collect();
+    s_f.sort_by(|a, b| b.total_cmp(a));
+    let rank_f = s_f.iter().filter(|&&s| s > 1e-6 * s_f[0]).count();
+    let labels: Vec<Value> = c
+        .labels()
+        .iter()
+        .map(|l| json!({"sequence": l.sequence, "token": l.token}))
+        .collect();
+    json!({
+        "program": "min ||W||_* and min ||W||_F s.t. (x_opt - x_l)^T W z >= 1",
+        "constraints": labels,
+        "W_nuclear": nested_rows(c, &nuclear.w),
+        "W_frobenius": nested_rows(c, &frobenius.w),
+        "nuclear": {
+            "nuclear_norm": nuclear.nuclear_norm,
+            "frobenius_norm": crate::flow::norm(&nuclear.w),
+            "singular_values": nuclear.singular_values,
+            "rank": nuclear.rank,
+            "margins": nuclear.margins,
+            "certificate": {
+                "lambda": nuclear.lambda,
+                "dual_value": nuclear.dual_value,
+                "operator_norm": nuclear.certificate_op_norm,
+                "duality_gap": nuclear.nuclear_norm - nuclear.dual_value,
+                "relative_duality_gap": nuclear.kkt.duality_gap,
+                "complementarity_margin": nuclear.complementarity_margin,
+                "kkt": nuclear.kkt,
+            },
+            "iterations": nuclear.iterations,
+        },
+        "frobenius": {
+            "frobenius_norm": frobenius.norm,
+            "nuclear_norm": s_f.iter().sum::<f64>(),
+            "singular_values": s_f,
+            "rank": rank_f,
+            "margins": frobenius.margins,
+            "certificate": {
+                "alpha": frobenius.alpha,
+                "kkt": frobenius.kkt,
+            },
+        },
+    })
+}
+
 /// Writes [`svm_report`] to `path` (pretty-printed).
 pub fn write_svm_json(
     path: &Path,
     c: &RankOneConstraints,
     sol: &L2Solution,
 ) -> Result<(), SvmError> {
-    let text = serde_json::to_string_pretty(&svm_report(c, sol)).expect("JSON values serialize");
+    write_json(path, &svm_report(c, sol))
+}
+
+/// Writes a JSON document to `path` (pretty-printed).
+pub fn write_json(path: &Path, doc: &Value) -> Result<(), SvmError> {
+    let text = serde_json::to_string_pretty(doc).expect("JSON values serialize");
     std::fs::write(path, text + "\n").map_err(|e| SvmError::Io {
         path: path.display().to_string(),
         reason: e.to_string(),

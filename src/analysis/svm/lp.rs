@@ -43,6 +43,35 @@ impl L1Kkt {
     pub fn passes(&self, tol: f64) -> bool {
         self.max() <= tol
     }
+
+    /// The residuals of (β, λ) and the coordinate support {j : |β_j| > 1e−7·max|β|}.
+    pub fn of(c: &VectorConstraints, beta: &[f64], lambda: &[f64]) -> (Self, Vec<usize>) {
+        let margins = c.margins(beta);
+        let norm_l1: f64 = beta.iter().map(|v| v.abs()).sum();
+        let correlation = c.f.transpose() * nalgebra::DVector::from_column_slice(lambda);
+        let top = beta.iter().fold(0.0f64, |t, v| t.max(v.abs()));
+        let support: Vec<usize> = (0..beta.len())
+            .filter(|&j| beta[j].abs() > 1e-7 * top)
+            .collect();
+        let kkt = L1Kkt {
+            primal_infeasibility: margins.iter().fold(0.0, |acc, &g| acc.max(1.0 - g)),
+            dual_infeasibility: lambda
+                .iter()
+                .map(|&l| -l)
+                .chain(correlation.iter().map(|v| v.abs() - 1.0))
+                .fold(0.0, f64::max),
+            stationarity: support
+                .iter()
+                .map(|&j| (correlation[j] - beta[j].signum()).abs())
+                .fold(0.0, f64::max),
+            complementary_slackness: lambda
+                .iter()
+                .zip(&margins)
+                .fold(0.0, |acc, (l, g)| acc.max((l * (g - 1.0)).abs())),
+            duality_gap: (norm_l1 - lambda.iter().sum::<f64>()).abs() / norm_l1,
+        };
+        (kkt, support)
+    }
 }
 
 /// A certified ℓ1-SVM solution.
@@ -77,14 +106,16 @@ fn lp_rows(f: &DMatrix<f64>) -> (DMatrix<f64>, Vec<f64>) {
     (a, b)
 }
 
+/// min costᵀx s.t. A x ≤ b, the first `equalities` rows with equality.
 fn run_lp(
     cost: &[f64],
     a: &DMatrix<f64>,
     b: &[f64],
+    equalities: usize,
 ) -> Result<(Vec<f64>, Vec<f64>, u32), SvmError> {
     let n = cost.len();
     let zero = csc(&DMatrix::zeros(n, n), true);
-    let (x, z, status, it) = clarabel_solve(&zero, cost, &csc(a, false), b)?;
+    let (x, z, status, it) = clarabel_solve(&zero, cost, &csc(a, false), b, equalities)?;
     match status {
         SolverStatus::Solved | SolverStatus::AlmostSolved => Ok((x, z, it)),
         SolverStatus::PrimalInfeasible | SolverStatus::AlmostPrimalInfeasible => {
@@ -131,31 +162,12 @@ pub fn solve_l1(c: &VectorConstraints) -> Result<L1Solution, SvmError> {
     check(c)?;
     let (m, p) = (c.count(), c.dim());
     let (a, b) = lp_rows(&c.f);
-    let (x, z, iterations) = run_lp(&vec![1.0; 2 * p], &a, &b)?;
+    let (x, z, iterations) = run_lp(&vec![1.0; 2 * p], &a, &b, 0)?;
     let beta: Vec<f64> = (0..p).map(|j| x[j] - x[p + j]).collect();
     let lambda = z[..m].to_vec();
     let margins = c.margins(&beta);
     let norm_l1: f64 = beta.iter().map(|v| v.abs()).sum();
-    let correlation = c.f.transpose() * nalgebra::DVector::from_column_slice(&lambda);
-    let top = beta.iter().fold(0.0f64, |t, v| t.max(v.abs()));
-    let coordinate_support: Vec<usize> = (0..p).filter(|&j| beta[j].abs() > 1e-7 * top).collect();
-    let kkt = L1Kkt {
-        primal_infeasibility: margins.iter().fold(0.0, |acc, &g| acc.max(1.0 - g)),
-        dual_infeasibility: lambda
-            .iter()
-            .map(|&l| -l)
-            .chain(correlation.iter().map(|v| v.abs() - 1.0))
-            .fold(0.0, f64::max),
-        stationarity: coordinate_support
-            .iter()
-            .map(|&j| (correlation[j] - beta[j].signum()).abs())
-            .fold(0.0, f64::max),
-        complementary_slackness: lambda
-            .iter()
-            .zip(&margins)
-            .fold(0.0, |acc, (l, g)| acc.max((l * (g - 1.0)).abs())),
-        duality_gap: (norm_l1 - lambda.iter().sum::<f64>()).abs() / norm_l1,
-    };
+    let (kkt, coordinate_support) = L1Kkt::of(c, &beta, &lambda);
     if !kkt.passes(ACCEPT_TOL) {
         return Err(SvmError::Solver {
             program: PROGRAM.into(),
@@ -196,7 +208,7 @@ pub fn l1_solution_ranges(
             let bound = |sign: f64, cost: &mut Vec<f64>| -> Result<f64, SvmError> {
                 cost[j] = sign;
                 cost[p + j] = -sign;
-                let (x, _, _) = run_lp(cost, &a, &b)?;
+                let (x, _, _) = run_lp(cost, &a, &b, 0)?;
                 Ok(x[j] - x[p + j])
             };
             let lo = bound(1.0, &mut cost)?;
@@ -204,4 +216,52 @@ pub fn l1_solution_ranges(
             Ok((lo, hi))
         })
         .collect()
+}
+
+/// The best strict-complementarity margin of an ℓ1-SVM solution (spec 001 §2.8, §7
+/// `diag-random-batch`): max over dual-optimal λ of 1 − max_{j∉J} |(Fᵀλ)_j|, J the support of
+/// `sol.beta`, as the LP max t s.t. (Fᵀλ)_J = sign β_J, |(Fᵀλ)_j| ≤ 1 − t off J, λ ≥ 0 and
+/// zero on the slack constraints, t ≤ 1 (KKT makes every such λ dual optimal). A margin near 0
+/// means the LP is nearly degenerate (the KQ flow then converges slowly off the support).
+pub fn l1_complementarity_margin(c: &VectorConstraints, sol: &L1Solution) -> Result<f64, SvmError> {
+    check(c)?;
+    let (m, p) = (c.count(), c.dim());
+    let support = &sol.coordinate_support;
+    let slack: Vec<usize> = (0..m).filter(|k| !sol.tight.contains(k)).collect();
+    let off: Vec<usize> = (0..p).filter(|j| !support.contains(j)).collect();
+    let equalities = support.len() + slack.len();
+    let rows = equalities + 2 * off.len() + 1 + m;
+    let (mut a, mut b) = (DMatrix::zeros(rows, m + 1), Vec::with_capacity(rows));
+    let mut row = 0;
+    for &j in support {
+        a.view_mut((row, 0), (1, m))
+            .copy_from(&c.f.column(j).transpose());
+        b.push(sol.beta[j].signum());
+        row += 1;
+    }
+    for &k in &slack {
+        a[(row, k)] = 1.0;
+        b.push(0.0);
+        row += 1;
+    }
+    for &j in &off {
+        for sign in [1.0, -1.0] {
+            a.view_mut((row, 0), (1, m))
+                .copy_from(&(c.f.column(j).transpose() * sign));
+            a[(row, m)] = 1.0;
+            b.push(1.0);
+            row += 1;
+        }
+    }
+    a[(row, m)] = 1.0;
+    b.push(1.0);
+    row += 1;
+    for k in 0..m {
+        a[(row + k, k)] = -1.0;
+        b.push(0.0);
+    }
+    let mut cost = vec![0.0; m + 1];
+    cost[m] = -1.0;
+    let (x, _, _) = run_lp(&cost, &a, &b, equalities)?;
+    Ok(x[m])
 }

@@ -10,8 +10,12 @@
 //! - [`lp`]: min ‖β‖₁ (ℓ1 / diagonal-nuclear SVM) as an LP with its KKT certificate and a
 //!   uniqueness check;
 //! - [`nuclear`]: min ‖W‖_* (spec 001 §3.2) by a primal–dual iteration with a certified
-//!   primal/dual bracket and subgradient (dual-certificate) residuals;
-//! - [`io`]: the JSON loader for user data and the `svm.json` writer.
+//!   primal/dual bracket and subgradient (dual-certificate) residuals, and its diagonal
+//!   restriction (the ℓ1-SVM by soft thresholding, a pure-Rust cross-check of the LP);
+//! - [`nuclear_cuts`]: the same program by column generation over rank-one atoms (clarabel
+//!   LPs), an independent cross-check of [`nuclear`];
+//! - [`io`]: the JSON loader for user data and the `svm.json` writers (Frobenius W-SVM; nuclear
+//!   and Frobenius W-SVMs side by side).
 //!
 //! Infeasible or malformed inputs are errors ([`SvmError`]), never a wrong W.
 
@@ -19,14 +23,20 @@ pub mod constraints;
 pub mod io;
 pub mod lp;
 pub mod nuclear;
+pub mod nuclear_cuts;
 pub mod qp;
 
 use serde::Serialize;
 
 pub use constraints::{ConstraintLabel, MarginConstraints, RankOneConstraints, VectorConstraints};
-pub use io::{read_token_problem, svm_report, write_svm_json, TokenProblem};
-pub use lp::{l1_solution_ranges, solve_l1, L1Kkt, L1Solution};
-pub use nuclear::{solve_nuclear, NuclearKkt, NuclearSettings, NuclearSolution};
+pub use io::{
+    nuclear_svm_report, read_token_problem, svm_report, write_json, write_svm_json, TokenProblem,
+};
+pub use lp::{l1_complementarity_margin, l1_solution_ranges, solve_l1, L1Kkt, L1Solution};
+pub use nuclear::{
+    solve_nuclear, solve_nuclear_diagonal, NuclearKkt, NuclearSettings, NuclearSolution,
+};
+pub use nuclear_cuts::solve_nuclear_cuts;
 pub use qp::{solve_l2, L2Kkt, L2Solution, SvmMethod};
 
 /// Tokens and queries of n sequences, as the max-margin programs take them.

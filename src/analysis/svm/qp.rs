@@ -6,7 +6,9 @@
 //! and the polished point is kept when it is certified (α_S > 0, every margin ≥ 1).
 
 use clarabel::algebra::CscMatrix;
-use clarabel::solver::{DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus};
+use clarabel::solver::{
+    DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, ZeroConeT,
+};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
@@ -202,14 +204,23 @@ pub(crate) fn settings() -> DefaultSettings<f64> {
     }
 }
 
-/// Solves min ½xᵀPx + cᵀx s.t. Ax ≤ b with clarabel; returns (x, z, status, iterations).
+/// Solves min ½xᵀPx + cᵀx s.t. Ax ≤ b with clarabel, the first `equalities` rows holding with
+/// equality; returns (x, z, status, iterations).
 pub(crate) fn clarabel_solve(
     p: &CscMatrix<f64>,
     c: &[f64],
     a: &CscMatrix<f64>,
     b: &[f64],
+    equalities: usize,
 ) -> Result<(Vec<f64>, Vec<f64>, SolverStatus, u32), SvmError> {
-    let cones = [NonnegativeConeT(b.len())];
+    let cones = if equalities == 0 {
+        vec![NonnegativeConeT(b.len())]
+    } else {
+        vec![
+            ZeroConeT(equalities),
+            NonnegativeConeT(b.len() - equalities),
+        ]
+    };
     let mut solver =
         DefaultSolver::new(p, c, a, b, &cones, settings()).map_err(|e| SvmError::Solver {
             program: "clarabel setup".into(),
@@ -260,6 +271,7 @@ fn solve_dual<C: MarginConstraints + ?Sized>(
         &vec![-1.0; m],
         &neg_identity,
         &vec![0.0; m],
+        0,
     )?;
     match status {
         SolverStatus::Solved | SolverStatus::AlmostSolved => {
@@ -284,6 +296,7 @@ fn solve_primal<C: MarginConstraints + ?Sized>(
         &vec![0.0; p],
         &csc(&(-c.dense()), false),
         &vec![-1.0; m],
+        0,
     )?;
     match status {
         SolverStatus::Solved | SolverStatus::AlmostSolved => Ok((alpha, w, it)),

@@ -405,3 +405,52 @@ fn nuclear_svm_reports_infeasibility_and_non_convergence() {
         Err(SvmError::Solver { .. })
     ));
 }
+
+#[test]
+fn column_generation_agrees_with_the_primal_dual_iteration() {
+    // toy-3: OPT_* = 4/3 with a rank-one W_*; toy-4: OPT_* = 1/2.4 + 1/1.6 (a continuum)
+    let toy4 = TokenProblem::from_json(
+        r#"{"X": [[[2,0,0,0],[0.4,0,1,0],[0.4,0,-1,0]],
+                  [[0,2,0,0],[0,0.4,0.3,0.5],[0,0.4,-0.3,-0.5]]],
+            "y": [1, 1], "u": [2, 2, 0, 0], "z": [[1.5,0,0,0],[0,-1,0,0]]}"#,
+    )
+    .unwrap()
+    .w_svm_constraints()
+    .unwrap();
+    for (c, opt) in [(toy3(), 4.0 / 3.0), (toy4, 1.0 / 2.4 + 1.0 / 1.6)] {
+        let cuts = solve_nuclear_cuts(&c, &NuclearSettings::default()).unwrap();
+        let pdhg = solve_nuclear(&c, &NuclearSettings::default()).unwrap();
+        for s in [&cuts, &pdhg] {
+            assert!(
+                (s.nuclear_norm - opt).abs() < 1e-8 * opt,
+                "{}",
+                s.nuclear_norm
+            );
+            assert!(s.kkt.duality_gap <= 1e-9 && s.certificate_op_norm <= 1.0 + 1e-12);
+        }
+    }
+    // toy-3's certificate M = (2/3)(u₁u₁ᵀ + u₂u₂ᵀ) has eigenvalues 1 and 1/3
+    let pdhg = solve_nuclear(&toy3(), &NuclearSettings::default()).unwrap();
+    assert!((pdhg.complementarity_margin - 2.0 / 3.0).abs() < 1e-4);
+}
+
+#[test]
+fn diagonal_nuclear_iteration_matches_the_l1_lp() {
+    for (c, opt, margin) in [(1.6, 0.625, 0.375), (1.2, 1.0 / 1.2, 1.0 / 6.0)] {
+        let cons = toy2(c).w_svm_constraints().unwrap();
+        let settings = NuclearSettings {
+            tol: 1e-11,
+            ..Default::default()
+        };
+        let pdhg = solve_nuclear_diagonal(&cons, &settings).unwrap();
+        let diag = cons.diagonal().unwrap();
+        let lp = solve_l1(&diag).unwrap();
+        assert!((pdhg.norm_l1 - opt).abs() < 1e-9, "{}", pdhg.norm_l1);
+        assert!((lp.norm_l1 - opt).abs() < 1e-9, "{}", lp.norm_l1);
+        assert!(max_abs_diff(&pdhg.beta, &lp.beta) < 1e-8, "{:?}", pdhg.beta);
+        assert!(pdhg.kkt.passes(1e-8), "{:?}", pdhg.kkt);
+        // the best (symmetric) dual has (Bλ)₁ = (Bλ)₃ = 1/c off the support: margin 1 − 1/c
+        let got = l1_complementarity_margin(&diag, &lp).unwrap();
+        assert!((got - margin).abs() < 1e-8, "c = {c}: {got}");
+    }
+}

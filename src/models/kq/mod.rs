@@ -6,5 +6,12 @@
 //! ([`crate::models::token_select::FixedDecoder`] with [`crate::models::token_select::Loss`]
 //! `Exponential`), so this module adds only what separate training brings:
 //! - [`toys`]: the canonical datasets toy-1 … toy-4 of spec §5.1 (exact SVM values known).
+//! - [`generators`]: the random-A2 and random-A4 datasets of spec §5.1 and the resampling
+//!   rule (draw until A1, A1-diag and A3 hold).
+//! - [`assumptions`]: validators of Def. 3.1, A1, A1-diag, A2, A3 (with the threshold gap
+//!   Δ*(n, L)), A4 (i)–(iii) with the aligned closed form, Def. 5.1, and the
+//!   strict-complementarity margins of the SVM solutions (spec §1.4, §2.8, §4).
 
+pub mod assumptions;
+pub mod generators;
 pub mod toys;

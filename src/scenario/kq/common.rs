@@ -1,8 +1,14 @@
 //! What every seed-001 scenario shares: the named datasets (spec 001 §5.1) and the
-//! max-margin solutions the trajectories are measured against.
+//! max-margin solutions the trajectories are measured against (spec §3: ℓ1 and diagonal ℓ2,
+//! Frobenius and nuclear W-SVMs, each with its certificate).
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::svm::{
+    solve_l1, solve_l2, solve_nuclear, L1Solution, L2Solution, NuclearSettings, NuclearSolution,
+    RankOneConstraints, SvmError, SvmMethod, VectorConstraints,
+};
+use crate::models::kq::generators::{first_valid, RandomA2, RandomA4};
 use crate::models::kq::toys;
 use crate::models::token_select::Instance;
 use crate::scenario::{RunContext, RunError};
@@ -11,6 +17,8 @@ use crate::scenario::{RunContext, RunError};
 pub const DATA_STREAM: u64 = 0;
 /// First stream free for a scenario's own randomness (initializations, trials, …).
 pub const FIRST_FREE_STREAM: u64 = 1;
+/// Draws of a random dataset before giving up on A1, A1-diag and A3 (spec §5.1 resampling).
+const MAX_DRAWS: usize = 100;
 
 /// The datasets of spec 001 §5.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,16 +36,105 @@ pub enum DataName {
     Toy3,
     /// Assumption-4 data (d = 4, L = 3): aligned limit W* = Diag(1/2.4, −1/1.6, 0, 0).
     Toy4,
+    /// random-A2 with the spec defaults (d = 5, n = 2, L = 3, Δ = 3, γ_nopt = 0), redrawn
+    /// until A1, A1-diag and A3 hold.
+    RandomA2,
+    /// random-A4 with toy-4's shape and scores (n = 2, L = 3, d = 4, γ_opt = 4, c = 0.2).
+    RandomA4,
+}
+
+/// The name a dataset has in scenario files (`toy2b`, `random-a2`, …).
+pub fn data_label(name: DataName) -> String {
+    serde_json::to_value(name)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{name:?}"))
 }
 
 /// Builds the named dataset (the scenario seed's data stream feeds the random ones).
-pub fn build_instance(name: DataName, _ctx: &RunContext) -> Result<Instance, RunError> {
-    Ok(match name {
-        DataName::Toy1 => toys::toy1(),
-        DataName::Toy2b => toys::toy2b(),
-        DataName::Toy2Slow => toys::toy2(1.2),
-        DataName::Toy2Degenerate => toys::toy2(1.0),
-        DataName::Toy3 => toys::toy3(),
-        DataName::Toy4 => toys::toy4(),
+pub fn build_instance(name: DataName, ctx: &RunContext) -> Result<Instance, RunError> {
+    let mut rng = ctx.rng(DATA_STREAM);
+    let drawn = match name {
+        DataName::Toy1 => return Ok(toys::toy1()),
+        DataName::Toy2b => return Ok(toys::toy2b()),
+        DataName::Toy2Slow => return Ok(toys::toy2(1.2)),
+        DataName::Toy2Degenerate => return Ok(toys::toy2(1.0)),
+        DataName::Toy3 => return Ok(toys::toy3()),
+        DataName::Toy4 => return Ok(toys::toy4()),
+        DataName::RandomA2 => first_valid(MAX_DRAWS, || RandomA2::default().generate(&mut rng)),
+        DataName::RandomA4 => first_valid(MAX_DRAWS, || RandomA4::default().generate(&mut rng)),
+    };
+    drawn
+        .map(|(inst, _, _)| inst)
+        .map_err(|e| RunError::Other(format!("generating {}: {e}", data_label(name))))
+}
+
+/// The max-margin programs of spec §3 on one constraint set, each certified.
+#[derive(Debug, Clone)]
+pub struct SvmSuite {
+    /// A_il = (x_i,opt − x_il) z_iᵀ.
+    pub constraints: RankOneConstraints,
+    /// B_il = diag A_il.
+    pub diagonal: VectorConstraints,
+    /// ℓ1-SVM = nuclear SVM on diagonal W (clarabel LP); `None` when A1-diag fails.
+    pub l1: Option<L1Solution>,
+    /// ℓ2-SVM on the diagonal (the Wdiag limit); `None` when A1-diag fails.
+    pub l2_diag: Option<L2Solution>,
+    /// W_F-SVM (QP, dual and polished).
+    pub frobenius: L2Solution,
+    /// W_*-SVM (primal–dual iteration with certified bracket).
+    pub nuclear: NuclearSolution,
+}
+
+/// Solves every program of §3; infeasible full constraints (A1 fails) are an error, infeasible
+/// diagonal ones (A1-diag fails) leave `l1` and `l2_diag` empty.
+pub fn solve_svms(
+    constraints: RankOneConstraints,
+    settings: &NuclearSettings,
+) -> Result<SvmSuite, SvmError> {
+    let frobenius = solve_l2(&constraints, SvmMethod::Dual)?;
+    let nuclear = solve_nuclear(&constraints, settings)?;
+    let diagonal = constraints.diagonal()?;
+    let (l1, l2_diag) = match solve_l1(&diagonal) {
+        Ok(l1) => (Some(l1), Some(solve_l2(&diagonal, SvmMethod::Dual)?)),
+        Err(SvmError::Infeasible { .. }) => (None, None),
+        Err(e) => return Err(e),
+    };
+    Ok(SvmSuite {
+        constraints,
+        diagonal,
+        l1,
+        l2_diag,
+        frobenius,
+        nuclear,
     })
+}
+
+/// [`solve_svms`] on an instance's constraints, errors labelled for a run.
+pub fn instance_svms(
+    inst: &Instance,
+    label: &str,
+    settings: &NuclearSettings,
+) -> Result<SvmSuite, RunError> {
+    let fail = |e: SvmError| RunError::Other(format!("{label}: {e}"));
+    let c = RankOneConstraints::w_svm(&inst.data.view(), &inst.opt).map_err(fail)?;
+    solve_svms(c, settings).map_err(fail)
+}
+
+/// Singular values of vec(W) (column-major, rows × cols), largest first.
+pub fn singular_values(c: &RankOneConstraints, w: &[f64]) -> Vec<f64> {
+    let mut s: Vec<f64> = c.matrix(w).singular_values().iter().copied().collect();
+    s.sort_by(|a, b| b.total_cmp(a));
+    s
+}
+
+/// Numerical rank: singular values above 1e−6·σ_max (the nuclear solver's convention).
+pub fn numerical_rank(singular_values: &[f64]) -> usize {
+    let top = singular_values.first().copied().unwrap_or(0.0);
+    singular_values.iter().filter(|&&s| s > 1e-6 * top).count()
+}
+
+/// max_k |a_k − b_k|.
+pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
 }

@@ -1,11 +1,18 @@
 //! Scenarios of seed 001 (separately trained key and query matrices, nuclear-norm bias;
 //! spec 001 §7).
 
+pub mod assumption_validators;
 pub mod common;
+pub mod nuclear_svm;
+pub mod svm_solvers;
 
 use super::registry::ScenarioKind;
 
 /// The seed-001 kinds.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![]
+    vec![
+        &nuclear_svm::KIND,
+        &svm_solvers::KIND,
+        &assumption_validators::KIND,
+    ]
 }

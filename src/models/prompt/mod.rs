@@ -8,10 +8,21 @@
 //! - [`model`]: f = φ(XWp)ᵀXv and its linear comparison, p-only or (p, v) training, squared
 //!   loss, analytic gradient and Hessian-vector product, F(p) of eq. 12, R statistics.
 //! - [`linear`]: the closed-form flow of the linear model with v frozen (§2.3).
+//! - [`jacobian_spectrum`]: eigenvalues of J(z) (dense, and to full relative accuracy from the
+//!   secular equation) and the facts of Lemma 1 with the interlacing extensions (§2.8, §3.1).
+//! - [`simplex`]: losses ℓ̃(z) on the simplex (scalar model, C-quad), the simplex flow
+//!   V(z) = −(1/N)J²∇ℓ̃ and the logit flow with exact Jacobians, the GD map of eq. (16) (§2.4–2.6).
+//! - [`simplex_linearization`]: Theorem 2 on T = 𝟙^⊥: κ of J²H, the paper's bound (18) and the
+//!   corrected two-sided bound (§3.6).
+//! - [`attention_families`]: Gaussian-logit, dominant-token and Dirichlet attention vectors.
 
+pub mod attention_families;
 pub mod data;
+pub mod jacobian_spectrum;
 pub mod linear;
 pub mod model;
+pub mod simplex;
+pub mod simplex_linearization;
 pub mod softmax;
 
 pub use data::{labelled, orthogonal_blocks, PromptData, Synthetic, SyntheticDraw};

@@ -1,10 +1,21 @@
 //! Scenarios of seed 002 (softmax conditioning of prompt attention; spec 002 §6–7).
 
 pub mod common;
+pub mod eq16_simplex_map;
+pub mod lemma1_softmax_jacobian;
+mod simplex_common;
+pub mod thm2_condition_bound;
+mod thm2_condition_figure;
+pub mod thm2_linearization;
 
 use super::registry::ScenarioKind;
 
 /// The seed-002 kinds.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![]
+    vec![
+        &lemma1_softmax_jacobian::KIND,
+        &eq16_simplex_map::KIND,
+        &thm2_linearization::KIND,
+        &thm2_condition_bound::KIND,
+    ]
 }

@@ -1,0 +1,444 @@
+//! `lemma1-softmax-jacobian` (Lemma 1, eq. 7; spec 002 §2.8, §3.1): the softmax Jacobian
+//! J(z) = diag(z) − zzᵀ on Gaussian-logit and Dirichlet(1) attention vectors — symmetric, PSD,
+//! J𝟙 = 0, the chain 0 = λ₁ < z̃₁ ≤ λ₂ ≤ … ≤ λ_n ≤ z̃_n < 1 and its rank-one interlacing
+//! extensions λ_{k+1} ∈ [z̃_k, z̃_{k+1}], λ_n ≤ ½, tr J = 1 − ‖z‖², λ₂ = 2z₁z₂ for n = 2 — with
+//! the eigenvalues of eigvalsh and of the secular equation, whose relative accuracy is held
+//! against closed forms at extreme sparsity; and eq. 7, Dφ(w) = J(φ(w)), by central differences.
+
+use serde::{Deserialize, Serialize};
+
+use crate::flow::{Method, OdeConfig};
+use crate::models::prompt::attention_families::Attention;
+use crate::models::prompt::jacobian_spectrum::{
+    dense_eigenvalues, jacobian_matrix, secular_eigenvalues, Lemma1Facts,
+};
+use crate::models::prompt::softmax::softmax_into;
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::simplex_common::{worst, worst_of};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Token counts n = n_min..=n_max (spec: 2..50).
+    pub n_min: usize,
+    pub n_max: usize,
+    /// Logit scales s of z = φ(s·g), g ~ N(0, I) (spec: 0.1, 1, 3, 10).
+    pub scales: Vec<f64>,
+    /// Draws per (n, scale), and Dirichlet(1) draws per n.
+    pub draws: usize,
+    /// Central-difference step of the eq. 7 check.
+    pub fd_step: f64,
+    /// Dominant-token tails ε (z = (1 − (n−1)ε, ε, …)) for the relative-accuracy check.
+    pub tails: Vec<f64>,
+    /// n of the dominant-token instances.
+    pub tail_n: usize,
+    /// Logit gaps u of the n = 2 instances of the relative-accuracy check.
+    pub two_token_gaps: Vec<f64>,
+    /// The instance drawn in the interlacing panel: n and logit scale (first draw).
+    pub shown_n: usize,
+    pub shown_scale: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// max |J − Jᵀ| (claim 1; J is formed symmetric, so 0).
+    pub symmetry_tol: f64,
+    /// ‖J𝟙‖_∞ (claim 2; spec 1e−14).
+    pub kernel_tol: f64,
+    /// −λ_min of eigvalsh (claim 1, PSD; spec 1e−13 absolute).
+    pub psd_tol: f64,
+    /// Distance of eigvalsh's λ_{k+1} outside [z̃_k, z̃_{k+1}] and of λ_n above ½ (spec 1e−13).
+    pub interlacing_tol: f64,
+    /// |Σλ − (1 − ‖z‖²)| (spec 1e−13).
+    pub trace_tol: f64,
+    /// |λ₂ − 2z₁z₂| of eigvalsh for n = 2 (absolute).
+    pub two_token_tol: f64,
+    /// max |λ_secular − λ_eigvalsh| (both backward stable: ~ε·λ_max).
+    pub secular_vs_dense_tol: f64,
+    /// Relative error of the secular eigenvalues against the closed forms (dominant token:
+    /// ε with multiplicity n − 2 and nεz₁/((n−1)ε + z₁); n = 2: 2z₁z₂/(z₁ + z₂)).
+    pub secular_rel_tol: f64,
+    /// max_ij |Dφ_fd − J|_ij / z_i for eq. 7 (spec: rel 1e−7; row i has scale z_i).
+    pub eq7_rel_tol: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.n_min < 2 || p.n_max < p.n_min {
+        return Err(sc.invalid("params.n_min", "need 2 ≤ n_min ≤ n_max"));
+    }
+    if p.scales.is_empty() || p.scales.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
+        return Err(sc.invalid("params.scales", "a non-empty list of positive scales"));
+    }
+    if p.draws == 0 {
+        return Err(sc.invalid("params.draws", "must be ≥ 1"));
+    }
+    if p.tail_n < 3 {
+        return Err(sc.invalid("params.tail_n", "must be ≥ 3 (a tail of ≥ 2 tokens)"));
+    }
+    if p.tails
+        .iter()
+        .any(|&e| !(e > 0.0 && e < 1.0 / p.tail_n as f64))
+    {
+        return Err(sc.invalid("params.tails", "each ε must lie in (0, 1/tail_n)"));
+    }
+    if p.two_token_gaps
+        .iter()
+        .any(|&u| !(u.is_finite() && u.abs() < 700.0))
+    {
+        return Err(sc.invalid(
+            "params.two_token_gaps",
+            "|u| < 700 (beyond, the smaller probability underflows)",
+        ));
+    }
+    if p.shown_n < 2 || p.shown_scale <= 0.0 {
+        return Err(sc.invalid("params.shown_n", "need shown_n ≥ 2 and shown_scale > 0"));
+    }
+    sc.require_positive(&[("params.fd_step", p.fd_step)])?;
+    for (key, v) in [
+        ("checks.symmetry_tol", c.symmetry_tol),
+        ("checks.kernel_tol", c.kernel_tol),
+        ("checks.psd_tol", c.psd_tol),
+        ("checks.interlacing_tol", c.interlacing_tol),
+        ("checks.trace_tol", c.trace_tol),
+        ("checks.two_token_tol", c.two_token_tol),
+        ("checks.secular_vs_dense_tol", c.secular_vs_dense_tol),
+        ("checks.secular_rel_tol", c.secular_rel_tol),
+        ("checks.eq7_rel_tol", c.eq7_rel_tol),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(sc.invalid(key, "must be a finite number ≥ 0"));
+        }
+    }
+    Ok(())
+}
+
+/// max_ij |Dφ_fd(w) − J(φ(w))|_ij / z_i with central differences of step h (eq. 7). Row i of
+/// Dφ = diag(z)(I − 𝟙zᵀ) has scale z_i, and central differences resolve φ_i only to ε·z_i/h,
+/// so each row is held to its own scale (relative to max|J| no sparse z would pass).
+fn eq7_error(att: &Attention, h: f64) -> f64 {
+    let n = att.z.len();
+    let j = jacobian_matrix(&att.z);
+    let (mut plus, mut minus) = (vec![0.0; n], vec![0.0; n]);
+    let mut w = att.logits.clone();
+    let mut err = 0.0;
+    for col in 0..n {
+        w[col] = att.logits[col] + h;
+        softmax_into(&w, &mut plus);
+        w[col] = att.logits[col] - h;
+        softmax_into(&w, &mut minus);
+        w[col] = att.logits[col];
+        for row in 0..n {
+            let fd = (plus[row] - minus[row]) / (2.0 * h);
+            err = worst(err, (fd - j[(row, col)]).abs() / att.z[row]);
+        }
+    }
+    err
+}
+
+/// One instance's measurements.
+struct Measured {
+    family: String,
+    n: usize,
+    scale: f64,
+    ln_r: f64,
+    dense: Lemma1Facts,
+    secular: Lemma1Facts,
+    secular_vs_dense: f64,
+    lambda_2: (f64, f64),
+    lambda_n: f64,
+    z_min: f64,
+    eq7: f64,
+}
+
+fn measure(family: &str, scale: f64, att: &Attention, fd_step: f64) -> Result<Measured, RunError> {
+    let err = |e: crate::analysis::AnalysisError| RunError::Other(format!("{family}: {e}"));
+    let dense = dense_eigenvalues(&att.z).map_err(err)?;
+    let sec = secular_eigenvalues(&att.z).map_err(err)?;
+    let n = att.z.len();
+    Ok(Measured {
+        family: family.into(),
+        n,
+        scale,
+        ln_r: att.ln_ratio(),
+        dense: Lemma1Facts::measure(&att.z, &dense).map_err(err)?,
+        secular: Lemma1Facts::measure(&att.z, &sec).map_err(err)?,
+        secular_vs_dense: worst_of(dense.iter().zip(&sec).map(|(a, b)| (a - b).abs())),
+        lambda_2: (sec[1], dense[1]),
+        lambda_n: sec[n - 1],
+        z_min: att.z.iter().copied().fold(f64::INFINITY, f64::min),
+        eq7: eq7_error(att, fd_step),
+    })
+}
+
+/// Worst relative error of the secular eigenvalues against the closed forms (Checks docs).
+fn closed_form_error(p: &Params) -> Result<f64, RunError> {
+    let rel = |a: f64, b: f64| (a - b).abs() / b;
+    let mut err: f64 = 0.0;
+    for &eps in &p.tails {
+        let att = Attention::dominant_token(p.tail_n, eps);
+        let sec = secular_eigenvalues(&att.z).map_err(|e| RunError::Other(e.to_string()))?;
+        let (n, z1, t) = (p.tail_n, att.z[0], att.z[1]);
+        let top = n as f64 * t * z1 / ((n - 1) as f64 * t + z1);
+        // λ₁ = 0 exactly, then the tie value and the top root
+        err = worst(err, sec[0].abs() / t);
+        err = worst(err, worst_of(sec[1..n - 1].iter().map(|&l| rel(l, t))));
+        err = worst(err, rel(sec[n - 1], top));
+    }
+    for &u in &p.two_token_gaps {
+        let att = Attention::scaled(&[0.5 * u, -0.5 * u], 1.0);
+        let sec = secular_eigenvalues(&att.z).map_err(|e| RunError::Other(e.to_string()))?;
+        let (a, b) = (att.z[0], att.z[1]);
+        err = worst(err, rel(sec[1], 2.0 * a * b / (a + b)));
+    }
+    Ok(err)
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let mut gauss_rng = ctx.rng(1);
+    let mut dirichlet_rng = ctx.rng(2);
+    let mut all = Vec::new();
+    let mut shown = None;
+    for n in p.n_min..=p.n_max {
+        for &s in &p.scales {
+            for draw in 0..p.draws {
+                let att = Attention::gaussian_logits(n, s, &mut gauss_rng);
+                if n == p.shown_n && s == p.shown_scale && draw == 0 {
+                    shown = Some(att.z.clone());
+                }
+                all.push(measure("gaussian", s, &att, p.fd_step)?);
+            }
+        }
+        for _ in 0..p.draws {
+            let att = Attention::dirichlet(n, &mut dirichlet_rng);
+            all.push(measure("dirichlet", f64::NAN, &att, p.fd_step)?);
+        }
+    }
+    let mut rep = Report::default();
+    let count = all.len();
+    let over = |f: &dyn Fn(&Measured) -> f64| worst_of(all.iter().map(f));
+    let note = |what: &str| format!("{what}; worst of {count} instances (eigvalsh)");
+    rep.check(
+        Check::at_most(
+            "claim 1: max |J − Jᵀ|",
+            over(&|m| m.dense.asymmetry),
+            c.symmetry_tol,
+        )
+        .note(note("symmetry")),
+    );
+    rep.check(
+        Check::at_most(
+            "claim 1: PSD, max(0, −λ_min)",
+            over(&|m| m.dense.negativity),
+            c.psd_tol,
+        )
+        .note(note("J ⪰ 0")),
+    );
+    rep.check(
+        Check::at_most(
+            "claim 2: ‖J𝟙‖_∞",
+            over(&|m| m.dense.kernel_residual),
+            c.kernel_tol,
+        )
+        .note(note("𝟙 spans the kernel")),
+    );
+    rep.check(
+        Check::at_most(
+            "claim 3 + interlacing: λ_{k+1} outside [z̃_k, z̃_{k+1}]",
+            over(&|m| m.dense.interlacing_violation),
+            c.interlacing_tol,
+        )
+        .note(note(
+            "rank-one interlacing, which contains z̃₁ ≤ λ₂, λ_n ≤ z̃_n (eq. 8), λ₂ ≤ z̃₂ and \
+             λ_n ≥ z̃_{n−1}",
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "λ_n ≤ ½",
+            over(&|m| m.dense.lambda_max),
+            0.5 + c.interlacing_tol,
+        )
+        .note(note(
+            "Gershgorin: row sums 2z_i(1 − z_i) ≤ ½; bound ½ + interlacing_tol",
+        ))
+        .paper_claim("Lemma 1 only states λ_n ≤ z̃_n < 1"),
+    );
+    rep.check(
+        Check::at_most(
+            "tr J = 1 − ‖z‖²: |Σλ − tr|",
+            over(&|m| m.dense.trace_error),
+            c.trace_tol,
+        )
+        .note(note("1 − ‖z‖² formed as Σ_i z_i Σ_{j≠i} z_j")),
+    );
+    let two = all.iter().filter(|m| m.n == 2).count();
+    rep.check(
+        Check::at_most(
+            "n = 2: |λ₂ − 2z₁z₂|",
+            worst_of(all.iter().filter_map(|m| m.dense.two_token_error)),
+            c.two_token_tol,
+        )
+        .note(format!("eigvalsh, {two} two-token instances")),
+    );
+    let chain_failures = all.iter().filter(|m| !m.secular.strict_chain).count();
+    rep.check(
+        Check::at_most(
+            "eq. (8) exactly, secular eigenvalues: instances violating the chain",
+            chain_failures as f64,
+            0.0,
+        )
+        .note(format!(
+            "0 = λ₁ < z̃₁ ≤ λ₂ ≤ … ≤ λ_n ≤ z̃_n < 1 in exact comparisons, {count} instances \
+             (z̃₁ down to {:.1e}, where eigvalsh cannot resolve λ₂)",
+            all.iter().map(|m| m.z_min).fold(f64::INFINITY, f64::min)
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "secular vs eigvalsh: max |Δλ|",
+            over(&|m| m.secular_vs_dense),
+            c.secular_vs_dense_tol,
+        )
+        .note(note(
+            "absolute; both are accurate to ~ε·λ_max in absolute terms",
+        )),
+    );
+    let closed = closed_form_error(p)?;
+    rep.check(
+        Check::at_most(
+            "secular eigenvalues vs closed forms: max rel. error",
+            closed,
+            c.secular_rel_tol,
+        )
+        .note(format!(
+            "dominant token (n = {}, ε ∈ {:?}) and n = 2 (u ∈ {:?}): relative accuracy at any \
+             sparsity (§2.8)",
+            p.tail_n, p.tails, p.two_token_gaps
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "eq. 7: max_ij |Dφ_fd − J(φ(w))|_ij / z_i",
+            over(&|m| m.eq7),
+            c.eq7_rel_tol,
+        )
+        .note(format!(
+            "central differences, h = {:e}; row i held to its scale z_i (Dφ = diag(z)(I − 𝟙zᵀ))",
+            p.fd_step
+        )),
+    );
+    rep.derive("instances", count);
+    rep.derive(
+        "max_ln_ratio",
+        all.iter().map(|m| m.ln_r).fold(f64::NEG_INFINITY, f64::max),
+    );
+    rep.derive("max_lambda_n", over(&|m| m.lambda_n));
+
+    rep.series = Table::new(&[
+        "family",
+        "n",
+        "scale",
+        "ln_R",
+        "z_min",
+        "lambda_2_secular",
+        "lambda_2_eigvalsh",
+        "lambda_n",
+        "interlacing_violation_eigvalsh",
+        "trace_error_eigvalsh",
+        "secular_vs_eigvalsh",
+        "eq7_rel_error",
+    ]);
+    for m in &all {
+        rep.series.push(vec![
+            m.family.as_str().into(),
+            m.n.into(),
+            m.scale.into(),
+            m.ln_r.into(),
+            m.z_min.into(),
+            m.lambda_2.0.into(),
+            m.lambda_2.1.into(),
+            m.lambda_n.into(),
+            m.dense.interlacing_violation.into(),
+            m.dense.trace_error.into(),
+            m.secular_vs_dense.into(),
+            m.eq7.into(),
+        ]);
+    }
+    rep.figure = Some(figure(p, shown.as_deref(), &all)?);
+    Ok(rep)
+}
+
+fn figure(p: &Params, shown: Option<&[f64]>, all: &[Measured]) -> Result<Figure, RunError> {
+    let mut fig = Figure::new(2).title(
+        "Lemma 1: spectrum of J(z) = diag(z) − zzᵀ — interlacing, and eigvalsh vs the secular equation",
+    );
+    if let Some(z) = shown {
+        let sec = secular_eigenvalues(z).map_err(|e| RunError::Other(e.to_string()))?;
+        let mut sorted = z.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n = z.len();
+        let k: Vec<f64> = (1..=n).map(|k| k as f64).collect();
+        let half: Vec<f64> = (1..n).map(|k| k as f64 + 0.5).collect();
+        fig = fig.panel(
+            LinePanel::new(
+                format!("interlacing, n = {n}, z = φ({}·g)", p.shown_scale),
+                "index k (λₖ₊₁ drawn at k + ½)",
+                "z̃ₖ, λₖ₊₁",
+            )
+            .log_y()
+            .series(Series::new("z̃ₖ (sorted z)", k, sorted, LineStyle::Markers).color(0))
+            .series(
+                Series::new(
+                    "λₖ₊₁ of J (secular)",
+                    half,
+                    sec[1..].to_vec(),
+                    LineStyle::Markers,
+                )
+                .color(1),
+            )
+            .hline(RefLine::new(0.5, "½").style(LineStyle::Dotted))
+            .legend(LegendPosition::LowerRight),
+        );
+    }
+    let (mut x, mut y, mut bound) = (Vec::new(), Vec::new(), Vec::new());
+    for m in all {
+        let rel = (m.lambda_2.1 - m.lambda_2.0).abs() / m.lambda_2.0;
+        if rel > 0.0 {
+            x.push(m.lambda_2.0);
+            y.push(rel);
+        }
+    }
+    let mut grid: Vec<f64> = x.clone();
+    grid.sort_by(f64::total_cmp);
+    for &l in &grid {
+        bound.push(0.5 * f64::EPSILON / l);
+    }
+    fig = fig.panel(
+        LinePanel::new(
+            "relative error of eigvalsh's λ₂ (secular as reference)",
+            "λ₂ (secular)",
+            "|λ₂^eigvalsh − λ₂| / λ₂",
+        )
+        .log_x()
+        .log_y()
+        .series(Series::new("eigvalsh, every instance", x, y, LineStyle::Markers).color(0))
+        .series(Series::theory("ε·½/λ₂ (absolute accuracy ε·‖J‖)", grid, bound).color(1))
+        .legend(LegendPosition::UpperRight),
+    );
+    Ok(fig)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "prompt.lemma1-softmax-jacobian",
+    paper: "002",
+    summary: "Lemma 1 and eq. 7: J(z) symmetric PSD, J𝟙 = 0, 0 = λ₁ < z̃₁ ≤ λ₂ ≤ … ≤ λ_n ≤ z̃_n, \
+              rank-one interlacing, λ_n ≤ ½, tr J = 1 − ‖z‖², with eigvalsh and with the \
+              secular equation (relative accuracy at any sparsity).",
+    solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
+    validate,
+    run,
+};

@@ -1,0 +1,441 @@
+//! `thm2-linearization` (Theorem 2 part 1, App. D (35)–(42); spec 002 §2.6, §3.6): at the
+//! interior equilibrium z* of a (C-quad) loss, the simplex flow's Jacobian on T is
+//! DV(z*)P = −(1/N)J²HP (central differences; off T it carries the extra term +(c/N)Jz*𝟙ᵀ, so
+//! the projection P is needed when c ≠ 0), the logit flow's is −(1/N)JHJ on T (exact JVP), the
+//! exact discrete map's Jacobian on T is I − (η/N)J²H with no O(η²) correction, and iterating
+//! the map from z* + ζ₀ contracts ‖ζ_t‖ asymptotically by max|1 − (η/N)λ(J²H)| per step.
+
+use nalgebra::DMatrix;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::linearize::jacobian;
+use crate::flow::{norm, Method, OdeConfig, VectorField};
+use crate::models::prompt::jacobian_spectrum::jacobian_matrix;
+use crate::models::prompt::simplex::{LogitFlow, QuadLoss, SimplexFlow, SimplexLoss};
+use crate::models::prompt::simplex_linearization::{
+    tangent_basis, tangent_eigenvalues_svd, tangent_linearization,
+};
+use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::simplex_common::{quad_instance, rel_matrix_error, worst, worst_of};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Token counts n (spec: 3, 6, 20).
+    pub sizes: Vec<usize>,
+    /// Linear terms c of (C-quad) (spec: 0, 2.5).
+    pub cs: Vec<f64>,
+    /// GD step sizes η (spec: 0.1, 0.7).
+    pub etas: Vec<f64>,
+    /// Samples N (spec: 3).
+    pub samples: usize,
+    /// Condition number of the random SPD A, and the logit scale of z* = φ(s·g).
+    pub condition: f64,
+    pub zstar_scale: f64,
+    /// Central-difference step (spec: 1e−6).
+    pub fd_step: f64,
+    /// ‖ζ₀‖ of the contraction runs (spec: 1e−6) and the decay factor at which a run stops.
+    pub zeta0: f64,
+    pub decay: f64,
+    /// Iteration cap of a contraction run.
+    pub max_steps: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Central-difference Jacobians against the closed forms, max-entry relative (spec 1e−8).
+    pub fd_rel_tol: f64,
+    /// Exact-JVP Jacobians against the closed forms (rounding only).
+    pub exact_rel_tol: f64,
+    /// |measured asymptotic ratio / max|1 − (η/N)λ| − 1| (spec 1e−4).
+    pub rate_rel_tol: f64,
+    /// max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1| against the linearized iteration from the same ζ₀ (the
+    /// nonlinear terms are O(‖ζ‖) relative per step and accumulate over slow runs).
+    pub linear_rel_tol: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.sizes.is_empty() || p.sizes.iter().any(|&n| n < 2) {
+        return Err(sc.invalid("params.sizes", "a non-empty list of n ≥ 2"));
+    }
+    if p.cs.is_empty() || p.cs.iter().any(|c| !c.is_finite()) {
+        return Err(sc.invalid("params.cs", "a non-empty list of finite numbers"));
+    }
+    if p.etas.is_empty() || p.etas.iter().any(|&e| !(e.is_finite() && e > 0.0)) {
+        return Err(sc.invalid("params.etas", "a non-empty list of positive step sizes"));
+    }
+    if p.samples == 0 || p.max_steps < 10 {
+        return Err(sc.invalid("params.samples", "need samples ≥ 1 and max_steps ≥ 10"));
+    }
+    if !(p.decay > 0.0 && p.decay < 1.0) {
+        return Err(sc.invalid("params.decay", "must lie in (0, 1)"));
+    }
+    if p.condition < 1.0 {
+        return Err(sc.invalid("params.condition", "a condition number is ≥ 1"));
+    }
+    sc.require_positive(&[
+        ("params.zstar_scale", p.zstar_scale),
+        ("params.fd_step", p.fd_step),
+        ("params.zeta0", p.zeta0),
+        ("checks.fd_rel_tol", c.fd_rel_tol),
+        ("checks.exact_rel_tol", c.exact_rel_tol),
+        ("checks.rate_rel_tol", c.rate_rel_tol),
+        ("checks.linear_rel_tol", c.linear_rel_tol),
+    ])
+}
+
+/// Central-difference Jacobian of `f` at x along the columns of `dirs`.
+fn central_difference(
+    f: impl Fn(&[f64], &mut [f64]),
+    x: &[f64],
+    dirs: &DMatrix<f64>,
+    h: f64,
+) -> DMatrix<f64> {
+    let n = x.len();
+    let mut out = DMatrix::zeros(n, dirs.ncols());
+    let (mut plus, mut minus) = (vec![0.0; n], vec![0.0; n]);
+    for k in 0..dirs.ncols() {
+        let shifted = |s: f64| -> Vec<f64> { (0..n).map(|i| x[i] + s * dirs[(i, k)]).collect() };
+        f(&shifted(h), &mut plus);
+        f(&shifted(-h), &mut minus);
+        for i in 0..n {
+            out[(i, k)] = (plus[i] - minus[i]) / (2.0 * h);
+        }
+    }
+    out
+}
+
+/// A contraction run: ‖Bᵀζ_t‖ sampled for the figure and the asymptotic ratio per step.
+struct Contraction {
+    t: Vec<f64>,
+    norm: Vec<f64>,
+    /// ‖ξ_t‖ of the linearized iteration at the same t.
+    linear: Vec<f64>,
+    ratio: f64,
+    predicted: f64,
+    steps: usize,
+    /// max_t |‖Bᵀζ_t‖ / ‖ξ_t‖ − 1| against the linearized iteration ξ_t.
+    linear_dev: f64,
+}
+
+fn contraction(
+    flow: &SimplexFlow<QuadLoss>,
+    basis: &DMatrix<f64>,
+    zeta0: &[f64],
+    eta: f64,
+    lambdas: &[f64],
+    linear_map: &DMatrix<f64>,
+    p: &Params,
+) -> Contraction {
+    let z_star = flow.loss().z_star();
+    let n = z_star.len();
+    let mut z: Vec<f64> = (0..n).map(|i| z_star[i] + zeta0[i]).collect();
+    let mut next = vec![0.0; n];
+    let tangent_norm = |z: &[f64]| {
+        let zeta = nalgebra::DVector::from_fn(n, |i, _| z[i] - z_star[i]);
+        norm((basis.transpose() * zeta).as_slice())
+    };
+    let mut norms = vec![tangent_norm(&z)];
+    let stop = norms[0] * p.decay;
+    // the linearized iteration ξ ↦ Bᵀ(I − (η/N)J²H)B ξ from the same start
+    let m = linear_map;
+    let mut xi = basis.transpose() * nalgebra::DVector::from_column_slice(zeta0);
+    let mut linear = vec![xi.norm()];
+    while norms.len() <= p.max_steps && *norms.last().unwrap() > stop {
+        flow.gd_map(&z, eta, &mut next);
+        z.copy_from_slice(&next);
+        norms.push(tangent_norm(&z));
+        xi = m * xi;
+        linear.push(xi.norm());
+    }
+    let linear_dev = worst_of(norms.iter().zip(&linear).map(|(a, b)| (a / b - 1.0).abs()));
+    let steps = norms.len() - 1;
+    // geometric mean over the last tenth of the run, which averages out rounding
+    let window = (steps / 10).max(1);
+    let ratio = (norms[steps] / norms[steps - window]).powf(1.0 / window as f64);
+    let predicted = lambdas
+        .iter()
+        .map(|&l| (1.0 - eta * flow.inv_samples() * l).abs())
+        .fold(0.0, worst);
+    let stride = (steps / 300).max(1);
+    let kept: Vec<usize> = (0..=steps).step_by(stride).collect();
+    Contraction {
+        t: kept.iter().map(|&k| k as f64).collect(),
+        norm: kept.iter().map(|&k| norms[k]).collect(),
+        linear: kept.iter().map(|&k| linear[k]).collect(),
+        ratio,
+        predicted,
+        steps,
+        linear_dev,
+    }
+}
+
+/// One (n, c) instance's Jacobian errors.
+struct Case {
+    n: usize,
+    c: f64,
+    fd_flow: f64,
+    exact_flow: f64,
+    unprojected: f64,
+    logit: f64,
+    fd_map: Vec<f64>,
+    runs: Vec<Contraction>,
+}
+
+fn run_case(n: usize, c: f64, p: &Params, ctx: &RunContext) -> Result<Case, RunError> {
+    let err = |e: crate::analysis::AnalysisError| RunError::Other(format!("n = {n}, c = {c}: {e}"));
+    // the same z*, A and ζ₀ for every c (common random numbers)
+    let mut rng = ctx.rng(n as u64);
+    let loss = quad_instance(n, c, p.condition, p.zstar_scale, &mut rng);
+    let xi = crate::models::prompt::attention_families::Attention::standard_normal(n - 1, &mut rng);
+    let z_star = loss.z_star().to_vec();
+    let flow = SimplexFlow::new(&loss, p.samples);
+    let inv_n = flow.inv_samples();
+    let h = loss.hessian(&z_star);
+    let j = jacobian_matrix(&z_star);
+    let basis = tangent_basis(n);
+    let projector = &basis * basis.transpose();
+    let j2h = &j * &j * &h;
+    let expected_p = -(&j2h * &projector) * inv_n;
+
+    // DV(z*)P by central differences, and DV(z*) from the exact JVP against its closed form
+    let fd = central_difference(
+        |x, out| flow.rhs(0.0, x, out),
+        &z_star,
+        &DMatrix::identity(n, n),
+        p.fd_step,
+    );
+    let exact = jacobian(&flow, 0.0, &z_star).map_err(err)?;
+    let jz = &j * nalgebra::DVector::from_column_slice(&z_star);
+    let closed = -(&j2h - (jz * nalgebra::RowDVector::from_element(n, 1.0)) * c) * inv_n;
+
+    // the logit flow at w* = ln z*: −(1/N)JHJ on T
+    let logit_flow = LogitFlow::new(&loss, p.samples);
+    let w_star: Vec<f64> = z_star.iter().map(|x| x.ln()).collect();
+    let logit_jac = jacobian(&logit_flow, 0.0, &w_star).map_err(err)?;
+    let logit_closed = -(basis.transpose() * &j * &h * &j * &basis) * inv_n;
+
+    let lambdas = tangent_eigenvalues_svd(&z_star, &h).map_err(err)?;
+    let flow_on_t = tangent_linearization(&z_star, &h, p.samples);
+    let mut zeta0 = &basis * nalgebra::DVector::from_column_slice(&xi);
+    zeta0 *= p.zeta0 / zeta0.norm();
+    let mut fd_map = Vec::new();
+    let mut runs = Vec::new();
+    for &eta in &p.etas {
+        let map_fd = central_difference(
+            |x, out| flow.gd_map(x, eta, out),
+            &z_star,
+            &basis,
+            p.fd_step,
+        );
+        // I − (η/N)BᵀJ²HB = I + η·(the flow's linearization on T)
+        let expected = DMatrix::identity(n - 1, n - 1) + &flow_on_t * eta;
+        fd_map.push(rel_matrix_error(&(basis.transpose() * map_fd), &expected));
+        runs.push(contraction(
+            &flow,
+            &basis,
+            zeta0.as_slice(),
+            eta,
+            &lambdas,
+            &expected,
+            p,
+        ));
+    }
+    Ok(Case {
+        n,
+        c,
+        fd_flow: rel_matrix_error(&(fd * &projector), &expected_p),
+        exact_flow: rel_matrix_error(&exact, &closed),
+        unprojected: rel_matrix_error(&exact, &(-&j2h * inv_n)),
+        logit: rel_matrix_error(&(basis.transpose() * logit_jac * &basis), &logit_closed),
+        fd_map,
+        runs,
+    })
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let mut cases = Vec::new();
+    for &n in &p.sizes {
+        for &cc in &p.cs {
+            cases.push(run_case(n, cc, p, ctx)?);
+        }
+    }
+    let mut rep = Report::default();
+    let count = cases.len();
+    let over = |f: &dyn Fn(&Case) -> f64| worst_of(cases.iter().map(f));
+    let setting = format!(
+        "n ∈ {:?}, c ∈ {:?}, N = {}, z* = φ({}·g), κ(A) = {}",
+        p.sizes, p.cs, p.samples, p.zstar_scale, p.condition
+    );
+    let unprojected = cases
+        .iter()
+        .filter(|k| k.c != 0.0)
+        .map(|k| k.unprojected)
+        .fold(f64::INFINITY, f64::min);
+    rep.check(
+        Check::at_most(
+            "flow: DV(z*)P (central differences) vs −(1/N)J²HP",
+            over(&|k| k.fd_flow),
+            c.fd_rel_tol,
+        )
+        .note(format!(
+            "max-entry relative, h = {:e}; {setting}",
+            p.fd_step
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "flow: DV(z*) (exact JVP) vs −(1/N)(J²H − c·Jz*𝟙ᵀ)",
+            over(&|k| k.exact_flow),
+            c.exact_rel_tol,
+        )
+        .note(format!(
+            "the off-T term c·Jz*𝟙ᵀ/N is why P is needed: without it the mismatch is ≥ \
+             {unprojected:.3} whenever c ≠ 0 (0 for c = 0); {count} cases"
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "logit flow: Jacobian on T (exact JVP) vs −(1/N)BᵀJHJB",
+            over(&|k| k.logit),
+            c.exact_rel_tol,
+        )
+        .note("symmetric on T: the z-space linearization −(1/N)J²H is J·(−(1/N)JHJ)·J⁻¹"),
+    );
+    rep.check(
+        Check::at_most(
+            "GD map: Jacobian on T (central differences) vs I − (η/N)J²H",
+            worst_of(cases.iter().flat_map(|k| k.fd_map.iter().copied())),
+            c.fd_rel_tol,
+        )
+        .note(format!(
+            "η ∈ {:?}: exact at the fixed point, no O(η²) term (Thm 2.1, eq. 42)",
+            p.etas
+        )),
+    );
+    let rate_error = worst_of(
+        cases
+            .iter()
+            .flat_map(|k| k.runs.iter().map(|r| (r.ratio / r.predicted - 1.0).abs())),
+    );
+    let runs = || cases.iter().flat_map(|k| k.runs.iter());
+    let log_rate_error = worst_of(runs().map(|r| (r.ratio.ln() / r.predicted.ln() - 1.0).abs()));
+    let capped = runs().filter(|r| r.steps >= p.max_steps).count();
+    rep.derive("log_rate_rel_error", log_rate_error);
+    rep.check(
+        Check::at_most(
+            "contraction: |ratio / max|1 − (η/N)λ(J²H)| − 1|",
+            rate_error,
+            c.rate_rel_tol,
+        )
+        .note(format!(
+            "‖Bᵀζ_t‖ from ‖ζ₀‖ = {:e} until it decays by {:e} (≤ {} steps; {capped} of {} runs \
+             hit the cap, pre-asymptotic), geometric mean of the last tenth; as decay rates, \
+             |ln ratio/ln prediction − 1| ≤ {log_rate_error:.2e}",
+            p.zeta0,
+            p.decay,
+            p.max_steps,
+            runs().count()
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "contraction: max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1|, ξ_t+1 = Bᵀ(I − (η/N)J²H)Bξ_t",
+            worst_of(runs().map(|r| r.linear_dev)),
+            c.linear_rel_tol,
+        )
+        .note(
+            "the GD map against its linearization along the whole run (every mode, also \
+               before the asymptotic regime); the deviation is nonlinear, O(‖ζ‖) per step",
+        ),
+    );
+
+    rep.series = Table::new(&[
+        "n",
+        "c",
+        "eta",
+        "steps",
+        "measured_ratio",
+        "predicted_ratio",
+        "linear_deviation",
+        "fd_flow_rel_error",
+        "exact_flow_rel_error",
+        "unprojected_mismatch",
+        "logit_rel_error",
+        "fd_map_rel_error",
+    ]);
+    let mut curves = Table::new(&["n", "c", "eta", "t", "tangent_norm", "linearized_norm"]);
+    for k in &cases {
+        for (i, r) in k.runs.iter().enumerate() {
+            rep.series.push(vec![
+                k.n.into(),
+                k.c.into(),
+                p.etas[i].into(),
+                r.steps.into(),
+                r.ratio.into(),
+                r.predicted.into(),
+                r.linear_dev.into(),
+                k.fd_flow.into(),
+                k.exact_flow.into(),
+                k.unprojected.into(),
+                k.logit.into(),
+                k.fd_map[i].into(),
+            ]);
+            curves.push_columns(
+                &[k.n.into(), k.c.into(), p.etas[i].into()],
+                &[&r.t, &r.norm, &r.linear],
+            );
+        }
+    }
+    rep.tables.push(("contraction".into(), curves));
+    rep.figure = Some(figure(p, &cases));
+    Ok(rep)
+}
+
+fn figure(p: &Params, cases: &[Case]) -> Figure {
+    let mut fig = Figure::new(p.sizes.len().min(3)).title(
+        "Theorem 2.1: GD map from z* + ζ₀ (solid) vs its linearization I − (η/N)J²H on T (dashed); \
+         c = 0 and c = 2.5 coincide",
+    );
+    for &n in &p.sizes {
+        let mut panel = LinePanel::new(
+            format!("n = {n}, N = {}", p.samples),
+            "iteration t",
+            "‖Bᵀζ_t‖",
+        )
+        .log_y()
+        .legend(LegendPosition::UpperRight);
+        let mut color = 0;
+        for k in cases.iter().filter(|k| k.n == n) {
+            for (i, r) in k.runs.iter().enumerate() {
+                let label = format!(
+                    "c = {}, η = {}: 1 − ρ = {:.2e}",
+                    k.c,
+                    p.etas[i],
+                    1.0 - r.predicted
+                );
+                panel = panel
+                    .series(Series::numerics(label, r.t.clone(), r.norm.clone()).color(color))
+                    .series(Series::theory("", r.t.clone(), r.linear.clone()).color(color));
+                color += 1;
+            }
+        }
+        fig = fig.panel(panel);
+    }
+    fig
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "prompt.thm2-linearization",
+    paper: "002",
+    summary: "Theorem 2 part 1 on (C-quad): DV(z*)P = −(1/N)J²HP (and the off-T term without P), \
+              the logit flow's −(1/N)JHJ, the GD map's exact Jacobian I − (η/N)J²H on T, and the \
+              predicted contraction rate max|1 − (η/N)λ|.",
+    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
+    validate,
+    run,
+};

@@ -7,12 +7,14 @@ use clap::{Args, Parser, Subcommand};
 
 use attnflow::flow::Method;
 use attnflow::scenario::run::{
-    default_scenario_dir, execute, load_and_validate, resolve, scenario_files, Outcome, Ready,
+    default_scenario_dir, execute, load_and_validate, merge, resolve, scenario_files, ExecOptions,
+    Outcome, Ready, INTERRUPTED,
 };
+use attnflow::scenario::sweep::Shard;
 use attnflow::scenario::{InputError, Overrides, RunError};
 
 /// Exit codes: 0 all checks passed, 1 some check failed, 2 bad input (nothing written),
-/// 3 a run failed (solver failure, divergence, I/O).
+/// 3 a run failed (solver failure, divergence, I/O), 130 interrupted (completed runs kept).
 #[derive(Parser)]
 #[command(
     name = "attnflow",
@@ -52,15 +54,51 @@ enum Command {
         out: PathBuf,
         #[command(flatten)]
         opts: RunOpts,
+        #[command(flatten)]
+        exec: ExecArgs,
     },
-    /// Run every scenario and exit 1 if any theorem check fails.
+    /// Run every scenario, print a summary table (checks passed/failed, wall time), write it to
+    /// <out>/check-summary.json, and exit 1 if any theorem check fails.
     Check {
         /// Output folder.
         #[arg(long, default_value = "out", value_name = "DIR")]
         out: PathBuf,
         #[command(flatten)]
         opts: RunOpts,
+        #[command(flatten)]
+        exec: ExecArgs,
     },
+    /// Join the output folders of shards (`run --shard K/N --out DIR_K`) into one.
+    Merge {
+        /// Output folders of the shards.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where the merged outputs go.
+        #[arg(long, default_value = "out", value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+/// Sweep execution: slices for clusters, resuming interrupted runs.
+#[derive(Args, Clone)]
+struct ExecArgs {
+    /// Run only the K-th of N deterministic slices of every sweep (scenarios without a sweep
+    /// run in slice 1); join the slices with `attnflow merge`.
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    shard: Option<Shard>,
+    /// Skip runs whose outputs are already complete (after Ctrl-C or a failed node).
+    #[arg(long)]
+    resume: bool,
+}
+
+impl ExecArgs {
+    fn options(&self) -> ExecOptions {
+        ExecOptions {
+            shard: self.shard.unwrap_or(Shard::ALL),
+            resume: self.resume,
+            progress: true,
+        }
+    }
 }
 
 #[derive(Args, Clone)]
@@ -102,6 +140,13 @@ fn parse_method(s: &str) -> Result<Method, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // first Ctrl-C: start no new run, keep what is complete; second: stop at once
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: finishing the runs under way (Ctrl-C again to stop now)");
+    });
     match cli.command {
         Command::List { dir } => list(&dir.unwrap_or_else(default_scenario_dir)),
         Command::Describe { scenario, opts } => describe(&scenario, &opts),
@@ -110,6 +155,7 @@ fn main() -> ExitCode {
             all,
             out,
             opts,
+            exec,
         } => {
             if all && !scenarios.is_empty() {
                 eprintln!("error: give scenario names or --all, not both");
@@ -119,9 +165,23 @@ fn main() -> ExitCode {
                 eprintln!("error: name at least one scenario, or pass --all");
                 return ExitCode::from(2);
             }
-            run(scenarios, all, &out, &opts, false)
+            run(scenarios, all, &out, &opts, &exec, false)
         }
-        Command::Check { out, opts } => run(Vec::new(), true, &out, &opts, true),
+        Command::Check { out, opts, exec } => run(Vec::new(), true, &out, &opts, &exec, true),
+        Command::Merge { dirs, out } => match merge(&dirs, &out) {
+            Ok(outcomes) => {
+                for o in &outcomes {
+                    print!("{}", o.verdict);
+                }
+                println!("merged {} folders into {}", dirs.len(), out.display());
+                exit_code(&outcomes, &[])
+            }
+            Err(RunError::Input(e)) => input_error(&e),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(3)
+            }
+        },
     }
 }
 
@@ -174,7 +234,15 @@ fn describe(name: &str, opts: &RunOpts) -> ExitCode {
 
 /// Validates every named scenario (or all), runs them, prints verdicts; `summary` also writes
 /// `<out>/check-summary.json` (the `check` command).
-fn run(names: Vec<String>, all: bool, out: &Path, opts: &RunOpts, summary: bool) -> ExitCode {
+fn run(
+    names: Vec<String>,
+    all: bool,
+    out: &Path,
+    opts: &RunOpts,
+    exec: &ExecArgs,
+    summary: bool,
+) -> ExitCode {
+    let exec = exec.options();
     let dir = opts.dir();
     let paths: Vec<PathBuf> = if all {
         scenario_files(&dir)
@@ -204,7 +272,20 @@ fn run(names: Vec<String>, all: bool, out: &Path, opts: &RunOpts, summary: bool)
     let mut failures: Vec<(String, RunError)> = Vec::new();
     for r in ready {
         let name = r.scenario.name.clone();
-        match execute(r, out) {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            failures.push((name, RunError::Interrupted("not started".into())));
+            continue;
+        }
+        if r.sweep.is_none() {
+            if exec.shard.index != 1 {
+                continue;
+            }
+            if exec.resume && out.join(&name).join("checks.json").is_file() {
+                println!("{name}: complete on disk, skipped (--resume)");
+                continue;
+            }
+        }
+        match execute(r, out, exec) {
             Ok(o) => {
                 print!("{}", o.verdict);
                 outcomes.push(o);
@@ -225,7 +306,16 @@ fn run(names: Vec<String>, all: bool, out: &Path, opts: &RunOpts, summary: bool)
             }
         }
     }
-    if !failures.is_empty() {
+    exit_code(&outcomes, &failures)
+}
+
+fn exit_code(outcomes: &[Outcome], failures: &[(String, RunError)]) -> ExitCode {
+    if failures
+        .iter()
+        .any(|(_, e)| matches!(e, RunError::Interrupted(_)))
+    {
+        ExitCode::from(130)
+    } else if !failures.is_empty() {
         ExitCode::from(3)
     } else if outcomes.iter().any(|o| o.passed < o.checks) {
         ExitCode::from(1)

@@ -17,6 +17,8 @@
 //! max_closed_form_error = 1e-7
 //! [quick]                               # overrides for the fast configuration (tests, --quick)
 //! t_end = 5.0
+//! [sweep]                               # optional: a grid and/or seeds, run in parallel
+//! seeds = 10                            # (see [`sweep`])
 //! ```
 //! The scenario's name is the file stem.
 
@@ -28,6 +30,7 @@ pub mod prompt;
 pub mod registry;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod token_select;
 
 use std::path::{Path, PathBuf};
@@ -69,6 +72,9 @@ pub enum RunError {
     Flow(#[from] crate::flow::FlowError),
     #[error("{0}")]
     Other(String),
+    /// Ctrl-C: what is missing, and how to finish.
+    #[error("interrupted: {0}")]
+    Interrupted(String),
 }
 
 /// The top-level keys of a scenario file.
@@ -87,6 +93,8 @@ struct ScenarioFile {
     checks: toml::Table,
     #[serde(default)]
     quick: toml::Table,
+    #[serde(default)]
+    sweep: Option<toml::Table>,
 }
 
 /// A loaded scenario with its overrides applied (not yet validated against its kind).
@@ -102,6 +110,8 @@ pub struct Scenario {
     pub params: toml::Table,
     pub checks: toml::Table,
     pub quick_overrides: toml::Table,
+    /// `[sweep]` table as given (planned by [`sweep::SweepSpec::plan`]).
+    pub sweep: Option<toml::Table>,
     /// Whether the `[quick]` overrides were applied.
     pub quick: bool,
     /// The `--set` overrides applied, as given.
@@ -112,7 +122,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     /// `key=value` pairs; keys are relative to `[params]` unless they start with `solver.`,
-    /// `checks.` or are `seed`.
+    /// `checks.`, `sweep.` or are `seed`.
     pub set: Vec<String>,
     pub seed: Option<u64>,
     pub method: Option<Method>,
@@ -153,6 +163,7 @@ impl Scenario {
             params: file.params,
             checks: file.checks,
             quick_overrides: file.quick,
+            sweep: file.sweep,
             quick: false,
             overrides: Vec::new(),
         };
@@ -183,7 +194,7 @@ impl Scenario {
         Ok(sc)
     }
 
-    /// Sets a dotted key: `seed`, `solver.x`, `checks.x`, or a key under `[params]`.
+    /// Sets a dotted key: `seed`, `solver.x`, `checks.x`, `sweep.x`, or a key under `[params]`.
     fn assign(&mut self, key: &str, value: toml::Value, origin: &str) -> Result<(), InputError> {
         let err = |reason: String| InputError::new(&self.path, format!("{origin} {key}"), reason);
         if key.is_empty() || key.split('.').any(|p| p.trim().is_empty()) {
@@ -204,6 +215,8 @@ impl Scenario {
             (self.solver.get_or_insert_with(toml::Table::new), rest)
         } else if let Some(rest) = key.strip_prefix("checks.") {
             (&mut self.checks, rest)
+        } else if let Some(rest) = key.strip_prefix("sweep.") {
+            (self.sweep.get_or_insert_with(toml::Table::new), rest)
         } else {
             (&mut self.params, key.strip_prefix("params.").unwrap_or(key))
         };

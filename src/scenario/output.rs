@@ -113,6 +113,20 @@ fn write_files(dir: &Path, meta: &RunMeta, report: &Report) -> Result<(), String
     Ok(())
 }
 
+/// Writes a file through a temporary sibling and a rename, so readers never see it half-written.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    write_bytes(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
+
 fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     f.write_all(bytes)

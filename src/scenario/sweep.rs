@@ -1,0 +1,826 @@
+//! Sweeps: a scenario file may declare a `[sweep]` — a grid over parameters and/or a list of
+//! seeds. Every point of the sweep is an ordinary run of the scenario's kind with the grid values
+//! assigned (as `--set` would) and its own seed; points are numbered in a fixed order (grid in
+//! key order, seeds innermost), so a point's result depends only on its number, never on how many
+//! threads, shards or restarts produced it.
+//!
+//! ```toml
+//! [sweep]
+//! seeds = 10                       # seeds seed, seed+1, …, seed+9 (or a list: [0, 4, 7])
+//! grid = { sigma_p = [0.1, 1.0] }  # parameter key (as for --set) → values; Cartesian product
+//! [sweep.band]                     # the figure: mean with min–max band per grid point
+//! x = "iteration"                  # columns of the runs' series.csv (or of `table`)
+//! y = "loss"
+//! log_y = true
+//! label = "σ_p = {sigma_p}, R̄ = {R_student:mean}"   # {grid key} or {quantity:statistic}
+//! [[sweep.checks]]                 # checks across runs, on the runs' derived quantities
+//!                                  # (and on each check's measured value, as "check: <name>")
+//! name = "median final loss at σ_p = 0.1"
+//! quantity = "final_loss"
+//! statistic = "median"             # mean | median | min | max | geomean
+//! where = { sigma_p = 0.1 }        # restrict to one grid point (default: all runs)
+//! at_most = 1e-4                   # and/or at_least
+//! ```
+//!
+//! Output (`<out>/<name>/`): `sweep.json` (the plan: every point's values and seed),
+//! `runs/<id>/` (each point's ordinary outputs, written atomically), `sweep.csv` (one row per
+//! run), `aggregate.csv` (mean, median, min, max of every quantity per grid point), `checks.json`
+//! (every run passes its own checks, plus the sweep's checks once all points are present, and
+//! the list of missing points) and `figure.svg` (the bands).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::output::{csv_text, write_atomic};
+use super::report::{Cell, Check, Table};
+use super::{InputError, Scenario};
+use crate::plot::{Band, Figure, LegendPosition, LinePanel, Series};
+
+/// The `[sweep]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// A number of seeds counted up from the scenario's seed, or an explicit list.
+    #[serde(default)]
+    pub seeds: Option<Seeds>,
+    /// Parameter key (as for `--set`) → the values it takes.
+    #[serde(default)]
+    pub grid: BTreeMap<String, Vec<toml::Value>>,
+    #[serde(default)]
+    pub band: Option<BandSpec>,
+    #[serde(default)]
+    pub checks: Vec<SweepCheck>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Seeds {
+    Count(i64),
+    List(Vec<i64>),
+}
+
+/// The band figure drawn from the runs' tables.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BandSpec {
+    /// File stem of the runs' table (default `series`).
+    #[serde(default = "series_stem")]
+    pub table: String,
+    pub x: String,
+    pub y: String,
+    #[serde(default)]
+    pub log_x: bool,
+    #[serde(default)]
+    pub log_y: bool,
+    #[serde(default)]
+    pub x_label: Option<String>,
+    #[serde(default)]
+    pub y_label: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Legend of each grid point; `{key}` is a grid value, `{quantity:statistic}` an aggregate.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+fn series_stem() -> String {
+    "series".into()
+}
+
+/// A check across runs: a statistic of a derived quantity against bounds.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepCheck {
+    pub name: String,
+    pub quantity: String,
+    pub statistic: Statistic,
+    /// Only the runs at this grid point (keys of `grid`).
+    #[serde(default, rename = "where")]
+    pub at: BTreeMap<String, toml::Value>,
+    /// Divide by the same statistic at this grid point (e.g. a loss ratio between two σ).
+    #[serde(default)]
+    pub ratio_to: Option<BTreeMap<String, toml::Value>>,
+    #[serde(default)]
+    pub at_most: Option<f64>,
+    #[serde(default)]
+    pub at_least: Option<f64>,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub paper_claim: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Statistic {
+    Mean,
+    Median,
+    Min,
+    Max,
+    Geomean,
+}
+
+impl Statistic {
+    fn name(self) -> &'static str {
+        match self {
+            Statistic::Mean => "mean",
+            Statistic::Median => "median",
+            Statistic::Min => "min",
+            Statistic::Max => "max",
+            Statistic::Geomean => "geomean",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Statistic> {
+        [
+            Statistic::Mean,
+            Statistic::Median,
+            Statistic::Min,
+            Statistic::Max,
+            Statistic::Geomean,
+        ]
+        .into_iter()
+        .find(|k| k.name() == s)
+    }
+
+    /// The statistic of `v` (NaN if empty; geomean of non-positive values is NaN, so a check on
+    /// it fails rather than passing on garbage).
+    fn of(self, v: &[f64]) -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        let n = v.len() as f64;
+        match self {
+            Statistic::Mean => v.iter().sum::<f64>() / n,
+            Statistic::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
+            Statistic::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            Statistic::Geomean => (v.iter().map(|x| x.ln()).sum::<f64>() / n).exp(),
+            Statistic::Median => {
+                let mut s = v.to_vec();
+                s.sort_by(f64::total_cmp);
+                let m = s.len() / 2;
+                if s.len() % 2 == 1 {
+                    s[m]
+                } else {
+                    0.5 * (s[m - 1] + s[m])
+                }
+            }
+        }
+    }
+}
+
+/// One run of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Position in the fixed order; names the folder `runs/<id>`.
+    pub index: usize,
+    /// Which grid point (runs of one group differ only in the seed).
+    pub group: usize,
+    pub values: BTreeMap<String, toml::Value>,
+    pub seed: u64,
+}
+
+impl Point {
+    pub fn id(&self) -> String {
+        format!("{:04}", self.index)
+    }
+}
+
+impl SweepSpec {
+    /// Parses and checks the `[sweep]` table of `sc`, returning the spec and its points.
+    pub fn plan(sc: &Scenario, table: &toml::Table) -> Result<(SweepSpec, Vec<Point>), InputError> {
+        let spec: SweepSpec = super::deserialize_table(&sc.path, "sweep", table.clone())?;
+        let seeds: Vec<u64> = match &spec.seeds {
+            None => vec![sc.seed],
+            Some(Seeds::Count(n)) if *n >= 1 => (0..*n as u64).map(|k| sc.seed + k).collect(),
+            Some(Seeds::Count(n)) => {
+                return Err(sc.invalid("sweep.seeds", format!("must be ≥ 1, got {n}")))
+            }
+            Some(Seeds::List(v)) if v.is_empty() => {
+                return Err(sc.invalid("sweep.seeds", "the seed list is empty"))
+            }
+            Some(Seeds::List(v)) => v
+                .iter()
+                .map(|&s| {
+                    u64::try_from(s).map_err(|_| {
+                        sc.invalid("sweep.seeds", format!("seeds must be ≥ 0, got {s}"))
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        for (k, vals) in &spec.grid {
+            if vals.is_empty() {
+                return Err(sc.invalid(&format!("sweep.grid.{k}"), "no values"));
+            }
+            if k == "seed" {
+                return Err(sc.invalid("sweep.grid.seed", "sweep seeds with `sweep.seeds`"));
+            }
+        }
+        if spec.grid.is_empty() && seeds.len() < 2 {
+            return Err(sc.invalid("sweep", "a sweep needs a grid or at least two seeds"));
+        }
+        let mut points = Vec::new();
+        let groups = cartesian(&spec.grid);
+        for (g, values) in groups.into_iter().enumerate() {
+            for &seed in &seeds {
+                points.push(Point {
+                    index: points.len(),
+                    group: g,
+                    values: values.clone(),
+                    seed,
+                });
+            }
+        }
+        Ok((spec, points))
+    }
+
+    /// Checks that each `[[sweep.checks]]` entry selects grid points that exist. Called after every
+    /// point has been validated by its kind, so that a bad grid value is reported as such first.
+    pub fn validate_checks(&self, sc: &Scenario) -> Result<(), InputError> {
+        let spec = self;
+        for (i, c) in spec.checks.iter().enumerate() {
+            let key = format!("sweep.checks[{i}]");
+            if c.at_most.is_none() && c.at_least.is_none() {
+                return Err(sc.invalid(&key, "give at_most and/or at_least"));
+            }
+            for at in std::iter::once(&c.at).chain(c.ratio_to.iter()) {
+                for (k, v) in at {
+                    match spec.grid.get(k) {
+                        Some(vals) if vals.contains(v) => {}
+                        Some(_) => {
+                            return Err(sc.invalid(&key, format!("{k} = {v} is not a grid value")))
+                        }
+                        None => return Err(sc.invalid(&key, format!("`{k}` is not a grid key"))),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every combination of the grid's values, keys in order, the last key varying fastest.
+fn cartesian(grid: &BTreeMap<String, Vec<toml::Value>>) -> Vec<BTreeMap<String, toml::Value>> {
+    let mut out = vec![BTreeMap::new()];
+    for (k, vals) in grid {
+        out = out
+            .into_iter()
+            .flat_map(|m| {
+                vals.iter().map(move |v| {
+                    let mut m = m.clone();
+                    m.insert(k.clone(), v.clone());
+                    m
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// `--shard K/N`: the K-th (1-based) of N interleaved slices of the points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    pub const ALL: Shard = Shard { index: 1, count: 1 };
+
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let (k, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("--shard must look like K/N, got `{s}`"))?;
+        let k: usize = k
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad shard index `{k}`"))?;
+        let n: usize = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad shard count `{n}`"))?;
+        if n == 0 || k == 0 || k > n {
+            return Err(format!("--shard K/N needs 1 ≤ K ≤ N, got {k}/{n}"));
+        }
+        Ok(Shard { index: k, count: n })
+    }
+
+    pub fn contains(&self, p: &Point) -> bool {
+        p.index % self.count == self.index - 1
+    }
+}
+
+/// `sweep.json`: what a sweep is, so that shards can be merged and resumed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub scenario: String,
+    pub kind: String,
+    pub title: String,
+    pub file: String,
+    pub crate_version: String,
+    pub seed: u64,
+    pub quick: bool,
+    pub overrides: Vec<String>,
+    pub spec: SweepSpec,
+    pub points: Vec<Point>,
+}
+
+impl Plan {
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join("sweep.json")
+    }
+
+    pub fn read(dir: &Path) -> Result<Plan, String> {
+        let p = Self::path(dir);
+        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    }
+
+    pub fn write(&self, dir: &Path) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())? + "\n";
+        write_atomic(&Self::path(dir), text.as_bytes())
+    }
+
+    /// Whether two plans describe the same sweep (the scenario file may sit at another path).
+    pub fn same_sweep(&self, other: &Plan) -> bool {
+        let strip = |p: &Plan| Plan {
+            file: String::new(),
+            ..p.clone()
+        };
+        strip(self) == strip(other)
+    }
+
+    /// Whether run `p` is on disk (a run folder appears only when complete).
+    pub fn is_done(dir: &Path, p: &Point) -> bool {
+        dir.join("runs").join(p.id()).join("checks.json").is_file()
+    }
+}
+
+/// One completed run as read back from disk.
+struct RunRecord {
+    point: Point,
+    checks: usize,
+    passed: usize,
+    quantities: BTreeMap<String, f64>,
+}
+
+fn read_run(dir: &Path, p: &Point) -> Result<Option<RunRecord>, String> {
+    if !Plan::is_done(dir, p) {
+        return Ok(None);
+    }
+    let run = dir.join("runs").join(p.id());
+    let read = |f: &str| -> Result<serde_json::Value, String> {
+        let path = run.join(f);
+        let t = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&t).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let checks = read("checks.json")?;
+    let list = checks["checks"].as_array().cloned().unwrap_or_default();
+    let passed = list.iter().filter(|c| c["pass"] == true).count();
+    let params = read("params.json")?;
+    // the run's scalar derived quantities, and every check's measured value
+    let mut quantities: BTreeMap<String, f64> = params["derived"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_f64().map(|x| (k.clone(), x)))
+                .collect()
+        })
+        .unwrap_or_default();
+    for c in &list {
+        if let (Some(name), Some(x)) = (c["name"].as_str(), c["measured"].as_f64()) {
+            quantities.insert(format!("check: {name}"), x);
+        }
+    }
+    Ok(Some(RunRecord {
+        point: p.clone(),
+        checks: list.len(),
+        passed,
+        quantities,
+    }))
+}
+
+/// What aggregation found.
+pub struct Aggregate {
+    pub checks: Vec<Check>,
+    pub missing: Vec<String>,
+    pub runs: usize,
+}
+
+/// Reads every completed run under `dir` and writes `sweep.csv`, `aggregate.csv`,
+/// `checks.json` and `figure.svg`.
+pub fn aggregate(dir: &Path) -> Result<Aggregate, String> {
+    let plan = Plan::read(dir)?;
+    let mut records = Vec::new();
+    let mut missing = Vec::new();
+    for p in &plan.points {
+        match read_run(dir, p)? {
+            Some(r) => records.push(r),
+            None => missing.push(p.id()),
+        }
+    }
+    let keys: Vec<String> = plan.spec.grid.keys().cloned().collect();
+    let quantities: Vec<String> = {
+        let mut q: Vec<String> = records
+            .iter()
+            .flat_map(|r| r.quantities.keys().cloned())
+            .collect();
+        q.sort();
+        q.dedup();
+        q
+    };
+    write_atomic(
+        &dir.join("sweep.csv"),
+        csv_text(&runs_table(&records, &keys, &quantities))?.as_bytes(),
+    )?;
+    let groups = group_indices(&plan);
+    write_atomic(
+        &dir.join("aggregate.csv"),
+        csv_text(&aggregate_table(&groups, &records, &keys, &quantities))?.as_bytes(),
+    )?;
+
+    let failing = records.iter().filter(|r| r.passed < r.checks).count();
+    let mut checks = vec![
+        Check::at_most("runs failing their own checks", failing as f64, 0.0)
+            .note(format!("{} runs present", records.len())),
+    ];
+    if missing.is_empty() {
+        for c in &plan.spec.checks {
+            checks.push(sweep_check(c, &records)?);
+        }
+    }
+    let all_pass = checks.iter().all(|c| c.pass);
+    let doc = json!({
+        "scenario": plan.scenario,
+        "all_pass": all_pass && missing.is_empty(),
+        "complete": missing.is_empty(),
+        "runs": records.len(),
+        "missing": missing,
+        "checks": checks,
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n";
+    write_atomic(&dir.join("checks.json"), text.as_bytes())?;
+    if let Some(band) = &plan.spec.band {
+        let fig = band_figure(dir, &plan, band, &groups, &records)?;
+        let svg = crate::plot::render_svg(&fig).map_err(|e| format!("drawing figure.svg: {e}"))?;
+        write_atomic(&dir.join("figure.svg"), svg.as_bytes())?;
+    }
+    Ok(Aggregate {
+        checks,
+        missing,
+        runs: records.len(),
+    })
+}
+
+/// The grid values of each group, in group order.
+fn group_indices(plan: &Plan) -> Vec<BTreeMap<String, toml::Value>> {
+    let mut groups: Vec<BTreeMap<String, toml::Value>> = Vec::new();
+    for p in &plan.points {
+        if p.group == groups.len() {
+            groups.push(p.values.clone());
+        }
+    }
+    groups
+}
+
+fn value_cell(v: &toml::Value) -> Cell {
+    match v {
+        toml::Value::Float(x) => Cell::Num(*x),
+        toml::Value::Integer(i) => Cell::Num(*i as f64),
+        toml::Value::String(s) => Cell::Text(s.clone()),
+        other => Cell::Text(other.to_string()),
+    }
+}
+
+fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn runs_table(records: &[RunRecord], keys: &[String], quantities: &[String]) -> Table {
+    let mut headers: Vec<&str> = vec!["id", "seed"];
+    headers.extend(keys.iter().map(String::as_str));
+    headers.extend(["checks", "passed"]);
+    headers.extend(quantities.iter().map(String::as_str));
+    let mut t = Table::new(&headers);
+    for r in records {
+        let mut row: Vec<Cell> = vec![r.point.id().into(), r.point.seed.to_string().into()];
+        row.extend(keys.iter().map(|k| value_cell(&r.point.values[k])));
+        row.extend([r.checks.to_string().into(), r.passed.to_string().into()]);
+        row.extend(
+            quantities
+                .iter()
+                .map(|q| Cell::Num(r.quantities.get(q).copied().unwrap_or(f64::NAN))),
+        );
+        t.push(row);
+    }
+    t
+}
+
+const TABLE_STATS: [Statistic; 4] = [
+    Statistic::Mean,
+    Statistic::Median,
+    Statistic::Min,
+    Statistic::Max,
+];
+
+fn aggregate_table(
+    groups: &[BTreeMap<String, toml::Value>],
+    records: &[RunRecord],
+    keys: &[String],
+    quantities: &[String],
+) -> Table {
+    let mut headers: Vec<String> = vec!["group".into()];
+    headers.extend(keys.iter().cloned());
+    headers.push("runs".into());
+    for q in quantities {
+        headers.extend(TABLE_STATS.iter().map(|s| format!("{q}_{}", s.name())));
+    }
+    let mut t = Table {
+        headers,
+        rows: Vec::new(),
+    };
+    for (g, values) in groups.iter().enumerate() {
+        let members: Vec<&RunRecord> = records.iter().filter(|r| r.point.group == g).collect();
+        let mut row: Vec<Cell> = vec![g.to_string().into()];
+        row.extend(keys.iter().map(|k| value_cell(&values[k])));
+        row.push(members.len().to_string().into());
+        for q in quantities {
+            let v: Vec<f64> = members
+                .iter()
+                .filter_map(|r| r.quantities.get(q).copied())
+                .collect();
+            row.extend(TABLE_STATS.iter().map(|s| Cell::Num(s.of(&v))));
+        }
+        t.push(row);
+    }
+    t
+}
+
+/// The values of `quantity` over the runs matching `at`.
+fn selected(records: &[RunRecord], quantity: &str, at: &BTreeMap<String, toml::Value>) -> Vec<f64> {
+    records
+        .iter()
+        .filter(|r| at.iter().all(|(k, v)| r.point.values.get(k) == Some(v)))
+        .filter_map(|r| r.quantities.get(quantity).copied())
+        .collect()
+}
+
+fn describe_at(at: &BTreeMap<String, toml::Value>) -> String {
+    at.iter()
+        .map(|(k, v)| format!("{k} = {}", value_text(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn sweep_check(c: &SweepCheck, records: &[RunRecord]) -> Result<Check, String> {
+    if !records
+        .iter()
+        .any(|r| r.quantities.contains_key(&c.quantity))
+    {
+        return Err(format!(
+            "sweep check `{}`: no run reports the quantity `{}`",
+            c.name, c.quantity
+        ));
+    }
+    let mut measured = c.statistic.of(&selected(records, &c.quantity, &c.at));
+    let mut what = format!("{} of {}", c.statistic.name(), c.quantity);
+    if !c.at.is_empty() {
+        what += &format!(" at {}", describe_at(&c.at));
+    }
+    if let Some(base) = &c.ratio_to {
+        measured /= c.statistic.of(&selected(records, &c.quantity, base));
+        what += &format!(", divided by its value at {}", describe_at(base));
+    }
+    let check = match (c.at_least, c.at_most) {
+        (Some(lo), Some(hi)) => Check::within(&c.name, measured, lo, hi),
+        (Some(lo), None) => Check::at_least(&c.name, measured, lo),
+        (None, Some(hi)) => Check::at_most(&c.name, measured, hi),
+        (None, None) => unreachable!("validated when the sweep was planned"),
+    };
+    let check = check.note(
+        c.note
+            .clone()
+            .map_or(what.clone(), |n| format!("{n} ({what})")),
+    );
+    Ok(match &c.paper_claim {
+        Some(p) => check.paper_claim(p.clone()),
+        None => check,
+    })
+}
+
+/// Fills a legend template: `{key}` → grid value, `{quantity:statistic}` → aggregate.
+fn fill_label(
+    template: &str,
+    values: &BTreeMap<String, toml::Value>,
+    members: &[&RunRecord],
+) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        let field = &rest[open + 1..open + close];
+        let text = match field.split_once(':') {
+            Some((q, s)) => Statistic::parse(s).map(|stat| {
+                let v: Vec<f64> = members
+                    .iter()
+                    .filter_map(|r| r.quantities.get(q).copied())
+                    .collect();
+                super::report::fmt_num(stat.of(&v))
+            }),
+            None => values.get(field).map(value_text),
+        };
+        out.push_str(&text.unwrap_or_else(|| format!("{{{field}}}")));
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Reads columns `x`, `y` of a run's table.
+fn read_columns(path: &Path, x: &str, y: &str) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let mut r = csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let headers = r.headers().map_err(|e| e.to_string())?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| format!("{}: no column `{name}`", path.display()))
+    };
+    let (ix, iy) = (col(x)?, col(y)?);
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for rec in r.records() {
+        let rec = rec.map_err(|e| e.to_string())?;
+        let num = |i: usize| {
+            rec.get(i)
+                .and_then(|s| s.parse::<f64>().ok())
+                .unwrap_or(f64::NAN)
+        };
+        xs.push(num(ix));
+        ys.push(num(iy));
+    }
+    Ok((xs, ys))
+}
+
+fn band_figure(
+    dir: &Path,
+    plan: &Plan,
+    band: &BandSpec,
+    groups: &[BTreeMap<String, toml::Value>],
+    records: &[RunRecord],
+) -> Result<Figure, String> {
+    let title = band.title.clone().unwrap_or_else(|| plan.title.clone());
+    let mut panel = LinePanel::new(
+        "",
+        band.x_label.clone().unwrap_or_else(|| band.x.clone()),
+        band.y_label.clone().unwrap_or_else(|| band.y.clone()),
+    )
+    .legend(LegendPosition::UpperRight);
+    if band.log_x {
+        panel = panel.log_x();
+    }
+    if band.log_y {
+        panel = panel.log_y();
+    }
+    let mut banded = false;
+    for (g, values) in groups.iter().enumerate() {
+        let members: Vec<&RunRecord> = records.iter().filter(|r| r.point.group == g).collect();
+        let mut curves: Vec<Vec<f64>> = Vec::new();
+        let mut grid: Option<Vec<f64>> = None;
+        for r in &members {
+            let path = dir
+                .join("runs")
+                .join(r.point.id())
+                .join(format!("{}.csv", band.table));
+            let (x, y) = read_columns(&path, &band.x, &band.y)?;
+            match &grid {
+                Some(g0) if g0 != &x => {
+                    return Err(format!(
+                        "{}: column `{}` differs between runs of one grid point, no band",
+                        path.display(),
+                        band.x
+                    ))
+                }
+                Some(_) => {}
+                None => grid = Some(x),
+            }
+            curves.push(y);
+        }
+        let Some(x) = grid else { continue };
+        let at = |k: usize, s: Statistic| s.of(&curves.iter().map(|c| c[k]).collect::<Vec<_>>());
+        let mean: Vec<f64> = (0..x.len()).map(|k| at(k, Statistic::Mean)).collect();
+        let lo: Vec<f64> = (0..x.len()).map(|k| at(k, Statistic::Min)).collect();
+        let hi: Vec<f64> = (0..x.len()).map(|k| at(k, Statistic::Max)).collect();
+        let mut label = match &band.label {
+            Some(t) => fill_label(t, values, &members),
+            None => describe_at(values),
+        };
+        if members.len() > 1 {
+            // one legend entry for all bands: they mean the same thing
+            let band_label = if banded { "" } else { "min–max over seeds" };
+            banded = true;
+            panel = panel.band(Band::new(band_label, x.clone(), lo, hi).color(g));
+            label = format!("{label} (mean of {})", members.len());
+        }
+        panel = panel.series(Series::numerics(label, x, mean).color(g));
+    }
+    Ok(Figure::single(panel).title(title))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Overrides;
+
+    fn scenario(sweep: &str) -> Result<(SweepSpec, Vec<Point>), InputError> {
+        let text = format!("kind = \"k\"\ntitle = \"t\"\nseed = 5\n[params]\na = 1\n{sweep}");
+        let sc = Scenario::parse(Path::new("x/s.toml"), &text, &Overrides::default())?;
+        let (spec, points) = SweepSpec::plan(&sc, sc.sweep.as_ref().expect("has a sweep"))?;
+        spec.validate_checks(&sc)?;
+        Ok((spec, points))
+    }
+
+    #[test]
+    fn points_are_ordered_grid_then_seeds() {
+        let (_, pts) =
+            scenario("[sweep]\nseeds = 2\ngrid = { a = [1, 2], b = [\"x\", \"y\"] }").unwrap();
+        assert_eq!(pts.len(), 8);
+        assert_eq!(pts[0].seed, 5);
+        assert_eq!(pts[1].seed, 6);
+        assert_eq!(pts[1].group, 0);
+        assert_eq!(pts[2].values["b"], toml::Value::String("y".into()));
+        assert_eq!(pts[4].values["a"], toml::Value::Integer(2));
+        assert_eq!(pts[7].id(), "0007");
+    }
+
+    #[test]
+    fn shards_partition_the_points() {
+        let (_, pts) = scenario("[sweep]\nseeds = [3, 1, 4, 1, 5, 9, 2]").unwrap();
+        for n in 1..5 {
+            let mut count = 0;
+            for k in 1..=n {
+                let s = Shard::parse(&format!("{k}/{n}")).unwrap();
+                count += pts.iter().filter(|p| s.contains(p)).count();
+            }
+            assert_eq!(count, pts.len());
+        }
+        assert!(Shard::parse("0/3").is_err());
+        assert!(Shard::parse("4/3").is_err());
+        assert!(Shard::parse("2").is_err());
+    }
+
+    #[test]
+    fn bad_sweeps_are_refused_with_the_key() {
+        let e = scenario("[sweep]\nseeds = 0").unwrap_err();
+        assert_eq!(e.key, "sweep.seeds");
+        let e = scenario("[sweep]\ngrid = { a = [] }").unwrap_err();
+        assert_eq!(e.key, "sweep.grid.a");
+        let e = scenario("[sweep]\nseeds = 3\nbogus = 1").unwrap_err();
+        assert!(e.reason.contains("bogus"), "{e}");
+        let e = scenario(
+            "[sweep]\ngrid = { a = [1, 2] }\n[[sweep.checks]]\nname = \"n\"\nquantity = \"q\"\nstatistic = \"mean\"\nwhere = { a = 3 }\nat_most = 1.0",
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("not a grid value"), "{e}");
+        let e = scenario(
+            "[sweep]\ngrid = { a = [1, 2] }\n[[sweep.checks]]\nname = \"n\"\nquantity = \"q\"\nstatistic = \"mean\"",
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("at_most"), "{e}");
+        let e = scenario("[sweep]\nseeds = 1").unwrap_err();
+        assert_eq!(e.key, "sweep");
+    }
+
+    #[test]
+    fn statistics_and_labels() {
+        let v = [4.0, 1.0, 2.0, 8.0];
+        assert_eq!(Statistic::Median.of(&v), 3.0);
+        assert!((Statistic::Geomean.of(&v) - 64f64.powf(0.25)).abs() < 1e-14);
+        assert!(Statistic::Mean.of(&[]).is_nan());
+        assert!(Statistic::Geomean.of(&[-1.0, 1.0]).is_nan());
+        let values: BTreeMap<_, _> = [("s".to_string(), toml::Value::Float(0.1))].into();
+        let r = RunRecord {
+            point: Point {
+                index: 0,
+                group: 0,
+                values: values.clone(),
+                seed: 0,
+            },
+            checks: 1,
+            passed: 1,
+            quantities: [("q".to_string(), 2.5)].into(),
+        };
+        assert_eq!(
+            fill_label("σ = {s}, q̄ = {q:mean} {zz}", &values, &[&r]),
+            "σ = 0.1, q̄ = 2.5 {zz}"
+        );
+    }
+}

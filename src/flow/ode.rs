@@ -232,9 +232,9 @@ pub fn integrate_flow<F: GradientFlow + ?Sized>(
 ) -> Result<Trajectory, FlowError> {
     let mut traj = integrate(&Descent(flow), z0, times, cfg, None)?;
     traj.record_diagnostics(flow);
-    if let Some(k) = traj.first_non_finite() {
+    if let Some((k, quantity)) = traj.first_non_finite() {
         return Err(FlowError::NonFinite {
-            quantity: "loss or state".into(),
+            quantity,
             t: traj.t[k],
         });
     }
@@ -579,6 +579,43 @@ mod tests {
         }
         fn jvp(&self, _t: f64, z: &[f64], u: &[f64], out: &mut [f64]) {
             out[0] = 2.0 * z[0] * u[0];
+        }
+    }
+
+    /// ℓ(z) = ½(z − 3)² for z < 2 and NaN beyond (a model evaluated outside its domain), with a
+    /// finite gradient everywhere: ż = 3 − z, so only the recorded loss turns NaN, at the first
+    /// sample with z ≥ 2 (z(t) = 3 − 3e^{−t} crosses 2 at t = ln 3 ≈ 1.0986).
+    struct NanLoss;
+    impl GradientFlow for NanLoss {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn loss(&self, z: &[f64]) -> f64 {
+            if z[0] < 2.0 {
+                0.5 * (z[0] - 3.0).powi(2)
+            } else {
+                f64::NAN
+            }
+        }
+        fn grad(&self, z: &[f64], g: &mut [f64]) {
+            g[0] = z[0] - 3.0;
+        }
+        fn hvp(&self, _z: &[f64], v: &[f64], out: &mut [f64]) {
+            out[0] = v[0];
+        }
+    }
+
+    #[test]
+    fn a_non_finite_loss_stops_the_run_naming_the_quantity_and_time() {
+        let times: Vec<f64> = (0..=20).map(|k| 0.1 * k as f64).collect();
+        let cfg = OdeConfig::new(Method::Bdf, 1e-8, 1e-10);
+        match integrate_flow(&NanLoss, &[0.0], &times, &cfg).unwrap_err() {
+            FlowError::NonFinite { quantity, t } => {
+                assert_eq!(quantity, "loss");
+                // first sample past ln 3 ≈ 1.0986
+                assert!((t - 1.1).abs() < 1e-12, "{t}");
+            }
+            other => panic!("unexpected {other}"),
         }
     }
 

@@ -132,11 +132,19 @@ impl Trajectory {
             .fold(0.0, f64::max)
     }
 
-    /// Index of the first non-finite state or loss value, if any.
-    pub fn first_non_finite(&self) -> Option<usize> {
-        (0..self.len()).find(|&k| {
-            self.state(k).iter().any(|x| !x.is_finite())
-                || self.loss.get(k).is_some_and(|l| !l.is_finite())
+    /// The first sample whose state, loss or gradient norm is not finite: its index and which
+    /// quantity it is (for the error message).
+    pub fn first_non_finite(&self) -> Option<(usize, String)> {
+        (0..self.len()).find_map(|k| {
+            if let Some(i) = self.state(k).iter().position(|x| !x.is_finite()) {
+                Some((k, format!("state component {i}")))
+            } else if self.loss.get(k).is_some_and(|l| !l.is_finite()) {
+                Some((k, "loss".to_string()))
+            } else if self.grad_norm.get(k).is_some_and(|g| !g.is_finite()) {
+                Some((k, "gradient norm".to_string()))
+            } else {
+                None
+            }
         })
     }
 }

@@ -377,7 +377,6 @@ fn final_table(t_end: f64, runs: &[ScaleRun]) -> Table {
         "rhs_evals",
         "lambda_max_T",
         "t_end_lambda_max",
-        "wall_seconds",
     ]);
     for r in runs {
         let last = r.t.len() - 1;
@@ -398,7 +397,6 @@ fn final_table(t_end: f64, runs: &[ScaleRun]) -> Table {
             r.stats.rhs_evals.into(),
             r.lambda_max.into(),
             (t_end * r.lambda_max).into(),
-            r.stats.wall_seconds.into(),
         ]);
     }
     table

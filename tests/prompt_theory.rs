@@ -25,7 +25,10 @@ fn two_token_closed_form_fails_at_loose_tolerance() {
 /// Near R = 1 the rate is not ∝ R⁻²: the local slope 2 − 4R/(1 + R) is far from −2.
 #[test]
 fn two_token_rate_slope_needs_large_r() {
-    let r = common::run_quick("two-token-closed-form", &["ratio_min=1.5", "ratio_max=10.0"]);
+    let r = common::run_quick(
+        "two-token-closed-form",
+        &["ratio_min=1.5", "ratio_max=10.0"],
+    );
     assert!(!passes(&r, "rate vs R"));
     assert!(passes(&r, "tail rate"));
 }

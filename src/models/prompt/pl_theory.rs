@@ -67,14 +67,16 @@ pub fn f_row_norms_closed_form(model: &PromptModel, p: &[f64], v: &[f64]) -> Vec
             softmax_into(&logits[i], &mut z);
             let x = data.tokens(i);
             let a: Vec<f64> = (0..n)
-                .map(|j| x[j * d..(j + 1) * d].iter().zip(v).map(|(a, b)| a * b).sum())
+                .map(|j| {
+                    x[j * d..(j + 1) * d]
+                        .iter()
+                        .zip(v)
+                        .map(|(a, b)| a * b)
+                        .sum()
+                })
                 .collect();
             let f: f64 = z.iter().zip(&a).map(|(z, a)| z * a).sum();
-            let b2: f64 = z
-                .iter()
-                .zip(&a)
-                .map(|(z, a)| (z * (a - f)).powi(2))
-                .sum();
+            let b2: f64 = z.iter().zip(&a).map(|(z, a)| (z * (a - f)).powi(2)).sum();
             b2.sqrt() / data.samples as f64
         })
         .collect()

@@ -107,10 +107,7 @@ impl TwoToken {
 
     /// From (δ_i, s_i*) and the sample count N of the loss: c_i = 2δ_i²/N.
     pub fn from_values(delta: &[f64], s_star: Vec<f64>, samples: usize) -> Self {
-        let c = delta
-            .iter()
-            .map(|d| 2.0 * d * d / samples as f64)
-            .collect();
+        let c = delta.iter().map(|d| 2.0 * d * d / samples as f64).collect();
         TwoToken::new(c, s_star)
     }
 
@@ -258,7 +255,9 @@ impl ClosedForm {
         }
         let sign = e0.signum();
         let target = self.antiderivative(self.s0) - self.c * t;
-        let (ee, smooth) = (self.e_coeff(), |y: f64| self.smooth_part(p + sign * y.exp()));
+        let (ee, smooth) = (self.e_coeff(), |y: f64| {
+            self.smooth_part(p + sign * y.exp())
+        });
         let g = |y: f64| ee * y + smooth(y) - target;
         let mut hi = e0.abs().ln();
         if t <= 0.0 {
@@ -448,7 +447,10 @@ mod tests {
         }
         // spec §7.3: κ = 7.23 at (R₁, R₂) = (2, 10)
         assert!((stiffness_ratio(2.0, 10.0) - 7.23).abs() < 5e-3);
-        let (l1, l2) = (tail_rate_from_ratio(1.0, 2.0), tail_rate_from_ratio(1.0, 1e3));
+        let (l1, l2) = (
+            tail_rate_from_ratio(1.0, 2.0),
+            tail_rate_from_ratio(1.0, 1e3),
+        );
         assert!((stiffness_ratio(2.0, 1e3) / (l1 / l2) - 1.0).abs() < 1e-12);
     }
 }

@@ -95,11 +95,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // ratio ½‖∇L‖²/(σ²_min·L): ≥ mN (derived) and ≥ 2m (paper), m = 1
     let ratio = |q: &Point| q.half_grad2 / (q.sigma_min * q.sigma_min * q.loss);
     let usable: Vec<&Point> = points.iter().filter(|q| q.loss > 0.0).collect();
-    let min_ratio = usable.iter().map(|q| ratio(q)).fold(f64::INFINITY, f64::min);
+    let min_ratio = usable
+        .iter()
+        .map(|q| ratio(q))
+        .fold(f64::INFINITY, f64::min);
     let closed_err = points
         .iter()
         .map(|q| (q.closed_form / q.sigma_min - 1.0).abs())
-        .fold(0.0, |m: f64, e| if e.is_nan() { f64::NAN } else { m.max(e) });
+        .fold(
+            0.0,
+            |m: f64, e| if e.is_nan() { f64::NAN } else { m.max(e) },
+        );
 
     // tight instance: labels from p_T = p₀ + K_kᵀΔ, k the smallest row of F(p₀)
     let dir = unit_vec(&mut rng, d);
@@ -112,7 +118,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let keys = data.keys(k);
     for (j, row) in keys.chunks_exact(d).enumerate() {
         let delta = if j == 0 { p.tight_shift } else { 0.0 };
-        shifted.iter_mut().zip(row).for_each(|(s, r)| *s += delta * r);
+        shifted
+            .iter_mut()
+            .zip(row)
+            .for_each(|(s, r)| *s += delta * r);
     }
     let tight_model = p_model(data.clone(), &v, &shifted, &v);
     let (hg, gap) = pl_ratio(&tight_model, &base, 0.0);
@@ -122,7 +131,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     let setting = format!(
         "{} {} × {} tokens, N = {}, d = {d}; {} points with ‖p‖ ≤ {}; L* = 0 (realizable)",
-        if p.gaussian_tokens { "Gaussian" } else { "C-orth" },
+        if p.gaussian_tokens {
+            "Gaussian"
+        } else {
+            "C-orth"
+        },
         p.samples,
         p.tokens,
         p.samples,

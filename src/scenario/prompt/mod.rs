@@ -7,10 +7,10 @@ pub mod lemma2_pl_inequality;
 mod orth_common;
 pub mod prop1_value_scaling;
 mod simplex_common;
+pub mod stiffness_two_token;
 pub mod thm1_linear_rate;
 pub mod thm2_condition_bound;
 mod thm2_condition_figure;
-pub mod stiffness_two_token;
 pub mod thm2_linearization;
 pub mod two_token_closed_form;
 

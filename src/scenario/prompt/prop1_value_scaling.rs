@@ -88,7 +88,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let p0 = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
     let teacher_labels = labelled(data.clone(), Attention::Softmax, &p_teacher, &u).y;
     let at_one = PromptModel::new(data.clone(), Attention::Softmax, Trained::PV).outputs(&p0, &u);
-    let residual: Vec<f64> = at_one.iter().zip(&teacher_labels).map(|(f, y)| y - f).collect();
+    let residual: Vec<f64> = at_one
+        .iter()
+        .zip(&teacher_labels)
+        .map(|(f, y)| y - f)
+        .collect();
 
     let mut rows = Vec::new();
     for &alpha in &p.alphas {
@@ -137,7 +141,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     let (last, prev) = (&rows[rows.len() - 1], &rows[rows.len() - 2]);
     let change = |a: f64, b: f64| (a / b - 1.0).abs();
-    let loss_change = change(last.loss0 / last.alpha.powi(2), prev.loss0 / prev.alpha.powi(2));
+    let loss_change = change(
+        last.loss0 / last.alpha.powi(2),
+        prev.loss0 / prev.alpha.powi(2),
+    );
     rep.check(
         Check::at_most(
             "L₀/α² converges (L₀ = Θ(α²) with fixed labels): relative change over the last α step",
@@ -150,12 +157,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ))
         .paper_claim("App. C treats L₀ as independent of α (so C_p = O(α⁻²), γ = O(1/α))"),
     );
-    for (k, reading) in [Reading::Literal, Reading::Intended].into_iter().enumerate() {
+    for (k, reading) in [Reading::Literal, Reading::Intended]
+        .into_iter()
+        .enumerate()
+    {
         let per_alpha = |r: &Row| r.parts[k].1 / r.alpha;
         let limit = per_alpha(last);
         let conv = change(limit, per_alpha(prev));
         let positive = rows.iter().filter(|r| r.parts[k].1 > 0.0).count();
-        rep.derive(&format!("{}_margin_over_alpha_limit", reading.name()), limit);
+        rep.derive(
+            &format!("{}_margin_over_alpha_limit", reading.name()),
+            limit,
+        );
         rep.check(
             Check::at_most(
                 &format!("{}: margin/α converges (relative change over the last α step)", reading.name()),
@@ -174,7 +187,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_most(
-                &format!("{}: α values with a positive hypothesis margin", reading.name()),
+                &format!(
+                    "{}: α values with a positive hypothesis margin",
+                    reading.name()
+                ),
                 positive as f64,
                 c.max_positive as f64,
             )
@@ -187,7 +203,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     rep.series = Table::new(&[
-        "alpha", "loss0", "sigma_min_f0", "reading", "margin", "gamma", "sqrt_mu_over_2m", "c_p",
+        "alpha",
+        "loss0",
+        "sigma_min_f0",
+        "reading",
+        "margin",
+        "gamma",
+        "sqrt_mu_over_2m",
+        "c_p",
         "margin_over_alpha",
     ]);
     for r in &rows {
@@ -206,7 +229,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     }
     let mut panel = LinePanel::new(
-        format!("C-orth, N = {}, labels {:?}, c₁ = {}, c₂ = {}", p.samples, p.labels, p.c1, p.c2),
+        format!(
+            "C-orth, N = {}, labels {:?}, c₁ = {}, c₂ = {}",
+            p.samples, p.labels, p.c1, p.c2
+        ),
         "α = ‖v‖",
         "quantity / α",
     )
@@ -222,7 +248,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .color(0),
     );
-    for (k, reading) in [Reading::Literal, Reading::Intended].into_iter().enumerate() {
+    for (k, reading) in [Reading::Literal, Reading::Intended]
+        .into_iter()
+        .enumerate()
+    {
         panel = panel
             .series(
                 Series::new(

@@ -87,10 +87,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("params.methods", "need at least one integrator"));
     }
     if !p.methods.contains(&Method::Bdf) || !p.methods.contains(&Method::Tsit45) {
-        return Err(sc.invalid(
-            "params.methods",
-            "the advantage check needs bdf and tsit45",
-        ));
+        return Err(sc.invalid("params.methods", "the advantage check needs bdf and tsit45"));
     }
     OdeConfig::new(Method::Bdf, p.rtol, p.atol)
         .validate()
@@ -418,11 +415,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             "theory ≈ 1: ln(|e₀|/tol)·κ/1.9 iterations; {} uncapped runs; iterations: {}",
             gd_uncapped.len(),
             gd.iter()
-                .map(|w| format!(
-                    "{}{}",
-                    if w.capped { "≥" } else { "" },
-                    w.steps
-                ))
+                .map(|w| format!("{}{}", if w.capped { "≥" } else { "" }, w.steps))
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
@@ -447,7 +440,10 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             "wall time (not checked): {}",
             bdf.iter()
                 .zip(&tsit)
-                .map(|(b, t)| format!("κ = {:.1e}: BDF {:.1e} s, Tsit45 {:.1e} s", b.kappa, b.wall, t.wall))
+                .map(|(b, t)| format!(
+                    "κ = {:.1e}: BDF {:.1e} s, Tsit45 {:.1e} s",
+                    b.kappa, b.wall, t.wall
+                ))
                 .collect::<Vec<_>>()
                 .join("; ")
         )),
@@ -456,7 +452,10 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
         .iter()
         .filter(|w| w.solver != "gd" && !w.capped)
         .map(|w| w.final_error)
-        .fold(0.0, |m: f64, e| if e.is_nan() { f64::NAN } else { m.max(e) });
+        .fold(
+            0.0,
+            |m: f64, e| if e.is_nan() { f64::NAN } else { m.max(e) },
+        );
     let capped = all.iter().filter(|w| w.capped).count();
     rep.check(
         Check::at_most(
@@ -529,6 +528,7 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
     )
     .log_x()
     .log_y()
+    .y_range(10.0, 1e12)
     .legend(LegendPosition::UpperLeft);
     let mut reference = 0.0f64;
     for (k, name) in names.iter().enumerate() {
@@ -544,7 +544,7 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
         }
         let capped = runs.iter().any(|w| w.capped);
         let label = if capped {
-            format!("{name} (capped runs extrapolated)")
+            format!("{name} (capped: extrapolated)")
         } else {
             name.clone()
         };
@@ -559,7 +559,7 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
     panel = panel
         .series(
             Series::new(
-                "slope 1",
+                "reference slopes 1 and 0",
                 vec![k0, k1],
                 vec![reference, reference * k1 / k0],
                 LineStyle::Dotted,
@@ -568,16 +568,14 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
         )
         .series(
             Series::new(
-                "slope 0",
+                "",
                 vec![k0, k1],
                 vec![reference, reference],
                 LineStyle::Dotted,
             )
-            .color(names.len() + 1),
+            .color(names.len()),
         );
-    Figure::single(panel).title(
-        "Stiffness of the two-token flow: explicit (Tsit45, GD) work ∝ κ, implicit (exact Jacobian) flat",
-    )
+    Figure::single(panel).title("Stiffness (two-token model): explicit work ∝ κ, implicit flat")
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

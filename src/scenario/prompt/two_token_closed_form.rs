@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::fit::{line_fit, log_slope_fit, Window};
 use crate::flow::{integrate, linspace, logspace, Method, OdeConfig, TimeGrid};
 use crate::models::prompt::two_token::{
-    logit, rate_log_slope, s_star_from_ratio, tail_rate, tail_rate_from_ratio, ClosedForm,
-    TwoToken,
+    logit, rate_log_slope, s_star_from_ratio, tail_rate, tail_rate_from_ratio, ClosedForm, TwoToken,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
@@ -173,7 +172,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let (x, exact) = (tr.state(k)[0], cf.deviation_at(t));
             if exact.abs() >= c.closed_form_floor {
                 let e = ((x - exact) / exact).abs();
-                rel_error = if e.is_nan() { f64::NAN } else { rel_error.max(e) };
+                rel_error = if e.is_nan() {
+                    f64::NAN
+                } else {
+                    rel_error.max(e)
+                };
             }
             s_solver.push(1.0 / (1.0 + (-(us + x)).exp()));
             s_closed.push(cf.s_at(t));
@@ -328,7 +331,10 @@ fn figure(
         left = left
             .series(
                 Series::numerics(
-                    format!("s* = {}, s₀ = {}, c = {}", r.case.s_star, r.case.s0, r.case.c),
+                    format!(
+                        "s* = {}, s₀ = {}, c = {}",
+                        r.case.s_star, r.case.s0, r.case.c
+                    ),
                     t.clone(),
                     r.s_solver[1..].to_vec(),
                 )
@@ -365,7 +371,9 @@ fn figure(
         .color(2),
     );
     Figure::new(2)
-        .title("Two-token model (C-2tok): solver (solid) vs implicit closed form (dashed); rate ∝ R⁻²")
+        .title(
+            "Two-token model (C-2tok): solver (solid) vs implicit closed form (dashed); rate ∝ R⁻²",
+        )
         .panel(left)
         .panel(right)
 }

@@ -15,15 +15,21 @@
 //! - [`simplex_linearization`]: Theorem 2 on T = 𝟙^⊥: κ of J²H, the paper's bound (18) and the
 //!   corrected two-sided bound (§3.6).
 //! - [`attention_families`]: Gaussian-logit, dominant-token and Dirichlet attention vectors.
+//! - [`pl_theory`]: Lemma 2 (PL constant, σ_min(F) under A2) and Theorem 1's constants in both
+//!   readings (§3.2–3.4).
+//! - [`two_token`]: the reduced two-token model (C-2tok, §2.7): per-sample logit-difference flow
+//!   with exact Jacobian, its implicit closed form t(s), and the tail rate c(s*(1 − s*))².
 
 pub mod attention_families;
 pub mod data;
 pub mod jacobian_spectrum;
 pub mod linear;
 pub mod model;
+pub mod pl_theory;
 pub mod simplex;
 pub mod simplex_linearization;
 pub mod softmax;
+pub mod two_token;
 
 pub use data::{labelled, orthogonal_blocks, PromptData, Synthetic, SyntheticDraw};
 pub use linear::LinearFlow;

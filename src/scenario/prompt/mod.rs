@@ -3,10 +3,16 @@
 pub mod common;
 pub mod eq16_simplex_map;
 pub mod lemma1_softmax_jacobian;
+pub mod lemma2_pl_inequality;
+mod orth_common;
+pub mod prop1_value_scaling;
 mod simplex_common;
+pub mod stiffness_two_token;
+pub mod thm1_linear_rate;
 pub mod thm2_condition_bound;
 mod thm2_condition_figure;
 pub mod thm2_linearization;
+pub mod two_token_closed_form;
 
 use super::registry::ScenarioKind;
 
@@ -17,5 +23,10 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &eq16_simplex_map::KIND,
         &thm2_linearization::KIND,
         &thm2_condition_bound::KIND,
+        &two_token_closed_form::KIND,
+        &stiffness_two_token::KIND,
+        &lemma2_pl_inequality::KIND,
+        &thm1_linear_rate::KIND,
+        &prop1_value_scaling::KIND,
     ]
 }

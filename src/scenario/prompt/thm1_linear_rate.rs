@@ -1,0 +1,471 @@
+//! `thm1-linear-rate` (Theorem 1, eq. 14, App. B (22)–(32); spec 002 §3.3, §6 item 3): on (C-orth)
+//! data with v = αu and a teacher p_T = p₀ + εξ/√d (L* = 0), the hypothesis margin
+//! σ_min(F(p₀)) − γ − √(μ/2m) in both readings of μ (literal c₁/L′, intended c₁L′; E2) and both
+//! C_p (printed, and ×√N for the gradient bound (23), E3); where the hypothesis holds, GD with
+//! η = c₂/L′ must satisfy (14) L_t − L* ≤ (1 − ημ)^t(L₀ − L*) at every t and ‖p_t‖ ≤ M_p. The
+//! measured linear rate of GD is set against the bound's 1 − ημ. The proof's intermediate claim
+//! (24) ‖p_t − p₀‖ ≤ C_p is reported (it fails in the literal reading; only ‖p_t‖ ≤ M_p survives).
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::fit::line_fit;
+use crate::flow::{GradientFlow, Method, OdeConfig};
+use crate::models::prompt::pl_theory::{
+    c_sigma, f_row_norms_closed_form, f_sigma_min, Reading, Thm1Constants, Thm1Inputs,
+};
+use crate::models::prompt::PromptModel;
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::orth_common::{blocks, gaussian_vec, norm, p_model, unit_vec};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// n, N (d = nN; spec: n = 2, N = 5, d = 10).
+    pub tokens: usize,
+    pub samples: usize,
+    /// ‖v‖ = α (spec: 10).
+    pub alpha: f64,
+    /// Teacher distances p_T = p₀ + εξ/√d (spec: the hypothesis needs ε ≈ 1e−6 in the intended
+    /// reading, holds up to ε = 0.1 in the literal one).
+    pub epsilons: Vec<f64>,
+    /// c₁ values (spec: 1e−4, 5e−5, 1e−5, and 0.5) and c₂ (spec: 1; E4 needs c₂ ≤ 1).
+    pub c1s: Vec<f64>,
+    pub c2: f64,
+    /// GD steps (spec: 2000).
+    pub steps: usize,
+    /// Gaussian tokens instead of C-orth (A2 fails; the closed form of σ_min(F) then fails).
+    pub gaussian_tokens: bool,
+    /// The measured GD rate is fitted on the steps with L_t ≥ rate_floor (above rounding).
+    pub rate_floor: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// (14) at every t: max L_t/((1 − ημ)^t L₀) ≤ 1 + tol (spec: rel 1e−9).
+    pub bound_rel_tol: f64,
+    /// Minimum number of (ε, c₁, C_p) instances with the hypothesis holding, per reading.
+    pub min_holding: usize,
+    /// σ_min(F(p₀)) SVD vs the A2 closed form (spec: rel 1e−10).
+    pub closed_form_rel_tol: f64,
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.tokens < 2 || p.samples == 0 || p.steps < 10 {
+        return Err(sc.invalid("params.tokens", "need n ≥ 2, N ≥ 1, steps ≥ 10"));
+    }
+    if p.epsilons.is_empty() || p.epsilons.iter().any(|&e| !(e > 0.0 && e.is_finite())) {
+        return Err(sc.invalid("params.epsilons", "a non-empty list of positive ε"));
+    }
+    if p.c1s.is_empty() || p.c1s.iter().any(|&c| !(c > 0.0 && c < 1.0)) {
+        return Err(sc.invalid("params.c1s", "Theorem 1 needs 0 < c₁ < 1"));
+    }
+    for &c1 in &p.c1s {
+        if !(p.c2 > 0.0 && p.c2 < 2.0f64.min(1.0 / c1)) {
+            return Err(sc.invalid("params.c2", "Theorem 1 needs 0 < c₂ < min(2, 1/c₁)"));
+        }
+    }
+    sc.require_positive(&[
+        ("params.alpha", p.alpha),
+        ("params.rate_floor", p.rate_floor),
+        ("checks.bound_rel_tol", c.bound_rel_tol),
+        ("checks.closed_form_rel_tol", c.closed_form_rel_tol),
+    ])
+}
+
+/// One GD run at one ε.
+struct GdRun {
+    eps: f64,
+    loss: Vec<f64>,
+    p_norm: Vec<f64>,
+    dist: Vec<f64>,
+    /// Fitted per-step factor of L_t (e^{slope}).
+    rate: f64,
+}
+
+/// One (ε, c₁, reading, C_p) instance.
+struct Instance {
+    eps: f64,
+    c1: f64,
+    reading: Reading,
+    fix: bool,
+    k: Thm1Constants,
+    /// max_t L_t/((1 − ημ)^t L₀), max_t ‖p_t‖/M_p, max_t ‖p_t − p₀‖/C_p.
+    bound_ratio: f64,
+    norm_ratio: f64,
+    dist_ratio: f64,
+}
+
+impl Instance {
+    fn holds(&self) -> bool {
+        self.k.margin > 0.0
+    }
+}
+
+fn gd(model: &PromptModel, p0: &[f64], eta: f64, steps: usize, eps: f64, floor: f64) -> GdRun {
+    let mut p = p0.to_vec();
+    let mut g = vec![0.0; p.len()];
+    let (mut loss, mut p_norm, mut dist) = (Vec::new(), Vec::new(), Vec::new());
+    for t in 0..=steps {
+        loss.push(model.loss(&p));
+        p_norm.push(norm(&p));
+        dist.push(
+            p.iter()
+                .zip(p0)
+                .map(|(a, b)| (a - b).powi(2))
+                .sum::<f64>()
+                .sqrt(),
+        );
+        if t < steps {
+            model.grad(&p, &mut g);
+            p.iter_mut().zip(&g).for_each(|(x, gi)| *x -= eta * gi);
+        }
+    }
+    let (ts, ls): (Vec<f64>, Vec<f64>) = loss
+        .iter()
+        .enumerate()
+        .filter(|(_, &l)| l >= floor)
+        .map(|(t, &l)| (t as f64, l.ln()))
+        .unzip();
+    let rate = if ts.len() >= 2 {
+        line_fit(&ts, &ls).slope.exp()
+    } else {
+        f64::NAN
+    };
+    GdRun {
+        eps,
+        loss,
+        p_norm,
+        dist,
+        rate,
+    }
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let mut rng = ctx.rng(1);
+    let data = blocks(p.tokens, p.samples, p.gaussian_tokens, &mut rng);
+    let d = data.d;
+    let v: Vec<f64> = unit_vec(&mut rng, d).iter().map(|x| p.alpha * x).collect();
+    let p0 = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
+    let xi = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
+    let mut runs = Vec::new();
+    let mut instances = Vec::new();
+    let mut closed_err = 0.0f64;
+    for &eps in &p.epsilons {
+        let p_teacher: Vec<f64> = p0.iter().zip(&xi).map(|(a, b)| a + eps * b).collect();
+        let model = p_model(data.clone(), &v, &p_teacher, &v);
+        let sigma0 = f_sigma_min(&model, &p0);
+        let closed = f_row_norms_closed_form(&model, &p0, &v)
+            .into_iter()
+            .fold(f64::INFINITY, f64::min);
+        closed_err = closed_err.max((closed / sigma0 - 1.0).abs());
+        let base = Thm1Inputs {
+            c_sigma: c_sigma(&model),
+            sigma_w: 1.0,
+            samples: p.samples,
+            loss_gap: model.loss(&p0),
+            v_norm: norm(&v),
+            p0_norm: norm(&p0),
+            sigma_min_f0: sigma0,
+            c1: p.c1s[0],
+            c2: p.c2,
+            m: 1.0,
+            ell_smooth: 1.0,
+        };
+        // η = c₂/L′ does not depend on c₁ or the reading: one GD run per ε
+        let eta = base.constants(Reading::Literal, false).eta;
+        let run = gd(&model, &p0, eta, p.steps, eps, p.rate_floor * base.loss_gap);
+        for &c1 in &p.c1s {
+            for reading in [Reading::Literal, Reading::Intended] {
+                for fix in [false, true] {
+                    let k = Thm1Inputs { c1, ..base }.constants(reading, fix);
+                    let ln_q = (-k.eta * k.mu).ln_1p();
+                    let bound_ratio = run
+                        .loss
+                        .iter()
+                        .enumerate()
+                        .skip(1)
+                        .map(|(t, &l)| l / (base.loss_gap * (t as f64 * ln_q).exp()))
+                        .fold(0.0, f64::max);
+                    let norm_ratio = run.p_norm.iter().fold(0.0, |m: f64, &x| m.max(x)) / k.m_p;
+                    let dist_ratio = run.dist.iter().fold(0.0, |m: f64, &x| m.max(x)) / k.c_p;
+                    instances.push(Instance {
+                        eps,
+                        c1,
+                        reading,
+                        fix,
+                        k,
+                        bound_ratio,
+                        norm_ratio,
+                        dist_ratio,
+                    });
+                }
+            }
+        }
+        runs.push(run);
+    }
+
+    let mut rep = Report::default();
+    let holding: Vec<&Instance> = instances.iter().filter(|i| i.holds()).collect();
+    for reading in [Reading::Literal, Reading::Intended] {
+        let count = holding.iter().filter(|i| i.reading == reading).count();
+        let eps_ok: Vec<String> = p
+            .epsilons
+            .iter()
+            .filter(|&&e| holding.iter().any(|i| i.reading == reading && i.eps == e))
+            .map(|e| format!("{e:e}"))
+            .collect();
+        rep.derive(&format!("{}_holding", reading.name()), count);
+        rep.check(
+            Check::at_least(
+                &format!(
+                    "{} reading (μ = {}): instances where the hypothesis holds",
+                    reading.name(),
+                    if reading == Reading::Literal {
+                        "c₁/L′"
+                    } else {
+                        "c₁L′"
+                    }
+                ),
+                count as f64,
+                c.min_holding as f64,
+            )
+            .note(format!(
+                "of {} (ε × c₁ × C_p printed/×√N); ε with the hypothesis holding: [{}]",
+                instances.len() / 2,
+                eps_ok.join(", ")
+            )),
+        );
+    }
+    let worst_bound = holding.iter().map(|i| i.bound_ratio).fold(0.0, f64::max);
+    rep.check(
+        Check::at_most(
+            "(14) where the hypothesis holds: max_{t≥1} (L_t − L*)/((1 − ημ)^t(L₀ − L*))",
+            worst_bound,
+            1.0 + c.bound_rel_tol,
+        )
+        .note(format!(
+            "{} holding instances, {} GD steps at η = c₂/L′, c₂ = {}",
+            holding.len(),
+            p.steps,
+            p.c2
+        )),
+    );
+    let worst_norm = holding.iter().map(|i| i.norm_ratio).fold(0.0, f64::max);
+    let dist_printed = holding
+        .iter()
+        .filter(|i| !i.fix)
+        .map(|i| i.dist_ratio)
+        .fold(0.0, f64::max);
+    let dist_fixed = holding
+        .iter()
+        .filter(|i| i.fix)
+        .map(|i| i.dist_ratio)
+        .fold(0.0, f64::max);
+    let dist_all = |fix: bool| {
+        instances
+            .iter()
+            .filter(|i| i.fix == fix && i.reading == Reading::Literal)
+            .map(|i| i.dist_ratio)
+            .fold(0.0, f64::max)
+    };
+    let (all_printed, all_fixed) = (dist_all(false), dist_all(true));
+    rep.derive("max_dist_over_cp_printed", dist_printed);
+    rep.derive("max_dist_over_cp_sqrt_n", dist_fixed);
+    rep.check(
+        Check::at_most(
+            "‖p_t‖ ≤ M_p where the hypothesis holds: max_t ‖p_t‖/M_p",
+            worst_norm,
+            1.0,
+        )
+        .note("M_p = ‖p₀‖ + C_p; ‖p₀‖ dominates")
+        .paper_claim(format!(
+            "proof step (24) ‖p_t − p₀‖ ≤ C_p: max ‖p_t − p₀‖/C_p = {dist_printed:.3} with the \
+             printed C_p, {dist_fixed:.3} with the √N fix where the hypothesis holds; over all \
+             instances, also where the proof does not claim it, {all_printed:.3} and \
+             {all_fixed:.3} (> 1: violated)"
+        )),
+    );
+    // measured GD rate vs the bound's factor, over the holding instances
+    let rate_gap = holding
+        .iter()
+        .map(|i| {
+            let run = runs.iter().find(|r| r.eps == i.eps).unwrap();
+            run.rate / i.k.contraction
+        })
+        .fold(0.0, f64::max);
+    let looseness = holding
+        .iter()
+        .map(|i| {
+            let run = runs.iter().find(|r| r.eps == i.eps).unwrap();
+            run.rate.ln() / (-i.k.eta * i.k.mu).ln_1p()
+        })
+        .fold(f64::INFINITY, f64::min);
+    rep.derive("min_rate_looseness", looseness);
+    rep.check(
+        Check::at_most(
+            "measured GD factor per step / (1 − ημ), where the hypothesis holds (max)",
+            rate_gap,
+            1.0,
+        )
+        .note(format!(
+            "GD's factor: e^slope of ln L_t on L_t ≥ {:e}·L₀; it contracts ≥ {looseness:.3e}× \
+             faster (in ln) than the bound",
+            p.rate_floor
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "σ_min(F(p₀)): max |SVD / ((1/N)min_i‖J(z_i)a_i‖) − 1|",
+            closed_err,
+            c.closed_form_rel_tol,
+        )
+        .note("A2 closed form (spec §2.2)"),
+    );
+
+    rep.series = Table::new(&[
+        "eps",
+        "c1",
+        "reading",
+        "cp_sqrt_n_fix",
+        "l_prime",
+        "mu",
+        "eta",
+        "c_p",
+        "m_p",
+        "gamma",
+        "margin",
+        "holds",
+        "bound_ratio",
+        "norm_ratio",
+        "dist_over_cp",
+    ]);
+    for i in &instances {
+        rep.series.push(vec![
+            i.eps.into(),
+            i.c1.into(),
+            i.reading.name().to_string().into(),
+            i.fix.to_string().into(),
+            i.k.l_prime.into(),
+            i.k.mu.into(),
+            i.k.eta.into(),
+            i.k.c_p.into(),
+            i.k.m_p.into(),
+            i.k.gamma.into(),
+            i.k.margin.into(),
+            i.holds().to_string().into(),
+            i.bound_ratio.into(),
+            i.norm_ratio.into(),
+            i.dist_ratio.into(),
+        ]);
+    }
+    let mut curves = Table::new(&["eps", "t", "loss", "p_norm", "dist_from_p0"]);
+    for r in &runs {
+        let t: Vec<f64> = (0..r.loss.len()).map(|t| t as f64).collect();
+        curves.push_columns(&[r.eps.into()], &[&t, &r.loss, &r.p_norm, &r.dist]);
+    }
+    rep.tables.push(("gd".into(), curves));
+    rep.figure = Some(figure(p, &runs, &instances));
+    Ok(rep)
+}
+
+fn figure(p: &Params, runs: &[GdRun], instances: &[Instance]) -> Figure {
+    let mut left = LinePanel::new(
+        format!("GD at η = c₂/L′ (α = {}), bound (14) dashed", p.alpha),
+        "step t",
+        "(L_t − L*)/(L₀ − L*)",
+    )
+    .log_y()
+    .legend(LegendPosition::LowerLeft);
+    let mut color = 0;
+    for r in runs {
+        let t: Vec<f64> = (0..r.loss.len()).map(|t| t as f64).collect();
+        let l0 = r.loss[0];
+        left = left.series(
+            Series::numerics(
+                format!("ε = {:e}", r.eps),
+                t.clone(),
+                r.loss.iter().map(|l| l / l0).collect(),
+            )
+            .color(color),
+        );
+        // the tightest holding bound at this ε, per reading
+        for reading in [Reading::Literal, Reading::Intended] {
+            if let Some(best) = instances
+                .iter()
+                .filter(|i| i.eps == r.eps && i.reading == reading && i.holds())
+                .min_by(|a, b| a.k.contraction.total_cmp(&b.k.contraction))
+            {
+                let q = best.k.contraction;
+                left = left.series(
+                    Series::theory(
+                        format!("(14) {}, c₁ = {:e}", reading.name(), best.c1),
+                        t.clone(),
+                        t.iter().map(|&s| q.powf(s)).collect(),
+                    )
+                    .color(color),
+                );
+            }
+        }
+        color += 1;
+    }
+    let mut right = LinePanel::new(
+        "hypothesis margin σ_min(F(p₀)) − γ − √(μ/2m) (best c₁)",
+        "teacher distance ε",
+        "margin / σ_min(F(p₀))",
+    )
+    .log_x()
+    .legend(LegendPosition::LowerLeft)
+    .hline(RefLine::new(0.0, "").style(LineStyle::Dotted));
+    let mut k = 0;
+    for reading in [Reading::Literal, Reading::Intended] {
+        for fix in [false, true] {
+            let y: Vec<f64> = p
+                .epsilons
+                .iter()
+                .map(|&e| {
+                    instances
+                        .iter()
+                        .filter(|i| i.eps == e && i.reading == reading && i.fix == fix)
+                        .map(|i| i.k.margin / (i.k.margin + i.k.gamma + (i.k.mu / 2.0).sqrt()))
+                        .fold(f64::NEG_INFINITY, f64::max)
+                })
+                .collect();
+            right = right.series(
+                Series::new(
+                    format!(
+                        "{}, C_p {}",
+                        reading.name(),
+                        if fix { "×√N" } else { "printed" }
+                    ),
+                    p.epsilons.clone(),
+                    y,
+                    if fix {
+                        LineStyle::Dashed
+                    } else {
+                        LineStyle::SolidMarkers
+                    },
+                )
+                .color(k / 2),
+            );
+            k += 1;
+        }
+    }
+    Figure::new(2)
+        .title("Theorem 1: GD on C-orth data vs the linear-rate bound (14), and where its hypothesis holds")
+        .panel(left)
+        .panel(right)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "prompt.thm1-linear-rate",
+    paper: "002",
+    summary: "Theorem 1 on C-orth data in both readings of μ (c₁/L′, c₁L′) and both C_p: where \
+              the hypothesis holds, GD satisfies (14) and ‖p_t‖ ≤ M_p; measured rate vs 1 − ημ.",
+    solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
+    validate,
+    run,
+};

@@ -7,6 +7,7 @@ mod simplex_common;
 pub mod thm2_condition_bound;
 mod thm2_condition_figure;
 pub mod thm2_linearization;
+pub mod training_run;
 
 use super::registry::ScenarioKind;
 
@@ -17,5 +18,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &eq16_simplex_map::KIND,
         &thm2_linearization::KIND,
         &thm2_condition_bound::KIND,
+        &training_run::KIND,
     ]
 }

@@ -204,6 +204,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     let last = *losses.last().expect("at least one loss");
     rep.derive("initial_loss", losses[0]);
+    // largest relative loss increase of one step (0 for monotone GD; > 0 at the edge of stability)
+    let max_rise = losses
+        .windows(2)
+        .map(|w| w[1] / w[0] - 1.0)
+        .fold(0.0f64, f64::max);
+    rep.derive("max_step_increase", max_rise);
     rep.derive("final_loss", last);
     for &k in &p.loss_at {
         rep.derive(&format!("loss_at_{k}"), losses[k]);

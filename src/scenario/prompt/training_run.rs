@@ -226,6 +226,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.derive("log10_R_student", s.log10_geometric_mean);
         rep.derive("log10_Rbar_student", s.log10_arithmetic_mean);
         rep.derive("saturated_fraction_student", s.saturated_fraction);
+        rep.derive(
+            "log10_R_student_over_teacher",
+            s.log10_geometric_mean - teacher.log10_geometric_mean,
+        );
         student_r = Some(s.log10_geometric_mean);
     }
 

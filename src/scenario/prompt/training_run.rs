@@ -72,6 +72,11 @@ pub struct Params {
     pub rate_window: Option<[usize; 2]>,
     #[serde(default = "default_rate_min_loss")]
     pub rate_min_loss: f64,
+    /// Estimate the sharpness λ_max(∇²L) at GD's end point by this many power iterations on
+    /// the exact Hessian-vector product (0: skip). The Rayleigh quotient is a lower bound of
+    /// λ_max, so η·(it) > 2 proves GD unstable there. Derives `sharpness`, `eta_sharpness`.
+    #[serde(default)]
+    pub sharpness_iterations: usize,
     /// Find the loss floor (a local minimum) by damped Newton from GD's end point.
     #[serde(default)]
     pub floor: bool,
@@ -197,6 +202,30 @@ fn descend(
     Ok((losses, theta))
 }
 
+/// The Rayleigh quotient uᵀHu after `steps` power iterations u ← Hu/‖Hu‖ from a fixed
+/// start: a lower bound of the largest |eigenvalue| of H = ∇²L(θ), converging to it.
+fn rayleigh_power(model: &PromptModel, theta: &[f64], steps: usize) -> f64 {
+    use crate::flow::GradientFlow;
+    let n = theta.len();
+    // a fixed start with every component nonzero (deterministic across runs)
+    let mut u: Vec<f64> = (0..n).map(|i| 1.0 + 0.5 * ((i as f64) * 0.7).sin()).collect();
+    let norm = |x: &[f64]| x.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let nu = norm(&u);
+    u.iter_mut().for_each(|a| *a /= nu);
+    let mut hu = vec![0.0; n];
+    let mut quotient = f64::NAN;
+    for _ in 0..steps {
+        model.hvp(theta, &u, &mut hu);
+        quotient = u.iter().zip(&hu).map(|(a, b)| a * b).sum::<f64>();
+        let nh = norm(&hu);
+        if nh == 0.0 || !nh.is_finite() {
+            break;
+        }
+        u.iter_mut().zip(&hu).for_each(|(a, b)| *a = b / nh);
+    }
+    quotient
+}
+
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let draw = synthetic_draw(ctx, p.d, p.samples, p.sigma_p, 0);
     let (model, theta0) = student(&draw, p.attention.model(), p.train);
@@ -231,6 +260,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             s.log10_geometric_mean - teacher.log10_geometric_mean,
         );
         student_r = Some(s.log10_geometric_mean);
+    }
+
+    if p.sharpness_iterations > 0 {
+        let lambda = rayleigh_power(&model, &theta, p.sharpness_iterations);
+        rep.derive("sharpness", lambda);
+        rep.derive("eta_sharpness", p.eta * lambda);
     }
 
     let iters: Vec<f64> = (0..losses.len()).map(|k| k as f64).collect();

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use attnflow::scenario::run::{default_scenario_dir, execute, load_and_validate, resolve, ExecOptions};
+use attnflow::scenario::run::{
+    default_scenario_dir, execute, load_and_validate, resolve, ExecOptions,
+};
 use attnflow::scenario::{Overrides, RunError};
 
 /// Runs sweep `name` in quick mode (plus `set`) into a temporary folder; returns every sweep

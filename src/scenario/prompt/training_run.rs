@@ -208,7 +208,9 @@ fn rayleigh_power(model: &PromptModel, theta: &[f64], steps: usize) -> f64 {
     use crate::flow::GradientFlow;
     let n = theta.len();
     // a fixed start with every component nonzero (deterministic across runs)
-    let mut u: Vec<f64> = (0..n).map(|i| 1.0 + 0.5 * ((i as f64) * 0.7).sin()).collect();
+    let mut u: Vec<f64> = (0..n)
+        .map(|i| 1.0 + 0.5 * ((i as f64) * 0.7).sin())
+        .collect();
     let norm = |x: &[f64]| x.iter().map(|a| a * a).sum::<f64>().sqrt();
     let nu = norm(&u);
     u.iter_mut().for_each(|a| *a /= nu);
@@ -389,14 +391,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if let Some(f) = floor {
         panel = panel.hline(RefLine::new(f, "Newton floor"));
     }
-    rep.figure = Some(Figure::single(panel).title("Gradient descent on the synthetic teacher data"));
+    rep.figure =
+        Some(Figure::single(panel).title("Gradient descent on the synthetic teacher data"));
     Ok(rep)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.training-run",
     paper: "002",
-    summary: "One GD trial on the synthetic teacher data (softmax or linear attention, p or (p, v)): \
+    summary:
+        "One GD trial on the synthetic teacher data (softmax or linear attention, p or (p, v)): \
               loss curve, final loss, student/teacher R, linear rate, Newton loss floor — the \
               unit the Fig. 1/Fig. 2 sweeps repeat over σ_p, d and seeds.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),

@@ -291,6 +291,31 @@ impl PromptModel {
     }
 }
 
+impl PromptModel {
+    /// L(θ) and ∇L(θ) (into `g`) in one pass over the samples: what a GD step needs, at the
+    /// cost of the gradient alone.
+    pub fn loss_and_grad(&self, theta: &[f64], g: &mut [f64]) -> f64 {
+        let (p, v) = self.split(theta);
+        let scale = 1.0 / self.data.samples as f64;
+        g.iter_mut().for_each(|x| *x = 0.0);
+        let mut guard = self.scratch.borrow_mut();
+        let s = &mut *guard;
+        let mut total = 0.0;
+        for i in 0..self.data.samples {
+            let r = self.forward(i, p, v, s) - self.data.y[i];
+            total += 0.5 * r * r;
+            let residual = scale * r;
+            // ℓ'_i (K_iᵀ b_i, X_iᵀ z_i); the scaled copies go in the δ scratch.
+            for j in 0..s.b.len() {
+                s.db[j] = residual * s.b[j];
+                s.dz[j] = residual * s.z[j];
+            }
+            self.accumulate(i, &s.db, &s.dz, g);
+        }
+        total * scale
+    }
+}
+
 impl GradientFlow for PromptModel {
     fn dim(&self) -> usize {
         match self.trained {
@@ -310,20 +335,7 @@ impl GradientFlow for PromptModel {
     }
 
     fn grad(&self, theta: &[f64], g: &mut [f64]) {
-        let (p, v) = self.split(theta);
-        let scale = 1.0 / self.data.samples as f64;
-        g.iter_mut().for_each(|x| *x = 0.0);
-        let mut guard = self.scratch.borrow_mut();
-        let s = &mut *guard;
-        for i in 0..self.data.samples {
-            let residual = scale * (self.forward(i, p, v, s) - self.data.y[i]);
-            // ℓ'_i (K_iᵀ b_i, X_iᵀ z_i); the scaled copies go in the δ scratch.
-            for j in 0..s.b.len() {
-                s.db[j] = residual * s.b[j];
-                s.dz[j] = residual * s.z[j];
-            }
-            self.accumulate(i, &s.db, &s.dz, g);
-        }
+        self.loss_and_grad(theta, g);
     }
 
     fn hvp(&self, theta: &[f64], u: &[f64], out: &mut [f64]) {

@@ -126,6 +126,14 @@ fn gradient_and_hvp_match_forward_mode_ad_for_every_variant() {
                 let (p, v) = split(&trained, d, &theta);
                 let loss_ad: f64 = reference_loss(&data, &w, attention, &p, &v);
                 assert!((model.loss(&theta) - loss_ad).abs() < 1e-13 * loss_ad.max(1.0));
+                // the fused pass gives the same loss and gradient
+                let mut g2 = vec![0.0; dim];
+                let fused = model.loss_and_grad(&theta, &mut g2);
+                assert!(
+                    (fused - loss_ad).abs() < 1e-13 * loss_ad.max(1.0),
+                    "{label}"
+                );
+                assert!(rel_err(&g2, &grad_ad) < 1e-12, "{label}: fused grad");
             }
         }
     }

@@ -13,6 +13,7 @@ pub mod thm2_condition_bound;
 mod thm2_condition_figure;
 pub mod thm2_linearization;
 pub mod two_token_closed_form;
+pub mod training_run;
 
 use super::registry::ScenarioKind;
 
@@ -28,5 +29,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &lemma2_pl_inequality::KIND,
         &thm1_linear_rate::KIND,
         &prop1_value_scaling::KIND,
+        &training_run::KIND,
     ]
 }

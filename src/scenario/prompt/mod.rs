@@ -2,6 +2,11 @@
 
 pub mod common;
 pub mod eq16_simplex_map;
+pub mod hessian_conditioning_vs_r;
+mod hessian_common;
+pub mod local_rate_vs_hessian;
+pub mod spurious_sparse_minimum;
+pub mod stiffness_attention_flow;
 pub mod lemma1_softmax_jacobian;
 mod simplex_common;
 pub mod thm2_condition_bound;
@@ -17,5 +22,9 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &eq16_simplex_map::KIND,
         &thm2_linearization::KIND,
         &thm2_condition_bound::KIND,
+        &local_rate_vs_hessian::KIND,
+        &hessian_conditioning_vs_r::KIND,
+        &spurious_sparse_minimum::KIND,
+        &stiffness_attention_flow::KIND,
     ]
 }

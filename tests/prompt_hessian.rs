@@ -42,6 +42,14 @@ fn spurious_sparse_minimum() {
     common::assert_all_pass("spurious-sparse-minimum", &r);
 }
 
+/// Trial 0 stalls too, but escapes toward the boundary: no interior strict minimum.
+#[test]
+fn boundary_escape_is_not_a_strict_minimum() {
+    let r = common::run_quick("spurious-sparse-minimum", &["trial=0"]);
+    assert!(!passes(&r, "strict local minimum"));
+    assert!(passes(&r, "spurious: loss"));
+}
+
 /// A non-sparse teacher (σ_p = 0.1): the flow reaches the global minimum, not a spurious one.
 #[test]
 fn dense_teacher_has_no_spurious_minimum() {

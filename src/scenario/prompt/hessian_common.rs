@@ -30,8 +30,6 @@ pub struct GdRun {
     pub theta: Vec<f64>,
     /// Iterations done (stops early once L < `loss_floor`).
     pub iterations: usize,
-    /// Gradient evaluations (= iterations).
-    pub grad_evals: usize,
 }
 
 /// GD at constant η from θ₀ until L < `loss_floor` or `max_iterations` steps. A non-finite loss
@@ -63,6 +61,5 @@ pub fn gd_until<F: GradientFlow + ?Sized>(
         loss,
         theta,
         iterations: k,
-        grad_evals: k,
     })
 }

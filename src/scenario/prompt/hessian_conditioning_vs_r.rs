@@ -66,7 +66,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         }
     }
     if c.jacobian_slope_lo > c.jacobian_slope_hi {
-        return Err(sc.invalid("checks.jacobian_slope_lo", "must not exceed jacobian_slope_hi"));
+        return Err(sc.invalid(
+            "checks.jacobian_slope_lo",
+            "must not exceed jacobian_slope_hi",
+        ));
     }
     sc.require_positive(&[
         ("checks.linear_rel_tol", c.linear_rel_tol),
@@ -152,7 +155,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .iter()
         .map(|&s| {
             let at: Vec<&Point> = points.iter().filter(|q| q.sigma_p == s).collect();
-            let avg = |f: &dyn Fn(&Point) -> f64| at.iter().map(|q| f(q)).sum::<f64>() / at.len() as f64;
+            let avg =
+                |f: &dyn Fn(&Point) -> f64| at.iter().map(|q| f(q)).sum::<f64>() / at.len() as f64;
             Mean {
                 sigma_p: s,
                 log10_r: avg(&|q| q.log10_r),
@@ -168,10 +172,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     // 1. the linear κ does not see σ_p
     let spread = worst_of((0..p.trials).map(|t| {
-        let k: Vec<f64> = points.iter().filter(|q| q.trial == t).map(|q| q.kappa_lin).collect();
+        let k: Vec<f64> = points
+            .iter()
+            .filter(|q| q.trial == t)
+            .map(|q| q.kappa_lin)
+            .collect();
         let (lo, hi) = k
             .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            });
         (hi - lo) / lo
     }));
     rep.check(
@@ -292,26 +302,45 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 fn figure(p: &Params, means: &[Mean]) -> Figure {
     let r: Vec<f64> = means.iter().map(|m| 10f64.powf(m.log10_r)).collect();
-    let curve = |f: &dyn Fn(&Mean) -> f64| means.iter().map(|m| 10f64.powf(f(m))).collect::<Vec<_>>();
+    let curve =
+        |f: &dyn Fn(&Mean) -> f64| means.iter().map(|m| 10f64.powf(f(m))).collect::<Vec<_>>();
     let panel = LinePanel::new(
         format!(
-            "d = {}, N = {}, at the teacher; seed means of log10 over {} trials",
+            "d = {}, N = {}; seed means ({} trials)",
             p.d, p.samples, p.trials
         ),
-        "teacher attention ratio R (geometric mean over samples)",
+        "teacher R (geometric mean over samples)",
         "condition number κ",
     )
     .log_x()
     .log_y()
     .legend(LegendPosition::UpperLeft)
-    .series(Series::new("κ(∇²_pp L), v = v_T", r.clone(), curve(&|m| m.kappa_p), LineStyle::SolidMarkers))
-    .series(Series::new("κ of the (p, v) Hessian", r.clone(), curve(&|m| m.kappa_pv), LineStyle::SolidMarkers))
-    .series(Series::new("median per-sample κ(J(z_i)|_T)", r.clone(), curve(&|m| m.kappa_j), LineStyle::SolidMarkers))
-    .series(Series::new("linear attention κ(H_lin)", r.clone(), curve(&|m| m.kappa_lin), LineStyle::SolidMarkers))
+    .series(Series::new(
+        "κ(∇²_pp L), v = v_T",
+        r.clone(),
+        curve(&|m| m.kappa_p),
+        LineStyle::SolidMarkers,
+    ))
+    .series(Series::new(
+        "κ of the (p, v) Hessian",
+        r.clone(),
+        curve(&|m| m.kappa_pv),
+        LineStyle::SolidMarkers,
+    ))
+    .series(Series::new(
+        "median per-sample κ(J(z_i)|_T)",
+        r.clone(),
+        curve(&|m| m.kappa_j),
+        LineStyle::SolidMarkers,
+    ))
+    .series(Series::new(
+        "linear attention κ(H_lin)",
+        r.clone(),
+        curve(&|m| m.kappa_lin),
+        LineStyle::SolidMarkers,
+    ))
     .series(Series::theory("κ = R", r.clone(), r));
-    Figure::single(panel).title(
-        "Hessian conditioning at the teacher vs attention sparsity: aggregating N samples damps the per-sample R",
-    )
+    Figure::single(panel).title("κ at the teacher vs attention ratio R")
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

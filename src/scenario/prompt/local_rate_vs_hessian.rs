@@ -143,8 +143,15 @@ fn one_run(p: &Params, ctx: &RunContext, sigma_p: f64, trial: usize) -> Result<R
     // L(k) ≈ ½ Σ_j λ_j c_j² (1 − ηλ_j)^{2(k − k0)}, c = Vᵀ(θ_k0 − p_T)
     let (predicted_window, other_modes) = if fitted.is_finite() {
         let at_start = gd_until(&model, &theta0, p.eta, 0.0, window.0)?;
-        let e0: Vec<f64> = at_start.theta.iter().zip(&p_t).map(|(a, b)| a - b).collect();
-        let c = spec.vectors.tr_mul(&nalgebra::DVector::from_column_slice(&e0));
+        let e0: Vec<f64> = at_start
+            .theta
+            .iter()
+            .zip(&p_t)
+            .map(|(a, b)| a - b)
+            .collect();
+        let c = spec
+            .vectors
+            .tr_mul(&nalgebra::DVector::from_column_slice(&e0));
         let modes = |k: usize| -> Vec<f64> {
             let steps = (k - window.0) as i32;
             (0..eig.len())
@@ -191,7 +198,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let mut rep = Report::default();
     let unfitted = runs.iter().filter(|r| r.fitted.is_nan()).count();
-    let window_err = worst_of(runs.iter().map(|r| (r.fitted / r.predicted_window - 1.0).abs()));
+    let window_err = worst_of(
+        runs.iter()
+            .map(|r| (r.fitted / r.predicted_window - 1.0).abs()),
+    );
     let asymptotic: Vec<&Run> = runs
         .iter()
         .filter(|r| r.other_modes <= c.other_modes_max)
@@ -199,7 +209,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let slope_err = if asymptotic.is_empty() {
         f64::NAN
     } else {
-        worst_of(asymptotic.iter().map(|r| (r.fitted / r.predicted - 1.0).abs()))
+        worst_of(
+            asymptotic
+                .iter()
+                .map(|r| (r.fitted / r.predicted - 1.0).abs()),
+        )
     };
     let all_single = worst_of(runs.iter().map(|r| (r.fitted / r.predicted - 1.0).abs()));
     let summary: Vec<String> = runs
@@ -333,7 +347,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn figure(p: &Params, runs: &[Run]) -> Figure {
     let mut panel = LinePanel::new(
         format!(
-            "GD on p (v = v_T), d = {}, N = {}, η = {}, trial 0",
+            "GD on p (v = v_T), d = {}, N = {}, η = {}",
             p.d, p.samples, p.eta
         ),
         "iteration k",
@@ -369,9 +383,7 @@ fn figure(p: &Params, runs: &[Run]) -> Figure {
             panel = panel.series(Series::theory("", xs, ys).color(color));
         }
     }
-    Figure::single(panel).title(
-        "GD tail rate vs the Hessian at the teacher: solid GD, dashed (max|1 − ηλ|)^{2k} from ∇²L(p_T)",
-    )
+    Figure::single(panel).title("GD tail vs ∇²L(p_T): dashed (max|1 − ηλ|)^{2k}")
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

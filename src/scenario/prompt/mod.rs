@@ -2,13 +2,13 @@
 
 pub mod common;
 pub mod eq16_simplex_map;
-pub mod hessian_conditioning_vs_r;
 mod hessian_common;
+pub mod hessian_conditioning_vs_r;
+pub mod lemma1_softmax_jacobian;
 pub mod local_rate_vs_hessian;
+mod simplex_common;
 pub mod spurious_sparse_minimum;
 pub mod stiffness_attention_flow;
-pub mod lemma1_softmax_jacobian;
-mod simplex_common;
 pub mod thm2_condition_bound;
 mod thm2_condition_figure;
 pub mod thm2_linearization;

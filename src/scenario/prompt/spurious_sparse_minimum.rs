@@ -118,13 +118,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         p.t_end
     );
     rep.check(
-        Check::at_most("stationary: ‖∇L‖ after the Newton polish", point.grad_norm, c.grad_max)
-            .note(format!(
-                "{} Newton steps on the exact Hessian from the flow's end point (‖∇L‖ = {:.2e} \
+        Check::at_most(
+            "stationary: ‖∇L‖ after the Newton polish",
+            point.grad_norm,
+            c.grad_max,
+        )
+        .note(format!(
+            "{} Newton steps on the exact Hessian from the flow's end point (‖∇L‖ = {:.2e} \
                  there); {setting}",
-                point.iterations,
-                traj.grad_norm.last().copied().unwrap_or(f64::NAN)
-            )),
+            point.iterations,
+            traj.grad_norm.last().copied().unwrap_or(f64::NAN)
+        )),
     );
     rep.check(
         Check::at_least(
@@ -200,8 +204,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     rep.series = Table::new(&["t", "loss", "grad_norm"]);
     for k in 0..traj.len() {
-        rep.series
-            .push(vec![traj.t[k].into(), traj.loss[k].into(), traj.grad_norm[k].into()]);
+        rep.series.push(vec![
+            traj.t[k].into(),
+            traj.loss[k].into(),
+            traj.grad_norm[k].into(),
+        ]);
     }
     let mut spec = Table::new(&["index", "eigenvalue_spurious", "eigenvalue_teacher"]);
     for (k, (a, b)) in eig.iter().zip(&eig_teacher).enumerate() {
@@ -229,13 +236,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .log_y()
     .legend(LegendPosition::UpperLeft)
     .series(Series::new(
-        format!("spurious minimum: L = {:.3}, log10 R = {:.1}", point.loss, stats.log10_geometric_mean),
+        format!(
+            "spurious minimum: L = {:.3}, log10 R = {:.1}",
+            point.loss, stats.log10_geometric_mean
+        ),
         idx.clone(),
         eig.clone(),
         LineStyle::SolidMarkers,
     ))
     .series(Series::new(
-        format!("teacher: L = 0, log10 R = {:.1}", teacher_stats.log10_geometric_mean),
+        format!(
+            "teacher: L = 0, log10 R = {:.1}",
+            teacher_stats.log10_geometric_mean
+        ),
         idx,
         eig_teacher.clone(),
         LineStyle::SolidMarkers,

@@ -65,13 +65,19 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("params.d", "need d ≥ 2 and samples ≥ 1"));
     }
     if p.sigma_ps.len() < 2 || p.sigma_ps.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
-        return Err(sc.invalid("params.sigma_ps", "at least two positive σ_p (a slope needs two)"));
+        return Err(sc.invalid(
+            "params.sigma_ps",
+            "at least two positive σ_p (a slope needs two)",
+        ));
     }
     if p.implicit.is_empty() || p.implicit.iter().any(|m| !m.is_implicit()) {
         return Err(sc.invalid("params.implicit", "a non-empty list of implicit methods"));
     }
     if !(p.gd_step_factor > 0.0 && p.gd_step_factor < 2.0) {
-        return Err(sc.invalid("params.gd_step_factor", "GD is stable for η·λ_max in (0, 2)"));
+        return Err(sc.invalid(
+            "params.gd_step_factor",
+            "GD is stable for η·λ_max in (0, 2)",
+        ));
     }
     if p.explicit_max_steps == 0 || p.gd_max_iterations == 0 {
         return Err(sc.invalid("params.explicit_max_steps", "caps must be ≥ 1"));
@@ -144,7 +150,13 @@ fn one_point(p: &Params, ctx: &RunContext, sigma_p: f64) -> Result<Point, RunErr
         if !m.is_implicit() {
             cfg.max_steps = p.explicit_max_steps;
         }
-        match integrate(&Descent(&model), &theta0, &[0.0, t_end], &cfg, Some(&events)) {
+        match integrate(
+            &Descent(&model),
+            &theta0,
+            &[0.0, t_end],
+            &cfg,
+            Some(&events),
+        ) {
             Ok(tr) => {
                 let z = tr.last_state();
                 costs.push(Cost {
@@ -170,7 +182,12 @@ fn one_point(p: &Params, ctx: &RunContext, sigma_p: f64) -> Result<Point, RunErr
                 final_loss: f64::NAN,
                 capped: true,
             }),
-            Err(e) => return Err(RunError::Other(format!("σ_p = {sigma_p}, {}: {e}", m.name()))),
+            Err(e) => {
+                return Err(RunError::Other(format!(
+                    "σ_p = {sigma_p}, {}: {e}",
+                    m.name()
+                )))
+            }
         }
     }
     let eta = p.gd_step_factor / lambda_max;
@@ -251,12 +268,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let (s_gd, n_gd) = slope(&points, "gd");
     rep.check(
-        Check::at_least("GD: log–log slope of iterations vs κ", s_gd, c.gd_slope_min).note(format!(
-            "η = {}/λ_max(∇²L(p_T)); theory 1 (ln(1/tol)/(ηλ_min) iterations); {n_gd} points; \
+        Check::at_least("GD: log–log slope of iterations vs κ", s_gd, c.gd_slope_min).note(
+            format!(
+                "η = {}/λ_max(∇²L(p_T)); theory 1 (ln(1/tol)/(ηλ_min) iterations); {n_gd} points; \
              iterations: {}",
-            p.gd_step_factor,
-            costs_of("gd")
-        )),
+                p.gd_step_factor,
+                costs_of("gd")
+            ),
+        ),
     );
     for m in &p.implicit {
         let (s_imp, n_imp) = slope(&points, m.name());
@@ -278,7 +297,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_least(
-                &format!("explicit vs implicit {}: Tsit45 slope minus implicit slope", m.name()),
+                &format!(
+                    "explicit vs implicit {}: Tsit45 slope minus implicit slope",
+                    m.name()
+                ),
                 s_exp - s_imp,
                 c.slope_gap_min,
             )
@@ -286,17 +308,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.derive(&format!("slope_{}", m.name()), s_imp);
     }
-    let reached = worst_of(
-        points
+    let reached = worst_of(points.iter().flat_map(|q| {
+        q.costs
             .iter()
-            .flat_map(|q| q.costs.iter().filter(|c| !c.capped).map(|c| c.final_loss / p.loss_tol)),
-    );
+            .filter(|c| !c.capped)
+            .map(|c| c.final_loss / p.loss_tol)
+    }));
     rep.check(
-        Check::at_most("every solver reaches L < tol: max final L / tol", reached, c.reached_max)
-            .note(format!(
-                "tol = {:e}; horizon {}/λ_min; capped explicit runs excluded",
-                p.loss_tol, p.horizon_factor
-            )),
+        Check::at_most(
+            "every solver reaches L < tol: max final L / tol",
+            reached,
+            c.reached_max,
+        )
+        .note(format!(
+            "tol = {:e}; horizon {}/λ_min; capped explicit runs excluded",
+            p.loss_tol, p.horizon_factor
+        )),
     );
     rep.derive("slope_tsit45", s_exp);
     rep.derive("slope_gd", s_gd);
@@ -349,7 +376,7 @@ fn figure(p: &Params, points: &[Point]) -> Figure {
     sorted.sort_by(|a, b| a.kappa.total_cmp(&b.kappa));
     let mut panel = LinePanel::new(
         format!(
-            "d = {}, N = {}, p only (v = v_T), trial {}: work to L < {:e}",
+            "d = {}, N = {}, p only, trial {}: L < {:e}",
             p.d, p.samples, p.trial, p.loss_tol
         ),
         "stiffness κ = λ_max/λ_min of ∇²L(p_T)",
@@ -386,10 +413,7 @@ fn figure(p: &Params, points: &[Point]) -> Figure {
             .series(Series::new(label, x, y, LineStyle::SolidMarkers).color(color))
             .series(Series::theory("", vec![k0, k1], ref_y).color(color));
     }
-    Figure::single(panel).title(
-        "Stiffness of the attention gradient flow: explicit and GD work ∝ κ (dashed slope 1), \
-         implicit nearly flat (dashed slope 0)",
-    )
+    Figure::single(panel).title("Work to tolerance vs stiffness κ (dashed: slopes 1, 0)")
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

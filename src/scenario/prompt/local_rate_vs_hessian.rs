@@ -61,7 +61,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.sigma_ps.is_empty() || p.sigma_ps.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
         return Err(sc.invalid("params.sigma_ps", "a non-empty list of positive σ_p"));
     }
-    if !(p.window_lo < p.window_hi) {
+    if p.window_lo.is_nan() || p.window_lo >= p.window_hi {
         return Err(sc.invalid("params.window_lo", "must be below window_hi"));
     }
     if p.min_window_points < 3 || p.record_every == 0 || p.max_iterations == 0 {

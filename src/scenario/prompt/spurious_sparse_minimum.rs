@@ -57,7 +57,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples_t < 2 || p.max_newton == 0 {
         return Err(sc.invalid("params.samples_t", "need samples_t ≥ 2 and max_newton ≥ 1"));
     }
-    if !(p.t_end > 1.0) {
+    if p.t_end.is_nan() || p.t_end <= 1.0 {
         return Err(sc.invalid("params.t_end", "must exceed 1"));
     }
     sc.require_positive(&[

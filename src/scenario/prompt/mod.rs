@@ -2,6 +2,8 @@
 
 pub mod common;
 pub mod eq16_simplex_map;
+mod hessian_common;
+pub mod hessian_conditioning_vs_r;
 pub mod lemma1_softmax_jacobian;
 pub mod lemma2_pl_inequality;
 mod orth_common;
@@ -9,6 +11,9 @@ pub mod prop1_value_scaling;
 mod simplex_common;
 pub mod stiffness_two_token;
 pub mod thm1_linear_rate;
+pub mod local_rate_vs_hessian;
+pub mod spurious_sparse_minimum;
+pub mod stiffness_attention_flow;
 pub mod thm2_condition_bound;
 mod thm2_condition_figure;
 pub mod thm2_linearization;
@@ -30,5 +35,9 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &thm1_linear_rate::KIND,
         &prop1_value_scaling::KIND,
         &training_run::KIND,
+        &local_rate_vs_hessian::KIND,
+        &hessian_conditioning_vs_r::KIND,
+        &spurious_sparse_minimum::KIND,
+        &stiffness_attention_flow::KIND,
     ]
 }

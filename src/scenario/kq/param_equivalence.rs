@@ -35,8 +35,11 @@ pub struct Params {
     pub tau_points: Vec<f64>,
     /// Negative control: w₊(0)² + w₋(0)² scaled by this factor, β(0) kept (spec: 1.1).
     pub control_scale: f64,
-    /// The control is compared from this t on (spec: t ∈ {1, 10, 100}).
+    /// The control is compared on t ∈ [control_from_t, control_to_t] (spec: t ∈ {1, 10, 100});
+    /// later the two β(t) share the limit direction and their relative difference decays
+    /// (reported, not checked).
     pub control_from_t: f64,
+    pub control_to_t: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,6 +73,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     }
     sc.require_positive(&[
         ("params.control_from_t", p.control_from_t),
+        ("params.control_to_t", p.control_to_t - p.control_from_t),
         ("checks.max_rel_diff", c.max_rel_diff),
         ("checks.control_min_diff", c.control_min_diff),
         ("checks.invariant_drift", c.invariant_drift),
@@ -223,7 +227,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let control_times: Vec<usize> = compared
         .iter()
         .copied()
-        .filter(|&k| t_of(taus[k]) >= p.control_from_t * (1.0 - 1e-12))
+        .filter(|&k| {
+            let t = t_of(taus[k]);
+            t >= p.control_from_t * (1.0 - 1e-12) && t <= p.control_to_t * (1.0 + 1e-12)
+        })
+        .collect();
+    let control_late: Vec<String> = compared
+        .iter()
+        .filter(|&&k| t_of(taus[k]) > p.control_to_t * (1.0 + 1e-12))
+        .map(|&k| format!("{:.3} (τ = {})", general.diffs(k).2, taus[k]))
         .collect();
     let control = control_times
         .iter()
@@ -260,11 +272,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             c.control_min_diff,
         )
         .note(format!(
-            "same β(0), w₊(0)² + w₋(0)² scaled by {}; relative difference at t ≥ {}: {} \
-             (spec measured 0.127, 0.098, 0.083)",
+            "same β(0), w₊(0)² + w₋(0)² scaled by {}; relative difference at t ∈ [{}, {}]: {} \
+             (spec measured 0.127, 0.098, 0.083); later: {}",
             p.control_scale,
             p.control_from_t,
-            control_at.join(", ")
+            p.control_to_t,
+            control_at.join(", "),
+            control_late.join(", ")
         )),
     );
     rep.check(
@@ -383,7 +397,9 @@ pub static KIND: Kind<Params, Checks> = Kind {
     paper: "001",
     summary: "Lemma 4.1: the diagonal key–query, (w₊, w₋) and reduced β flows give the same β(t) \
               under condition (4), a start breaking (4) does not; conserved ξ_k² − ξ_q², w₊w₋.",
-    solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
+    // tighter than the spec's default rtol 1e−10: BDF does not conserve quadratic invariants,
+    // their drift scales with the tolerance (1.0e−9 at rtol 1e−10, over the 1e−9 bound)
+    solver: OdeConfig::new(Method::Bdf, 1e-12, 1e-14),
     validate,
     run,
 };

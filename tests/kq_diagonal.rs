@@ -16,7 +16,10 @@ fn param_equivalence_checks_can_fail() {
     assert!(common::passes(&r, "β(t) of"));
     assert!(!common::passes(&r, "negative control"));
     // a loose integrator neither reproduces β(t) to 1e-7 nor conserves the invariants
-    let r = common::run_quick("param-equivalence", &["solver.rtol=1e-5", "solver.atol=1e-8"]);
+    let r = common::run_quick(
+        "param-equivalence",
+        &["solver.rtol=1e-5", "solver.atol=1e-8"],
+    );
     assert!(!common::passes(&r, "β(t) of"));
     assert!(!common::passes(&r, "conserved"));
 }

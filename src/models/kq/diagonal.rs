@@ -416,7 +416,10 @@ impl VectorField for ReducedKq<'_> {
 /// Init (5): ξ_k(0) = √2 ω_0, ξ_q(0) = 0 (β(0) = 0, κ = ω_0²).
 pub fn init5(omega0: &[f64]) -> (Vec<f64>, Vec<f64>) {
     (
-        omega0.iter().map(|w| std::f64::consts::SQRT_2 * w).collect(),
+        omega0
+            .iter()
+            .map(|w| std::f64::consts::SQRT_2 * w)
+            .collect(),
         vec![0.0; omega0.len()],
     )
 }

@@ -15,6 +15,6 @@
 pub mod assumptions;
 // seed-001 diagonal models (wt-ka)
 pub mod diagonal;
-pub mod log_time;
 pub mod generators;
+pub mod log_time;
 pub mod toys;

@@ -103,7 +103,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.sparsity", c.sparsity),
         ("checks.exponent_tol", c.exponent_tol),
     ])?;
-    if c.kq_l1_distance.iter().any(|b| !(b.is_finite() && *b > 0.0)) {
+    if c.kq_l1_distance
+        .iter()
+        .any(|b| !(b.is_finite() && *b > 0.0))
+    {
         return Err(sc.invalid("checks.kq_l1_distance", "positive bounds"));
     }
     Ok(())
@@ -121,7 +124,9 @@ pub fn polish_l1(c: &VectorConstraints, sol: &L1Solution) -> (Vec<f64>, Vec<f64>
     if support.is_empty() || tight.is_empty() {
         return (sol.beta.clone(), sol.lambda.clone(), raw);
     }
-    let bsj = DMatrix::from_fn(tight.len(), support.len(), |r, k| c.f[(tight[r], support[k])]);
+    let bsj = DMatrix::from_fn(tight.len(), support.len(), |r, k| {
+        c.f[(tight[r], support[k])]
+    });
     let svd = bsj.clone().svd(true, true);
     let Ok(bj) = svd.solve(&DVector::from_element(tight.len(), 1.0), 1e-12) else {
         return (sol.beta.clone(), sol.lambda.clone(), raw);
@@ -189,7 +194,11 @@ fn run_flow<V: VectorField>(
 }
 
 fn dist(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>().sqrt()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).powi(2))
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// One dataset: its certified SVMs and the runs.
@@ -224,13 +233,27 @@ fn run_case(name: DataName, p: &Params, taus: &[f64], ctx: &RunContext) -> Resul
     let l2 = solve_l2(c, SvmMethod::Dual)
         .map_err(|e| fail(e.to_string()))?
         .w;
-    let a3_slack = a3_report(&inst, None).map_err(|e| fail(e.to_string()))?.slack;
+    let a3_slack = a3_report(&inst, None)
+        .map_err(|e| fail(e.to_string()))?
+        .slack;
     let mut kq = Vec::new();
     for &w0 in &p.omega0 {
         let field = ReducedKq::new(&loss, vec![w0 * w0; loss.d()]);
-        kq.push(run_flow(&field, &loss, format!("{label}: KQ ω₀ = {w0}"), taus, &ctx.ode)?);
+        kq.push(run_flow(
+            &field,
+            &loss,
+            format!("{label}: KQ ω₀ = {w0}"),
+            taus,
+            &ctx.ode,
+        )?);
     }
-    let w = run_flow(&LogTimeDescent(&loss), &loss, format!("{label}: W"), taus, &ctx.ode)?;
+    let w = run_flow(
+        &LogTimeDescent(&loss),
+        &loss,
+        format!("{label}: W"),
+        taus,
+        &ctx.ode,
+    )?;
     Ok(Case {
         label,
         l1,
@@ -263,13 +286,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for cs in &cases {
         let l = &cs.label;
         rep.check(
-            Check::at_most(format!("{l}: ℓ1 LP certificate (polished KKT)").as_str(), cs.kkt.max(), c.lp_kkt)
-                .note(format!(
-                    "β*₁ = {:?}, OPT₁ = {:.12}; primal {:.1e}, dual {:.1e}, stationarity {:.1e}, \
+            Check::at_most(
+                format!("{l}: ℓ1 LP certificate (polished KKT)").as_str(),
+                cs.kkt.max(),
+                c.lp_kkt,
+            )
+            .note(format!(
+                "β*₁ = {:?}, OPT₁ = {:.12}; primal {:.1e}, dual {:.1e}, stationarity {:.1e}, \
                      complementarity {:.1e}, gap {:.1e}",
-                    cs.l1, cs.opt1, cs.kkt.primal_infeasibility, cs.kkt.dual_infeasibility,
-                    cs.kkt.stationarity, cs.kkt.complementary_slackness, cs.kkt.duality_gap
-                )),
+                cs.l1,
+                cs.opt1,
+                cs.kkt.primal_infeasibility,
+                cs.kkt.dual_infeasibility,
+                cs.kkt.stationarity,
+                cs.kkt.complementary_slackness,
+                cs.kkt.duality_gap
+            )),
         );
         rep.check(
             Check::at_most(
@@ -277,11 +309,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 cs.widest_range,
                 c.unique_range,
             )
-            .note(format!("optimal face {{‖β‖₁ ≤ OPT₁(1 + {:e})}}", p.unique_slack)),
+            .note(format!(
+                "optimal face {{‖β‖₁ ≤ OPT₁(1 + {:e})}}",
+                p.unique_slack
+            )),
         );
         rep.check(
-            Check::at_least(format!("{l}: A3 slack at β(0) = 0").as_str(), cs.a3_slack, 0.0)
-                .note("bound − L(0) (Assumption 3, needed by Thm 4.1)"),
+            Check::at_least(
+                format!("{l}: A3 slack at β(0) = 0").as_str(),
+                cs.a3_slack,
+                0.0,
+            )
+            .note("bound − L(0) (Assumption 3, needed by Thm 4.1)"),
         );
         for (i, r) in cs.kq.iter().enumerate() {
             let b = &r.beta_hat[last];
@@ -333,9 +372,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             );
             // exponent of the off-support decay over the last fit_decades of τ
             let from = p.tau_max / 10f64.powf(p.fit_decades);
-            let ks: Vec<usize> = (1..taus.len()).filter(|&k| taus[k] >= from * (1.0 - 1e-12)).collect();
+            let ks: Vec<usize> = (1..taus.len())
+                .filter(|&k| taus[k] >= from * (1.0 - 1e-12))
+                .collect();
             let x: Vec<f64> = ks.iter().map(|&k| r.mu[k].ln()).collect();
-            let y: Vec<f64> = ks.iter().map(|&k| dist(&r.beta_hat[k], &cs.l1).ln()).collect();
+            let y: Vec<f64> = ks
+                .iter()
+                .map(|&k| dist(&r.beta_hat[k], &cs.l1).ln())
+                .collect();
             let fit = line_fit(&x, &y);
             rep.derive(&format!("{l}_kq{w0}_exponent"), -fit.slope);
             rep.check(
@@ -371,11 +415,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .kq
             .iter()
             .chain([&cs.w])
-            .flat_map(|r| (0..taus.len()).filter(|&k| taus[k] >= 30.0).map(|k| r.rel_gap[k]))
+            .flat_map(|r| {
+                (0..taus.len())
+                    .filter(|&k| taus[k] >= 30.0)
+                    .map(|k| r.rel_gap[k])
+            })
             .fold(0.0, f64::max);
         rep.check(
-            Check::at_most(format!("{l}: (L − L*)/L* for τ ≥ 30").as_str(), gap, c.loss_gap)
-                .note("L → L* (Thm 4.1 consequence); log-domain excess"),
+            Check::at_most(
+                format!("{l}: (L − L*)/L* for τ ≥ 30").as_str(),
+                gap,
+                c.loss_gap,
+            )
+            .note("L → L* (Thm 4.1 consequence); log-domain excess"),
         );
         for r in cs.kq.iter().chain([&cs.w]) {
             rep.stats(r.label.clone(), &r.stats);
@@ -383,7 +435,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     rep.series = Table::new(&[
-        "data", "model", "omega0", "tau", "mu", "dist_l1", "dist_l2", "l1_objective_gap",
+        "data",
+        "model",
+        "omega0",
+        "tau",
+        "mu",
+        "dist_l1",
+        "dist_l2",
+        "l1_objective_gap",
         "rel_loss_gap",
     ]);
     let mut comps = Table::new(&["data", "model", "omega0", "tau", "j", "beta_hat"]);
@@ -430,7 +489,13 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
     let mut fig = Figure::new(2).title(
         "Theorem 4.1 vs Sec. 4.2: diagonal KQ flow → ℓ1-SVM, diagonal W flow → ℓ2-SVM (τ = ln(1+t))",
     );
-    let floor = |v: f64| if v.is_finite() { v.max(1e-16) } else { f64::NAN };
+    let floor = |v: f64| {
+        if v.is_finite() {
+            v.max(1e-16)
+        } else {
+            f64::NAN
+        }
+    };
     for cs in cases {
         // from the first sample with µ > 0 on
         let mut dpanel = LinePanel::new(
@@ -451,13 +516,28 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
         for (name, r, is_kq) in runs {
             let ks: Vec<usize> = (1..taus.len()).filter(|&k| r.mu[k] > 0.0).collect();
             let x: Vec<f64> = ks.iter().map(|&k| taus[k]).collect();
-            let d1: Vec<f64> = ks.iter().map(|&k| floor(dist(&r.beta_hat[k], &cs.l1))).collect();
-            let d2: Vec<f64> = ks.iter().map(|&k| floor(dist(&r.beta_hat[k], &cs.l2))).collect();
+            let d1: Vec<f64> = ks
+                .iter()
+                .map(|&k| floor(dist(&r.beta_hat[k], &cs.l1)))
+                .collect();
+            let d2: Vec<f64> = ks
+                .iter()
+                .map(|&k| floor(dist(&r.beta_hat[k], &cs.l2)))
+                .collect();
             dpanel = dpanel
-                .series(Series::numerics(format!("{name} → ℓ1"), x.clone(), d1.clone()).color(color))
-                .series(Series::numerics(format!("{name} → ℓ2"), x.clone(), d2.clone()).color(color + 1));
+                .series(
+                    Series::numerics(format!("{name} → ℓ1"), x.clone(), d1.clone()).color(color),
+                )
+                .series(
+                    Series::numerics(format!("{name} → ℓ2"), x.clone(), d2.clone())
+                        .color(color + 1),
+                );
             // theory: KQ → ℓ1 decays like µ^−(1 − max|a*|), W → ℓ2 like 1/µ (anchored at the end)
-            let (target, exponent) = if is_kq { (&d1, cs.exponent) } else { (&d2, 1.0) };
+            let (target, exponent) = if is_kq {
+                (&d1, cs.exponent)
+            } else {
+                (&d2, 1.0)
+            };
             if let (Some(&y_end), Some(&k_end)) = (target.last(), ks.last()) {
                 if y_end > 1e-12 {
                     let theory: Vec<f64> = ks
@@ -475,13 +555,18 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
         fig = fig.panel(dpanel);
         // components of β̂ for the first KQ scale and W, SVM values as reference lines
         let mut cpanel = LinePanel::new(
-            format!("{}: components of β̂ (KQ ω₀ = {} solid, W dashed)", cs.label, p.omega0[0]),
+            format!(
+                "{}: components of β̂ (KQ ω₀ = {} solid, W dashed)",
+                cs.label, p.omega0[0]
+            ),
             "τ = ln(1 + t)",
             "β̂_j",
         )
         .log_x()
         .legend(LegendPosition::UpperRight);
-        let ks: Vec<usize> = (1..taus.len()).filter(|&k| cs.kq[0].mu[k] > 0.0 && cs.w.mu[k] > 0.0).collect();
+        let ks: Vec<usize> = (1..taus.len())
+            .filter(|&k| cs.kq[0].mu[k] > 0.0 && cs.w.mu[k] > 0.0)
+            .collect();
         let x: Vec<f64> = ks.iter().map(|&k| taus[k]).collect();
         for j in 0..cs.l1.len() {
             let kq: Vec<f64> = ks.iter().map(|&k| cs.kq[0].beta_hat[k][j]).collect();

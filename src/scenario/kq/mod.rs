@@ -5,8 +5,8 @@ pub mod assumption_validators;
 pub mod common;
 // seed-001 diagonal scenarios (wt-ka)
 pub mod diag_l1_vs_l2;
-pub mod param_equivalence;
 pub mod nuclear_svm;
+pub mod param_equivalence;
 pub mod svm_solvers;
 
 use super::registry::ScenarioKind;

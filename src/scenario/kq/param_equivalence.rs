@@ -60,7 +60,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("params.omega0", "non-empty, every ω_0,j finite and ≠ 0"));
     }
     if p.xi_k.len() != d || p.xi_q.len() != d {
-        return Err(sc.invalid("params.xi_k", "xi_k and xi_q need as many entries as omega0"));
+        return Err(sc.invalid(
+            "params.xi_k",
+            "xi_k and xi_q need as many entries as omega0",
+        ));
     }
     if p.t_points.is_empty() || p.t_points.iter().any(|t| !(t.is_finite() && *t > 0.0)) {
         return Err(sc.invalid("params.t_points", "a non-empty list of positive times"));
@@ -69,7 +72,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("params.tau_points", "positive τ values"));
     }
     if !(p.control_scale > 1.0) {
-        return Err(sc.invalid("params.control_scale", "must be > 1 (it breaks condition (4))"));
+        return Err(sc.invalid(
+            "params.control_scale",
+            "must be > 1 (it breaks condition (4))",
+        ));
     }
     sc.require_positive(&[
         ("params.control_from_t", p.control_from_t),
@@ -83,7 +89,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 /// max_j |a_j − b_j| / max_j |b_j|.
 fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
     let top = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / top
+    a.iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+        / top
 }
 
 /// β along one run, with its solver work and the conserved-quantity drift.
@@ -295,8 +304,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
 
     rep.series = Table::new(&[
-        "case", "tau", "t", "j", "beta_raw", "beta_wpm", "beta_reduced", "beta_control",
-        "diff_wpm", "diff_reduced", "diff_control", "drift_raw", "drift_wpm",
+        "case",
+        "tau",
+        "t",
+        "j",
+        "beta_raw",
+        "beta_wpm",
+        "beta_reduced",
+        "beta_control",
+        "diff_wpm",
+        "diff_reduced",
+        "diff_control",
+        "drift_raw",
+        "drift_wpm",
     ]);
     for cs in &cases {
         for k in 0..taus.len() {
@@ -314,7 +334,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     cs.raw.beta[k][j].into(),
                     cs.wpm.beta[k][j].into(),
                     cs.red.beta[k][j].into(),
-                    cs.control.as_ref().map_or(f64::NAN, |r| r.beta[k][j]).into(),
+                    cs.control
+                        .as_ref()
+                        .map_or(f64::NAN, |r| r.beta[k][j])
+                        .into(),
                     a.into(),
                     b.into(),
                     ctl.into(),
@@ -380,9 +403,8 @@ fn figure(cases: &[Case], taus: &[f64], c: &Checks) -> Figure {
     for cs in cases {
         for (m, r) in [("ξ_k² − ξ_q²", &cs.raw), ("w₊w₋", &cs.wpm)] {
             let y: Vec<f64> = ks.iter().map(|&k| floor(r.drift[k])).collect();
-            inv = inv.series(
-                Series::numerics(format!("{}: {m}", cs.name), x.clone(), y).color(color),
-            );
+            inv = inv
+                .series(Series::numerics(format!("{}: {m}", cs.name), x.clone(), y).color(color));
             color += 1;
         }
     }

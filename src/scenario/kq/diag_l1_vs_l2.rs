@@ -65,6 +65,12 @@ pub struct Checks {
     pub sparsity: f64,
     /// [derived] |fitted slope of ln‖β̂_KQ − β*₁‖ vs ln µ + (1 − max_{j∉J}|a*_j|)| (spec §2.7).
     pub exponent_tol: f64,
+    /// [derived] loss rate of W at τ_max: |t·(L − L*)/‖β*₂‖² − 1| (spec §2.7, §7 loss-rate:
+    /// 1e−3).
+    pub rate_w_tol: f64,
+    /// [derived] loss rate of KQ at τ_max: |t ln t·(L − L*)/(OPT₁/2) − 1| (spec §7 loss-rate:
+    /// 1% at τ = 1e6).
+    pub rate_kq_tol: f64,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -102,6 +108,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.loss_gap", c.loss_gap),
         ("checks.sparsity", c.sparsity),
         ("checks.exponent_tol", c.exponent_tol),
+        ("checks.rate_w_tol", c.rate_w_tol),
+        ("checks.rate_kq_tol", c.rate_kq_tol),
     ])?;
     if c.kq_l1_distance
         .iter()
@@ -158,6 +166,8 @@ struct Run {
     beta_hat: Vec<Vec<f64>>,
     mu: Vec<f64>,
     rel_gap: Vec<f64>,
+    /// ln(L − L*).
+    log_excess: Vec<f64>,
     stats: SolverStats,
 }
 
@@ -173,6 +183,7 @@ fn run_flow<V: VectorField>(
         .map_err(|e| RunError::Other(format!("{label}: {e}")))?;
     let log_star = loss.log_loss_star();
     let (mut beta_hat, mut mu, mut rel_gap) = (Vec::new(), Vec::new(), Vec::new());
+    let mut log_excess = Vec::new();
     for k in 0..tr.len() {
         let b = tr.state(k);
         let m = loss.margin(b);
@@ -182,13 +193,16 @@ fn run_flow<V: VectorField>(
         } else {
             vec![f64::NAN; d]
         });
-        rel_gap.push((loss.log_excess(b) - log_star).exp());
+        let le = loss.log_excess(b);
+        log_excess.push(le);
+        rel_gap.push((le - log_star).exp());
     }
     Ok(Run {
         label,
         beta_hat,
         mu,
         rel_gap,
+        log_excess,
         stats: tr.stats,
     })
 }
@@ -393,6 +407,38 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     "spec §2.7: off-support error ~ µ^−(1 − max_{{j∉J}}|a*_j|), strict-complementarity \
                      margin {:.4} (LP max over dual optima); fit over τ ∈ [{from:e}, {:e}]",
                     cs.exponent, p.tau_max
+                )),
+            );
+        }
+        // [derived] loss rates (spec §2.7): t·gap → ‖β*₂‖² (W), t ln t·gap → OPT₁/2 (KQ)
+        let tau = taus[last];
+        let ln_t = tau + (-(-tau).exp()).ln_1p();
+        let l2_sq: f64 = cs.l2.iter().map(|x| x * x).sum();
+        let rate_w = (cs.w.log_excess[last] + ln_t).exp();
+        rep.derive(&format!("{l}_w_t_gap"), rate_w);
+        rep.check(
+            Check::at_most(
+                format!("{l}, W: [derived] |t·(L − L*)/‖β*₂‖² − 1| at τ_max").as_str(),
+                (rate_w / l2_sq - 1.0).abs(),
+                c.rate_w_tol,
+            )
+            .note(format!("t·gap = {rate_w:.6}, ‖β*₂‖² = {l2_sq:.6} (spec §7 loss-rate: toy-2b 0.21930)")),
+        );
+        for (i, r) in cs.kq.iter().enumerate() {
+            let rate = (r.log_excess[last] + ln_t + ln_t.ln()).exp();
+            let w0 = p.omega0[i];
+            rep.derive(&format!("{l}_kq{w0}_t_log_t_gap"), rate);
+            rep.check(
+                Check::at_most(
+                    format!("{l}, KQ ω₀ = {w0}: [derived] |t ln t·(L − L*)/(OPT₁/2) − 1| at τ_max")
+                        .as_str(),
+                    (rate / (0.5 * cs.opt1) - 1.0).abs(),
+                    c.rate_kq_tol,
+                )
+                .note(format!(
+                    "t ln t·gap = {rate:.6}, OPT₁/2 = {:.6} (spec §7 loss-rate: toy-2b 0.3125, \
+                     measured 0.31325 at τ = 1e6); corrections O(ln ln t/ln t)",
+                    0.5 * cs.opt1
                 )),
             );
         }

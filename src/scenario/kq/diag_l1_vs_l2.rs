@@ -422,7 +422,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 (rate_w / l2_sq - 1.0).abs(),
                 c.rate_w_tol,
             )
-            .note(format!("t·gap = {rate_w:.6}, ‖β*₂‖² = {l2_sq:.6} (spec §7 loss-rate: toy-2b 0.21930)")),
+            .note(format!(
+                "t·gap = {rate_w:.6}, ‖β*₂‖² = {l2_sq:.6} (spec §7 loss-rate: toy-2b 0.21930)"
+            )),
         );
         for (i, r) in cs.kq.iter().enumerate() {
             let rate = (r.log_excess[last] + ln_t + ln_t.ln()).exp();

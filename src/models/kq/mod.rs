@@ -13,5 +13,8 @@
 //!   strict-complementarity margins of the SVM solutions (spec §1.4, §2.8, §4).
 
 pub mod assumptions;
+// seed-001 diagonal models (wt-ka)
+pub mod diagonal;
 pub mod generators;
+pub mod log_time;
 pub mod toys;

@@ -3,7 +3,10 @@
 
 pub mod assumption_validators;
 pub mod common;
+// seed-001 diagonal scenarios (wt-ka)
+pub mod diag_l1_vs_l2;
 pub mod nuclear_svm;
+pub mod param_equivalence;
 pub mod svm_solvers;
 
 use super::registry::ScenarioKind;
@@ -14,5 +17,8 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &nuclear_svm::KIND,
         &svm_solvers::KIND,
         &assumption_validators::KIND,
+        // seed-001 diagonal scenarios (wt-ka)
+        &param_equivalence::KIND,
+        &diag_l1_vs_l2::KIND,
     ]
 }

@@ -2,7 +2,11 @@
 //! spec 001 §7).
 
 pub mod assumption_validators;
+pub mod aligned_closed_form;
 pub mod common;
+pub mod early_linearization;
+pub mod full_common;
+pub mod full_nuclear_vs_frobenius;
 pub mod nuclear_svm;
 pub mod svm_solvers;
 
@@ -14,5 +18,8 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &nuclear_svm::KIND,
         &svm_solvers::KIND,
         &assumption_validators::KIND,
+        &full_nuclear_vs_frobenius::KIND,
+        &aligned_closed_form::KIND,
+        &early_linearization::KIND,
     ]
 }

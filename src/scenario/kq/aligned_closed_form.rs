@@ -221,7 +221,11 @@ fn figure(cases: &[Case], n: usize, label: &str) -> Figure {
     )
     .log_x()
     .legend(LegendPosition::UpperLeft);
-    let mut res = LinePanel::new("alignment residual and direction error", "τ = ln(1 + t)", "")
+    let mut res = LinePanel::new(
+        "off-diagonal residual and ‖Ŵ − W*‖_F (the d_e curves of Ŵ coincide)",
+        "τ = ln(1 + t)",
+        "residual, error",
+    )
         .log_x()
         .log_y()
         .legend(LegendPosition::LowerLeft);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::svm::NuclearSettings;
 use crate::flow::{Method, OdeConfig};
 use crate::models::kq::full::FullKq;
-use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
@@ -224,6 +224,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+fn taus_min(a: &[(usize, Run)], b: &[(usize, Run)]) -> f64 {
+    a.iter()
+        .chain(b)
+        .flat_map(|(_, r)| r.samples.iter().filter(|s| s.separated() && s.tau > 0.0))
+        .map(|s| s.tau)
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn taus_max(a: &[(usize, Run)], b: &[(usize, Run)]) -> f64 {
+    a.iter()
+        .chain(b)
+        .flat_map(|(_, r)| r.samples.iter())
+        .map(|s| s.tau)
+        .fold(0.0, f64::max)
+}
+
 fn figure(
     kq_runs: &[(usize, Run)],
     w_runs: &[(usize, Run)],
@@ -243,7 +259,7 @@ fn figure(
     .log_y()
     .legend(LegendPosition::LowerLeft);
     let mut sing = LinePanel::new(
-        "singular values of Ŵ (dashed: of W_* and W_F)",
+        "singular values of Ŵ (dashed: those of W_* and W_F)",
         "τ = ln(1 + t)",
         "σ_k(Ŵ)",
     )
@@ -269,11 +285,15 @@ fn figure(
             }
         }
     }
-    for (k, &v) in sigma_star.iter().enumerate().filter(|(_, v)| **v > 1e-12) {
-        sing = sing.hline(RefLine::new(v, format!("σ_{}(W_*) = {v:.4}", k + 1)).color(0));
-    }
-    for (k, &v) in sigma_f.iter().enumerate().filter(|(_, v)| **v > 1e-12) {
-        sing = sing.hline(RefLine::new(v, format!("σ_{}(W_F) = {v:.4}", k + 1)).color(2));
+    // the singular values of the two SVM solutions as dashed levels (σ = 0 cannot show on a log axis)
+    let span = vec![taus_min(kq_runs, w_runs), taus_max(kq_runs, w_runs)];
+    for (sig, name, color) in [(sigma_star, "W_*", 0usize), (sigma_f, "W_F", 2)] {
+        for (k, &v) in sig.iter().enumerate().filter(|(_, v)| **v > 1e-9) {
+            sing = sing.series(
+                Series::theory(format!("σ_{}({name}) = {v:.4}", k + 1), span.clone(), vec![v; 2])
+                    .color(color + k.min(1)),
+            );
+        }
     }
     Figure::new(2)
         .title("Theorem 1.1 / E2: separate K, Q → nuclear-norm SVM; combined W → Frobenius SVM")

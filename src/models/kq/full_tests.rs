@@ -33,7 +33,10 @@ fn reference_loss<T: DualNum<f64> + Copy>(inst: &Instance, de: usize, z: &[T]) -
                 (0..d).fold(T::from(0.0), |s, r| s + wz[r] * x[r])
             })
             .collect();
-        let top = logits.iter().map(|s| s.re()).fold(f64::NEG_INFINITY, f64::max);
+        let top = logits
+            .iter()
+            .map(|s| s.re())
+            .fold(f64::NEG_INFINITY, f64::max);
         let e: Vec<T> = logits.iter().map(|&s| (s - top).exp()).collect();
         let sum = e.iter().fold(T::from(0.0), |a, &b| a + b);
         let m = (0..data.t).fold(T::from(0.0), |s, l| s + e[l] * gamma[i * data.t + l]) / sum;
@@ -136,7 +139,12 @@ fn balance_is_conserved_along_the_log_time_flow() {
     let wh = normalized_direction(m.model(), &w).unwrap();
     let r = 1.0 / 3f64.sqrt();
     let target = [1.0, r, r, 1.0 / 3.0];
-    let err = wh.iter().zip(target).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+    let err = wh
+        .iter()
+        .zip(target)
+        .map(|(a, b)| (a - b).powi(2))
+        .sum::<f64>()
+        .sqrt();
     assert!(err < 0.05, "‖Ŵ − W_*‖ = {err} at τ = 100");
     let mut inv = vec![0.0; 6];
     m.invariants(zl, &mut inv);
@@ -146,8 +154,8 @@ fn balance_is_conserved_along_the_log_time_flow() {
 #[test]
 fn margins_are_homogeneous_and_the_direction_has_unit_margin() {
     let inst = toys::toy4();
-    let model = FixedDecoder::new(inst.data.clone(), inst.decoder.clone(), Loss::Exponential)
-        .unwrap();
+    let model =
+        FixedDecoder::new(inst.data.clone(), inst.decoder.clone(), Loss::Exponential).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut w = gaussian(&mut rng, 16, 1.0);
     // a separator plus noise: W* of toy-4 scaled up

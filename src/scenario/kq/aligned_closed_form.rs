@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::NuclearSettings;
 use crate::flow::{Method, OdeConfig};
-use crate::models::kq::assumptions::{a4_report, a4_solution, aligned_factors, alignment_frames, alignment_residual};
+use crate::models::kq::assumptions::{
+    a4_report, a4_solution, aligned_factors, alignment_frames, alignment_residual,
+};
 use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
@@ -59,7 +61,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("params.des", "need at least one embedding width"));
     }
     if p.omega0.is_empty() || p.omega0.iter().any(|w| !(w.is_finite() && *w != 0.0)) {
-        return Err(sc.invalid("params.omega0", "finite nonzero entries, one per coordinate (init (5))"));
+        return Err(sc.invalid(
+            "params.omega0",
+            "finite nonzero entries, one per coordinate (init (5))",
+        ));
     }
     if p.per_decade == 0 {
         return Err(sc.invalid("params.per_decade", "need at least one sample per decade"));
@@ -104,7 +109,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )));
     }
     if let Some(&de) = p.des.iter().find(|&&de| de < d) {
-        return Err(RunError::Other(format!("params.des: d_e = {de} < d = {d} (Thm 5.1 takes d_e ≥ d)")));
+        return Err(RunError::Other(format!(
+            "params.des: d_e = {de} < d = {d} (Thm 5.1 takes d_e ≥ d)"
+        )));
     }
     let a4 = a4_report(&inst);
     let (w_star, opt_closed) = a4_solution(&inst, &a4);
@@ -116,10 +123,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let a4_after = a4_report(&inst);
     let svms = instance_svms(&inst, &label, &NuclearSettings::default())?;
-    let frob_err = svms.frobenius.w.iter().zip(&w_star).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+    let frob_err = svms
+        .frobenius
+        .w
+        .iter()
+        .zip(&w_star)
+        .map(|(a, b)| (a - b).powi(2))
+        .sum::<f64>()
+        .sqrt();
     let nuc_err = (svms.nuclear.nuclear_norm / opt_closed - 1.0).abs();
     let taus = tau_grid(p.tau_max, p.per_decade);
-    let xi_k: Vec<f64> = p.omega0.iter().map(|w| std::f64::consts::SQRT_2 * w).collect();
+    let xi_k: Vec<f64> = p
+        .omega0
+        .iter()
+        .map(|w| std::f64::consts::SQRT_2 * w)
+        .collect();
     let xi_q = vec![0.0; d];
     let mut rep = Report::default();
     let mut cases = Vec::new();
@@ -130,22 +148,42 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let kq = FullKq::new(&inst, de).map_err(|e| RunError::Other(e.to_string()))?;
         let z0 = kq.pack(&k0, &q0);
         let c0 = kq.balance(&z0);
-        let Some(tr) = run_log_time(&kq, &z0, &taus, &ctx.ode, &format!("KQ d_e = {de}"), &mut rep) else {
+        let Some(tr) = run_log_time(
+            &kq,
+            &z0,
+            &taus,
+            &ctx.ode,
+            &format!("KQ d_e = {de}"),
+            &mut rep,
+        ) else {
             continue;
         };
         let diag = |m: &DMatrix<f64>| (0..d).map(|j| m[(j, j)]).collect::<Vec<_>>();
-        let mut case = Case { de, tau: Vec::new(), lambda_k: Vec::new(), lambda_q: Vec::new(), off_diagonal: Vec::new(), distance: Vec::new(), frozen: 0.0, drift: 0.0 };
+        let mut case = Case {
+            de,
+            tau: Vec::new(),
+            lambda_k: Vec::new(),
+            lambda_q: Vec::new(),
+            off_diagonal: Vec::new(),
+            distance: Vec::new(),
+            frozen: 0.0,
+            drift: 0.0,
+        };
         for k in 0..tr.len() {
             let z = tr.state(k);
             let (kk, qq) = kq.factors(z);
             let lk = diag(&(u_k.transpose() * &kk * &v));
             let lq = diag(&(u_q.transpose() * &qq * &v));
             for j in n..d {
-                case.frozen = case.frozen.max((lk[j] - xi_k[j]).abs()).max((lq[j] - xi_q[j]).abs());
+                case.frozen = case
+                    .frozen
+                    .max((lk[j] - xi_k[j]).abs())
+                    .max((lq[j] - xi_q[j]).abs());
             }
             let size: f64 = z.iter().map(|x| x * x).sum();
             case.drift = case.drift.max((kq.balance(z) - &c0).norm() / size.max(1.0));
-            case.off_diagonal.push(alignment_residual(&kk, &qq, &u_k, &u_q, &v));
+            case.off_diagonal
+                .push(alignment_residual(&kk, &qq, &u_k, &u_q, &v));
             let s = DirectionSample::new(kq.model(), tr.t[k], &kq.combined(z));
             case.distance.push(s.distance(&w_star));
             case.tau.push(tr.t[k]);
@@ -158,26 +196,47 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         if cases.len() < p.des.len() {
             return f64::NAN;
         }
-        cases.iter().map(f).fold(0.0f64, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) })
+        cases.iter().map(f).fold(0.0f64, |m, x| {
+            if m.is_nan() || x.is_nan() {
+                f64::NAN
+            } else {
+                m.max(x)
+            }
+        })
     };
     let setting = format!(
         "{label}, d_e ∈ {:?}, ω_0 = {:?}, random V, τ_max = {:e}{}",
         p.des,
         p.omega0,
         p.tau_max,
-        if p.a4_break != 0.0 { format!(", A4(iii) broken by {}·e_d (pairing residual {:.2e})", p.a4_break, a4_after.pairing) } else { String::new() }
+        if p.a4_break != 0.0 {
+            format!(
+                ", A4(iii) broken by {}·e_d (pairing residual {:.2e})",
+                p.a4_break, a4_after.pairing
+            )
+        } else {
+            String::new()
+        }
     );
     let off = worst(&|k| k.off_diagonal.iter().copied().fold(0.0, f64::max));
     let dist = worst(&|k| *k.distance.last().unwrap());
     rep.derive("off_diagonal", off);
     rep.derive("direction_error", dist);
     rep.check(
-        Check::at_most("Lemma 5.1: max off-diagonal of U_KᵀKV, U_QᵀQV over the run", off, c.off_diagonal_tol)
-            .note(setting.clone()),
+        Check::at_most(
+            "Lemma 5.1: max off-diagonal of U_KᵀKV, U_QᵀQV over the run",
+            off,
+            c.off_diagonal_tol,
+        )
+        .note(setting.clone()),
     );
     rep.check(
-        Check::at_most("Lemma 5.1: frozen singular values j ∉ π([n]) unchanged", worst(&|k| k.frozen), c.frozen_tol)
-            .note("spec §6 item 6: the completion columns carry constant Λ entries"),
+        Check::at_most(
+            "Lemma 5.1: frozen singular values j ∉ π([n]) unchanged",
+            worst(&|k| k.frozen),
+            c.frozen_tol,
+        )
+        .note("spec §6 item 6: the completion columns carry constant Λ entries"),
     );
     rep.check(
         Check::at_most("Theorem 5.1: ‖Ŵ(τ_max) − W*‖_F", dist, c.direction_tol)
@@ -188,22 +247,43 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .note("under A4 the aligned limit is also the Frobenius solution (spec §6 item 11)"),
     );
     rep.check(
-        Check::at_most("W* is nuclear-optimal: |OPT_*/‖W*‖_* − 1|", nuc_err, c.nuclear_tol)
-            .note(format!("certified nuclear program: OPT_* = {:.9}, gap {:.1e}", svms.nuclear.nuclear_norm, svms.nuclear.kkt.duality_gap)),
+        Check::at_most(
+            "W* is nuclear-optimal: |OPT_*/‖W*‖_* − 1|",
+            nuc_err,
+            c.nuclear_tol,
+        )
+        .note(format!(
+            "certified nuclear program: OPT_* = {:.9}, gap {:.1e}",
+            svms.nuclear.nuclear_norm, svms.nuclear.kkt.duality_gap
+        )),
     );
     rep.check(
-        Check::at_most("balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)", worst(&|k| k.drift), c.balance_drift_tol)
-            .note("C = KᵀK − QᵀQ (spec §2.5)"),
+        Check::at_most(
+            "balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
+            worst(&|k| k.drift),
+            c.balance_drift_tol,
+        )
+        .note("C = KᵀK − QᵀQ (spec §2.5)"),
     );
 
-    let mut headers = vec!["de".to_string(), "tau".into(), "off_diagonal".into(), "dist_w_star".into()];
+    let mut headers = vec![
+        "de".to_string(),
+        "tau".into(),
+        "off_diagonal".into(),
+        "dist_w_star".into(),
+    ];
     headers.extend((0..d).map(|j| format!("lambda_k{j}")));
     headers.extend((0..d).map(|j| format!("lambda_q{j}")));
     let hdr: Vec<&str> = headers.iter().map(String::as_str).collect();
     rep.series = Table::new(&hdr);
     for k in &cases {
         for i in 0..k.tau.len() {
-            let mut row = vec![k.de.into(), k.tau[i].into(), k.off_diagonal[i].into(), k.distance[i].into()];
+            let mut row = vec![
+                k.de.into(),
+                k.tau[i].into(),
+                k.off_diagonal[i].into(),
+                k.distance[i].into(),
+            ];
             row.extend(k.lambda_k[i].iter().map(|&x| x.into()));
             row.extend(k.lambda_q[i].iter().map(|&x| x.into()));
             rep.series.push(row);
@@ -226,18 +306,24 @@ fn figure(cases: &[Case], n: usize, label: &str) -> Figure {
         "τ = ln(1 + t)",
         "residual, error",
     )
-        .log_x()
-        .log_y()
-        .legend(LegendPosition::LowerLeft);
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::LowerLeft);
     if let Some(k) = cases.first() {
         let pos = |v: &[f64]| -> (Vec<f64>, Vec<f64>) {
-            k.tau.iter().zip(v).filter(|(t, _)| **t > 0.0).map(|(t, x)| (*t, *x)).unzip()
+            k.tau
+                .iter()
+                .zip(v)
+                .filter(|(t, _)| **t > 0.0)
+                .map(|(t, x)| (*t, *x))
+                .unzip()
         };
         let d = k.lambda_k[0].len();
         for j in 0..d {
             let (t, y) = pos(&k.lambda_k.iter().map(|l| l[j]).collect::<Vec<_>>());
             let frozen = if j < n { "" } else { " (frozen)" };
-            diag = diag.series(Series::numerics(format!("K, j = {}{frozen}", j + 1), t, y).color(j));
+            diag =
+                diag.series(Series::numerics(format!("K, j = {}{frozen}", j + 1), t, y).color(j));
             let (t, y) = pos(&k.lambda_q.iter().map(|l| l[j]).collect::<Vec<_>>());
             diag = diag.series(Series::theory(format!("Q, j = {}", j + 1), t, y).color(j));
         }
@@ -246,9 +332,20 @@ fn figure(cases: &[Case], n: usize, label: &str) -> Figure {
         let keep: Vec<usize> = (0..k.tau.len()).filter(|&s| k.tau[s] > 0.0).collect();
         let t: Vec<f64> = keep.iter().map(|&s| k.tau[s]).collect();
         res = res
-            .series(Series::numerics(format!("off-diagonal, d_e = {}", k.de), t.clone(), keep.iter().map(|&s| k.off_diagonal[s].max(1e-17)).collect()).color(2 * i))
+            .series(
+                Series::numerics(
+                    format!("off-diagonal, d_e = {}", k.de),
+                    t.clone(),
+                    keep.iter().map(|&s| k.off_diagonal[s].max(1e-17)).collect(),
+                )
+                .color(2 * i),
+            )
             .series({
-                let sep: Vec<usize> = keep.iter().copied().filter(|&s| !k.distance[s].is_nan()).collect();
+                let sep: Vec<usize> = keep
+                    .iter()
+                    .copied()
+                    .filter(|&s| !k.distance[s].is_nan())
+                    .collect();
                 Series::numerics(
                     format!("‖Ŵ − W*‖_F, d_e = {}", k.de),
                     sep.iter().map(|&s| k.tau[s]).collect(),

@@ -53,7 +53,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("params.de", "the embedding width must be at least 1"));
     }
     if p.scales.len() < 2 || p.scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
-        return Err(sc.invalid("params.scales", "at least two positive scales (the slope needs two)"));
+        return Err(sc.invalid(
+            "params.scales",
+            "at least two positive scales (the slope needs two)",
+        ));
     }
     if p.samples < 3 {
         return Err(sc.invalid("params.samples", "need at least 3 samples"));
@@ -117,9 +120,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let asym = (&jac - &sym).norm();
     let mut eig = symmetric_eigenvalues(&sym).map_err(|e| RunError::Other(e.to_string()))?;
     eig.sort_by(|a, b| a.total_cmp(b));
-    let mut want: Vec<f64> = lin.s.iter().flat_map(|&s| [s, -s]).flat_map(|x| std::iter::repeat(x).take(de)).collect();
+    let mut want: Vec<f64> = lin
+        .s
+        .iter()
+        .flat_map(|&s| [s, -s])
+        .flat_map(|x| std::iter::repeat(x).take(de))
+        .collect();
     want.sort_by(|a, b| a.total_cmp(b));
-    let eig_err = eig.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(asym, f64::max);
+    let eig_err = eig
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(asym, f64::max);
 
     // T: the closed form of the largest scale reaches ‖W‖ = w_max
     let mut rng = ctx.rng(FIRST_FREE_STREAM);
@@ -141,12 +153,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     while w_lin(s_big, hi) < p.w_max {
         hi *= 2.0;
         if hi > 1e8 {
-            return Err(RunError::Other("the linearized flow does not grow (G_0 = 0?)".into()));
+            return Err(RunError::Other(
+                "the linearized flow does not grow (G_0 = 0?)".into(),
+            ));
         }
     }
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if w_lin(s_big, mid) < p.w_max { lo = mid } else { hi = mid }
+        if w_lin(s_big, mid) < p.w_max {
+            lo = mid
+        } else {
+            hi = mid
+        }
     }
     let t_end = lo;
     let times = linspace(0.0, t_end, p.samples);
@@ -155,24 +173,41 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let (k0, q0) = (&k_dir * s, &q_dir * s);
         let z0 = kq.pack(&k0, &q0);
         // absolute tolerance far below the smallest state entries (~s)
-        let cfg = OdeConfig { atol: ctx.ode.atol * s, ..ctx.ode };
+        let cfg = OdeConfig {
+            atol: ctx.ode.atol * s,
+            ..ctx.ode
+        };
         let tr = integrate(&Descent(&kq), &z0, &times, &cfg, None)?;
         rep.stats(format!("s = {s:e}"), &tr.stats);
-        let mut run = ScaleRun { s, t: Vec::new(), rel_err: Vec::new(), w_norm: Vec::new() };
+        let mut run = ScaleRun {
+            s,
+            t: Vec::new(),
+            rel_err: Vec::new(),
+            w_norm: Vec::new(),
+        };
         for k in 1..tr.len() {
             let z = tr.state(k);
             let (kl, ql) = lin.factors(&k0, &q0, tr.t[k]);
             let zl = kq.pack(&kl, &ql);
-            let num = z.iter().zip(&zl).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+            let num = z
+                .iter()
+                .zip(&zl)
+                .map(|(a, b)| (a - b).powi(2))
+                .sum::<f64>()
+                .sqrt();
             let den = zl.iter().map(|x| x * x).sum::<f64>().sqrt();
             run.t.push(tr.t[k]);
             run.rel_err.push(num / den);
-            run.w_norm.push(kq.combined(z).iter().map(|x| x * x).sum::<f64>().sqrt());
+            run.w_norm
+                .push(kq.combined(z).iter().map(|x| x * x).sum::<f64>().sqrt());
         }
         runs.push(run);
     }
     let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    let ratio = runs.iter().map(|r| max(&r.rel_err) / max(&r.w_norm)).fold(0.0, f64::max);
+    let ratio = runs
+        .iter()
+        .map(|r| max(&r.rel_err) / max(&r.w_norm))
+        .fold(0.0, f64::max);
     let ln_s: Vec<f64> = runs.iter().map(|r| r.s.ln()).collect();
     let ln_e: Vec<f64> = runs.iter().map(|r| max(&r.rel_err).ln()).collect();
     let ln_w: Vec<f64> = runs.iter().map(|r| max(&r.w_norm).ln()).collect();
@@ -182,30 +217,54 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("err_slope_in_s", slope);
     rep.derive("err_slope_in_w", slope_w);
     rep.derive("err_per_w", ratio);
-    let setting = format!("{label}, d_e = {de}, s ∈ {:?}, T = {t_end:.4} (‖W_lin(T)‖ = {} at the largest s)", p.scales, p.w_max);
-    rep.check(
-        Check::at_most("G_0 = −∇_W L(0) vs the §2.6(d) closed form (relative)", g0_err, c.g0_tol)
-            .note("(1/n) Σ_i e^{−γ_i,nopt − Δ_i/L}(Δ_i/L)(x_i,opt − x̄_i)z_iᵀ (A2)"),
+    let setting = format!(
+        "{label}, d_e = {de}, s ∈ {:?}, T = {t_end:.4} (‖W_lin(T)‖ = {} at the largest s)",
+        p.scales, p.w_max
     );
     rep.check(
-        Check::at_most("Jacobian at K = Q = 0: eigenvalues vs ±s_k(G_0) (×d_e)", eig_err, c.eigen_tol)
-            .note(format!("s(G_0) = {:?}; exact-JVP Jacobian, asymmetry {asym:.1e} included", lin.s)),
+        Check::at_most(
+            "G_0 = −∇_W L(0) vs the §2.6(d) closed form (relative)",
+            g0_err,
+            c.g0_tol,
+        )
+        .note("(1/n) Σ_i e^{−γ_i,nopt − Δ_i/L}(Δ_i/L)(x_i,opt − x̄_i)z_iᵀ (A2)"),
     );
     rep.check(
-        Check::at_most("max_t rel. error of (K, Q) vs cosh/sinh, divided by max_t ‖W‖", ratio, c.err_per_w_max)
-            .note(format!("spec §7: rel err ≤ 10·max‖W‖ (holds); {setting}")),
+        Check::at_most(
+            "Jacobian at K = Q = 0: eigenvalues vs ±s_k(G_0) (×d_e)",
+            eig_err,
+            c.eigen_tol,
+        )
+        .note(format!(
+            "s(G_0) = {:?}; exact-JVP Jacobian, asymmetry {asym:.1e} included",
+            lin.s
+        )),
     );
     rep.check(
-        Check::close("d ln(rel err)/d ln s at fixed T", slope, c.slope_target, c.slope_tol)
-            .note(format!(
-                "the error is ∝ max‖W‖ ∝ s² at fixed T (slope against max‖W‖: {slope_w:.3})"
-            ))
-            .paper_claim("spec §7: the error halves when s halves (log-log slope 1 ± 0.2)"),
+        Check::at_most(
+            "max_t rel. error of (K, Q) vs cosh/sinh, divided by max_t ‖W‖",
+            ratio,
+            c.err_per_w_max,
+        )
+        .note(format!("spec §7: rel err ≤ 10·max‖W‖ (holds); {setting}")),
+    );
+    rep.check(
+        Check::close(
+            "d ln(rel err)/d ln s at fixed T",
+            slope,
+            c.slope_target,
+            c.slope_tol,
+        )
+        .note(format!(
+            "the error is ∝ max‖W‖ ∝ s² at fixed T (slope against max‖W‖: {slope_w:.3})"
+        ))
+        .paper_claim("spec §7: the error halves when s halves (log-log slope 1 ± 0.2)"),
     );
 
     rep.series = Table::new(&["s", "t", "rel_err", "w_norm"]);
     for r in &runs {
-        rep.series.push_columns(&[r.s.into()], &[&r.t, &r.rel_err, &r.w_norm]);
+        rep.series
+            .push_columns(&[r.s.into()], &[&r.t, &r.rel_err, &r.w_norm]);
     }
     rep.figure = Some(figure(&runs, slope, &label));
     Ok(rep)
@@ -221,20 +280,41 @@ fn figure(runs: &[ScaleRun], slope: f64, label: &str) -> Figure {
     .legend(LegendPosition::LowerRight);
     for (i, r) in runs.iter().enumerate() {
         curves = curves
-            .series(Series::numerics(format!("rel. error, s = {:e}", r.s), r.t.clone(), r.rel_err.clone()).color(i))
-            .series(Series::theory(format!("‖W‖, s = {:e}", r.s), r.t.clone(), r.w_norm.clone()).color(i));
+            .series(
+                Series::numerics(
+                    format!("rel. error, s = {:e}", r.s),
+                    r.t.clone(),
+                    r.rel_err.clone(),
+                )
+                .color(i),
+            )
+            .series(
+                Series::theory(format!("‖W‖, s = {:e}", r.s), r.t.clone(), r.w_norm.clone())
+                    .color(i),
+            );
     }
     let s: Vec<f64> = runs.iter().map(|r| r.s).collect();
-    let e: Vec<f64> = runs.iter().map(|r| r.rel_err.iter().copied().fold(0.0, f64::max)).collect();
+    let e: Vec<f64> = runs
+        .iter()
+        .map(|r| r.rel_err.iter().copied().fold(0.0, f64::max))
+        .collect();
     let (s0, e0) = (s[0], e[0]);
     let refline = |p: f64| s.iter().map(|&x| e0 * (x / s0).powf(p)).collect::<Vec<_>>();
-    let scaling = LinePanel::new("error at fixed T against the scale", "s", "max_t rel. error")
-        .log_x()
-        .log_y()
-        .legend(LegendPosition::UpperLeft)
-        .series(Series::numerics(format!("measured (slope {slope:.3})"), s.clone(), e))
-        .series(Series::theory("∝ s² (∝ max‖W‖)", s.clone(), refline(2.0)).color(1))
-        .series(Series::theory("∝ s (spec §7 claim)", s.clone(), refline(1.0)).color(3));
+    let scaling = LinePanel::new(
+        "error at fixed T against the scale",
+        "s",
+        "max_t rel. error",
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::UpperLeft)
+    .series(Series::numerics(
+        format!("measured (slope {slope:.3})"),
+        s.clone(),
+        e,
+    ))
+    .series(Series::theory("∝ s² (∝ max‖W‖)", s.clone(), refline(2.0)).color(1))
+    .series(Series::theory("∝ s (spec §7 claim)", s.clone(), refline(1.0)).color(3));
     Figure::new(2)
         .title("E8: early phase of the KQ flow near the origin saddle")
         .panel(curves)

@@ -15,14 +15,20 @@ use crate::scenario::{Check, Report};
 
 /// d × d_e matrix with i.i.d. N(0, scale²) entries.
 pub fn gaussian_matrix(rng: &mut impl Rng, rows: usize, cols: usize, scale: f64) -> DMatrix<f64> {
-    DMatrix::from_fn(rows, cols, |_, _| scale * rng.sample::<f64, _>(StandardNormal))
+    DMatrix::from_fn(rows, cols, |_, _| {
+        scale * rng.sample::<f64, _>(StandardNormal)
+    })
 }
 
 /// τ = 0 followed by `per_decade` log-spaced values per decade from 0.1 to `tau_max`.
 pub fn tau_grid(tau_max: f64, per_decade: usize) -> Vec<f64> {
     let decades = (tau_max / 0.1).log10().max(1.0);
     let mut t = vec![0.0];
-    t.extend(logspace(0.1, tau_max, (decades * per_decade as f64).ceil() as usize + 1));
+    t.extend(logspace(
+        0.1,
+        tau_max,
+        (decades * per_decade as f64).ceil() as usize + 1,
+    ));
     t
 }
 

@@ -91,7 +91,13 @@ impl Run {
 }
 
 fn worst(v: impl Iterator<Item = f64>) -> f64 {
-    v.fold(f64::NEG_INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) })
+    v.fold(f64::NEG_INFINITY, |m, x| {
+        if m.is_nan() || x.is_nan() {
+            f64::NAN
+        } else {
+            m.max(x)
+        }
+    })
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
@@ -115,8 +121,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let z0 = kq.pack(&k0, &q0);
         let w0 = kq.combined(&z0);
         let c0 = kq.balance(&z0);
-        if let Some(tr) = run_log_time(&kq, &z0, &taus, &ctx.ode, &format!("KQ seed {seed}"), &mut rep)
-        {
+        if let Some(tr) = run_log_time(
+            &kq,
+            &z0,
+            &taus,
+            &ctx.ode,
+            &format!("KQ seed {seed}"),
+            &mut rep,
+        ) {
             let mut samples = Vec::new();
             for k in 0..tr.len() {
                 let z = tr.state(k);
@@ -126,8 +138,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             }
             kq_runs.push((seed, Run { samples }));
         }
-        if let Some(tr) = run_log_time(w_model, &w0, &taus, &ctx.ode, &format!("W seed {seed}"), &mut rep)
-        {
+        if let Some(tr) = run_log_time(
+            w_model,
+            &w0,
+            &taus,
+            &ctx.ode,
+            &format!("W seed {seed}"),
+            &mut rep,
+        ) {
             let samples = (0..tr.len())
                 .map(|k| DirectionSample::new(w_model, tr.t[k], tr.state(k)))
                 .collect();
@@ -147,49 +165,87 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let kq_dist = nan_unless(kq_ok, worst(kq_last().map(|s| s.distance(&w_star))));
     let kq_ratio = nan_unless(kq_ok, worst(kq_last().map(|s| s.rank_ratio())));
-    let kq_gap = nan_unless(kq_ok, worst(kq_last().map(|s| s.nuclear_norm() / opt_star - 1.0)));
+    let kq_gap = nan_unless(
+        kq_ok,
+        worst(kq_last().map(|s| s.nuclear_norm() / opt_star - 1.0)),
+    );
     let w_dist = nan_unless(w_ok, worst(w_last().map(|s| s.distance(&w_f))));
-    let kq_to_f = nan_unless(kq_ok, 0.0) + kq_last().map(|s| s.distance(&w_f)).fold(f64::INFINITY, f64::min);
-    let w_to_star = nan_unless(w_ok, 0.0) + w_last().map(|s| s.distance(&w_star)).fold(f64::INFINITY, f64::min);
-    let ref_gap = svms.frobenius.w.iter().zip(&w_star).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+    let kq_to_f = nan_unless(kq_ok, 0.0)
+        + kq_last()
+            .map(|s| s.distance(&w_f))
+            .fold(f64::INFINITY, f64::min);
+    let w_to_star = nan_unless(w_ok, 0.0)
+        + w_last()
+            .map(|s| s.distance(&w_star))
+            .fold(f64::INFINITY, f64::min);
+    let ref_gap = svms
+        .frobenius
+        .w
+        .iter()
+        .zip(&w_star)
+        .map(|(a, b)| (a - b).powi(2))
+        .sum::<f64>()
+        .sqrt();
     rep.derive("kq_dist_nuclear", kq_dist);
     rep.derive("kq_rank_ratio", kq_ratio);
     rep.derive("kq_nuclear_gap", kq_gap);
     rep.derive("w_dist_frobenius", w_dist);
     rep.derive("svm_distance", ref_gap);
     rep.check(
-        Check::at_most("KQ: max ‖Ŵ − W_*‖_F at τ_max", kq_dist, c.kq_direction_tol)
-            .note(format!("{setting}; W_* from the certified nuclear program (complementarity margin {:.3})",
-                svms.nuclear.complementarity_margin)),
+        Check::at_most("KQ: max ‖Ŵ − W_*‖_F at τ_max", kq_dist, c.kq_direction_tol).note(format!(
+            "{setting}; W_* from the certified nuclear program (complementarity margin {:.3})",
+            svms.nuclear.complementarity_margin
+        )),
     );
     rep.check(
-        Check::at_most("KQ: σ₂(Ŵ)/σ₁(Ŵ) at τ_max (low rank)", kq_ratio, c.kq_rank_ratio_tol)
-            .note(format!("W_* has rank {}", svms.nuclear.rank)),
+        Check::at_most(
+            "KQ: σ₂(Ŵ)/σ₁(Ŵ) at τ_max (low rank)",
+            kq_ratio,
+            c.kq_rank_ratio_tol,
+        )
+        .note(format!("W_* has rank {}", svms.nuclear.rank)),
     );
     rep.check(
         Check::at_most("KQ: ‖Ŵ‖_*/OPT_* − 1 at τ_max", kq_gap, c.kq_nuclear_gap_tol)
             .note(format!("OPT_* = {opt_star:.9}; Ŵ is feasible by construction, so the gap is ≥ 0 up to rounding")),
     );
     rep.check(
-        Check::at_most("W: max ‖Ŵ − W_F‖_F at τ_max", w_dist, c.w_direction_tol)
-            .note("Sec. 4.2 (Tarzanagh et al. 2023a): GF on the combined W → W_F-SVM, error O(1/µ)"),
+        Check::at_most("W: max ‖Ŵ − W_F‖_F at τ_max", w_dist, c.w_direction_tol).note(
+            "Sec. 4.2 (Tarzanagh et al. 2023a): GF on the combined W → W_F-SVM, error O(1/µ)",
+        ),
     );
     rep.check(
         Check::at_least(
             "the two limits differ: min(‖Ŵ_KQ − W_F‖, ‖Ŵ_W − W_*‖)",
-            if kq_to_f.is_nan() || w_to_star.is_nan() { f64::NAN } else { kq_to_f.min(w_to_star) },
+            if kq_to_f.is_nan() || w_to_star.is_nan() {
+                f64::NAN
+            } else {
+                kq_to_f.min(w_to_star)
+            },
             c.separation_min,
         )
         .note(format!("‖W_F − W_*‖_F = {ref_gap:.4}")),
     );
     rep.check(
-        Check::at_most("KQ: balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)", drift, c.balance_drift_tol)
-            .note("C = KᵀK − QᵀQ is conserved by the flow (spec §2.5)"),
+        Check::at_most(
+            "KQ: balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
+            drift,
+            c.balance_drift_tol,
+        )
+        .note("C = KᵀK − QᵀQ is conserved by the flow (spec §2.5)"),
     );
 
     rep.series = Table::new(&[
-        "model", "seed", "tau", "mu", "dist_nuclear", "dist_frobenius", "sigma1", "sigma2",
-        "nuclear_norm", "frobenius_norm",
+        "model",
+        "seed",
+        "tau",
+        "mu",
+        "dist_nuclear",
+        "dist_frobenius",
+        "sigma1",
+        "sigma2",
+        "nuclear_norm",
+        "frobenius_norm",
     ]);
     for (name, runs) in [("KQ", &kq_runs), ("W", &w_runs)] {
         for (seed, r) in runs.iter() {
@@ -220,7 +276,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }),
     ));
     let sigma_f = super::common::singular_values(&svms.constraints, &w_f);
-    rep.figure = Some(figure(&kq_runs, &w_runs, &w_star, &w_f, &svms.nuclear.singular_values, &sigma_f, &label));
+    rep.figure = Some(figure(
+        &kq_runs,
+        &w_runs,
+        &w_star,
+        &w_f,
+        &svms.nuclear.singular_values,
+        &sigma_f,
+        &label,
+    ));
     Ok(rep)
 }
 
@@ -249,7 +313,13 @@ fn figure(
     sigma_f: &[f64],
     label: &str,
 ) -> Figure {
-    let sep = |r: &Run| r.samples.iter().filter(|s| s.separated() && s.tau > 0.0).cloned().collect::<Vec<_>>();
+    let sep = |r: &Run| {
+        r.samples
+            .iter()
+            .filter(|s| s.separated() && s.tau > 0.0)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     let mut dist = LinePanel::new(
         format!("{label}: distance of Ŵ = W/µ(W) to each SVM"),
         "τ = ln(1 + t)",
@@ -271,16 +341,44 @@ fn figure(
             let s = sep(r);
             let tau: Vec<f64> = s.iter().map(|x| x.tau).collect();
             let first = i == 0;
-            let lab = |t: &str| if first { format!("{name} → {t} (seeds 0..{})", runs.len() - 1) } else { String::new() };
+            let lab = |t: &str| {
+                if first {
+                    format!("{name} → {t} (seeds 0..{})", runs.len() - 1)
+                } else {
+                    String::new()
+                }
+            };
             let _ = seed;
             dist = dist
-                .series(Series::numerics(lab("W_*"), tau.clone(), s.iter().map(|x| x.distance(w_star)).collect()).color(color))
-                .series(Series::numerics(lab("W_F"), tau.clone(), s.iter().map(|x| x.distance(w_f)).collect()).color(color + 1));
+                .series(
+                    Series::numerics(
+                        lab("W_*"),
+                        tau.clone(),
+                        s.iter().map(|x| x.distance(w_star)).collect(),
+                    )
+                    .color(color),
+                )
+                .series(
+                    Series::numerics(
+                        lab("W_F"),
+                        tau.clone(),
+                        s.iter().map(|x| x.distance(w_f)).collect(),
+                    )
+                    .color(color + 1),
+                );
             for k in 0..s.first().map_or(0, |x| x.sigma.len()) {
-                let l = if first { format!("{name}: σ_{}", k + 1) } else { String::new() };
+                let l = if first {
+                    format!("{name}: σ_{}", k + 1)
+                } else {
+                    String::new()
+                };
                 sing = sing.series(
-                    Series::numerics(l, tau.clone(), s.iter().map(|x| x.sigma[k].max(1e-16)).collect())
-                        .color(color + k.min(1)),
+                    Series::numerics(
+                        l,
+                        tau.clone(),
+                        s.iter().map(|x| x.sigma[k].max(1e-16)).collect(),
+                    )
+                    .color(color + k.min(1)),
                 );
             }
         }
@@ -290,8 +388,12 @@ fn figure(
     for (sig, name, color) in [(sigma_star, "W_*", 0usize), (sigma_f, "W_F", 2)] {
         for (k, &v) in sig.iter().enumerate().filter(|(_, v)| **v > 1e-9) {
             sing = sing.series(
-                Series::theory(format!("σ_{}({name}) = {v:.4}", k + 1), span.clone(), vec![v; 2])
-                    .color(color + k.min(1)),
+                Series::theory(
+                    format!("σ_{}({name}) = {v:.4}", k + 1),
+                    span.clone(),
+                    vec![v; 2],
+                )
+                .color(color + k.min(1)),
             );
         }
     }

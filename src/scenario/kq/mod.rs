@@ -1,8 +1,8 @@
 //! Scenarios of seed 001 (separately trained key and query matrices, nuclear-norm bias;
 //! spec 001 §7).
 
-pub mod assumption_validators;
 pub mod aligned_closed_form;
+pub mod assumption_validators;
 pub mod common;
 pub mod early_linearization;
 pub mod full_common;

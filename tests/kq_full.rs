@@ -45,3 +45,15 @@ fn early_linearization_spec_slope_claim_fails() {
     assert!(!common::passes(&r, "d ln(rel err)/d ln s"));
     assert!(common::passes(&r, "Jacobian at K = Q = 0"));
 }
+
+#[test]
+fn aligned_random_init_quick() {
+    let r = common::run_quick("aligned-random-init", &[]);
+    common::assert_all_pass("aligned-random-init", &r);
+}
+
+#[test]
+fn aligned_random_init_short_horizon_fails_the_nuclear_gap() {
+    let r = common::run_quick("aligned-random-init", &["tau_max=3.0", "seeds=1"]);
+    assert!(!common::passes(&r, "max over seeds ‖Ŵ‖_*/OPT_*"));
+}

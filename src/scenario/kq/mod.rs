@@ -2,6 +2,7 @@
 //! spec 001 §7).
 
 pub mod aligned_closed_form;
+pub mod aligned_random_init;
 pub mod assumption_validators;
 pub mod common;
 pub mod early_linearization;
@@ -20,6 +21,7 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &assumption_validators::KIND,
         &full_nuclear_vs_frobenius::KIND,
         &aligned_closed_form::KIND,
+        &aligned_random_init::KIND,
         &early_linearization::KIND,
     ]
 }

@@ -10,6 +10,7 @@
 //! gradient).
 
 use crate::flow::VectorField;
+use crate::models::token_select::FixedDecoder;
 
 /// A loss with its gradient and Hessian-vector product at a chosen scale (log domain).
 pub trait ScaledGradient {
@@ -53,5 +54,18 @@ impl<F: ScaledGradient + ?Sized> VectorField for LogTimeDescent<'_, F> {
     fn jvp(&self, tau: f64, z: &[f64], u: &[f64], out: &mut [f64]) {
         self.0.hvp_scaled(z, u, -tau, out);
         out.iter_mut().for_each(|x| *x = -*x);
+    }
+}
+
+/// The combined-W model: its log-domain gradient direction (unit vector) and ln‖∇L‖.
+impl ScaledGradient for FixedDecoder {
+    fn dim(&self) -> usize {
+        crate::flow::GradientFlow::dim(self)
+    }
+    fn grad_scaled(&self, w: &[f64], g: &mut [f64]) -> f64 {
+        self.gradient_direction(w, g).log_norm
+    }
+    fn hvp_scaled(&self, w: &[f64], v: &[f64], shift: f64, out: &mut [f64]) {
+        FixedDecoder::hvp_scaled(self, w, v, shift, out)
     }
 }

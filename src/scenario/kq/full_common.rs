@@ -1,0 +1,138 @@
+//! What the full-parameterization scenarios share (spec 001 §2.4, §8): random factor
+//! initializations, the τ = ln(1 + t) output grid, BDF runs of the KQ and combined-W flows
+//! that turn a solver failure into a failed check naming the τ reached, and the per-sample
+//! geometry of the margin-normalized direction Ŵ = W/µ(W).
+
+use nalgebra::DMatrix;
+use rand::Rng;
+use rand_distr::StandardNormal;
+
+use crate::flow::{integrate, logspace, FlowError, OdeConfig, Trajectory};
+use crate::models::kq::full::normalized_direction;
+use crate::models::kq::log_time::{ScaledGradient, LogTimeDescent};
+use crate::models::token_select::FixedDecoder;
+use crate::scenario::{Check, Report};
+
+/// d × d_e matrix with i.i.d. N(0, scale²) entries.
+pub fn gaussian_matrix(rng: &mut impl Rng, rows: usize, cols: usize, scale: f64) -> DMatrix<f64> {
+    DMatrix::from_fn(rows, cols, |_, _| {
+        scale * rng.sample::<f64, _>(StandardNormal)
+    })
+}
+
+/// τ = 0 followed by `per_decade` log-spaced values per decade from 0.1 to `tau_max`.
+pub fn tau_grid(tau_max: f64, per_decade: usize) -> Vec<f64> {
+    let decades = (tau_max / 0.1).log10().max(1.0);
+    let mut t = vec![0.0];
+    t.extend(logspace(
+        0.1,
+        tau_max,
+        (decades * per_decade as f64).ceil() as usize + 1,
+    ));
+    t
+}
+
+/// Integrates the τ-time gradient flow of `model` with `cfg`. A failure is recorded as a
+/// failed check "`label`: integrator reached τ_max" with the τ reached, and gives `None`.
+pub fn run_log_time<M: ScaledGradient + ?Sized>(
+    model: &M,
+    z0: &[f64],
+    taus: &[f64],
+    cfg: &OdeConfig,
+    label: &str,
+    rep: &mut Report,
+) -> Option<Trajectory> {
+    match integrate(&LogTimeDescent(model), z0, taus, cfg, None) {
+        Ok(tr) => {
+            rep.stats(label, &tr.stats);
+            Some(tr)
+        }
+        Err(e) => {
+            let reached = match &e {
+                FlowError::SolverFailed { t_reached, .. } => *t_reached,
+                FlowError::NonFinite { t, .. } => *t,
+                _ => f64::NAN,
+            };
+            rep.check(
+                Check::at_least(
+                    &format!("{label}: integrator reached τ_max"),
+                    reached,
+                    *taus.last().unwrap(),
+                )
+                .note(format!("solver failure: {e}")),
+            );
+            None
+        }
+    }
+}
+
+/// The normalized direction at one sample and its distances to reference solutions.
+#[derive(Debug, Clone)]
+pub struct DirectionSample {
+    pub tau: f64,
+    /// µ(W).
+    pub mu: f64,
+    /// Ŵ (column-major), empty before separation.
+    pub w_hat: Vec<f64>,
+    /// Singular values of Ŵ, largest first (NaN before separation).
+    pub sigma: Vec<f64>,
+}
+
+impl DirectionSample {
+    pub fn new(model: &FixedDecoder, tau: f64, w: &[f64]) -> Self {
+        let d = model.data().d;
+        let mu = crate::models::kq::full::min_margin(model, w);
+        match normalized_direction(model, w) {
+            Some(w_hat) => {
+                let mut sigma: Vec<f64> = DMatrix::from_column_slice(d, d, &w_hat)
+                    .singular_values()
+                    .iter()
+                    .copied()
+                    .collect();
+                sigma.sort_by(|a, b| b.total_cmp(a));
+                DirectionSample {
+                    tau,
+                    mu,
+                    w_hat,
+                    sigma,
+                }
+            }
+            None => DirectionSample {
+                tau,
+                mu,
+                w_hat: Vec::new(),
+                sigma: vec![f64::NAN; d],
+            },
+        }
+    }
+
+    pub fn separated(&self) -> bool {
+        !self.w_hat.is_empty()
+    }
+
+    /// ‖Ŵ − target‖_F (NaN before separation).
+    pub fn distance(&self, target: &[f64]) -> f64 {
+        if !self.separated() {
+            return f64::NAN;
+        }
+        self.w_hat
+            .iter()
+            .zip(target)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    pub fn nuclear_norm(&self) -> f64 {
+        self.sigma.iter().sum()
+    }
+
+    pub fn frobenius_norm(&self) -> f64 {
+        self.sigma.iter().map(|s| s * s).sum::<f64>().sqrt()
+    }
+
+    /// σ₂/σ₁ (0 when d = 1).
+    pub fn rank_ratio(&self) -> f64 {
+        self.sigma.get(1).map_or(0.0, |s2| s2 / self.sigma[0])
+    }
+}

@@ -61,5 +61,8 @@ fn all_quick_outputs_are_byte_identical_across_thread_counts() {
         .filter(|(k, v)| two[*k] != **v)
         .map(|(k, _)| k.display().to_string())
         .collect();
-    assert!(differ.is_empty(), "outputs differ between 1 and 2 threads: {differ:?}");
+    assert!(
+        differ.is_empty(),
+        "outputs differ between 1 and 2 threads: {differ:?}"
+    );
 }

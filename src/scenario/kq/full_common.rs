@@ -9,7 +9,7 @@ use rand_distr::StandardNormal;
 
 use crate::flow::{integrate, logspace, FlowError, OdeConfig, Trajectory};
 use crate::models::kq::full::normalized_direction;
-use crate::models::kq::log_time::{ScaledGradient, LogTimeDescent};
+use crate::models::kq::log_time::{LogTimeDescent, ScaledGradient};
 use crate::models::token_select::FixedDecoder;
 use crate::scenario::{Check, Report};
 

@@ -6,19 +6,19 @@ mod hessian_common;
 pub mod hessian_conditioning_vs_r;
 pub mod lemma1_softmax_jacobian;
 pub mod lemma2_pl_inequality;
+pub mod local_rate_vs_hessian;
 mod orth_common;
 pub mod prop1_value_scaling;
 mod simplex_common;
-pub mod stiffness_two_token;
-pub mod thm1_linear_rate;
-pub mod local_rate_vs_hessian;
 pub mod spurious_sparse_minimum;
 pub mod stiffness_attention_flow;
+pub mod stiffness_two_token;
+pub mod thm1_linear_rate;
 pub mod thm2_condition_bound;
 mod thm2_condition_figure;
 pub mod thm2_linearization;
-pub mod two_token_closed_form;
 pub mod training_run;
+pub mod two_token_closed_form;
 
 use super::registry::ScenarioKind;
 

@@ -12,7 +12,6 @@
 //! pinned, so steps ∝ time).
 
 use std::cell::Cell;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -146,7 +145,6 @@ struct Work {
     rhs: usize,
     jvp: usize,
     lu: usize,
-    wall: f64,
     /// ‖u(T) − u*‖∞ (GD: at its last iterate).
     final_error: f64,
     capped: bool,
@@ -181,9 +179,7 @@ fn integrate_one(
         jvp: Cell::new(0),
     };
     let u0 = vec![p.u0; model.dim()];
-    let start = Instant::now();
     let result = integrate(&counted, &u0, &[0.0, horizon], &cfg, None);
-    let wall = start.elapsed().as_secs_f64();
     let base = Work {
         solver: method.name().into(),
         r2,
@@ -193,7 +189,6 @@ fn integrate_one(
         rhs: counted.rhs.get(),
         jvp: counted.jvp.get(),
         lu: 0,
-        wall,
         final_error: f64::NAN,
         capped: false,
         t_reached: horizon,
@@ -235,7 +230,6 @@ fn gradient_descent(
 ) -> Result<Work, RunError> {
     let eta = p.gd_factor / lambda_max;
     let mut u = vec![p.u0; model.dim()];
-    let start = Instant::now();
     let mut iters = 0usize;
     let mut err = max_deviation(model, &u);
     while err > p.gd_tol && iters < p.gd_max_iters {
@@ -269,7 +263,6 @@ fn gradient_descent(
         rhs: iters,
         jvp: 0,
         lu: 0,
-        wall: start.elapsed().as_secs_f64(),
         final_error: err,
         capped,
         t_reached: iters as f64 * eta,
@@ -436,17 +429,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             advantage,
             c.advantage_min,
         )
-        .note(format!(
-            "wall time (not checked): {}",
-            bdf.iter()
-                .zip(&tsit)
-                .map(|(b, t)| format!(
-                    "κ = {:.1e}: BDF {:.1e} s, Tsit45 {:.1e} s",
-                    b.kappa, b.wall, t.wall
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        )),
+        .note("cost in rhs evaluations, not wall time: outputs stay reproducible"),
     );
     let final_error = all
         .iter()
@@ -486,7 +469,6 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
         "rhs_evals",
         "jacobian_evals",
         "lu_factorizations",
-        "wall_s",
         "final_error",
         "capped",
         "t_reached",
@@ -502,7 +484,6 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             w.rhs.into(),
             w.jvp.into(),
             w.lu.into(),
-            w.wall.into(),
             w.final_error.into(),
             w.capped.to_string().into(),
             w.t_reached.into(),

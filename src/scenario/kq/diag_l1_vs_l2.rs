@@ -502,13 +502,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .map(|(r, &w)| ("kq", w, r))
             .chain([("w", f64::NAN, &cs.w)]);
         for (model, w0, r) in runs {
-            for k in 1..taus.len() {
+            for (k, &tau) in taus.iter().enumerate().skip(1) {
                 let b = &r.beta_hat[k];
                 rep.series.push(vec![
                     cs.label.clone().into(),
                     model.into(),
                     w0.into(),
-                    taus[k].into(),
+                    tau.into(),
                     r.mu[k].into(),
                     dist(b, &cs.l1).into(),
                     dist(b, &cs.l2).into(),

@@ -124,7 +124,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .s
         .iter()
         .flat_map(|&s| [s, -s])
-        .flat_map(|x| std::iter::repeat(x).take(de))
+        .flat_map(|x| std::iter::repeat_n(x, de))
         .collect();
     want.sort_by(|a, b| a.total_cmp(b));
     let eig_err = eig

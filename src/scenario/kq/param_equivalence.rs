@@ -71,7 +71,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.tau_points.iter().any(|t| !(t.is_finite() && *t > 0.0)) {
         return Err(sc.invalid("params.tau_points", "positive τ values"));
     }
-    if !(p.control_scale > 1.0) {
+    if p.control_scale.is_nan() || p.control_scale <= 1.0 {
         return Err(sc.invalid(
             "params.control_scale",
             "must be > 1 (it breaks condition (4))",
@@ -319,7 +319,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "drift_wpm",
     ]);
     for cs in &cases {
-        for k in 0..taus.len() {
+        for (k, &tau) in taus.iter().enumerate() {
             let (a, b, ctl) = if k == 0 {
                 (0.0, 0.0, f64::NAN)
             } else {
@@ -328,8 +328,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             for j in 0..d {
                 rep.series.push(vec![
                     cs.name.into(),
-                    taus[k].into(),
-                    t_of(taus[k]).into(),
+                    tau.into(),
+                    t_of(tau).into(),
                     j.into(),
                     cs.raw.beta[k][j].into(),
                     cs.wpm.beta[k][j].into(),

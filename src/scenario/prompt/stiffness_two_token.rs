@@ -237,7 +237,7 @@ fn gradient_descent(
         iters += 1;
         // the deviation is checked every 64 iterations (and at the cap): cheap, and the
         // count is exact to within 64
-        if iters % 64 == 0 || iters == p.gd_max_iters {
+        if iters.is_multiple_of(64) || iters == p.gd_max_iters {
             err = max_deviation(model, &u);
             if !err.is_finite() || err > 1e6 {
                 return Err(RunError::Other(format!(

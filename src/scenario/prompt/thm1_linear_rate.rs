@@ -380,8 +380,7 @@ fn figure(p: &Params, runs: &[GdRun], instances: &[Instance]) -> Figure {
     )
     .log_y()
     .legend(LegendPosition::LowerLeft);
-    let mut color = 0;
-    for r in runs {
+    for (color, r) in runs.iter().enumerate() {
         let t: Vec<f64> = (0..r.loss.len()).map(|t| t as f64).collect();
         let l0 = r.loss[0];
         left = left.series(
@@ -410,7 +409,6 @@ fn figure(p: &Params, runs: &[GdRun], instances: &[Instance]) -> Figure {
                 );
             }
         }
-        color += 1;
     }
     let mut right = LinePanel::new(
         "hypothesis margin σ_min(F(p₀)) − γ − √(μ/2m) (best c₁)",

@@ -84,6 +84,31 @@ pub struct BandSpec {
     /// Legend of each grid point; `{key}` is a grid value, `{quantity:statistic}` an aggregate.
     #[serde(default)]
     pub label: Option<String>,
+    /// Where the legend goes, so it can sit where the curves are not.
+    #[serde(default)]
+    pub legend: LegendCorner,
+}
+
+/// `[sweep.band] legend`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LegendCorner {
+    #[default]
+    UpperRight,
+    UpperLeft,
+    LowerRight,
+    LowerLeft,
+}
+
+impl From<LegendCorner> for LegendPosition {
+    fn from(c: LegendCorner) -> Self {
+        match c {
+            LegendCorner::UpperRight => LegendPosition::UpperRight,
+            LegendCorner::UpperLeft => LegendPosition::UpperLeft,
+            LegendCorner::LowerRight => LegendPosition::LowerRight,
+            LegendCorner::LowerLeft => LegendPosition::LowerLeft,
+        }
+    }
 }
 
 fn series_stem() -> String {
@@ -634,7 +659,7 @@ fn fill_label(
                     .iter()
                     .filter_map(|r| r.quantities.get(q).copied())
                     .collect();
-                super::report::fmt_num(stat.of(&v))
+                legend_number(stat.of(&v))
             }),
             None => values.get(field).map(value_text),
         };
@@ -670,6 +695,20 @@ fn read_columns(path: &Path, x: &str, y: &str) -> Result<(Vec<f64>, Vec<f64>), S
     Ok((xs, ys))
 }
 
+/// Three significant digits: legends are read, not parsed (the CSVs keep full precision).
+fn legend_number(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && (x.abs() >= 1e4 || x.abs() < 1e-2) {
+        format!("{x:.2e}")
+    } else {
+        let digits = if x == 0.0 {
+            0
+        } else {
+            (2 - x.abs().log10().floor() as i32).max(0)
+        };
+        format!("{x:.*}", digits as usize)
+    }
+}
+
 fn band_figure(
     dir: &Path,
     plan: &Plan,
@@ -683,7 +722,7 @@ fn band_figure(
         band.x_label.clone().unwrap_or_else(|| band.x.clone()),
         band.y_label.clone().unwrap_or_else(|| band.y.clone()),
     )
-    .legend(LegendPosition::UpperRight);
+    .legend(band.legend.into());
     if band.log_x {
         panel = panel.log_x();
     }
@@ -719,16 +758,19 @@ fn band_figure(
         let mean: Vec<f64> = (0..x.len()).map(|k| at(k, Statistic::Mean)).collect();
         let lo: Vec<f64> = (0..x.len()).map(|k| at(k, Statistic::Min)).collect();
         let hi: Vec<f64> = (0..x.len()).map(|k| at(k, Statistic::Max)).collect();
-        let mut label = match &band.label {
+        let label = match &band.label {
             Some(t) => fill_label(t, values, &members),
             None => describe_at(values),
         };
         if members.len() > 1 {
             // one legend entry for all bands: they mean the same thing
-            let band_label = if banded { "" } else { "min–max over seeds" };
+            let band_label = if banded {
+                String::new()
+            } else {
+                format!("lines: mean of {} seeds; bands: min–max", members.len())
+            };
             banded = true;
             panel = panel.band(Band::new(band_label, x.clone(), lo, hi).color(g));
-            label = format!("{label} (mean of {})", members.len());
         }
         panel = panel.series(Series::numerics(label, x, mean).color(g));
     }

@@ -9,30 +9,23 @@ use crate::autodiff::{ad_grad_hvp, rel_err};
 use crate::flow::{integrate, Method, OdeConfig};
 use crate::models::kq::log_time::LogTimeDescent;
 use crate::models::kq::toys;
+use crate::models::token_select::{testing, Loss};
 
-/// L(β) = (1/n) Σ_i exp(−γ_iᵀ softmax(X_i Diag(β) z_i)) from the definition.
+/// L(β) = (1/n) Σ_i exp(−γ_iᵀ softmax(X_i Diag(β) z_i)): seed 003's loss written from its
+/// definition at W = Diag(β) (the independent AD reference).
 fn reference<T: DualNum<f64> + Copy>(inst: &Instance, beta: &[T]) -> T {
-    let data = &inst.data;
-    let gamma = data.scores(&inst.decoder);
-    let mut total = T::from(0.0);
-    for i in 0..data.n {
-        let q = data.query(i);
-        let logits: Vec<T> = (0..data.t)
-            .map(|t| {
-                let x = data.token(i, t);
-                (0..data.d).fold(T::from(0.0), |acc, j| acc + beta[j] * (x[j] * q[j]))
-            })
-            .collect();
-        let top = logits
-            .iter()
-            .map(|s| s.re())
-            .fold(f64::NEG_INFINITY, f64::max);
-        let e: Vec<T> = logits.iter().map(|&s| (s - top).exp()).collect();
-        let z = e.iter().fold(T::from(0.0), |a, &b| a + b);
-        let s = (0..data.t).fold(T::from(0.0), |acc, t| acc + e[t] * gamma[i * data.t + t]) / z;
-        total += (-s).exp();
-    }
-    total / data.n as f64
+    let d = inst.data.d;
+    let w: Vec<T> = (0..d * d)
+        .map(|idx| {
+            if idx / d == idx % d {
+                beta[idx % d]
+            } else {
+                T::from(0.0)
+            }
+        })
+        .collect();
+    let u: Vec<T> = inst.decoder.iter().map(|&x| T::from(x)).collect();
+    testing::reference_loss(&inst.data, &u, &w, Loss::Exponential)
 }
 
 fn instances() -> Vec<Instance> {

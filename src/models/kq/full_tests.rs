@@ -10,39 +10,22 @@ use crate::flow::{integrate, Method, OdeConfig, VectorField};
 use crate::models::kq::generators::RandomA2;
 use crate::models::kq::log_time::LogTimeDescent;
 use crate::models::kq::toys;
+use crate::models::token_select::testing;
 
-/// L(K, Q) = (1/n) Σ exp(−γ_iᵀ softmax(X_i KQᵀ z_i)) written from the definition.
+/// L(K, Q) = (1/n) Σ exp(−γ_iᵀ softmax(X_i KQᵀ z_i)): W = KQᵀ formed in dual numbers and
+/// passed to seed 003's loss written from its definition (the independent AD reference).
 fn reference_loss<T: DualNum<f64> + Copy>(inst: &Instance, de: usize, z: &[T]) -> T {
-    let data = &inst.data;
-    let d = data.d;
+    let d = inst.data.d;
     let (k, q) = z.split_at(d * de);
-    let gamma = data.scores(&inst.decoder);
-    let mut total = T::from(0.0);
-    for i in 0..data.n {
-        let zi = data.query(i);
-        // Qᵀz (d_e), then K(Qᵀz) (d)
-        let qz: Vec<T> = (0..de)
-            .map(|a| (0..d).fold(T::from(0.0), |s, c| s + q[c * de + a] * zi[c]))
-            .collect();
-        let wz: Vec<T> = (0..d)
-            .map(|r| (0..de).fold(T::from(0.0), |s, a| s + k[r * de + a] * qz[a]))
-            .collect();
-        let logits: Vec<T> = (0..data.t)
-            .map(|l| {
-                let x = data.token(i, l);
-                (0..d).fold(T::from(0.0), |s, r| s + wz[r] * x[r])
-            })
-            .collect();
-        let top = logits
-            .iter()
-            .map(|s| s.re())
-            .fold(f64::NEG_INFINITY, f64::max);
-        let e: Vec<T> = logits.iter().map(|&s| (s - top).exp()).collect();
-        let sum = e.iter().fold(T::from(0.0), |a, &b| a + b);
-        let m = (0..data.t).fold(T::from(0.0), |s, l| s + e[l] * gamma[i * data.t + l]) / sum;
-        total += (-m).exp();
-    }
-    total / data.n as f64
+    // column-major W: w[c·d + r] = Σ_a K[r, a] Q[c, a]
+    let w: Vec<T> = (0..d * d)
+        .map(|idx| {
+            let (c, r) = (idx / d, idx % d);
+            (0..de).fold(T::from(0.0), |s, a| s + k[r * de + a] * q[c * de + a])
+        })
+        .collect();
+    let u: Vec<T> = inst.decoder.iter().map(|&x| T::from(x)).collect();
+    testing::reference_loss(&inst.data, &u, &w, Loss::Exponential)
 }
 
 fn gaussian(rng: &mut impl Rng, len: usize, scale: f64) -> Vec<f64> {

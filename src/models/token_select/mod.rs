@@ -51,6 +51,6 @@ mod flow_tests;
 #[cfg(test)]
 mod optim_tests;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

@@ -705,7 +705,12 @@ fn legend_number(x: f64) -> String {
         } else {
             (2 - x.abs().log10().floor() as i32).max(0)
         };
-        format!("{x:.*}", digits as usize)
+        let text = format!("{x:.*}", digits as usize);
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        }
     }
 }
 

@@ -20,7 +20,9 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{build_instance, data_label, instance_svms, DataName, FIRST_FREE_STREAM};
-use super::full_common::{gaussian_matrix, run_log_time, tau_grid, DirectionSample};
+use super::full_common::{
+    frobenius_distance, gaussian_matrix, run_log_time, tau_grid, DirectionSample,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,14 +125,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let a4_after = a4_report(&inst);
     let svms = instance_svms(&inst, &label, &NuclearSettings::default())?;
-    let frob_err = svms
-        .frobenius
-        .w
-        .iter()
-        .zip(&w_star)
-        .map(|(a, b)| (a - b).powi(2))
-        .sum::<f64>()
-        .sqrt();
+    let frob_err = frobenius_distance(&svms.frobenius.w, &w_star);
     let nuc_err = (svms.nuclear.nuclear_norm / opt_closed - 1.0).abs();
     let taus = tau_grid(p.tau_max, p.per_decade);
     let xi_k: Vec<f64> = p

@@ -115,12 +115,7 @@ impl DirectionSample {
         if !self.separated() {
             return f64::NAN;
         }
-        self.w_hat
-            .iter()
-            .zip(target)
-            .map(|(a, b)| (a - b).powi(2))
-            .sum::<f64>()
-            .sqrt()
+        frobenius_distance(&self.w_hat, target)
     }
 
     pub fn nuclear_norm(&self) -> f64 {
@@ -135,4 +130,13 @@ impl DirectionSample {
     pub fn rank_ratio(&self) -> f64 {
         self.sigma.get(1).map_or(0.0, |s2| s2 / self.sigma[0])
     }
+}
+
+/// ‖A − B‖_F of two matrices stored alike.
+pub fn frobenius_distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).powi(2))
+        .sum::<f64>()
+        .sqrt()
 }

@@ -15,7 +15,9 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{build_instance, data_label, instance_svms, DataName, FIRST_FREE_STREAM};
-use super::full_common::{gaussian_matrix, run_log_time, tau_grid, DirectionSample};
+use super::full_common::{
+    frobenius_distance, gaussian_matrix, run_log_time, tau_grid, DirectionSample,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,14 +200,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         + w_last()
             .map(|s| s.distance(&w_star))
             .fold(f64::INFINITY, f64::min);
-    let ref_gap = svms
-        .frobenius
-        .w
-        .iter()
-        .zip(&w_star)
-        .map(|(a, b)| (a - b).powi(2))
-        .sum::<f64>()
-        .sqrt();
+    let ref_gap = frobenius_distance(&svms.frobenius.w, &w_star);
     rep.derive("kq_dist_nuclear", kq_dist);
     rep.derive("kq_rank_ratio", kq_ratio);
     rep.derive("kq_nuclear_gap", kq_gap);

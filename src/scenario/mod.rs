@@ -27,6 +27,7 @@ pub mod histogram;
 pub mod kq;
 pub mod output;
 pub mod prompt;
+pub mod reduce;
 pub mod registry;
 pub mod report;
 pub mod run;

@@ -4,6 +4,8 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::reduce::SweepRuns;
+use super::sweep::SweepSpec;
 use super::{InputError, Report, RunContext, RunError, Scenario};
 use crate::flow::OdeConfig;
 
@@ -34,6 +36,20 @@ pub trait ScenarioKind: Sync {
     fn summary(&self) -> &'static str;
     /// Parses and validates the scenario's parameters and thresholds.
     fn prepare(&self, sc: &Scenario) -> Result<Prepared, InputError>;
+    /// Checks a `[sweep]` against what the kind's reduction needs (nothing by default).
+    fn validate_sweep(&self, _sc: &Scenario, _spec: &SweepSpec) -> Result<(), InputError> {
+        Ok(())
+    }
+    /// The cross-run analysis of a complete sweep (see [`super::reduce`]), from the base
+    /// scenario's params and thresholds as recorded in `sweep.json`; `None` for kinds without.
+    fn reduce(
+        &self,
+        _params: &serde_json::Value,
+        _checks: &serde_json::Value,
+        _runs: &SweepRuns,
+    ) -> Option<Result<Report, String>> {
+        None
+    }
 }
 
 /// A kind defined by typed parameters `P`, thresholds `C`, a validator and a runner.

@@ -132,6 +132,7 @@ pub fn load_and_validate(path: &Path, ov: &Overrides) -> Result<Ready, InputErro
                 });
             }
             spec.validate_checks(&scenario)?;
+            kind.validate_sweep(&scenario, &spec)?;
             Some((spec, prepared_points))
         }
     };
@@ -214,7 +215,10 @@ pub fn execute(ready: Ready, out_root: &Path, opts: ExecOptions) -> Result<Outco
 /// aggregates everything present. Interrupted sweeps keep their completed runs.
 fn execute_sweep(ready: Ready, out_root: &Path, opts: ExecOptions) -> Result<Outcome, RunError> {
     let Ready {
-        scenario, sweep, ..
+        scenario,
+        sweep,
+        prepared,
+        ..
     } = ready;
     let (spec, points) = sweep.expect("called for sweeps");
     let dir = out_root.join(&scenario.name);
@@ -227,6 +231,8 @@ fn execute_sweep(ready: Ready, out_root: &Path, opts: ExecOptions) -> Result<Out
         seed: scenario.seed,
         quick: scenario.quick,
         overrides: scenario.overrides.clone(),
+        params: prepared.params,
+        checks: prepared.checks,
         spec,
         points: points.iter().map(|p| p.point.clone()).collect(),
     };

@@ -26,7 +26,10 @@
 //! `runs/<id>/` (each point's ordinary outputs, written atomically), `sweep.csv` (one row per
 //! run), `aggregate.csv` (mean, median, min, max of every quantity per grid point), `checks.json`
 //! (every run passes its own checks, plus the sweep's checks once all points are present, and
-//! the list of missing points) and `figure.svg` (the bands).
+//! the list of missing points) and `figure.svg` (the bands). A kind with a reduction (see
+//! [`super::reduce`]) adds its cross-run checks to `checks.json`, writes its tables
+//! (`series.csv`, …) and `derived.json`, and its figure becomes `figure.svg` (the bands, if any,
+//! move to `bands.svg`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,7 +38,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::output::{csv_text, write_atomic};
-use super::report::{Cell, Check, Table};
+use super::reduce::{SweepRun, SweepRuns};
+use super::report::{Cell, Check, Report, Table};
 use super::{InputError, Scenario};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, Series};
 
@@ -349,6 +353,9 @@ pub struct Plan {
     pub seed: u64,
     pub quick: bool,
     pub overrides: Vec<String>,
+    /// The base scenario's parameters and check thresholds (what a reduction reads).
+    pub params: serde_json::Value,
+    pub checks: serde_json::Value,
     pub spec: SweepSpec,
     pub points: Vec<Point>,
 }
@@ -472,10 +479,15 @@ pub fn aggregate(dir: &Path) -> Result<Aggregate, String> {
         Check::at_most("runs failing their own checks", failing as f64, 0.0)
             .note(format!("{} runs present", records.len())),
     ];
+    let mut reduction = None;
     if missing.is_empty() {
         for c in &plan.spec.checks {
             checks.push(sweep_check(c, &records)?);
         }
+        reduction = reduce(dir, &plan, &records)?;
+    }
+    if let Some(rep) = &reduction {
+        checks.extend(rep.checks.iter().cloned());
     }
     let all_pass = checks.iter().all(|c| c.pass);
     let doc = json!({
@@ -488,16 +500,75 @@ pub fn aggregate(dir: &Path) -> Result<Aggregate, String> {
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n";
     write_atomic(&dir.join("checks.json"), text.as_bytes())?;
+    let mut figures: Vec<(String, Figure)> = Vec::new();
+    if let Some(rep) = reduction {
+        write_reduction_tables(dir, &rep)?;
+        figures.extend(rep.figure.map(|f| ("figure".to_string(), f)));
+        figures.extend(rep.figures);
+    }
     if let Some(band) = &plan.spec.band {
-        let fig = band_figure(dir, &plan, band, &groups, &records)?;
-        let svg = crate::plot::render_svg(&fig).map_err(|e| format!("drawing figure.svg: {e}"))?;
-        write_atomic(&dir.join("figure.svg"), svg.as_bytes())?;
+        // the reduction's figure, if any, is the sweep's figure; the bands then go beside it
+        let stem = if figures.is_empty() {
+            "figure"
+        } else {
+            "bands"
+        };
+        figures.push((
+            stem.into(),
+            band_figure(dir, &plan, band, &groups, &records)?,
+        ));
+    }
+    for (stem, fig) in &figures {
+        let svg = crate::plot::render_svg(fig).map_err(|e| format!("drawing {stem}.svg: {e}"))?;
+        write_atomic(&dir.join(format!("{stem}.svg")), svg.as_bytes())?;
     }
     Ok(Aggregate {
         checks,
         missing,
         runs: records.len(),
     })
+}
+
+/// The kind's reduction of a complete sweep, if the kind has one.
+fn reduce(dir: &Path, plan: &Plan, records: &[RunRecord]) -> Result<Option<Report>, String> {
+    let kind = super::registry::find(&plan.kind).ok_or_else(|| {
+        format!(
+            "{}: unknown kind `{}`",
+            Plan::path(dir).display(),
+            plan.kind
+        )
+    })?;
+    let runs = SweepRuns {
+        grid: plan.spec.grid.clone(),
+        runs: records
+            .iter()
+            .map(|r| SweepRun {
+                point: r.point.clone(),
+                dir: dir.join("runs").join(r.point.id()),
+                quantities: r.quantities.clone(),
+            })
+            .collect(),
+    };
+    kind.reduce(&plan.params, &plan.checks, &runs)
+        .transpose()
+        .map_err(|e| format!("{}: reduction of the sweep: {e}", dir.display()))
+}
+
+/// The reduction's tables (`series.csv` unless empty, and its named tables) and derived values
+/// (`derived.json`).
+fn write_reduction_tables(dir: &Path, rep: &Report) -> Result<(), String> {
+    let series = (!rep.series.is_empty()).then(|| ("series".to_string(), rep.series.clone()));
+    for (stem, table) in series.iter().chain(rep.tables.iter()) {
+        write_atomic(
+            &dir.join(format!("{stem}.csv")),
+            csv_text(table)?.as_bytes(),
+        )?;
+    }
+    if !rep.derived.is_empty() {
+        let text = serde_json::to_string_pretty(&rep.derived).map_err(|e| e.to_string())? + "\n";
+        write_atomic(&dir.join("derived.json"), text.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// The grid values of each group, in group order.

@@ -2,51 +2,9 @@
 //! Fig. 2) in their quick configurations, each with a perturbed setting that makes a sweep check
 //! fail, and GD divergence reported as an error naming the step.
 
-use std::path::PathBuf;
+mod common;
 
-use attnflow::scenario::run::{
-    default_scenario_dir, execute, load_and_validate, resolve, ExecOptions,
-};
-use attnflow::scenario::{Overrides, RunError};
-
-/// Runs sweep `name` in quick mode (plus `set`) into a temporary folder; returns every sweep
-/// check as (name, pass), or the run error.
-fn sweep_quick(name: &str, set: &[&str]) -> Result<Vec<(String, bool)>, RunError> {
-    let path: PathBuf = resolve(name, &default_scenario_dir()).expect("scenario exists");
-    let ov = Overrides {
-        set: set.iter().map(|s| s.to_string()).collect(),
-        quick: true,
-        ..Default::default()
-    };
-    let ready = load_and_validate(&path, &ov).unwrap_or_else(|e| panic!("{e}"));
-    assert!(ready.sweep.is_some(), "{name} is a sweep");
-    let tmp = tempfile::tempdir().unwrap();
-    let out = execute(ready, tmp.path(), ExecOptions::default())?;
-    let text = std::fs::read_to_string(out.dir.join("checks.json")).unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(doc["complete"], true, "{name}: {text}");
-    assert!(out.dir.join("figure.svg").is_file(), "{name}: band figure");
-    Ok(doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["name"].as_str().unwrap().to_string(), c["pass"] == true))
-        .collect())
-}
-
-fn assert_all_pass(name: &str, checks: &[(String, bool)]) {
-    let failed: Vec<&String> = checks.iter().filter(|c| !c.1).map(|c| &c.0).collect();
-    assert!(checks.len() > 1, "{name}: no sweep checks");
-    assert!(failed.is_empty(), "{name}: failed {failed:?}");
-}
-
-fn passes(checks: &[(String, bool)], prefix: &str) -> bool {
-    checks
-        .iter()
-        .find(|c| c.0.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no check {prefix}…"))
-        .1
-}
+use common::{assert_all_pass, passes, sweep_quick};
 
 #[test]
 fn fig1_underparameterized() {

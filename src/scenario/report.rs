@@ -1,6 +1,6 @@
 //! What a scenario run produces: data tables, theorem checks, a figure, extra JSON files.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::flow::SolverStats;
 use crate::plot::Figure;
@@ -78,7 +78,7 @@ impl Table {
 }
 
 /// How a measured value is compared with its bound.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Relation {
     #[serde(rename = "<=")]
     AtMost,
@@ -89,7 +89,8 @@ pub enum Relation {
 }
 
 /// A theorem check: a measured value against a bound from the theory. It can fail.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// (Deserialize: tests and tools read checks.json back.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     pub name: String,
     pub measured: f64,

@@ -3,8 +3,10 @@
 
 use std::path::PathBuf;
 
-use attnflow::scenario::run::{default_scenario_dir, load_and_validate, resolve};
-use attnflow::scenario::{Overrides, Report, RunContext};
+use attnflow::scenario::run::{
+    default_scenario_dir, execute, load_and_validate, resolve, ExecOptions,
+};
+use attnflow::scenario::{Check, Overrides, Report, RunContext, RunError};
 
 /// Runs scenario `name` with its `[quick]` overrides (plus `set`) and returns the report
 /// without writing files.
@@ -24,6 +26,43 @@ pub fn run_quick(name: &str, set: &[&str]) -> Report {
         .prepared
         .run(&ctx)
         .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Runs sweep `name` in quick mode (plus `set`) into a temporary folder and returns its checks:
+/// the sweep's own (across runs, including the kind's reduction) first, then every run's, in
+/// run order — or the run error.
+pub fn sweep_quick(name: &str, set: &[&str]) -> Result<Report, RunError> {
+    let path: PathBuf = resolve(name, &default_scenario_dir()).expect("scenario exists");
+    let ov = Overrides {
+        set: set.iter().map(|s| s.to_string()).collect(),
+        quick: true,
+        ..Default::default()
+    };
+    let ready = load_and_validate(&path, &ov).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ready.sweep.is_some(), "{name} is a sweep");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = execute(ready, tmp.path(), ExecOptions::default())?;
+    let read = |p: PathBuf| -> serde_json::Value {
+        let text = std::fs::read_to_string(&p).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let doc = read(out.dir.join("checks.json"));
+    assert_eq!(doc["complete"], true, "{name}: {doc}");
+    assert!(out.dir.join("figure.svg").is_file(), "{name}: sweep figure");
+    let mut checks: Vec<Check> = serde_json::from_value(doc["checks"].clone()).unwrap();
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(out.dir.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    runs.sort();
+    for run in runs {
+        let doc = read(run.join("checks.json"));
+        checks.extend(serde_json::from_value::<Vec<Check>>(doc["checks"].clone()).unwrap());
+    }
+    Ok(Report {
+        checks,
+        ..Default::default()
+    })
 }
 
 /// Asserts every check of the report passed, listing the failures.

@@ -8,7 +8,7 @@ use common::passes_each as passes;
 
 #[test]
 fn stage_times() {
-    let r = common::run_quick("stage-times", &[]);
+    let r = common::sweep_quick("stage-times", &[]).unwrap();
     common::assert_all_pass("stage-times", &r);
 }
 
@@ -16,11 +16,19 @@ fn stage_times() {
 /// missing at 1e−2 and 1e−4, and R2's offsets a_k still depend on Λ (the slope is off).
 #[test]
 fn stage_times_fail_at_large_alpha() {
-    let r = common::run_quick(
+    let r = common::sweep_quick(
         "stage-times",
-        &["log10_alpha=[-2, -4, -8]", "cross_log10_alpha=[-8]"],
+        &[
+            "sweep.grid.log10_alpha=[-2.0, -4.0, -8.0]",
+            "cross_log10_alpha=[-8.0]",
+            "checks.spread_min_log10_alpha=-8.0",
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        passes(&r, "mini: transitions not found"),
+        [false, false, true]
     );
-    assert!(passes(&r, "mini: transitions not found").iter().all(|p| !p));
     assert!(passes(&r, "R2: max_k |slope").iter().all(|p| !p));
     assert!(passes(&r, "R2: spread").iter().all(|p| !p));
     // the solvers still agree: the failure is the finite-α physics, not the numerics
@@ -30,9 +38,32 @@ fn stage_times_fail_at_large_alpha() {
 /// Loose tolerances are caught by the halved-tolerance and solver cross-checks.
 #[test]
 fn stage_times_detect_loose_tolerances() {
-    let r = common::run_quick("stage-times", &["solver.rtol=1e-4", "solver.atol=1e-4"]);
+    let r = common::sweep_quick("stage-times", &["solver.rtol=1e-4", "solver.atol=1e-4"]).unwrap();
     assert!(passes(&r, "tol/2").iter().all(|p| !p));
     assert!(passes(&r, "(bdf)").iter().all(|p| !p));
+}
+
+/// A grid the regression cannot use is refused before anything runs, naming the key.
+#[test]
+fn stage_times_refuses_unusable_grids() {
+    for (set, key) in [
+        (
+            "sweep.grid.log10_alpha=[-16.0, -32.0]",
+            "sweep.grid.log10_alpha",
+        ),
+        (
+            "sweep.grid.log10_alpha=[-32.0, -16.0, -64.0]",
+            "sweep.grid.log10_alpha",
+        ),
+        (
+            "sweep.grid.log10_alpha=[-256.0, -512.0, -1024.0]",
+            "sweep.grid.log10_alpha",
+        ),
+        ("cross_log10_alpha=[-20.0]", "params.cross_log10_alpha"),
+    ] {
+        let e = common::load_error("stage-times", &[set]);
+        assert_eq!(e.key, key, "{set}: {e}");
+    }
 }
 
 #[test]

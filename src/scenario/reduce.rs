@@ -126,22 +126,28 @@ impl SweepRuns {
     }
 
     /// The runs' tables `<stem>.csv` stacked into one, each row prefixed with the run's id, seed
-    /// and grid values — the combined data file of the sweep.
+    /// and grid values — the combined data file of the sweep. A column named like a grid key
+    /// repeats the grid value and is left out.
     pub fn stacked(&self, stem: &str) -> Result<Table, String> {
         let keys: Vec<&String> = self.grid.keys().collect();
-        let mut out: Option<Table> = None;
+        let mut out: Option<(Table, Vec<String>)> = None;
         for run in &self.runs {
             let t = run.table(stem)?;
-            let table = out.get_or_insert_with(|| {
+            let kept: Vec<usize> = (0..t.headers.len())
+                .filter(|&i| !self.grid.contains_key(&t.headers[i]))
+                .collect();
+            let columns: Vec<String> = kept.iter().map(|&i| t.headers[i].clone()).collect();
+            let (table, first) = out.get_or_insert_with(|| {
                 let mut h: Vec<String> = vec!["run".into(), "seed".into()];
                 h.extend(keys.iter().map(|k| k.to_string()));
-                h.extend(t.headers.iter().cloned());
-                Table {
+                h.extend(columns.iter().cloned());
+                let table = Table {
                     headers: h,
                     rows: Vec::new(),
-                }
+                };
+                (table, columns.clone())
             });
-            if table.headers[2 + keys.len()..] != t.headers[..] {
+            if *first != columns {
                 return Err(format!(
                     "{}: columns differ from the other runs' {stem}.csv",
                     t.path.display()
@@ -151,14 +157,14 @@ impl SweepRuns {
                 let mut cells: Vec<Cell> =
                     vec![run.point.id().into(), run.point.seed.to_string().into()];
                 cells.extend(keys.iter().map(|k| Cell::Text(run.grid_text(k))));
-                cells.extend(row.iter().map(|c| match c.parse::<f64>() {
+                cells.extend(kept.iter().map(|&i| match row[i].parse::<f64>() {
                     Ok(x) => Cell::Num(x),
-                    Err(_) => Cell::Text(c.clone()),
+                    Err(_) => Cell::Text(row[i].clone()),
                 }));
                 table.push(cells);
             }
         }
-        Ok(out.unwrap_or_default())
+        Ok(out.map(|(t, _)| t).unwrap_or_default())
     }
 }
 
@@ -282,8 +288,8 @@ mod tests {
             )]
             .into(),
             runs: vec![
-                run(&dir, 0, -2.0, "k,t\n1,0.5\n2,NaN\n"),
-                run(&dir, 1, -4.0, "k,t\n1,0.25\n"),
+                run(&dir, 0, -2.0, "k,log10_alpha,t\n1,-2,0.5\n2,-2,NaN\n"),
+                run(&dir, 1, -4.0, "k,log10_alpha,t\n1,-4,0.25\n"),
             ],
         };
         let t = runs.stacked("series").unwrap();

@@ -93,6 +93,8 @@ pub enum Relation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     pub name: String,
+    /// (A NaN measurement is written as null and read back as NaN.)
+    #[serde(deserialize_with = "nan_from_null")]
     pub measured: f64,
     pub relation: Relation,
     /// The bound (for `Within`, the lower end).
@@ -171,6 +173,11 @@ impl Check {
     }
 }
 
+/// JSON has no NaN: serde_json writes it as null; read null back as NaN.
+fn nan_from_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// Compact number formatting for verdict tables.
 pub fn fmt_num(x: f64) -> String {
     if x == 0.0 || (x.abs() >= 1e-3 && x.abs() < 1e5) {
@@ -234,5 +241,9 @@ mod tests {
         assert!(Check::close("a", 1.05, 1.0, 0.1).pass);
         assert!(!Check::holds("a", false).pass);
         assert_eq!(Check::within("a", 0.5, 0.0, 1.0).bound_text(), "in [0, 1]");
+        // a NaN measurement survives a round trip through checks.json (as null)
+        let c = Check::at_most("a", f64::NAN, 1.0);
+        let back: Check = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert!(back.measured.is_nan() && !back.pass);
     }
 }

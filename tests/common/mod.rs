@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use attnflow::scenario::run::{
     default_scenario_dir, execute, load_and_validate, resolve, ExecOptions,
 };
-use attnflow::scenario::{Check, Overrides, Report, RunContext, RunError};
+use attnflow::scenario::{Check, InputError, Overrides, Report, RunContext, RunError};
 
 /// Runs scenario `name` with its `[quick]` overrides (plus `set`) and returns the report
 /// without writing files.
@@ -63,6 +63,20 @@ pub fn sweep_quick(name: &str, set: &[&str]) -> Result<Report, RunError> {
         checks,
         ..Default::default()
     })
+}
+
+/// The input error of scenario `name` in quick mode with `set` (panics if it is accepted).
+pub fn load_error(name: &str, set: &[&str]) -> InputError {
+    let path: PathBuf = resolve(name, &default_scenario_dir()).expect("scenario exists");
+    let ov = Overrides {
+        set: set.iter().map(|s| s.to_string()).collect(),
+        quick: true,
+        ..Default::default()
+    };
+    match load_and_validate(&path, &ov) {
+        Ok(_) => panic!("{name} with {set:?} was accepted"),
+        Err(e) => e,
+    }
 }
 
 /// Asserts every check of the report passed, listing the failures.

@@ -1,41 +1,47 @@
-//! `stage-times`: Theorem 4.1(ii) and "each stage lasts Θ(log 1/α)" (spec 004 §4, §7). On each
-//! instance, the measured transition times t̂_k(α) of the log-layout flow (root events at
-//! |β_{i_{k−1}}| = ½|β^k_{i_{k−1}}|) over A_conv ∪ A_ext regress onto T_k·Λ + a_k: the slope is
-//! T_k of Algorithm 1, and the offsets a_k = Λ(τ̂_k − T_k) are O(1/|g_{i_{k−1}}|) and
-//! Λ-independent. Stage durations D_k = t̂_{k+1} − t̂_k are Θ(Λ) with ρ_k → 1 at rate O(1/Λ).
-//! The event times are checked against an implicit solver (Bdf with the exact Jacobian-vector
-//! product) and against a run at halved tolerances.
+//! `stage-times`: Theorem 4.1(ii) and "each stage lasts Θ(log 1/α)" (spec 004 §4, §7), as a
+//! sweep over α. Each run integrates the log-layout flow of one instance from α θ_0 (the same θ_0
+//! for every α) and measures the transition times t̂_k(α) (root events at
+//! |β_{i_{k−1}}| = ½|β^k_{i_{k−1}}|); it checks what holds at one α: every transition found, the
+//! normalized offsets |g_{i_{k−1}}|·|t̂_k − T_kΛ| = O(1), stage durations ρ_k = Θ(1), agreement
+//! with an implicit solver (Bdf with the exact Jacobian-vector product) and with halved
+//! tolerances. The reduction states the laws across α: t̂_k regresses onto T_k·Λ + a_k (slope T_k
+//! of Algorithm 1), the offsets a_k are Λ-independent over A_conv, and ρ_k → 1 at rate 1/Λ.
+
+use std::f64::consts::LN_10;
 
 use serde::{Deserialize, Serialize};
 
-use crate::flow::{linspace, Method, OdeConfig, SolverStats};
+use crate::analysis::fit::line_fit;
+use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::reduce::{numeric_grid, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
+use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{alpha_run, InstanceName};
+use super::figures_common::{step_curve, support_order};
 use super::sweeps_common::{
     alpha_label, decreases, farthest_from_one, ln_alphas, nan_max, spread, validate_ln_alphas,
     Setup,
 };
-use crate::analysis::fit::line_fit;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// Instances swept (spec §7: mini and R2).
-    pub instances: Vec<InstanceName>,
-    /// A_conv as log10 α (strictly decreasing); the offset spread is measured over these.
-    pub log10_alpha: Vec<f64>,
-    /// A_ext as ln α (below A_conv; log layout only): added to the regression and the ρ checks.
-    #[serde(default)]
-    pub ext_ln_alpha: Vec<f64>,
+    /// The instance (spec §7: mini and R2, swept with `sweep.grid.instance`).
+    pub instance: InstanceName,
+    /// This run's α as log10 α (swept with `sweep.grid.log10_alpha`; any value, e.g.
+    /// −868.589 for α = e^−2000: the log layout is exact for every α).
+    pub log10_alpha: f64,
     /// Integration horizon τ_end = horizon_factor · T_K (covers the offsets a_k/Λ).
     pub horizon_factor: f64,
     /// Implicit solver for the cross-check (exact Jacobian-vector product).
     pub cross_method: Method,
-    /// log10 α of the cross-check runs (a subset of A_conv; Bdf costs more per step).
+    /// The α (log10) at which the cross-check runs (Bdf costs more per step).
     pub cross_log10_alpha: Vec<f64>,
+    /// Output samples of the trajectory (the per-run figure; events are exact regardless).
+    pub samples: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,6 +53,8 @@ pub struct Checks {
     pub offset_max: f64,
     /// |g_{i_{k−1}}|·(max − min over A_conv of Λ(τ̂_k − T_k)) ≤ this (spec §4: 0.05).
     pub offset_spread_max: f64,
+    /// A_conv = the swept α with log10 α ≥ this: where the offset spread is measured.
+    pub spread_min_log10_alpha: f64,
     /// ρ_k = D_k/((T_{k+1} − T_k)Λ) ∈ [rho_min, rho_max] (spec §4 "Θ(log 1/α)": [0.5, 2]).
     pub rho_min: f64,
     pub rho_max: f64,
@@ -59,23 +67,14 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.instances.is_empty() {
-        return Err(sc.invalid("params.instances", "need at least one instance"));
+    if !(p.log10_alpha.is_finite() && p.log10_alpha < 0.0) {
+        return Err(sc.invalid("params.log10_alpha", "α must be in (0, 1)"));
     }
-    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&p.log10_alpha), 2)?;
-    let all = all_ln_alphas(p);
-    validate_ln_alphas(sc, "params.ext_ln_alpha", &all, 3)?;
     if p.horizon_factor <= 1.0 || !p.horizon_factor.is_finite() {
         return Err(sc.invalid("params.horizon_factor", "must be > 1"));
     }
-    if p.cross_log10_alpha
-        .iter()
-        .any(|a| !p.log10_alpha.contains(a))
-    {
-        return Err(sc.invalid(
-            "params.cross_log10_alpha",
-            "every cross-check α must be one of log10_alpha",
-        ));
+    if p.samples < 2 {
+        return Err(sc.invalid("params.samples", "need at least 2 samples"));
     }
     sc.require_positive(&[
         ("checks.slope_rel_tol", c.slope_rel_tol),
@@ -94,141 +93,345 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     Ok(())
 }
 
-fn all_ln_alphas(p: &Params) -> Vec<f64> {
-    let mut all = ln_alphas(&p.log10_alpha);
-    all.extend_from_slice(&p.ext_ln_alpha);
-    all
+/// The regression needs three α, strictly decreasing (so that "decreasing in Λ" is along the
+/// list), two of them in A_conv for the offset spread; every cross-check α must be swept.
+fn validate_sweep(
+    p: &Params,
+    c: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
+    let key = "sweep.grid.log10_alpha";
+    let grid = numeric_grid(sc, spec, "log10_alpha", 3)?;
+    validate_ln_alphas(sc, key, &ln_alphas(&grid), 3)?;
+    if grid
+        .iter()
+        .filter(|&&a| a >= c.spread_min_log10_alpha)
+        .count()
+        < 2
+    {
+        return Err(sc.invalid(
+            key,
+            format!(
+                "need two α with log10 α ≥ checks.spread_min_log10_alpha = {} (A_conv)",
+                c.spread_min_log10_alpha
+            ),
+        ));
+    }
+    if p.cross_log10_alpha.iter().any(|a| !grid.contains(a)) {
+        return Err(sc.invalid(
+            "params.cross_log10_alpha",
+            "every cross-check α must be one of sweep.grid.log10_alpha",
+        ));
+    }
+    Ok(())
 }
 
-/// Transition times of one instance over an α grid with one solver configuration.
-struct Sweep {
-    lambda: Vec<f64>,
-    /// t̂_k (unrescaled) per α, k = 1..K (NaN where no transition was found).
-    t_hat: Vec<Vec<f64>>,
-    stats: Vec<SolverStats>,
-}
-
-fn sweep(
-    setup: &Setup,
-    ln_alpha: &[f64],
-    cfg: &OdeConfig,
-    tau_end: f64,
-) -> Result<Sweep, RunError> {
-    let taus = linspace(0.0, tau_end, 64);
-    let mut out = Sweep {
-        lambda: Vec::new(),
-        t_hat: Vec::new(),
-        stats: Vec::new(),
-    };
-    for &la in ln_alpha {
-        let run = alpha_run(
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let setup = Setup::build(p.instance, ctx)?;
+    let label = setup.label();
+    let kk = setup.transitions();
+    let t_th = setup.schedule.stage_times();
+    let tau_end = p.horizon_factor * setup.last_time();
+    let ln_alpha = p.log10_alpha * LN_10;
+    let alpha = alpha_label(ln_alpha);
+    let taus = linspace(0.0, tau_end, p.samples);
+    let solve = |cfg: &OdeConfig| {
+        alpha_run(
             setup.instance.loss(),
             &setup.init,
-            la,
+            ln_alpha,
             &setup.schedule,
             &taus,
             cfg,
-        )?;
-        out.lambda.push(run.lambda);
-        out.t_hat.push(
-            run.transitions
-                .iter()
-                .map(|t| t.unwrap_or(f64::NAN))
-                .collect(),
+        )
+    };
+    let main = solve(&ctx.ode)?;
+    let half = solve(&OdeConfig {
+        rtol: 0.5 * ctx.ode.rtol,
+        atol: 0.5 * ctx.ode.atol,
+        ..ctx.ode
+    })?;
+    let cross = match p.cross_log10_alpha.contains(&p.log10_alpha) {
+        true => Some(solve(&OdeConfig {
+            method: p.cross_method,
+            ..ctx.ode
+        })?),
+        false => None,
+    };
+    let mut rep = Report::default();
+    rep.stats(format!("{label} α={alpha}"), &main.traj.stats);
+    rep.stats(format!("{label} α={alpha} tol/2"), &half.traj.stats);
+    if let Some(x) = &cross {
+        rep.stats(
+            format!("{label} α={alpha} {}", p.cross_method.name()),
+            &x.traj.stats,
         );
-        out.stats.push(run.traj.stats);
+    }
+
+    let lambda = main.lambda;
+    let times = |r: &super::common::AlphaRun| -> Vec<f64> {
+        r.transitions
+            .iter()
+            .map(|t| t.unwrap_or(f64::NAN))
+            .collect()
+    };
+    let (t_hat, t_half) = (times(&main), times(&half));
+    let t_cross = cross.as_ref().map(times);
+    // offsets a_k = t̂_k − T_kΛ, normalized by the escape rate; stage k − 1 lasted
+    // ρ_{k−1} = (t̂_k − t̂_{k−1})/((T_k − T_{k−1})Λ) with t̂_0 = 0
+    let offset = |k: usize| t_hat[k - 1] - t_th[k] * lambda;
+    let normalized = |k: usize| setup.escape_rate(k) * offset(k);
+    let rho_prev = |k: usize| {
+        let start = if k == 1 { 0.0 } else { t_hat[k - 2] };
+        (t_hat[k - 1] - start) / ((t_th[k] - t_th[k - 1]) * lambda)
+    };
+    let stages = 1..=kk;
+
+    let missing = t_hat.iter().filter(|t| t.is_nan()).count();
+    rep.check(
+        Check::at_most(
+            &format!("{label}: transitions not found at α = {alpha}"),
+            missing as f64,
+            0.0,
+        )
+        .note(format!("{kk} transitions of Algorithm 1")),
+    );
+    rep.check(
+        Check::at_most(
+            &format!("{label}: max |g_(i_(k−1))|·|t̂_k − T_kΛ| at α = {alpha}"),
+            nan_max(stages.clone().map(|k| normalized(k).abs())),
+            c.offset_max,
+        )
+        .note("normalized offset over the stages; O(1) by T4.1(ii)"),
+    );
+    let rhos: Vec<f64> = stages.clone().map(rho_prev).collect();
+    rep.check(
+        Check::within(
+            &format!("{label}: ρ_k farthest from 1 at α = {alpha}"),
+            farthest_from_one(&rhos),
+            c.rho_min,
+            c.rho_max,
+        )
+        .note("each stage lasts Θ(Λ): D_k/((T_{k+1} − T_k)Λ) over k"),
+    );
+    if let Some(tc) = &t_cross {
+        rep.check(
+            Check::at_most(
+                &format!(
+                    "{label}: max relative |τ̂_k({}) − τ̂_k({})| at α = {alpha}",
+                    ctx.ode.method.name(),
+                    p.cross_method.name()
+                ),
+                nan_max(tc.iter().zip(&t_hat).map(|(x, y)| (x / y - 1.0).abs())),
+                c.cross_rel_tol,
+            )
+            .note(format!(
+                "same tolerances (rtol {:e}, atol {:e})",
+                ctx.ode.rtol, ctx.ode.atol
+            )),
+        );
+    }
+    rep.check(
+        Check::at_most(
+            &format!("{label}: max_k |τ̂_k(tol/2) − τ̂_k(tol)|/T_k at α = {alpha}"),
+            nan_max(
+                stages
+                    .clone()
+                    .map(|k| (t_half[k - 1] - t_hat[k - 1]).abs() / (lambda * t_th[k])),
+            ),
+            c.tol_sensitivity,
+        )
+        .note("rtol and atol halved"),
+    );
+
+    rep.series = Table::new(&[
+        "instance",
+        "ln_alpha",
+        "Lambda",
+        "k",
+        "activation",
+        "T_k",
+        "escape_rate",
+        "tau_hat",
+        "offset",
+        "normalized_offset",
+        "rho_prev",
+        "tau_hat_cross",
+        "tau_hat_half_tol",
+    ]);
+    for k in stages {
+        rep.series.push(vec![
+            Cell::from(label),
+            ln_alpha.into(),
+            lambda.into(),
+            k.into(),
+            setup.activation_label(k).into(),
+            t_th[k].into(),
+            setup.escape_rate(k).into(),
+            (t_hat[k - 1] / lambda).into(),
+            offset(k).into(),
+            normalized(k).into(),
+            rho_prev(k).into(),
+            t_cross
+                .as_ref()
+                .map_or(f64::NAN, |t| t[k - 1] / lambda)
+                .into(),
+            (t_half[k - 1] / lambda).into(),
+        ]);
+        rep.derive(&format!("tau_hat_{k}"), t_hat[k - 1] / lambda);
+        rep.derive(&format!("normalized_offset_{k}"), normalized(k));
+    }
+    rep.derive("Lambda", lambda);
+    rep.figure = Some(trajectory_figure(&setup, &main, &t_hat, &alpha));
+    Ok(rep)
+}
+
+/// One α: |β_i(τ)| of every coordinate Algorithm 1 activates (solid) against the step curve
+/// |β^k_i| (dashed), with the measured τ̂_k.
+fn trajectory_figure(
+    setup: &Setup,
+    run: &super::common::AlphaRun,
+    t_hat: &[f64],
+    alpha: &str,
+) -> Figure {
+    let taus = run.taus();
+    let tau_end = taus.last().copied().unwrap_or(0.0);
+    let betas: Vec<Vec<f64>> = (0..taus.len()).map(|j| run.beta(j)).collect();
+    let mut panel = LinePanel::new(
+        format!("{}, α = {alpha}: |β_i(τ)| vs Algorithm 1", setup.label()),
+        "τ = t / ln(1/α)",
+        "|β_i|",
+    )
+    .legend(LegendPosition::UpperLeft);
+    let loss = setup.instance.loss();
+    for (c, i) in support_order(&setup.schedule, 0..loss.p())
+        .into_iter()
+        .enumerate()
+    {
+        let y: Vec<f64> = betas.iter().map(|b| b[i].abs()).collect();
+        let theory = step_curve(&setup.schedule, tau_end, |k| {
+            setup.schedule.stages[k].beta[i].abs()
+        });
+        panel = panel
+            .series(Series::numerics(loss.coordinate_name(i), taus.clone(), y).color(c))
+            .series(
+                Series::theory(
+                    if c == 0 { "Algorithm 1: |β^k_i|" } else { "" },
+                    theory.x,
+                    theory.y,
+                )
+                .color(c),
+            );
+    }
+    for (k, t) in t_hat.iter().enumerate() {
+        let label = if k == 0 { "τ̂_k (measured)" } else { "" };
+        panel = panel.vline(RefLine::new(t / run.lambda, label).style(LineStyle::Dotted));
+    }
+    Figure::single(panel)
+}
+
+/// One instance's rows of the sweep, sorted by Λ.
+struct InstanceRows {
+    label: String,
+    lambda: Vec<f64>,
+    log10_alpha: Vec<f64>,
+    /// Per stage k = 1..K: (T_k, activation label, τ̂_k per Λ, normalized offset per Λ, ρ_{k−1}).
+    stages: Vec<StageRows>,
+}
+
+struct StageRows {
+    t_k: f64,
+    activation: String,
+    tau_hat: Vec<f64>,
+    normalized_offset: Vec<f64>,
+    rho_prev: Vec<f64>,
+}
+
+/// Groups the runs' series by instance, each with its runs in order of increasing Λ.
+fn instance_rows(runs: &SweepRuns) -> Result<Vec<InstanceRows>, String> {
+    let mut out: Vec<InstanceRows> = Vec::new();
+    let mut per_run = Vec::new();
+    for r in &runs.runs {
+        let t = r.table("series")?;
+        let label = t
+            .text_column("instance")?
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        per_run.push((label, r.quantity("Lambda"), r.grid_value("log10_alpha"), t));
+    }
+    per_run.sort_by(|a, b| a.1.total_cmp(&b.1));
+    for (label, lambda, log10_alpha, t) in per_run {
+        let (t_k, act) = (t.column("T_k")?, t.text_column("activation")?);
+        let (tau, off, rho) = (
+            t.column("tau_hat")?,
+            t.column("normalized_offset")?,
+            t.column("rho_prev")?,
+        );
+        let g = match out.iter().position(|g| g.label == label) {
+            Some(i) => &mut out[i],
+            None => {
+                out.push(InstanceRows {
+                    label: label.clone(),
+                    lambda: Vec::new(),
+                    log10_alpha: Vec::new(),
+                    stages: (0..t_k.len())
+                        .map(|k| StageRows {
+                            t_k: t_k[k],
+                            activation: act[k].clone(),
+                            tau_hat: Vec::new(),
+                            normalized_offset: Vec::new(),
+                            rho_prev: Vec::new(),
+                        })
+                        .collect(),
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        if g.stages.len() != t_k.len() {
+            return Err(format!("{label}: runs disagree on the number of stages"));
+        }
+        g.lambda.push(lambda);
+        g.log10_alpha.push(log10_alpha);
+        for (k, s) in g.stages.iter_mut().enumerate() {
+            s.tau_hat.push(tau[k]);
+            s.normalized_offset.push(off[k]);
+            s.rho_prev.push(rho[k]);
+        }
     }
     Ok(out)
 }
 
-/// Largest relative difference max |x/y − 1| between two sweeps' τ̂_k (NaN-propagating).
-fn max_relative_difference(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
-    nan_max(
-        a.iter()
-            .zip(b)
-            .flat_map(|(x, y)| x.iter().zip(y).map(|(p, q)| (p / q - 1.0).abs())),
-    )
-}
-
-fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> {
+    let groups = instance_rows(runs).map_err(RunError::Other)?;
     let mut rep = Report {
-        series: Table::new(&[
-            "instance",
-            "ln_alpha",
-            "Lambda",
-            "k",
-            "T_k",
-            "tau_hat",
-            "offset",
-            "normalized_offset",
-            "rho_prev",
-            "tau_hat_cross",
-            "tau_hat_half_tol",
-        ]),
+        series: runs.stacked("series").map_err(RunError::Other)?,
         ..Default::default()
     };
-    let ln_all = all_ln_alphas(p);
-    let conv = p.log10_alpha.len();
     let mut figure = Figure::new(2)
         .title("Stage times: t̂_k = T_k·Λ + a_k with Λ-independent offsets (Theorem 4.1(ii))");
-    for &name in &p.instances {
-        let setup = Setup::build(name, ctx)?;
-        let label = setup.label();
-        let kk = setup.transitions();
-        let t_th = setup.schedule.stage_times();
-        let tau_end = p.horizon_factor * setup.last_time();
-        let main = sweep(&setup, &ln_all, &ctx.ode, tau_end)?;
-        let half_cfg = OdeConfig {
-            rtol: 0.5 * ctx.ode.rtol,
-            atol: 0.5 * ctx.ode.atol,
-            ..ctx.ode
-        };
-        let half = sweep(&setup, &ln_all, &half_cfg, tau_end)?;
-        let cross_cfg = OdeConfig {
-            method: p.cross_method,
-            ..ctx.ode
-        };
-        let cross = sweep(
-            &setup,
-            &ln_alphas(&p.cross_log10_alpha),
-            &cross_cfg,
-            tau_end,
-        )?;
-        for (j, s) in main.stats.iter().enumerate() {
-            rep.stats(format!("{label} α={}", alpha_label(ln_all[j])), s);
-        }
-        for (j, s) in cross.stats.iter().enumerate() {
-            let la = ln_alphas(&p.cross_log10_alpha)[j];
-            rep.stats(
-                format!("{label} α={} {}", alpha_label(la), p.cross_method.name()),
-                s,
-            );
-        }
-
-        // offsets a_k = t̂_k − T_kΛ and their normalization by the escape rate
-        let offset = |j: usize, k: usize| main.t_hat[j][k - 1] - t_th[k] * main.lambda[j];
-        let normalized = |j: usize, k: usize| setup.escape_rate(k) * offset(j, k);
-        let missing = main.t_hat.iter().flatten().filter(|t| t.is_nan()).count();
-        rep.check(
-            Check::at_most(
-                &format!("{label}: transitions not found over the α grid"),
-                missing as f64,
-                0.0,
-            )
-            .note(format!("{kk} transitions × {} values of α", ln_all.len())),
-        );
+    for g in &groups {
+        let label = &g.label;
+        let conv: Vec<usize> = (0..g.lambda.len())
+            .filter(|&j| g.log10_alpha[j] >= c.spread_min_log10_alpha)
+            .collect();
         let mut slope_err = Vec::new();
         let mut spreads = Vec::new();
-        for k in 1..=kk {
-            let y: Vec<f64> = main.t_hat.iter().map(|t| t[k - 1]).collect();
-            let fit = line_fit(&main.lambda, &y);
-            let (slope, intercept) = (fit.slope, fit.intercept);
-            slope_err.push((slope / t_th[k] - 1.0).abs());
-            let conv_offsets: Vec<f64> = (0..conv).map(|j| normalized(j, k)).collect();
+        for (k, s) in g.stages.iter().enumerate().map(|(i, s)| (i + 1, s)) {
+            let t_hat: Vec<f64> = s
+                .tau_hat
+                .iter()
+                .zip(&g.lambda)
+                .map(|(t, l)| t * l)
+                .collect();
+            let fit = line_fit(&g.lambda, &t_hat);
+            slope_err.push((fit.slope / s.t_k - 1.0).abs());
+            let conv_offsets: Vec<f64> = conv.iter().map(|&j| s.normalized_offset[j]).collect();
             spreads.push(spread(&conv_offsets));
-            rep.derive(&format!("{label}.T_{k}"), t_th[k]);
-            rep.derive(&format!("{label}.slope_{k}"), slope);
-            rep.derive(&format!("{label}.intercept_{k}"), intercept);
+            rep.derive(&format!("{label}.T_{k}"), s.t_k);
+            rep.derive(&format!("{label}.slope_{k}"), fit.slope);
+            rep.derive(&format!("{label}.intercept_{k}"), fit.intercept);
         }
         rep.check(
             Check::at_most(
@@ -237,23 +440,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 c.slope_rel_tol,
             )
             .note(format!(
-                "least squares over {} α (A_conv ∪ A_ext); per stage: {}",
-                ln_all.len(),
+                "least squares over {} α; per stage: {}",
+                g.lambda.len(),
                 fmt_list(&slope_err)
             )),
-        );
-        let max_offset = nan_max(
-            (0..ln_all.len())
-                .flat_map(|j| (1..=kk).map(move |k| (j, k)))
-                .map(|(j, k)| normalized(j, k).abs()),
-        );
-        rep.check(
-            Check::at_most(
-                &format!("{label}: max |g_(i_(k−1))|·|t̂_k − T_kΛ|"),
-                max_offset,
-                c.offset_max,
-            )
-            .note("normalized offset over all α and stages; O(1) by T4.1(ii)"),
         );
         rep.check(
             Check::at_most(
@@ -261,35 +451,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 nan_max(spreads.iter().copied()),
                 c.offset_spread_max,
             )
-            .note(format!("per stage: {}", fmt_list(&spreads))),
+            .note(format!(
+                "{} α with log10 α ≥ {}; per stage: {}",
+                conv.len(),
+                c.spread_min_log10_alpha,
+                fmt_list(&spreads)
+            )),
         );
-
-        // stage durations ρ_k = D_k/((T_{k+1} − T_k)Λ), D_k = t̂_{k+1} − t̂_k (t̂_0 = 0)
-        let rho = |j: usize, k: usize| {
-            let start = if k == 0 { 0.0 } else { main.t_hat[j][k - 1] };
-            (main.t_hat[j][k] - start) / ((t_th[k + 1] - t_th[k]) * main.lambda[j])
-        };
-        let rhos: Vec<f64> = (0..ln_all.len())
-            .flat_map(|j| (0..kk).map(move |k| (j, k)))
-            .map(|(j, k)| rho(j, k))
-            .collect();
-        rep.check(
-            Check::within(
-                &format!("{label}: ρ_k farthest from 1"),
-                farthest_from_one(&rhos),
-                c.rho_min,
-                c.rho_max,
-            )
-            .note("each stage lasts Θ(Λ): D_k/((T_{k+1} − T_k)Λ) over all α ≤ 1e−16 and k"),
-        );
+        // ρ_k → 1 strictly as Λ grows, with Λ|ρ_k − 1| roughly constant (ρ_k − 1 = O(1/Λ))
         let mut not_decreasing = 0;
         let mut ratios = Vec::new();
-        for k in 0..kk {
-            let dev: Vec<f64> = (0..ln_all.len()).map(|j| (rho(j, k) - 1.0).abs()).collect();
+        for s in &g.stages {
+            let dev: Vec<f64> = s.rho_prev.iter().map(|r| (r - 1.0).abs()).collect();
             not_decreasing += dev.windows(2).filter(|w| !decreases(w[0], w[1])).count();
             ratios.extend(
                 dev.windows(2)
-                    .zip(main.lambda.windows(2))
+                    .zip(g.lambda.windows(2))
                     .map(|(d, l)| (l[1] * d[1]) / (l[0] * d[0])),
             );
         }
@@ -310,128 +487,67 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .note("ρ_k − 1 = O(1/Λ): Λ|ρ_k − 1| roughly constant over the grid"),
         );
-        let cross_index: Vec<usize> = p
-            .cross_log10_alpha
-            .iter()
-            .map(|a| p.log10_alpha.iter().position(|b| b == a).unwrap())
-            .collect();
-        let main_at_cross: Vec<Vec<f64>> =
-            cross_index.iter().map(|&j| main.t_hat[j].clone()).collect();
-        rep.check(
-            Check::at_most(
-                &format!(
-                    "{label}: max relative |τ̂_k({}) − τ̂_k({})|",
-                    ctx.ode.method.name(),
-                    p.cross_method.name()
-                ),
-                max_relative_difference(&cross.t_hat, &main_at_cross),
-                c.cross_rel_tol,
-            )
-            .note(format!(
-                "same tolerances (rtol {:e}, atol {:e}), α = {}",
-                ctx.ode.rtol,
-                ctx.ode.atol,
-                fmt_alphas(&ln_alphas(&p.cross_log10_alpha))
-            )),
-        );
-        let sensitivity = nan_max((0..ln_all.len()).flat_map(|j| {
-            let (main, half) = (&main, &half);
-            let t_th = &t_th;
-            (1..=kk).map(move |k| {
-                (half.t_hat[j][k - 1] - main.t_hat[j][k - 1]).abs() / (main.lambda[j] * t_th[k])
-            })
-        }));
-        rep.check(
-            Check::at_most(
-                &format!("{label}: max_k |τ̂_k(tol/2) − τ̂_k(tol)|/T_k"),
-                sensitivity,
-                c.tol_sensitivity,
-            )
-            .note("rtol and atol halved; over all α"),
-        );
+        let (offsets, extrapolation) = instance_panels(g);
+        figure = figure.panel(offsets).panel(extrapolation);
+    }
+    rep.figure = Some(figure);
+    Ok(rep)
+}
 
-        // table and figure
-        for (j, &la) in ln_all.iter().enumerate() {
-            let cross_j = cross_index.iter().position(|&i| i == j);
-            for (k, &t_k) in t_th.iter().enumerate().take(kk + 1).skip(1) {
-                let lambda = main.lambda[j];
-                rep.series.push(vec![
-                    Cell::from(label),
-                    la.into(),
-                    lambda.into(),
-                    k.into(),
-                    t_k.into(),
-                    (main.t_hat[j][k - 1] / lambda).into(),
-                    offset(j, k).into(),
-                    normalized(j, k).into(),
-                    rho(j, k - 1).into(),
-                    cross_j
-                        .map_or(f64::NAN, |i| cross.t_hat[i][k - 1] / lambda)
-                        .into(),
-                    (half.t_hat[j][k - 1] / lambda).into(),
-                ]);
-            }
-        }
-        let mut offsets_panel = LinePanel::new(
-            format!("{label}: normalized offsets |g_(i_(k−1))|·Λ(τ̂_k − T_k)"),
-            "Λ = ln(1/α)",
-            "|g|·Λ(τ̂_k − T_k)",
-        )
-        .log_x()
-        .legend(LegendPosition::UpperLeft);
-        let all_offsets: Vec<f64> = (0..ln_all.len())
-            .flat_map(|j| (1..=kk).map(move |k| (j, k)))
-            .map(|(j, k)| normalized(j, k))
-            .filter(|v| v.is_finite())
-            .collect();
-        if let Some((lo, hi)) = headroom(&all_offsets, 0.9) {
-            offsets_panel = offsets_panel.y_range(lo, hi);
-        }
-        let mut extrapolation = LinePanel::new(
-            format!("{label}: τ̂_k/T_k vs 1/Λ, fit extrapolated to α → 0"),
-            "1/Λ",
-            "τ̂_k / T_k",
-        )
-        .hline(RefLine::new(1.0, "T_k (Algorithm 1)"))
-        .legend(LegendPosition::UpperLeft);
-        let inv: Vec<f64> = main.lambda.iter().map(|l| 1.0 / l).collect();
-        for (k, &t_k) in t_th.iter().enumerate().take(kk + 1).skip(1) {
-            let name = format!("k={k} {}", setup.activation_label(k));
-            let y: Vec<f64> = (0..ln_all.len()).map(|j| normalized(j, k)).collect();
-            offsets_panel = offsets_panel.series(
-                Series::new(
-                    name.clone(),
-                    main.lambda.clone(),
-                    y,
-                    LineStyle::SolidMarkers,
+/// The paper-style panels of one instance: normalized offsets vs Λ (flat lines), and τ̂_k/T_k
+/// vs 1/Λ with the fit extrapolated to 1/Λ = 0, where it meets 1.
+fn instance_panels(g: &InstanceRows) -> (LinePanel, LinePanel) {
+    let label = &g.label;
+    let mut offsets = LinePanel::new(
+        format!("{label}: normalized offsets |g_(i_(k−1))|·Λ(τ̂_k − T_k)"),
+        "Λ = ln(1/α)",
+        "|g|·Λ(τ̂_k − T_k)",
+    )
+    .log_x()
+    .legend(LegendPosition::UpperLeft);
+    let all_offsets: Vec<f64> = g
+        .stages
+        .iter()
+        .flat_map(|s| s.normalized_offset.iter().copied())
+        .filter(|v| v.is_finite())
+        .collect();
+    if let Some((lo, hi)) = headroom(&all_offsets, 0.9) {
+        offsets = offsets.y_range(lo, hi);
+    }
+    let mut extrapolation = LinePanel::new(
+        format!("{label}: τ̂_k/T_k vs 1/Λ, fit extrapolated to α → 0"),
+        "1/Λ",
+        "τ̂_k / T_k",
+    )
+    .hline(RefLine::new(1.0, "T_k (Algorithm 1)"))
+    .legend(LegendPosition::UpperLeft);
+    let inv: Vec<f64> = g.lambda.iter().map(|l| 1.0 / l).collect();
+    let x_max = inv.iter().fold(0.0_f64, |m, &x| m.max(x));
+    for (k, s) in g.stages.iter().enumerate().map(|(i, s)| (i + 1, s)) {
+        let name = format!("k={k} {}", s.activation);
+        offsets = offsets.series(
+            Series::new(
+                name.clone(),
+                g.lambda.clone(),
+                s.normalized_offset.clone(),
+                LineStyle::SolidMarkers,
+            )
+            .color(k - 1),
+        );
+        let ratio: Vec<f64> = s.tau_hat.iter().map(|t| t / s.t_k).collect();
+        let fit = line_fit(&inv, &ratio);
+        extrapolation = extrapolation
+            .series(Series::new(name, inv.clone(), ratio, LineStyle::Markers).color(k - 1))
+            .series(
+                Series::theory(
+                    "",
+                    vec![0.0, x_max],
+                    vec![fit.intercept, fit.intercept + fit.slope * x_max],
                 )
                 .color(k - 1),
             );
-            let ratio: Vec<f64> = (0..ln_all.len())
-                .map(|j| main.t_hat[j][k - 1] / (main.lambda[j] * t_k))
-                .collect();
-            let fit = line_fit(&inv, &ratio);
-            let (slope, intercept) = (fit.slope, fit.intercept);
-            let x_max = inv.iter().fold(0.0_f64, |m, &x| m.max(x));
-            extrapolation = extrapolation
-                .series(Series::new(name, inv.clone(), ratio, LineStyle::Markers).color(k - 1))
-                .series(
-                    Series::theory(
-                        "",
-                        vec![0.0, x_max],
-                        vec![intercept, intercept + slope * x_max],
-                    )
-                    .color(k - 1),
-                );
-        }
-        figure = figure.panel(offsets_panel).panel(extrapolation);
     }
-    rep.derive(
-        "alphas",
-        ln_all.iter().map(|&a| alpha_label(a)).collect::<Vec<_>>(),
-    );
-    rep.figure = Some(figure);
-    Ok(rep)
+    (offsets, extrapolation)
 }
 
 /// A y-range around `values` with `top` × (their range) of free space above them for the legend.
@@ -451,22 +567,18 @@ fn fmt_list(values: &[f64]) -> String {
         .join(", ")
 }
 
-fn fmt_alphas(ln_alpha: &[f64]) -> String {
-    ln_alpha
-        .iter()
-        .map(|&a| alpha_label(a))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-pub static KIND: Kind<Params, Checks> = Kind {
-    name: "diagonal.stage-times",
-    paper: "004",
-    summary: "Theorem 4.1(ii) and Θ(log 1/α): measured transition times t̂_k(α) over \
-              α = 1e−16 … e^−2000 regress onto T_k·Λ (Algorithm 1) with Λ-independent offsets \
-              O(1/|g|); stage durations ρ_k → 1 at rate 1/Λ; explicit vs implicit solver and \
-              halved tolerances agree.",
-    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
-    run,
+pub static KIND: SweptKind<Params, Checks> = SweptKind {
+    kind: Kind {
+        name: "diagonal.stage-times",
+        paper: "004",
+        summary: "Theorem 4.1(ii) and Θ(log 1/α), a sweep over α = 1e−16 … e^−2000: measured \
+                  transition times t̂_k(α) regress onto T_k·Λ (Algorithm 1) with Λ-independent \
+                  offsets O(1/|g|); stage durations ρ_k → 1 at rate 1/Λ; explicit vs implicit \
+                  solver and halved tolerances agree at every α.",
+        solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
+        validate,
+        run,
+    },
+    validate_sweep,
+    reduce,
 };

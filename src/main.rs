@@ -4,8 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use rayon::prelude::*;
 
 use attnflow::flow::Method;
+use attnflow::scenario::registry;
 use attnflow::scenario::run::{
     default_scenario_dir, execute, load_and_validate, merge, resolve, scenario_files, ExecOptions,
     Outcome, Ready, INTERRUPTED,
@@ -268,35 +270,50 @@ fn run(
         eprintln!("error: no scenarios under {}", dir.display());
         return ExitCode::from(2);
     }
-    let mut outcomes: Vec<Outcome> = Vec::new();
-    let mut failures: Vec<(String, RunError)> = Vec::new();
-    for r in ready {
+    // Scenarios run in parallel (each sweep is parallel inside too); the ones that report
+    // their solvers' wall time run afterwards, alone, so that their timings are not shared
+    // with other work. Verdicts print as runs finish; the summary keeps the file order.
+    let (timed, rest): (Vec<(usize, Ready)>, Vec<(usize, Ready)>) = ready
+        .into_iter()
+        .enumerate()
+        .partition(|(_, r)| registry::reports_wall_time(r.kind.name()));
+    let start = std::time::Instant::now();
+    let print_lock = std::sync::Mutex::new(());
+    type Finished = (usize, String, Result<Outcome, RunError>);
+    let execute_one = |(i, r): (usize, Ready)| -> Option<Finished> {
         let name = r.scenario.name.clone();
         if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-            failures.push((name, RunError::Interrupted("not started".into())));
-            continue;
+            return Some((i, name, Err(RunError::Interrupted("not started".into()))));
         }
         if r.sweep.is_none() {
             if exec.shard.index != 1 {
-                continue;
+                return None;
             }
             if exec.resume && out.join(&name).join("checks.json").is_file() {
                 println!("{name}: complete on disk, skipped (--resume)");
-                continue;
+                return None;
             }
         }
-        match execute(r, out, exec) {
-            Ok(o) => {
-                print!("{}", o.verdict);
-                outcomes.push(o);
-            }
-            Err(e) => {
-                eprintln!("{name}: {e}");
-                failures.push((name, e));
-            }
+        let result = execute(r, out, exec);
+        let _guard = print_lock.lock().unwrap_or_else(|e| e.into_inner());
+        match &result {
+            Ok(o) => print!("{}", o.verdict),
+            Err(e) => eprintln!("{name}: {e}"),
+        }
+        Some((i, name, result))
+    };
+    let mut results: Vec<Finished> = rest.into_par_iter().filter_map(execute_one).collect();
+    results.extend(timed.into_iter().filter_map(execute_one));
+    results.sort_by_key(|(i, _, _)| *i);
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut failures: Vec<(String, RunError)> = Vec::new();
+    for (_, name, result) in results {
+        match result {
+            Ok(o) => outcomes.push(o),
+            Err(e) => failures.push((name, e)),
         }
     }
-    summarize(&outcomes, &failures);
+    summarize(&outcomes, &failures, start.elapsed().as_secs_f64());
     if summary {
         match write_summary(out, &outcomes, &failures) {
             Ok(path) => println!("summary written to {}", path.display()),
@@ -325,7 +342,7 @@ fn exit_code(outcomes: &[Outcome], failures: &[(String, RunError)]) -> ExitCode 
 }
 
 /// The summary table printed after several runs: one line per scenario.
-fn summarize(outcomes: &[Outcome], failures: &[(String, RunError)]) {
+fn summarize(outcomes: &[Outcome], failures: &[(String, RunError)], elapsed: f64) {
     if outcomes.len() + failures.len() < 2 {
         return;
     }
@@ -349,7 +366,8 @@ fn summarize(outcomes: &[Outcome], failures: &[(String, RunError)]) {
     let passed: usize = outcomes.iter().map(|o| o.passed).sum();
     let seconds: f64 = outcomes.iter().map(|o| o.seconds).sum();
     println!(
-        "{} scenarios run, {} failed to run; {passed}/{checks} checks passed [{seconds:.1} s]",
+        "{} scenarios run, {} failed to run; {passed}/{checks} checks passed \
+         [{elapsed:.1} s elapsed, {seconds:.1} s summed over scenarios]",
         outcomes.len(),
         failures.len()
     );

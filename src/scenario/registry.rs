@@ -109,6 +109,16 @@ pub fn find(name: &str) -> Option<&'static dyn ScenarioKind> {
     all().into_iter().find(|k| k.name() == name)
 }
 
+/// Kinds whose outputs include their solvers' wall times (work-precision diagrams, stiffness
+/// reports): `run --all` runs them alone, after the others, so the timings are not shared with
+/// concurrent work.
+pub fn reports_wall_time(kind: &str) -> bool {
+    matches!(
+        kind,
+        "histogram.work-precision" | "histogram.stiffness-report"
+    )
+}
+
 /// A validator for kinds with nothing to check beyond the types.
 pub fn no_validation<P, C>(_: &P, _: &C, _: &Scenario) -> Result<(), InputError> {
     Ok(())

@@ -273,7 +273,8 @@ fn run(
     // Scenarios run in parallel (each sweep is parallel inside too); the ones that report
     // their solvers' wall time run afterwards, alone, so that their timings are not shared
     // with other work. Verdicts print as runs finish; the summary keeps the file order.
-    let (timed, rest): (Vec<(usize, Ready)>, Vec<(usize, Ready)>) = ready
+    type Indexed = Vec<(usize, Ready)>;
+    let (timed, rest): (Indexed, Indexed) = ready
         .into_iter()
         .enumerate()
         .partition(|(_, r)| registry::reports_wall_time(r.kind.name()));

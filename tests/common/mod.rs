@@ -4,20 +4,25 @@
 use std::path::PathBuf;
 
 use attnflow::scenario::run::{
-    default_scenario_dir, execute, load_and_validate, resolve, ExecOptions,
+    default_scenario_dir, execute, load_and_validate, resolve, ExecOptions, Ready,
 };
 use attnflow::scenario::{Check, InputError, Overrides, Report, RunContext, RunError};
 
-/// Runs scenario `name` with its `[quick]` overrides (plus `set`) and returns the report
-/// without writing files.
-pub fn run_quick(name: &str, set: &[&str]) -> Report {
+/// Loads and validates shipped scenario `name` with its `[quick]` overrides plus `set`.
+pub fn load_quick(name: &str, set: &[&str]) -> Result<Ready, InputError> {
     let path: PathBuf = resolve(name, &default_scenario_dir()).expect("scenario exists");
     let ov = Overrides {
         set: set.iter().map(|s| s.to_string()).collect(),
         quick: true,
         ..Default::default()
     };
-    let ready = load_and_validate(&path, &ov).unwrap_or_else(|e| panic!("{e}"));
+    load_and_validate(&path, &ov)
+}
+
+/// Runs scenario `name` with its `[quick]` overrides (plus `set`) and returns the report
+/// without writing files.
+pub fn run_quick(name: &str, set: &[&str]) -> Report {
+    let ready = load_quick(name, set).unwrap_or_else(|e| panic!("{e}"));
     let ctx = RunContext {
         scenario: &ready.scenario,
         ode: ready.prepared.ode,
@@ -32,13 +37,7 @@ pub fn run_quick(name: &str, set: &[&str]) -> Report {
 /// the sweep's own (across runs, including the kind's reduction) first, then every run's, in
 /// run order — or the run error.
 pub fn sweep_quick(name: &str, set: &[&str]) -> Result<Report, RunError> {
-    let path: PathBuf = resolve(name, &default_scenario_dir()).expect("scenario exists");
-    let ov = Overrides {
-        set: set.iter().map(|s| s.to_string()).collect(),
-        quick: true,
-        ..Default::default()
-    };
-    let ready = load_and_validate(&path, &ov).unwrap_or_else(|e| panic!("{e}"));
+    let ready = load_quick(name, set).unwrap_or_else(|e| panic!("{e}"));
     assert!(ready.sweep.is_some(), "{name} is a sweep");
     let tmp = tempfile::tempdir().unwrap();
     let out = execute(ready, tmp.path(), ExecOptions::default())?;
@@ -67,13 +66,7 @@ pub fn sweep_quick(name: &str, set: &[&str]) -> Result<Report, RunError> {
 
 /// The input error of scenario `name` in quick mode with `set` (panics if it is accepted).
 pub fn load_error(name: &str, set: &[&str]) -> InputError {
-    let path: PathBuf = resolve(name, &default_scenario_dir()).expect("scenario exists");
-    let ov = Overrides {
-        set: set.iter().map(|s| s.to_string()).collect(),
-        quick: true,
-        ..Default::default()
-    };
-    match load_and_validate(&path, &ov) {
+    match load_quick(name, set) {
         Ok(_) => panic!("{name} with {set:?} was accepted"),
         Err(e) => e,
     }

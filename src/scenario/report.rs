@@ -93,6 +93,8 @@ pub enum Relation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     pub name: String,
+    /// Written as null when not finite (JSON has no NaN or ∞); read back as NaN.
+    #[serde(deserialize_with = "nan_if_null")]
     pub measured: f64,
     pub relation: Relation,
     /// The bound (for `Within`, the lower end).
@@ -107,6 +109,10 @@ pub struct Check {
     /// What the check measures, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl Check {

@@ -167,13 +167,12 @@ fn run(p: &Params, _c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(
         Figure::new(1)
             .title(format!(
-                "Loss of the diagonal attention head ({} instance) at {}; Algorithm 1 dashed",
-                instance_label(p.instance),
-                alpha_label(p.alpha)
+                "{}: loss vs τ, Algorithm 1 dashed",
+                instance_label(p.instance)
             ))
             .panel(
                 LinePanel::new(
-                    format!("sup interior error {sup:.3e}"),
+                    format!("{}: sup interior error {sup:.3e}", alpha_label(p.alpha)),
                     "τ = t / ln(1/α)",
                     "L(θ_α(τ))",
                 )

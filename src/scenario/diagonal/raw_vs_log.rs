@@ -299,7 +299,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.tables.push(("transition_times".into(), timing));
     let tau_shown: Vec<f64> = taus[..beta_log_i.len()].to_vec();
-    rep.figure = Some(Figure::new(1).title(figure_title(p)).panel(alpha_panel(
+    let title = format!(
+        "{}: β_{}, raw (u, v) vs log layout (spec §8.2)",
+        instance_label(p.instance),
+        p.shown_coordinate
+    );
+    rep.figure = Some(Figure::new(1).title(title).panel(alpha_panel(
         la,
         p.shown_coordinate,
         kk,

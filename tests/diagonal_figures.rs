@@ -7,7 +7,7 @@ use common::passes;
 
 #[test]
 fn fig2_loss() {
-    let r = common::run_quick("fig2-loss", &[]);
+    let r = common::sweep_quick("fig2-loss", &[]).unwrap();
     common::assert_all_pass("fig2-loss", &r);
 }
 
@@ -16,12 +16,26 @@ fn fig2_loss() {
 /// decrease check.
 #[test]
 fn fig2_loss_mini_needs_alpha_below_1e_64() {
-    let r = common::run_quick("fig2-loss", &["alphas=[1e-4, 1e-16, 1e-64]"]);
+    let r = common::sweep_quick("fig2-loss", &["sweep.grid.alpha=[1e-4, 1e-16, 1e-64]"]).unwrap();
     assert!(!passes(&r, "sup plateau-interior |L_α − L̃(β^k)| / L̃(0)"));
     assert!(!passes(
         &r,
         "sup plateau-interior |L_α − L̃(β^k)|: largest ratio"
     ));
+}
+
+/// The reduction needs the α strictly decreasing (colours, consecutive ratios).
+#[test]
+fn fig2_loss_refuses_an_unordered_grid() {
+    use attnflow::scenario::run::{default_scenario_dir, load_and_validate, resolve};
+    let path = resolve("fig2-loss", &default_scenario_dir()).unwrap();
+    let ov = attnflow::scenario::Overrides {
+        set: vec!["sweep.grid.alpha=[1e-64, 1e-4]".into()],
+        quick: true,
+        ..Default::default()
+    };
+    let err = load_and_validate(&path, &ov).err().expect("refused");
+    assert!(err.key.starts_with("sweep.grid"), "{err}");
 }
 
 #[test]

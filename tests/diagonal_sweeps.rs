@@ -133,13 +133,27 @@ fn transition_width_needs_small_alpha() {
 
 #[test]
 fn raw_vs_log() {
-    let r = common::run_quick("raw-vs-log", &[]);
+    let r = common::sweep_quick("raw-vs-log", &[]).unwrap();
     common::assert_all_pass("raw-vs-log", &r);
 }
 
 /// At α = 1e−8 the raw f64 layout has already lost the conserved c of the dropped coordinate.
 #[test]
 fn raw_vs_log_disagree_at_small_alpha() {
-    let r = common::run_quick("raw-vs-log", &["checks.agreement_log10_alpha=-8"]);
+    let r = common::sweep_quick("raw-vs-log", &["checks.agreement_log10_alpha=-8"]).unwrap();
     assert!(passes(&r, "max |β_raw − β_log|").iter().all(|p| !p));
+}
+
+/// A grid without the reference α of the agreement check is refused, naming the grid.
+#[test]
+fn raw_vs_log_refuses_a_grid_without_the_reference_alpha() {
+    use attnflow::scenario::run::{default_scenario_dir, load_and_validate, resolve};
+    let path = resolve("raw-vs-log", &default_scenario_dir()).unwrap();
+    let ov = attnflow::scenario::Overrides {
+        set: vec!["sweep.grid.log10_alpha=[-8.0, -16.0]".into()],
+        quick: true,
+        ..Default::default()
+    };
+    let err = load_and_validate(&path, &ov).err().expect("refused");
+    assert!(err.key.starts_with("sweep.grid"), "{err}");
 }

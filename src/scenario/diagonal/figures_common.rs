@@ -8,7 +8,9 @@ use crate::models::diagonal::{BetaLoss, Schedule, Termination};
 use crate::scenario::{RunContext, RunError};
 
 pub use super::basics_common::alpha_label;
-use super::common::{alpha_run, initial_direction, AlphaRun, Instance, InstanceName};
+use super::common::{
+    alpha_run, initial_direction, shared_schedule, AlphaRun, Instance, InstanceName,
+};
 
 /// A4.3(i) margin ||u0_i| − |v0_i|| ≥ 1e−3 of the shared initial direction (spec §4).
 const INIT_MARGIN: f64 = 1e-3;
@@ -34,7 +36,7 @@ impl Toy {
     /// failed assumption or a tie has no theory curve to draw: that is an error here.
     pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
         let instance = Instance::build(name, ctx)?;
-        let schedule = instance.schedule()?;
+        let schedule = shared_schedule(name, &instance, ctx)?;
         match &schedule.termination {
             Termination::Converged | Termination::StageLimit => {}
             other => {

@@ -71,7 +71,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 }
 
 /// The exponent law needs two values of α, and the reference α must be one of them.
-fn validate_sweep(_: &Params, c: &Checks, spec: &SweepSpec, sc: &Scenario) -> Result<(), InputError> {
+fn validate_sweep(
+    _: &Params,
+    c: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
     let grid = log10_alpha_sweep(sc, spec, 2)?;
     if !grid.contains(&c.reference_log10_alpha) {
         return Err(sc.invalid(
@@ -175,7 +180,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.tables.push(("trajectories".into(), trajectories));
     rep.tables.push(("exponents".into(), exponents));
-    rep.figure = Some(run_figure(&setup, la, &tau, &distance, &best, &err, c.floor));
+    rep.figure = Some(run_figure(
+        &setup, la, &tau, &distance, &best, &err, c.floor,
+    ));
     Ok(rep)
 }
 
@@ -189,38 +196,32 @@ fn run_figure(
     err: &[f64],
     floor: f64,
 ) -> Figure {
-    let mut panel = LinePanel::new(
-        format!(
-            "{}, α = {}: distance to the Algorithm-1 path",
-            setup.label(),
-            alpha_label(ln_alpha)
-        ),
+    let panel = LinePanel::new(
+        "distance to the Algorithm-1 path",
         "τ",
         "‖β_α(τ) − β^(k(τ))‖_∞",
     )
     .log_y()
     .y_range(0.01 * floor, 2.0)
     .hline(RefLine::new(floor, "integrator floor").style(LineStyle::Dotted))
-    .legend(LegendPosition::LowerLeft)
+    .legend(LegendPosition::UpperLeft)
     .series(Series::numerics(
         "‖β_α(τ) − β^(k(τ))‖_∞",
         tau.to_vec(),
-        distance.iter().map(|e| e.max(1e-3 * floor)).collect(),
-    ));
-    for (k, (b, &e)) in (1..).zip(best.iter().zip(err)) {
-        panel = panel.series(
-            Series::new(
-                format!("err_{k} at τ†_{k} ({})", setup.activation_label(k)),
-                vec![b.0],
-                vec![e.max(1e-3 * floor)],
-                LineStyle::Markers,
-            )
-            .color(k),
-        );
-    }
+        distance.iter().map(|e| e.max(0.01 * floor)).collect(),
+    ))
+    .series(
+        Series::new(
+            "err_k at τ†_k",
+            best.iter().map(|b| b.0).collect(),
+            err.iter().map(|e| e.max(0.01 * floor)).collect(),
+            LineStyle::Markers,
+        )
+        .color(1),
+    );
     Figure::new(1)
         .title(format!(
-            "Plateau convergence (Theorem 4.1(i)) on {}, α = {}",
+            "Plateau convergence: {}, α = {}",
             setup.label(),
             alpha_label(ln_alpha)
         ))

@@ -65,7 +65,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 }
 
 /// Any α grid will do (one α may cover every stage); it must be an α grid.
-fn validate_sweep(_: &Params, _: &Checks, spec: &SweepSpec, sc: &Scenario) -> Result<(), InputError> {
+fn validate_sweep(
+    _: &Params,
+    _: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
     log10_alpha_sweep(sc, spec, 1).map(|_| ())
 }
 
@@ -213,7 +218,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             0.0,
         )
         .note(format!(
-            "{tested} eligible (α, k) at α = {}; count #{{i : |β_i(τ†_k)| > α^(m_k(τ†_k)/2)}}",
+            "{tested} eligible stages k at α = {}; count #{{i : |β_i(τ†_k)| > α^(m_k(τ†_k)/2)}}",
             alpha_label(la)
         ))
         .paper_claim(
@@ -256,8 +261,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("counts".into(), counts));
     rep.figure = Some(
         Figure::new(1)
-            .title(title(setup.label()))
-            .panel(panel(setup.label(), la, &tau, curves, is_attention, true)),
+            .title(format!(
+                "Rank staircase: {}, α = {}",
+                setup.label(),
+                alpha_label(la)
+            ))
+            .panel(panel(
+                setup.label(),
+                la,
+                &tau,
+                curves,
+                is_attention,
+                LegendPosition::UpperLeft,
+            )),
     );
     Ok(rep)
 }
@@ -313,7 +329,11 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
             &col("tau")?,
             curves,
             run.quantity("is_attention") == 1.0,
-            j == 0,
+            if j == 0 {
+                LegendPosition::LowerRight
+            } else {
+                LegendPosition::None
+            },
         ));
     }
     let mut rep = Report {
@@ -355,7 +375,7 @@ fn panel(
     tau: &[f64],
     curves: [Vec<f64>; 6],
     is_attention: bool,
-    legend: bool,
+    legend: LegendPosition,
 ) -> LinePanel {
     let names: [&str; 2] = if is_attention {
         ["rank W_K W_Qᵀ", "rank W_V W_Oᵀ"]
@@ -367,11 +387,7 @@ fn panel(
         "τ",
         "rank",
     )
-    .legend(if legend {
-        LegendPosition::LowerRight
-    } else {
-        LegendPosition::None
-    });
+    .legend(legend);
     let [kq, vo, kq_fixed, vo_fixed, kq_th, vo_th] = curves;
     let blocks = if is_attention { 2 } else { 1 };
     for (b, (num, fixed, th)) in [(kq, kq_fixed, kq_th), (vo, vo_fixed, vo_th)]

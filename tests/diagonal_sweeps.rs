@@ -4,7 +4,23 @@
 
 mod common;
 
+use attnflow::scenario::run::{default_scenario_dir, load_and_validate, resolve};
+use attnflow::scenario::{InputError, Overrides};
 use common::passes_each as passes;
+
+/// The refusal of scenario `name` in quick mode with `set`.
+fn refused(name: &str, set: &str) -> InputError {
+    let path = resolve(name, &default_scenario_dir()).expect("scenario exists");
+    let ov = Overrides {
+        set: vec![set.to_string()],
+        quick: true,
+        ..Default::default()
+    };
+    match load_and_validate(&path, &ov) {
+        Ok(_) => panic!("{name}: {set} was accepted"),
+        Err(e) => e,
+    }
+}
 
 #[test]
 fn stage_times() {
@@ -68,21 +84,45 @@ fn stage_times_refuses_unusable_grids() {
 
 #[test]
 fn plateau_convergence() {
-    let r = common::run_quick("plateau-convergence", &[]);
+    let r = common::sweep_quick("plateau-convergence", &[]).unwrap();
     common::assert_all_pass("plateau-convergence", &r);
+    // the reduction's law across α and the reference run's check are both there
+    assert!(passes(&r, "does not decrease").iter().all(|p| *p));
+    assert_eq!(passes(&r, "max_k err_k at α = 1e-64"), [true]);
 }
 
 /// At α = 1e−8 the plateau error is far above 1e−3 on the short plateaus.
 #[test]
 fn plateau_convergence_fails_at_large_alpha() {
-    let r = common::run_quick(
+    let r = common::sweep_quick(
         "plateau-convergence",
         &[
-            "log10_alpha=[-4, -6, -8]",
-            "checks.reference_log10_alpha=-8",
+            "sweep.grid.log10_alpha=[-4.0, -6.0, -8.0]",
+            "checks.reference_log10_alpha=-8.0",
         ],
-    );
+    )
+    .unwrap();
     assert!(passes(&r, "max_k err_k at").iter().all(|p| !p));
+}
+
+/// The exponent law needs two α, in decreasing order, with the reference α among them.
+#[test]
+fn plateau_convergence_refuses_bad_grids() {
+    for (set, key) in [
+        ("sweep.grid.log10_alpha=[-64.0]", "sweep.grid.log10_alpha"),
+        (
+            "sweep.grid.log10_alpha=[-64.0, -32.0]",
+            "sweep.grid.log10_alpha",
+        ),
+        (
+            "sweep.grid.log10_alpha=[-16.0, -32.0]",
+            "checks.reference_log10_alpha",
+        ),
+        ("sweep.grid.samples=[60, 100]", "sweep.grid"),
+    ] {
+        let e = refused("plateau-convergence", set);
+        assert!(e.key.starts_with(key), "{set}: {e}");
+    }
 }
 
 #[test]
@@ -102,18 +142,42 @@ fn log_scale_tracking_sign_check_fails_inside_transitions() {
 
 #[test]
 fn rank_staircase() {
-    let r = common::run_quick("rank-staircase", &[]);
+    let r = common::sweep_quick("rank-staircase", &[]).unwrap();
     common::assert_all_pass("rank-staircase", &r);
+    assert!(passes(&r, "stages with no eligible α").iter().all(|p| *p));
+    assert!(passes(&r, "counted set ≠ S_k").iter().all(|p| *p));
 }
 
-/// Without the eligibility rule, α = 1e−16 is counted on plateaus it has not reached yet.
+/// Without the eligibility rule, α = 1e−16 is counted on plateaus it has not reached yet; with
+/// it, α = 1e−16 alone leaves stages uncounted, which the reduction catches.
 #[test]
 fn rank_staircase_miscounts_ineligible_alpha() {
-    let r = common::run_quick(
+    let r = common::sweep_quick(
         "rank-staircase",
-        &["log10_alpha=[-16]", "checks.eligibility=1e6"],
-    );
+        &["sweep.grid.log10_alpha=[-16.0]", "checks.eligibility=1e6"],
+    )
+    .unwrap();
     assert!(passes(&r, "counted set ≠ S_k").iter().all(|p| !p));
+    let r = common::sweep_quick("rank-staircase", &["sweep.grid.log10_alpha=[-16.0]"]).unwrap();
+    assert!(passes(&r, "stages with no eligible α").iter().all(|p| !p));
+    assert!(passes(&r, "counted set ≠ S_k").iter().all(|p| *p));
+}
+
+/// A grid that is not a decreasing list of α in (0, 1), or sweeps something else, is refused.
+#[test]
+fn rank_staircase_refuses_bad_grids() {
+    for (set, key) in [
+        (
+            "sweep.grid.log10_alpha=[-128.0, -64.0]",
+            "sweep.grid.log10_alpha",
+        ),
+        ("sweep.grid.log10_alpha=[-128.0, 0.0]", "params.log10_alpha"),
+        ("sweep.grid.fixed_threshold=[1e-5, 1e-6]", "sweep.grid"),
+        ("sweep.seeds=2", "sweep.seeds"),
+    ] {
+        let e = refused("rank-staircase", set);
+        assert!(e.key.starts_with(key), "{set}: {e}");
+    }
 }
 
 #[test]

@@ -5,26 +5,32 @@
 //! whose predicted exponent e_k = min(m_k, λ_act(τ − T_k)) combines the neglected coordinates
 //! (α^{m_k}, spec §3.4) and the stage-B relaxation (α^{λ_act(τ−T_k)}); the fitted exponent is
 //! reported against it (the spec's ±25% soft check, not asserted).
+//!
+//! A sweep over α: each run follows ONE α and measures err_k at every plateau (and checks
+//! err_k ≤ 1e−3 when it is the reference α); the reduction states the laws across α (strict
+//! decrease to the floor, fitted exponents) and draws the figure from the runs' tables.
 
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
+use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{alpha_run, InstanceName};
 use super::sweeps_common::{
-    alpha_label, best_separated_time, decreases, grid_with_points, ln_alphas, nan_max,
-    predicted_exponent, validate_ln_alphas, Setup,
+    alpha_label, best_separated_time, decreases, grid_with_points, instance_label,
+    log10_alpha_sweep, nan_max, predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub instance: InstanceName,
-    /// A_conv as log10 α, strictly decreasing.
-    pub log10_alpha: Vec<f64>,
+    /// log10 α of this run (the sweep sets it from `sweep.grid.log10_alpha`, A_conv).
+    pub log10_alpha: f64,
     /// How far past T_K the last (infinite) plateau is followed, in τ.
     pub final_stage_span: f64,
     /// Output samples of each run (for the trajectories in `trajectories.csv`).
@@ -46,7 +52,12 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&p.log10_alpha), 2)?;
+    validate_ln_alphas(
+        sc,
+        "params.log10_alpha",
+        &[p.log10_alpha * std::f64::consts::LN_10],
+        1,
+    )?;
     sc.require_positive(&[
         ("params.final_stage_span", p.final_stage_span),
         ("checks.floor", c.floor),
@@ -56,15 +67,29 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 2 {
         return Err(sc.invalid("params.samples", "need at least 2 samples"));
     }
-    if !p.log10_alpha.contains(&c.reference_log10_alpha) {
+    Ok(())
+}
+
+/// The exponent law needs two values of α, and the reference α must be one of them.
+fn validate_sweep(
+    _: &Params,
+    c: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
+    let grid = log10_alpha_sweep(sc, spec, 2)?;
+    if !grid.contains(&c.reference_log10_alpha) {
         return Err(sc.invalid(
             "checks.reference_log10_alpha",
-            "must be one of params.log10_alpha",
+            "must be one of sweep.grid.log10_alpha",
         ));
     }
     Ok(())
 }
 
+/// One α: err_k at τ†_k of every plateau k ≥ 1 (`series.csv`, with the theory's τ†_k, e_k(τ†_k),
+/// m_k(τ†_k) and the activation label), the distance to the theory along the trajectory
+/// (`trajectories.csv`) and the theory curves e_k(τ), m_k(τ) (`exponents.csv`).
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setup = Setup::build(p.instance, ctx)?;
     let schedule = &setup.schedule;
@@ -76,11 +101,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     let points: Vec<f64> = best.iter().map(|b| b.0).collect();
     let (taus, index) = grid_with_points(tau_end, p.samples, &points);
-    let ln_alpha = ln_alphas(&p.log10_alpha);
+    let la = p.log10_alpha * std::f64::consts::LN_10;
     let mut rep = Report {
         series: Table::new(&[
-            "log10_alpha",
             "k",
+            "activation",
             "tau_best",
             "err",
             "predicted_exponent",
@@ -88,47 +113,188 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]),
         ..Default::default()
     };
-    let mut trajectories = Table::new(&["tau", "log10_alpha", "max_err_to_theory"]);
-    // err[k−1][j] for α_j
-    let mut err = vec![Vec::new(); stages - 1];
-    for (j, &la) in ln_alpha.iter().enumerate() {
-        let run = alpha_run(
-            setup.instance.loss(),
-            &setup.init,
-            la,
-            schedule,
-            &taus,
-            &ctx.ode,
-        )?;
-        rep.stats(format!("α={}", alpha_label(la)), &run.traj.stats);
-        for (k, &i) in (1..stages).zip(&index) {
-            let beta = run.beta(i);
-            let target = &schedule.stages[k].beta;
-            err[k - 1].push(nan_max(beta.iter().zip(target).map(|(a, b)| (a - b).abs())));
-        }
-        let tau = run.taus();
-        for (s, &t) in tau.iter().enumerate() {
-            let beta = run.beta(s);
-            let th = schedule.beta_at(t);
-            let e = nan_max(beta.iter().zip(th).map(|(a, b)| (a - b).abs()));
-            trajectories.push(vec![t.into(), p.log10_alpha[j].into(), e.into()]);
+    let run = alpha_run(
+        setup.instance.loss(),
+        &setup.init,
+        la,
+        schedule,
+        &taus,
+        &ctx.ode,
+    )?;
+    rep.stats(format!("α={}", alpha_label(la)), &run.traj.stats);
+    let mut err = Vec::with_capacity(stages - 1);
+    for ((k, &i), &(tau_best, predicted)) in (1..stages).zip(&index).zip(&best) {
+        let beta = run.beta(i);
+        let target = &schedule.stages[k].beta;
+        let e = nan_max(beta.iter().zip(target).map(|(a, b)| (a - b).abs()));
+        err.push(e);
+        rep.series.push(vec![
+            k.into(),
+            setup.activation_label(k).into(),
+            tau_best.into(),
+            e.into(),
+            predicted.into(),
+            schedule.neglect_exponent(tau_best).into(),
+        ]);
+        rep.derive(&format!("stage_{k}.tau_best"), tau_best);
+        rep.derive(&format!("stage_{k}.predicted_exponent"), predicted);
+        rep.derive(&format!("stage_{k}.err"), e);
+    }
+    let max_err = nan_max(err.iter().copied());
+    rep.derive("max_err", max_err);
+    if p.log10_alpha == c.reference_log10_alpha {
+        rep.check(
+            Check::at_most(
+                &format!("max_k err_k at α = 1e{}", c.reference_log10_alpha),
+                max_err,
+                c.max_error_at_reference,
+            )
+            .note("Theorem 4.1(i): θ_α(τ) → θ^k on every plateau"),
+        );
+    }
+    let tau = run.taus();
+    let mut distance = Vec::with_capacity(tau.len());
+    let mut trajectories = Table::new(&["tau", "max_err_to_theory"]);
+    for (s, &t) in tau.iter().enumerate() {
+        let beta = run.beta(s);
+        let th = schedule.beta_at(t);
+        let e = nan_max(beta.iter().zip(th).map(|(a, b)| (a - b).abs()));
+        trajectories.push(vec![t.into(), e.into()]);
+        distance.push(e);
+    }
+    let mut exponents = Table::new(&["k", "tau", "m_k", "e_k"]);
+    for k in 1..stages {
+        let (t0, t1) = (
+            schedule.stages[k].t_start,
+            schedule.stage_end(k).min(tau_end),
+        );
+        for s in 0..=200 {
+            let t = t0 + (t1 - t0) * s as f64 / 200.0;
+            exponents.push(vec![
+                k.into(),
+                t.into(),
+                schedule.neglect_exponent(t).into(),
+                predicted_exponent(schedule, k, t).into(),
+            ]);
         }
     }
-    let reference = p
-        .log10_alpha
+    rep.tables.push(("trajectories".into(), trajectories));
+    rep.tables.push(("exponents".into(), exponents));
+    rep.figure = Some(run_figure(
+        &setup, la, &tau, &distance, &best, &err, c.floor,
+    ));
+    Ok(rep)
+}
+
+/// One α: the distance to the Algorithm-1 path along the trajectory, err_k at τ†_k (dots).
+fn run_figure(
+    setup: &Setup,
+    ln_alpha: f64,
+    tau: &[f64],
+    distance: &[f64],
+    best: &[(f64, f64)],
+    err: &[f64],
+    floor: f64,
+) -> Figure {
+    let panel = LinePanel::new(
+        "distance to the Algorithm-1 path",
+        "τ",
+        "‖β_α(τ) − β^(k(τ))‖_∞",
+    )
+    .log_y()
+    .y_range(0.01 * floor, 1e3) // headroom for the legend
+    .hline(RefLine::new(floor, "integrator floor").style(LineStyle::Dotted))
+    .legend(LegendPosition::UpperLeft)
+    .series(Series::numerics(
+        "‖β_α(τ) − β^(k(τ))‖_∞",
+        tau.to_vec(),
+        distance.iter().map(|e| e.max(0.01 * floor)).collect(),
+    ))
+    .series(
+        Series::new(
+            "err_k at τ†_k",
+            best.iter().map(|b| b.0).collect(),
+            err.iter().map(|e| e.max(0.01 * floor)).collect(),
+            LineStyle::Markers,
+        )
+        .color(1),
+    );
+    Figure::new(1)
+        .title(format!(
+            "Plateau convergence: {}, α = {}",
+            setup.label(),
+            alpha_label(ln_alpha)
+        ))
+        .panel(panel)
+}
+
+fn table(run: &SweepRun, stem: &str) -> Result<crate::scenario::reduce::CsvTable, RunError> {
+    run.table(stem).map_err(RunError::Other)
+}
+
+fn column(t: &crate::scenario::reduce::CsvTable, name: &str) -> Result<Vec<f64>, RunError> {
+    t.column(name).map_err(RunError::Other)
+}
+
+/// What a plateau is across the sweep: its theory (identical in every run) and err_k per α.
+struct Plateau {
+    label: String,
+    tau_best: f64,
+    predicted: f64,
+    err: Vec<f64>,
+}
+
+/// Across α: err_k decreases strictly (above the floor) on every plateau; the fitted power of α
+/// vs the predicted e_k(τ†_k) (soft); the combined tables and the paper-style figure.
+fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> {
+    let sorted = runs_by_lambda(runs);
+    let log10_alpha: Vec<f64> = sorted.iter().map(|r| r.grid_value("log10_alpha")).collect();
+    let ln_alpha: Vec<f64> = log10_alpha
         .iter()
-        .position(|&a| a == c.reference_log10_alpha)
-        .unwrap();
+        .map(|a| a * std::f64::consts::LN_10)
+        .collect();
+    let first = sorted
+        .first()
+        .ok_or_else(|| RunError::Other("the sweep has no runs".into()))?;
+    let theory = table(first, "series")?;
+    let ks = column(&theory, "k")?;
+    let labels = theory.text_column("activation").map_err(RunError::Other)?;
+    let tau_best = column(&theory, "tau_best")?;
+    let predicted = column(&theory, "predicted_exponent")?;
+    let mut plateaus: Vec<Plateau> = (0..ks.len())
+        .map(|i| Plateau {
+            label: labels[i].clone(),
+            tau_best: tau_best[i],
+            predicted: predicted[i],
+            err: Vec::with_capacity(sorted.len()),
+        })
+        .collect();
+    for run in &sorted {
+        let t = table(run, "series")?;
+        if column(&t, "k")? != ks {
+            return Err(RunError::Other(format!(
+                "{}: other plateaus than the first run's",
+                t.path.display()
+            )));
+        }
+        for (pl, e) in plateaus.iter_mut().zip(column(&t, "err")?) {
+            pl.err.push(e);
+        }
+    }
+    let stages = plateaus.len() + 1;
+    let mut rep = Report {
+        series: runs.stacked("series").map_err(RunError::Other)?,
+        ..Default::default()
+    };
     let mut not_decreasing = 0;
     let mut exponent_lines = Vec::new();
     let mut within_band = 0;
-    for k in 1..stages {
-        let e = &err[k - 1];
+    for (k, pl) in (1..).zip(&plateaus) {
+        let e = &pl.err;
         not_decreasing += e
             .windows(2)
             .filter(|w| !(decreases(w[0], w[1]) || w[0] <= c.floor))
             .count();
-        let (tau_best, predicted) = best[k - 1];
         let above: Vec<usize> = (0..e.len()).filter(|&j| e[j] > c.floor).collect();
         let fitted = if above.len() >= 2 {
             let x: Vec<f64> = above.iter().map(|&j| ln_alpha[j]).collect();
@@ -137,34 +303,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         } else {
             f64::NAN
         };
+        let predicted = pl.predicted;
         let in_band = (fitted / predicted - 1.0).abs() <= c.exponent_rel_band;
         within_band += usize::from(in_band);
         exponent_lines.push(if fitted.is_nan() {
             format!(
                 "k={k} {}: n/a (fewer than 2 values above the floor; predicted {predicted:.3})",
-                setup.activation_label(k)
+                pl.label
             )
         } else {
             format!(
                 "k={k} {}: fitted {fitted:.3} vs predicted {predicted:.3}{}",
-                setup.activation_label(k),
+                pl.label,
                 if in_band { "" } else { " (outside the band)" }
             )
         });
-        rep.derive(&format!("stage_{k}.tau_best"), tau_best);
+        rep.derive(&format!("stage_{k}.tau_best"), pl.tau_best);
         rep.derive(&format!("stage_{k}.predicted_exponent"), predicted);
         rep.derive(&format!("stage_{k}.fitted_exponent"), fitted);
         rep.derive(&format!("stage_{k}.err"), e.clone());
-        for (j, &v) in e.iter().enumerate() {
-            rep.series.push(vec![
-                p.log10_alpha[j].into(),
-                k.into(),
-                tau_best.into(),
-                v.into(),
-                predicted.into(),
-                schedule.neglect_exponent(tau_best).into(),
-            ]);
-        }
     }
     rep.derive("exponents_within_band", within_band);
     rep.check(
@@ -176,7 +333,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "err_k = ‖β_α(τ†_k) − β^k‖_∞ over {} plateaus × α = {}; floor {:e}",
             stages - 1,
-            p.log10_alpha
+            log10_alpha
                 .iter()
                 .map(|a| format!("1e{a}"))
                 .collect::<Vec<_>>()
@@ -189,14 +346,6 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              τ†_k = argmax min(m_k, λ_act(τ − T_k)) is used instead",
         ),
     );
-    rep.check(
-        Check::at_most(
-            &format!("max_k err_k at α = 1e{}", c.reference_log10_alpha),
-            nan_max(err.iter().map(|e| e[reference])),
-            c.max_error_at_reference,
-        )
-        .note("Theorem 4.1(i): θ_α(τ) → θ^k on every plateau"),
-    );
     rep.derive(
         "soft_exponent_check",
         format!(
@@ -206,29 +355,30 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             exponent_lines.join("; ")
         ),
     );
-    rep.tables.push(("trajectories".into(), trajectories));
-    rep.figure = Some(figure(
-        &setup,
-        &p.log10_alpha,
-        &err,
-        &best,
-        c.floor,
-        tau_end,
+    rep.tables.push((
+        "trajectories".into(),
+        runs.stacked("trajectories").map_err(RunError::Other)?,
     ));
+    let exponents = table(first, "exponents")?;
+    rep.figure = Some(figure(
+        instance_label(p.instance),
+        &log10_alpha,
+        &plateaus,
+        &exponents,
+        c.floor,
+    )?);
     Ok(rep)
 }
 
 fn figure(
-    setup: &Setup,
+    instance: &str,
     log10_alpha: &[f64],
-    err: &[Vec<f64>],
-    best: &[(f64, f64)],
+    plateaus: &[Plateau],
+    exponents: &crate::scenario::reduce::CsvTable,
     floor: f64,
-    tau_end: f64,
-) -> Figure {
-    let schedule = &setup.schedule;
+) -> Result<Figure, RunError> {
     let mut errors = LinePanel::new(
-        format!("{}: plateau error at τ†_k vs α", setup.label()),
+        format!("{instance}: plateau error at τ†_k vs α"),
         "log10 α",
         "‖β_α(τ†_k) − β^k‖_∞",
     )
@@ -236,14 +386,21 @@ fn figure(
     .y_range(0.01 * floor, 2.0)
     .hline(RefLine::new(floor, "integrator floor").style(LineStyle::Dotted))
     .legend(LegendPosition::LowerRight);
-    let mut exponents = LinePanel::new(
-        format!("{}: e_k(τ) solid, m_k(τ) dashed, τ†_k dots", setup.label()),
+    let mut panel = LinePanel::new(
+        format!("{instance}: e_k(τ) solid, m_k(τ) dashed, τ†_k dots"),
         "τ",
         "exponent",
     )
     .legend(LegendPosition::UpperLeft);
-    for (k, e) in (1..).zip(err) {
-        let name = format!("k={k} {}", setup.activation_label(k));
+    let (ek, tau, m, e_k) = (
+        column(exponents, "k")?,
+        column(exponents, "tau")?,
+        column(exponents, "m_k")?,
+        column(exponents, "e_k")?,
+    );
+    for (k, pl) in (1..).zip(plateaus) {
+        let e = &pl.err;
+        let name = format!("k={k} {}", pl.label);
         errors = errors.series(
             Series::new(
                 name.clone(),
@@ -254,7 +411,7 @@ fn figure(
             .color(k - 1),
         );
         // predicted slope err ∝ α^{e†_k} through the smallest α still above the floor
-        let slope = best[k - 1].1;
+        let slope = pl.predicted;
         if let Some(a) = (0..e.len()).rev().find(|&j| e[j] > floor) {
             let (x0, y0) = (log10_alpha[a], e[a]);
             let predicted: Vec<f64> = log10_alpha
@@ -264,51 +421,43 @@ fn figure(
             errors =
                 errors.series(Series::theory("", log10_alpha.to_vec(), predicted).color(k - 1));
         }
-        let (t0, t1) = (
-            schedule.stages[k].t_start,
-            schedule.stage_end(k).min(tau_end),
-        );
-        let tau: Vec<f64> = (0..=200)
-            .map(|s| t0 + (t1 - t0) * s as f64 / 200.0)
-            .collect();
-        let m: Vec<f64> = tau
-            .iter()
-            .map(|&t| schedule.neglect_exponent(t).min(2.0))
-            .collect();
-        let ek: Vec<f64> = tau
-            .iter()
-            .map(|&t| predicted_exponent(schedule, k, t).min(2.0))
-            .collect();
-        exponents = exponents
-            .series(Series::theory("", tau.clone(), m).color(k - 1))
-            .series(Series::numerics(name, tau, ek).color(k - 1))
+        let rows: Vec<usize> = (0..ek.len()).filter(|&i| ek[i] == k as f64).collect();
+        let pick = |v: &[f64]| -> Vec<f64> { rows.iter().map(|&i| v[i].min(2.0)).collect() };
+        let t: Vec<f64> = rows.iter().map(|&i| tau[i]).collect();
+        panel = panel
+            .series(Series::theory("", t.clone(), pick(&m)).color(k - 1))
+            .series(Series::numerics(name, t, pick(&e_k)).color(k - 1))
             .series(
                 Series::new(
                     "",
-                    vec![best[k - 1].0],
-                    vec![best[k - 1].1],
+                    vec![pl.tau_best],
+                    vec![pl.predicted],
                     LineStyle::Markers,
                 )
                 .color(k - 1),
             );
     }
-    Figure::new(2)
+    Ok(Figure::new(2)
         .title(format!(
             "Plateau convergence (Theorem 4.1(i)): err_k ∝ α^(e_k) at τ†_k (dashed: predicted \
-             slopes); {} ",
-            setup.label()
+             slopes); {instance} "
         ))
         .panel(errors)
-        .panel(exponents)
+        .panel(panel))
 }
 
-pub static KIND: Kind<Params, Checks> = Kind {
-    name: "diagonal.plateau-convergence",
-    paper: "004",
-    summary: "Theorem 4.1(i), Lemma C.5: on every plateau ‖β_α(τ†_k) − β^k‖_∞ decreases \
-              strictly over α = 1e−16 … 1e−128 to the integrator floor and is ≤ 1e−3 at \
-              1e−64; fitted power of α vs the predicted exponent min(m_k, λ_act(τ − T_k)).",
-    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
-    run,
+pub static KIND: SweptKind<Params, Checks> = SweptKind {
+    kind: Kind {
+        name: "diagonal.plateau-convergence",
+        paper: "004",
+        summary: "Theorem 4.1(i), Lemma C.5: on every plateau ‖β_α(τ†_k) − β^k‖_∞ decreases \
+                  strictly over α = 1e−16 … 1e−128 to the integrator floor and is ≤ 1e−3 at \
+                  1e−64; fitted power of α vs the predicted exponent min(m_k, λ_act(τ − T_k)). \
+                  A sweep: one α per run, the laws across α in the reduction.",
+        solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
+        validate,
+        run,
+    },
+    validate_sweep,
+    reduce,
 };

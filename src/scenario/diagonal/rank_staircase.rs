@@ -8,20 +8,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::reduce::{SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
+use crate::scenario::report::Cell;
+use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{alpha_run, InstanceName};
 use super::sweeps_common::{
-    alpha_label, best_separated_time, grid_with_points, ln_alphas, validate_ln_alphas, Setup,
+    alpha_label, best_separated_time, grid_with_points, instance_label, log10_alpha_sweep,
+    runs_by_lambda, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub instance: InstanceName,
-    /// log10 α, strictly decreasing.
-    pub log10_alpha: Vec<f64>,
+    /// log10 α of this run (the sweep sets it from `sweep.grid.log10_alpha`).
+    pub log10_alpha: f64,
     /// How far past T_K the last plateau is followed, in τ.
     pub final_stage_span: f64,
     /// Output samples per run (the step plots).
@@ -40,7 +44,12 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&p.log10_alpha), 1)?;
+    validate_ln_alphas(
+        sc,
+        "params.log10_alpha",
+        &[p.log10_alpha * std::f64::consts::LN_10],
+        1,
+    )?;
     sc.require_positive(&[
         ("params.final_stage_span", p.final_stage_span),
         ("params.fixed_threshold", p.fixed_threshold),
@@ -53,6 +62,16 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("checks.max_added", "must be ≥ 0"));
     }
     Ok(())
+}
+
+/// Any α grid will do (one α may cover every stage); it must be an α grid.
+fn validate_sweep(
+    _: &Params,
+    _: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
+    log10_alpha_sweep(sc, spec, 1).map(|_| ())
 }
 
 /// Indices of β above a threshold.
@@ -73,6 +92,10 @@ fn ranks(setup: &Setup, set: &[usize]) -> (usize, usize) {
     }
 }
 
+/// One α: at τ†_k of every stage, the counted set against S_k (`counts.csv`, with eligibility
+/// and whether the counted set — and the fixed-threshold one — equals S_k), the per-α laws
+/// (counted set = S_k where eligible; at most `max_added` new indices and at most one rank
+/// change of +1 between consecutive eligible stages), and the rank step curves (`series.csv`).
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setup = Setup::build(p.instance, ctx)?;
     let schedule = &setup.schedule;
@@ -90,10 +113,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let points: Vec<f64> = best.iter().map(|b| b.0).collect();
     let (taus, index) = grid_with_points(tau_end, p.samples, &points);
     let is_attention = setup.instance.attention().is_some();
+    let la = p.log10_alpha * std::f64::consts::LN_10;
     let mut rep = Report {
         series: Table::new(&[
             "tau",
-            "log10_alpha",
             "rank_KQ",
             "rank_VO",
             "rank_KQ_fixed",
@@ -104,7 +127,6 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ..Default::default()
     };
     let mut counts = Table::new(&[
-        "log10_alpha",
         "k",
         "tau_best",
         "threshold",
@@ -112,92 +134,83 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "count",
         "support_size",
         "count_fixed",
+        "counted_is_support",
+        "fixed_is_support",
     ]);
     let (mut mismatches, mut tested, mut too_many_added, mut block_violations) = (0, 0, 0, 0);
     let mut max_added = 0usize;
-    let mut eligible_stages = vec![false; stages];
     let mut fixed_mismatches = 0;
-    let mut panels = Vec::new();
-    for (j, &la) in ln_alphas(&p.log10_alpha).iter().enumerate() {
-        let run = alpha_run(
-            setup.instance.loss(),
-            &setup.init,
-            la,
-            schedule,
-            &taus,
-            &ctx.ode,
-        )?;
-        rep.stats(format!("α={}", alpha_label(la)), &run.traj.stats);
-        let thresholds: Vec<f64> = m_best.iter().map(|m| (0.5 * m * la).exp()).collect();
-        let mut previous: Option<Vec<usize>> = None;
-        for k in 0..stages {
-            let stage = &schedule.stages[k];
-            let smallest = stage
-                .support
-                .iter()
-                .map(|&i| stage.beta[i].abs())
-                .fold(f64::INFINITY, f64::min);
-            let eligible = thresholds[k] <= c.eligibility * smallest;
-            let beta = run.beta(index[k]);
-            let set = counted(&beta, thresholds[k]);
-            let fixed = counted(&beta, p.fixed_threshold);
-            fixed_mismatches += usize::from(fixed != stage.support);
-            counts.push(vec![
-                p.log10_alpha[j].into(),
-                k.into(),
-                best[k].0.into(),
-                thresholds[k].into(),
-                f64::from(u8::from(eligible)).into(),
-                set.len().into(),
-                stage.support.len().into(),
-                fixed.len().into(),
-            ]);
-            if !eligible {
-                previous = None;
-                continue;
-            }
-            eligible_stages[k] = true;
-            tested += 1;
-            mismatches += usize::from(set != stage.support);
-            if let Some(prev) = previous.as_ref() {
-                let added = set.iter().filter(|i| !prev.contains(i)).count();
-                max_added = max_added.max(added);
-                too_many_added += usize::from(added as f64 > c.max_added);
-                let (a, b) = (ranks(&setup, prev), ranks(&setup, &set));
-                let changed = usize::from(a.0 != b.0) + usize::from(a.1 != b.1);
-                let grew_too_much = b.0 > a.0 + 1 || b.1 > a.1 + 1;
-                block_violations += usize::from(changed > 1 || grew_too_much);
-            }
-            previous = Some(set);
+    let run = alpha_run(
+        setup.instance.loss(),
+        &setup.init,
+        la,
+        schedule,
+        &taus,
+        &ctx.ode,
+    )?;
+    rep.stats(format!("α={}", alpha_label(la)), &run.traj.stats);
+    let thresholds: Vec<f64> = m_best.iter().map(|m| (0.5 * m * la).exp()).collect();
+    let mut previous: Option<Vec<usize>> = None;
+    for k in 0..stages {
+        let stage = &schedule.stages[k];
+        let smallest = stage
+            .support
+            .iter()
+            .map(|&i| stage.beta[i].abs())
+            .fold(f64::INFINITY, f64::min);
+        let eligible = thresholds[k] <= c.eligibility * smallest;
+        let beta = run.beta(index[k]);
+        let set = counted(&beta, thresholds[k]);
+        let fixed = counted(&beta, p.fixed_threshold);
+        fixed_mismatches += usize::from(fixed != stage.support);
+        let flag = |b: bool| -> Cell { f64::from(u8::from(b)).into() };
+        counts.push(vec![
+            k.into(),
+            best[k].0.into(),
+            thresholds[k].into(),
+            flag(eligible),
+            set.len().into(),
+            stage.support.len().into(),
+            fixed.len().into(),
+            flag(set == stage.support),
+            flag(fixed == stage.support),
+        ]);
+        if !eligible {
+            previous = None;
+            continue;
         }
-        // step curves: the adaptive threshold α^{m_k(τ)/2} of the theory's stage at τ (equal
-        // to thr_k at τ†_k; it follows the neglected entries as they grow or shrink)
-        let tau = run.taus();
-        let mut curves = [(); 6].map(|_| Vec::with_capacity(tau.len()));
-        for (s, &t) in tau.iter().enumerate() {
-            let k = schedule.stage_index(t);
-            let beta = run.beta(s);
-            let threshold = (0.5 * schedule.neglect_exponent(t) * la).exp();
-            let num = ranks(&setup, &counted(&beta, threshold));
-            let fixed = ranks(&setup, &counted(&beta, p.fixed_threshold));
-            let th = ranks(&setup, &schedule.stages[k].support);
-            let values = [num.0, num.1, fixed.0, fixed.1, th.0, th.1].map(|v| v as f64);
-            let mut row = vec![t.into(), p.log10_alpha[j].into()];
-            row.extend(values.iter().map(|&v| v.into()));
-            rep.series.push(row);
-            for (curve, v) in curves.iter_mut().zip(values) {
-                curve.push(v);
-            }
+        tested += 1;
+        mismatches += usize::from(set != stage.support);
+        if let Some(prev) = previous.as_ref() {
+            let added = set.iter().filter(|i| !prev.contains(i)).count();
+            max_added = max_added.max(added);
+            too_many_added += usize::from(added as f64 > c.max_added);
+            let (a, b) = (ranks(&setup, prev), ranks(&setup, &set));
+            let changed = usize::from(a.0 != b.0) + usize::from(a.1 != b.1);
+            let grew_too_much = b.0 > a.0 + 1 || b.1 > a.1 + 1;
+            block_violations += usize::from(changed > 1 || grew_too_much);
         }
-        panels.push(panel(&setup, la, &tau, curves, is_attention, j == 0));
+        previous = Some(set);
     }
-    let uncovered = eligible_stages.iter().filter(|e| !**e).count();
-    rep.check(
-        Check::at_most("stages with no eligible α", uncovered as f64, 0.0).note(format!(
-            "α is eligible for stage k when α^(m_k/2) ≤ {:e}·min_(S_k)|β^k|",
-            c.eligibility
-        )),
-    );
+    // step curves: the adaptive threshold α^{m_k(τ)/2} of the theory's stage at τ (equal
+    // to thr_k at τ†_k; it follows the neglected entries as they grow or shrink)
+    let tau = run.taus();
+    let mut curves = [(); 6].map(|_| Vec::with_capacity(tau.len()));
+    for (s, &t) in tau.iter().enumerate() {
+        let k = schedule.stage_index(t);
+        let beta = run.beta(s);
+        let threshold = (0.5 * schedule.neglect_exponent(t) * la).exp();
+        let num = ranks(&setup, &counted(&beta, threshold));
+        let fixed = ranks(&setup, &counted(&beta, p.fixed_threshold));
+        let th = ranks(&setup, &schedule.stages[k].support);
+        let values = [num.0, num.1, fixed.0, fixed.1, th.0, th.1].map(|v| v as f64);
+        let mut row = vec![t.into()];
+        row.extend(values.iter().map(|&v| v.into()));
+        rep.series.push(row);
+        for (curve, v) in curves.iter_mut().zip(values) {
+            curve.push(v);
+        }
+    }
     rep.check(
         Check::at_most(
             "eligible (α, k) with counted set ≠ S_k",
@@ -205,7 +218,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             0.0,
         )
         .note(format!(
-            "{tested} eligible (α, k); count #{{i : |β_i(τ†_k)| > α^(m_k(τ†_k)/2)}}"
+            "{tested} eligible stages k at α = {}; count #{{i : |β_i(τ†_k)| > α^(m_k(τ†_k)/2)}}",
+            alpha_label(la)
         ))
         .paper_claim(
             "spec §4 counts at τ*_k = argmax m_k, which is T_k (mid-transition) on every mini \
@@ -232,22 +246,122 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .note("rank W_K W_Qᵀ = #KQ entries, rank W_V W_Oᵀ = #VO entries above the threshold"),
         );
     }
+    rep.derive("eligible_stages", tested);
+    rep.derive("max_added", max_added);
+    rep.derive("is_attention", u8::from(is_attention));
     rep.derive("fixed_threshold_mismatches", fixed_mismatches);
     rep.derive(
         "fixed_threshold_note",
         format!(
             "count at τ†_k with the paper's fixed {:e} differs from |S_k| at {fixed_mismatches} \
-             of {} (α, k) (reported, not checked)",
+             of {stages} stages (reported, not checked)",
             p.fixed_threshold,
-            stages * p.log10_alpha.len()
         ),
     );
     rep.tables.push(("counts".into(), counts));
-    let mut figure = Figure::new(panels.len().min(4)).title(format!(
-        "Rank staircase on {}: ranks of W_K W_Qᵀ and W_V W_Oᵀ vs τ (threshold α^(m_k(τ)/2) solid, \
-         fixed 1e−5 dotted, Algorithm 1 dashed)",
-        setup.label()
-    ));
+    rep.figure = Some(
+        Figure::new(1)
+            .title(format!(
+                "Rank staircase: {}, α = {}",
+                setup.label(),
+                alpha_label(la)
+            ))
+            .panel(panel(
+                setup.label(),
+                la,
+                &tau,
+                curves,
+                is_attention,
+                LegendPosition::UpperLeft,
+            )),
+    );
+    Ok(rep)
+}
+
+fn title(instance: &str) -> String {
+    format!(
+        "Rank staircase on {instance}: ranks of W_K W_Qᵀ and W_V W_Oᵀ vs τ (threshold \
+         α^(m_k(τ)/2) solid, fixed 1e−5 dotted, Algorithm 1 dashed)"
+    )
+}
+
+/// Across α: every stage is eligible at some α of the sweep (so every stage was counted); the
+/// combined tables, the fixed-threshold tally, and the step plots of every α.
+fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> {
+    let other = |e: String| RunError::Other(e);
+    let sorted = runs_by_lambda(runs);
+    let mut eligible_stages: Vec<bool> = Vec::new();
+    let (mut fixed_mismatches, mut pairs, mut tested) = (0usize, 0usize, 0usize);
+    let mut panels = Vec::new();
+    for (j, run) in sorted.iter().enumerate() {
+        let counts = run.table("counts").map_err(other)?;
+        let eligible = counts.column("eligible").map_err(other)?;
+        if eligible_stages.is_empty() {
+            eligible_stages = vec![false; eligible.len()];
+        }
+        if eligible.len() != eligible_stages.len() {
+            return Err(other(format!(
+                "{}: other stages than the first run's",
+                counts.path.display()
+            )));
+        }
+        for (seen, &e) in eligible_stages.iter_mut().zip(&eligible) {
+            *seen |= e == 1.0;
+        }
+        tested += eligible.iter().filter(|&&e| e == 1.0).count();
+        let fixed = counts.column("fixed_is_support").map_err(other)?;
+        fixed_mismatches += fixed.iter().filter(|&&f| f != 1.0).count();
+        pairs += fixed.len();
+        let series = run.table("series").map_err(other)?;
+        let col = |name: &str| series.column(name).map_err(other);
+        let curves = [
+            col("rank_KQ")?,
+            col("rank_VO")?,
+            col("rank_KQ_fixed")?,
+            col("rank_VO_fixed")?,
+            col("rank_KQ_th")?,
+            col("rank_VO_th")?,
+        ];
+        let la = run.grid_value("log10_alpha") * std::f64::consts::LN_10;
+        panels.push(panel(
+            instance_label(p.instance),
+            la,
+            &col("tau")?,
+            curves,
+            run.quantity("is_attention") == 1.0,
+            if j == 0 {
+                LegendPosition::LowerRight
+            } else {
+                LegendPosition::None
+            },
+        ));
+    }
+    let mut rep = Report {
+        series: runs.stacked("series").map_err(other)?,
+        ..Default::default()
+    };
+    let uncovered = eligible_stages.iter().filter(|e| !**e).count();
+    rep.check(
+        Check::at_most("stages with no eligible α", uncovered as f64, 0.0).note(format!(
+            "α is eligible for stage k when α^(m_k/2) ≤ {:e}·min_(S_k)|β^k|; {tested} eligible \
+             (α, k) over {} α",
+            c.eligibility,
+            sorted.len()
+        )),
+    );
+    rep.derive("eligible_pairs", tested);
+    rep.derive("fixed_threshold_mismatches", fixed_mismatches);
+    rep.derive(
+        "fixed_threshold_note",
+        format!(
+            "count at τ†_k with the paper's fixed {:e} differs from |S_k| at {fixed_mismatches} \
+             of {pairs} (α, k) (reported, not checked)",
+            p.fixed_threshold,
+        ),
+    );
+    rep.tables
+        .push(("counts".into(), runs.stacked("counts").map_err(other)?));
+    let mut figure = Figure::new(panels.len().min(4)).title(title(instance_label(p.instance)));
     for p in panels {
         figure = figure.panel(p);
     }
@@ -256,12 +370,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn panel(
-    setup: &Setup,
+    instance: &str,
     ln_alpha: f64,
     tau: &[f64],
     curves: [Vec<f64>; 6],
     is_attention: bool,
-    legend: bool,
+    legend: LegendPosition,
 ) -> LinePanel {
     let names: [&str; 2] = if is_attention {
         ["rank W_K W_Qᵀ", "rank W_V W_Oᵀ"]
@@ -269,15 +383,11 @@ fn panel(
         ["|supp β|", ""]
     };
     let mut panel = LinePanel::new(
-        format!("{}, α = {}", setup.label(), alpha_label(ln_alpha)),
+        format!("{instance}, α = {}", alpha_label(ln_alpha)),
         "τ",
         "rank",
     )
-    .legend(if legend {
-        LegendPosition::LowerRight
-    } else {
-        LegendPosition::None
-    });
+    .legend(legend);
     let [kq, vo, kq_fixed, vo_fixed, kq_th, vo_th] = curves;
     let blocks = if is_attention { 2 } else { 1 };
     for (b, (num, fixed, th)) in [(kq, kq_fixed, kq_th), (vo, vo_fixed, vo_th)]
@@ -303,14 +413,19 @@ fn panel(
     panel
 }
 
-pub static KIND: Kind<Params, Checks> = Kind {
-    name: "diagonal.rank-staircase",
-    paper: "004",
-    summary: "Theorem 1.1: the entries of β above the α-adaptive threshold α^(m_k/2) at each \
-              plateau's best-separated time are exactly S_k; the support gains at most one index \
-              per stage, and at most one of rank W_K W_Qᵀ, rank W_V W_Oᵀ changes, by at most +1; \
-              step plots vs Algorithm 1 (fixed threshold 1e−5 reported).",
-    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
-    run,
+pub static KIND: SweptKind<Params, Checks> = SweptKind {
+    kind: Kind {
+        name: "diagonal.rank-staircase",
+        paper: "004",
+        summary: "Theorem 1.1: the entries of β above the α-adaptive threshold α^(m_k/2) at each \
+                  plateau's best-separated time are exactly S_k; the support gains at most one \
+                  index per stage, and at most one of rank W_K W_Qᵀ, rank W_V W_Oᵀ changes, by at \
+                  most +1; step plots vs Algorithm 1 (fixed threshold 1e−5 reported). A sweep: \
+                  one α per run, every stage eligible at some α in the reduction.",
+        solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
+        validate,
+        run,
+    },
+    validate_sweep,
+    reduce,
 };

@@ -6,6 +6,8 @@
 
 use crate::flow::linspace;
 use crate::models::diagonal::{Schedule, Termination};
+use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns};
+use crate::scenario::sweep::{Seeds, SweepSpec};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
 use super::common::{initial_direction, Instance, InstanceName};
@@ -237,6 +239,46 @@ pub fn nan_max(values: impl IntoIterator<Item = f64>) -> f64 {
             m.max(v)
         }
     })
+}
+
+/// The α grid of a sweep whose reduction states a law across α (plateau-convergence,
+/// rank-staircase): `sweep.grid.log10_alpha` with at least `min_len` values, every α in (0, 1),
+/// strictly decreasing; no other grid key and one seed, so that the runs are one per α.
+pub fn log10_alpha_sweep(
+    sc: &Scenario,
+    spec: &SweepSpec,
+    min_len: usize,
+) -> Result<Vec<f64>, InputError> {
+    let grid = numeric_grid(sc, spec, "log10_alpha", min_len)?;
+    validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&grid), min_len)?;
+    if let Some(other) = spec.grid.keys().find(|k| *k != "log10_alpha") {
+        return Err(sc.invalid(
+            &format!("sweep.grid.{other}"),
+            "this kind sweeps log10_alpha only (set other parameters with --set)",
+        ));
+    }
+    let one_seed = match &spec.seeds {
+        None | Some(Seeds::Count(1)) => true,
+        Some(Seeds::List(v)) => v.len() == 1,
+        Some(Seeds::Count(_)) => false,
+    };
+    if !one_seed {
+        return Err(sc.invalid(
+            "sweep.seeds",
+            "the reduction is a law across α at one seed: give one seed",
+        ));
+    }
+    Ok(grid)
+}
+
+/// The runs of an α sweep in order of increasing Λ = ln 1/α (decreasing α).
+pub fn runs_by_lambda(runs: &SweepRuns) -> Vec<&SweepRun> {
+    let mut v: Vec<&SweepRun> = runs.runs.iter().collect();
+    v.sort_by(|a, b| {
+        b.grid_value("log10_alpha")
+            .total_cmp(&a.grid_value("log10_alpha"))
+    });
+    v
 }
 
 #[cfg(test)]

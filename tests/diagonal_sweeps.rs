@@ -118,7 +118,7 @@ fn rank_staircase_miscounts_ineligible_alpha() {
 
 #[test]
 fn transition_width() {
-    let r = common::run_quick("transition-width", &[]);
+    let r = common::sweep_quick("transition-width", &[]).unwrap();
     common::assert_all_pass("transition-width", &r);
 }
 
@@ -126,9 +126,27 @@ fn transition_width() {
 /// their widths cannot be measured at two values of α.
 #[test]
 fn transition_width_needs_small_alpha() {
-    let r = common::run_quick("transition-width", &["log10_alpha=[-16, -32]"]);
+    let r = common::sweep_quick(
+        "transition-width",
+        &["sweep.grid.log10_alpha=[-16.0, -32.0]"],
+    )
+    .unwrap();
     assert!(passes(&r, "fewer than min_widths").iter().all(|p| !p));
     assert!(passes(&r, "sgn β_(i_k)").iter().all(|p| *p));
+}
+
+/// A grid the reduction cannot use is refused before anything runs, naming the key.
+#[test]
+fn transition_width_refuses_unusable_grids() {
+    for set in [
+        "sweep.grid.log10_alpha=[-64.0]",
+        "sweep.grid.log10_alpha=[-128.0, -64.0]",
+    ] {
+        let key = refused_key("transition-width", set);
+        assert_eq!(key, "sweep.grid.log10_alpha", "{set}");
+    }
+    let key = refused_key("transition-width", "sweep.grid.rho=[1e-2, 1e-3]");
+    assert_eq!(key, "sweep.grid.rho");
 }
 
 #[test]

@@ -66,7 +66,9 @@ fn log_scale_tracking() {
 fn log_scale_tracking_sign_check_fails_inside_transitions() {
     let r = common::sweep_quick("log-scale-tracking", &["checks.sign_radius=10.0"]).unwrap();
     assert!(passes(&r, "mini: samples with sgn").iter().all(|p| !p));
-    assert!(passes(&r, "runs failing their own checks").iter().all(|p| !p));
+    assert!(passes(&r, "runs failing their own checks")
+        .iter()
+        .all(|p| !p));
     assert!(passes(&r, "mini: max over α").iter().all(|p| *p));
 }
 

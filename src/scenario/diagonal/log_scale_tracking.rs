@@ -77,7 +77,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 }
 
 /// The reduction needs ≥ 2 values of α, strictly decreasing, per instance, at one θ_0.
-fn validate_sweep(_: &Params, _: &Checks, spec: &SweepSpec, sc: &Scenario) -> Result<(), InputError> {
+fn validate_sweep(
+    _: &Params,
+    _: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
     let log10_alpha = numeric_grid(sc, spec, "log10_alpha", 2)?;
     validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&log10_alpha), 2)?;
     if spec.seeds.is_some() {
@@ -86,7 +91,11 @@ fn validate_sweep(_: &Params, _: &Checks, spec: &SweepSpec, sc: &Scenario) -> Re
             "the laws are across α at one θ_0: sweep only instance and log10_alpha",
         ));
     }
-    if let Some(key) = spec.grid.keys().find(|k| *k != "instance" && *k != "log10_alpha") {
+    if let Some(key) = spec
+        .grid
+        .keys()
+        .find(|k| *k != "instance" && *k != "log10_alpha")
+    {
         return Err(sc.invalid(
             &format!("sweep.grid.{key}"),
             "this kind sweeps only instance and log10_alpha",
@@ -166,9 +175,9 @@ fn track(setup: &Setup, run: &AlphaRun, p: &Params, c: &Checks, tau_end: f64) ->
     out
 }
 
-/// Title of the figure (per run: one panel; sweep: one per instance and α).
-const TITLE: &str =
-    "Log scale b_α = log_α w (solid) vs Algorithm 1's b_th (dashed), eqs. (9)–(12)";
+/// Title of the sweep's figure (one panel per instance and α) and of a run's (one panel).
+const TITLE: &str = "Log scale b_α = log_α w (solid) vs Algorithm 1's b_th (dashed), eqs. (9)–(12)";
+const RUN_TITLE: &str = "b_α = log_α w (solid) vs b_th (dashed), eqs. (9)–(12)";
 
 const SIGN_CLAIM: &str = "spec §4: on all of [T_k + δΔ_k, T_{k+1} − δΔ_k]; there the flow can \
                           still be in a transition (t̂_k − T_kΛ = O(1/|g|) exceeds δΔ_kΛ at α ≥ \
@@ -240,7 +249,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         });
     }
     rep.tables.push(("coordinates".into(), coordinates));
-    rep.figure = Some(Figure::new(1).title(TITLE).panel(panel(
+    rep.figure = Some(Figure::new(1).title(RUN_TITLE).panel(panel(
         format!("{label}, α = {}", alpha_label(la)),
         LegendPosition::UpperLeft,
         &tau,
@@ -276,12 +285,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "eq. (29) at the {}/{} interior samples within {:e} of β^k, {} (sample, i) pairs \
              with |g_i(θ^k)| > {:e} (smallest {:.2e}); worst: {worst_text}",
-            t.on_plateau,
-            t.interior,
-            c.sign_radius,
-            t.sign_tested,
-            c.sign_threshold,
-            t.smallest_g
+            t.on_plateau, t.interior, c.sign_radius, t.sign_tested, c.sign_threshold, t.smallest_g
         ))
         .paper_claim(SIGN_CLAIM),
     );
@@ -355,7 +359,10 @@ fn drawn_coordinates(setup: &Setup) -> Vec<(usize, usize, String)> {
 }
 
 /// The instances of a sweep, in grid order, with their runs sorted by Λ (increasing).
-fn instances<'a>(p: &Params, runs: &'a SweepRuns) -> Result<Vec<(InstanceName, Vec<&'a SweepRun>)>, String> {
+fn instances<'a>(
+    p: &Params,
+    runs: &'a SweepRuns,
+) -> Result<Vec<(InstanceName, Vec<&'a SweepRun>)>, String> {
     let names: Vec<String> = match runs.grid.get("instance") {
         Some(values) => values
             .iter()
@@ -371,15 +378,19 @@ fn instances<'a>(p: &Params, runs: &'a SweepRuns) -> Result<Vec<(InstanceName, V
     };
     let mut out = Vec::new();
     for name in names {
-        let instance: InstanceName = serde_json::from_value(serde_json::Value::String(name.clone()))
-            .map_err(|e| format!("instance `{name}`: {e}"))?;
+        let instance: InstanceName =
+            serde_json::from_value(serde_json::Value::String(name.clone()))
+                .map_err(|e| format!("instance `{name}`: {e}"))?;
         let swept = runs.grid.contains_key("instance");
         let mut list: Vec<&SweepRun> = runs
             .runs
             .iter()
             .filter(|r| !swept || r.grid_text("instance") == name)
             .collect();
-        list.sort_by(|a, b| b.grid_value("log10_alpha").total_cmp(&a.grid_value("log10_alpha")));
+        list.sort_by(|a, b| {
+            b.grid_value("log10_alpha")
+                .total_cmp(&a.grid_value("log10_alpha"))
+        });
         out.push((instance, list));
     }
     Ok(out)

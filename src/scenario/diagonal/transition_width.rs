@@ -90,7 +90,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 }
 
 /// The reduction needs ≥ 2 values of α, strictly decreasing, of one instance at one θ_0.
-fn validate_sweep(_: &Params, _: &Checks, spec: &SweepSpec, sc: &Scenario) -> Result<(), InputError> {
+fn validate_sweep(
+    _: &Params,
+    _: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
     let log10_alpha = numeric_grid(sc, spec, "log10_alpha", 2)?;
     validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&log10_alpha), 2)?;
     if spec.seeds.is_some() {
@@ -350,13 +355,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     // the transitions and STAGE_B (the same in every run of a sweep; the reduction takes them
     // from its first run)
-    let mut transitions = Table::new(&[
-        "k",
-        "T_next",
-        "escape_rate",
-        "activation",
-        "width_stage_b",
-    ]);
+    let mut transitions =
+        Table::new(&["k", "T_next", "escape_rate", "activation", "width_stage_b"]);
     let mut stage_b = Table::new(&["t", "k", "distance"]);
     for (k, (width, times, dist)) in predicted.iter().enumerate() {
         transitions.push(vec![
@@ -397,7 +397,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]);
     }
     // with no race at all the maxima below are empty: 0, and the first check fails
-    let max_or_zero = |v: &[f64]| if v.is_empty() { 0.0 } else { nan_max(v.iter().copied()) };
+    let max_or_zero = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            nan_max(v.iter().copied())
+        }
+    };
     rep.check(
         Check::at_most(
             "races not found at this α (ũ_(i_k) never reached ρ)",
@@ -583,7 +589,11 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
             missing_races,
             0.0,
         )
-        .note(format!("{kk} transitions × {} α, ρ = {:e}", runs.len(), p.rho)),
+        .note(format!(
+            "{kk} transitions × {} α, ρ = {:e}",
+            runs.len(),
+            p.rho
+        )),
     );
     rep.check(
         Check::at_most(
@@ -654,9 +664,12 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
             .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout"),
     );
     rep.series = all_runs.stacked("series")?;
-    rep.tables.push(("curves".into(), all_runs.stacked("curves")?));
-    rep.tables.push(("stage_b".into(), table_of(&stage_b_table)));
-    rep.tables.push(("transitions".into(), table_of(&transitions)));
+    rep.tables
+        .push(("curves".into(), all_runs.stacked("curves")?));
+    rep.tables
+        .push(("stage_b".into(), table_of(&stage_b_table)));
+    rep.tables
+        .push(("transitions".into(), table_of(&transitions)));
     rep.figure = Some(figure(&FigureData {
         label: instance_label(p.instance),
         activations: transitions.text_column("activation")?,
@@ -732,7 +745,11 @@ fn figure(d: &FigureData) -> Figure {
     )
     .log_x()
     .legend(LegendPosition::UpperRight);
-    let (lo, hi) = (lambdas[0], lambdas[lambdas.len() - 1]);
+    let (mut lo, mut hi) = (lambdas[0], lambdas[lambdas.len() - 1]);
+    if lo == hi {
+        // one α (a single run): STAGE_B's level still spans the panel
+        (lo, hi) = (lo / 1.5, hi * 1.5);
+    }
     // room above the curves for the legend
     let top = d.stage_b.iter().map(|w| w.0).fold(0.0_f64, f64::max);
     if top.is_finite() && top > 0.0 {

@@ -127,17 +127,50 @@ fn plateau_convergence_refuses_bad_grids() {
 
 #[test]
 fn log_scale_tracking() {
-    let r = common::run_quick("log-scale-tracking", &[]);
+    let r = common::sweep_quick("log-scale-tracking", &[]).unwrap();
     common::assert_all_pass("log-scale-tracking", &r);
 }
 
 /// The spec's window alone (sign_radius = ∞ in effect) includes samples inside transitions,
-/// where eq. (29) does not hold.
+/// where eq. (29) does not hold: the sweep's check fails, and so do the runs at large α.
 #[test]
 fn log_scale_tracking_sign_check_fails_inside_transitions() {
-    let r = common::run_quick("log-scale-tracking", &["checks.sign_radius=10.0"]);
+    let r = common::sweep_quick("log-scale-tracking", &["checks.sign_radius=10.0"]).unwrap();
     assert!(passes(&r, "mini: samples with sgn").iter().all(|p| !p));
+    assert!(passes(&r, "runs failing their own checks")
+        .iter()
+        .all(|p| !p));
     assert!(passes(&r, "mini: max over α").iter().all(|p| *p));
+}
+
+/// A grid the reduction cannot use is refused before anything runs, naming the key.
+#[test]
+fn log_scale_tracking_refuses_unusable_grids() {
+    for set in [
+        "sweep.grid.log10_alpha=[-16.0]",
+        "sweep.grid.log10_alpha=[-32.0, -16.0]",
+        "sweep.grid.log10_alpha=[-16.0, -16.0]",
+    ] {
+        let key = refused_key("log-scale-tracking", set);
+        assert_eq!(key, "sweep.grid.log10_alpha", "{set}");
+    }
+    let key = refused_key("log-scale-tracking", "sweep.grid.samples=[100, 200]");
+    assert!(key.starts_with("sweep.grid"), "{key}");
+}
+
+/// The key of the input error that `set` provokes in scenario `name` (quick mode).
+fn refused_key(name: &str, set: &str) -> String {
+    use attnflow::scenario::run::{default_scenario_dir, load_and_validate, resolve};
+    let path = resolve(name, &default_scenario_dir()).expect("scenario exists");
+    let ov = attnflow::scenario::Overrides {
+        set: vec![set.to_string()],
+        quick: true,
+        ..Default::default()
+    };
+    match load_and_validate(&path, &ov) {
+        Ok(_) => panic!("{name}: `{set}` was accepted"),
+        Err(e) => e.key,
+    }
 }
 
 #[test]
@@ -182,7 +215,7 @@ fn rank_staircase_refuses_bad_grids() {
 
 #[test]
 fn transition_width() {
-    let r = common::run_quick("transition-width", &[]);
+    let r = common::sweep_quick("transition-width", &[]).unwrap();
     common::assert_all_pass("transition-width", &r);
 }
 
@@ -190,9 +223,27 @@ fn transition_width() {
 /// their widths cannot be measured at two values of α.
 #[test]
 fn transition_width_needs_small_alpha() {
-    let r = common::run_quick("transition-width", &["log10_alpha=[-16, -32]"]);
+    let r = common::sweep_quick(
+        "transition-width",
+        &["sweep.grid.log10_alpha=[-16.0, -32.0]"],
+    )
+    .unwrap();
     assert!(passes(&r, "fewer than min_widths").iter().all(|p| !p));
     assert!(passes(&r, "sgn β_(i_k)").iter().all(|p| *p));
+}
+
+/// A grid the reduction cannot use is refused before anything runs, naming the key.
+#[test]
+fn transition_width_refuses_unusable_grids() {
+    for set in [
+        "sweep.grid.log10_alpha=[-64.0]",
+        "sweep.grid.log10_alpha=[-128.0, -64.0]",
+    ] {
+        let key = refused_key("transition-width", set);
+        assert_eq!(key, "sweep.grid.log10_alpha", "{set}");
+    }
+    let key = refused_key("transition-width", "sweep.grid.rho=[1e-2, 1e-3]");
+    assert_eq!(key, "sweep.grid.rho");
 }
 
 #[test]

@@ -3,26 +3,34 @@
 //! theory b_th(τ) = b^k − g(θ^k)(τ − T_k) with an O(1/Λ) error: Λ·sup‖b_α − b_th‖_∞ over the
 //! plateau interiors is bounded and Λ-independent. Off the support, the gradient keeps the sign
 //! of g(θ^k) (eq. 29).
+//!
+//! A sweep over `instance` × `log10_alpha`: each run is one instance at one α (its bound and
+//! eq. (29) checks, its b_α/b_th table and panel); the reduction states the laws across α (the
+//! bound over α, consecutive ratios of Λ·e(α), the sign violations summed) and draws the panels
+//! of every (instance, α).
 
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{coords::log_scale, g_vec, LogCoordinates};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::reduce::{numeric_grid, CsvTable, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::sweep::SweepSpec;
+use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{alpha_run, AlphaRun, InstanceName};
 use super::sweeps_common::{
-    alpha_label, farthest_from_one, ln_alphas, nan_max, validate_ln_alphas, Setup,
+    alpha_label, farthest_from_one, instance_label, ln_alphas, nan_max, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    pub instances: Vec<InstanceName>,
-    /// A_conv as log10 α, strictly decreasing.
-    pub log10_alpha: Vec<f64>,
+    /// The instance of this run (a sweep gives `sweep.grid.instance`).
+    pub instance: InstanceName,
+    /// α of this run as log10 α (a sweep gives `sweep.grid.log10_alpha`, strictly decreasing).
+    pub log10_alpha: f64,
     /// Plateau interiors are [T_k + δΔ_k, T_{k+1} − δΔ_k] with δ = this (spec §4: 0.05).
     pub interior_fraction: f64,
     /// How far past T_K the last plateau is followed (its Δ for the interior), in τ.
@@ -48,10 +56,7 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.instances.is_empty() {
-        return Err(sc.invalid("params.instances", "need at least one instance"));
-    }
-    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&p.log10_alpha), 2)?;
+    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&[p.log10_alpha]), 1)?;
     if !(p.interior_fraction > 0.0 && p.interior_fraction < 0.5) {
         return Err(sc.invalid("params.interior_fraction", "must be in (0, 0.5)"));
     }
@@ -67,6 +72,34 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     ])?;
     if c.ratio_max <= 1.0 {
         return Err(sc.invalid("checks.ratio_max", "must be > 1"));
+    }
+    Ok(())
+}
+
+/// The reduction needs ≥ 2 values of α, strictly decreasing, per instance, at one θ_0.
+fn validate_sweep(
+    _: &Params,
+    _: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
+    let log10_alpha = numeric_grid(sc, spec, "log10_alpha", 2)?;
+    validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&log10_alpha), 2)?;
+    if spec.seeds.is_some() {
+        return Err(sc.invalid(
+            "sweep.seeds",
+            "the laws are across α at one θ_0: sweep only instance and log10_alpha",
+        ));
+    }
+    if let Some(key) = spec
+        .grid
+        .keys()
+        .find(|k| *k != "instance" && *k != "log10_alpha")
+    {
+        return Err(sc.invalid(
+            &format!("sweep.grid.{key}"),
+            "this kind sweeps only instance and log10_alpha",
+        ));
     }
     Ok(())
 }
@@ -142,112 +175,284 @@ fn track(setup: &Setup, run: &AlphaRun, p: &Params, c: &Checks, tau_end: f64) ->
     out
 }
 
+/// Title of the sweep's figure (one panel per instance and α) and of a run's (one panel).
+const TITLE: &str = "Log scale b_α = log_α w (solid) vs Algorithm 1's b_th (dashed), eqs. (9)–(12)";
+const RUN_TITLE: &str = "b_α = log_α w (solid) vs b_th (dashed), eqs. (9)–(12)";
+
+const SIGN_CLAIM: &str = "spec §4: on all of [T_k + δΔ_k, T_{k+1} − δΔ_k]; there the flow can \
+                          still be in a transition (t̂_k − T_kΛ = O(1/|g|) exceeds δΔ_kΛ at α ≥ \
+                          1e−32 on mini)";
+
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
-    let ln_alpha = ln_alphas(&p.log10_alpha);
-    let mut panels = Vec::new();
-    for &name in &p.instances {
-        let setup = Setup::build(name, ctx)?;
-        let label = setup.label();
-        let schedule = &setup.schedule;
-        let tau_end = setup.last_time() + p.final_stage_span;
-        let taus = crate::flow::linspace(0.0, tau_end, p.samples);
-        let pdim = setup.instance.loss().p();
-        // w0 of the normalized θ_0: b_α(0) = 1 − ln(w0)/Λ
-        let (_, ln_w0) = LogCoordinates::from_init(&setup.init.0, &setup.init.1, 0.0)
-            .map_err(|e| RunError::Other(e.to_string()))?;
-        let max_ln_w0 = nan_max(ln_w0.iter().map(|x| x.abs()));
-        let bound = c.bound_slope * max_ln_w0 + c.bound_offset;
-        // coordinates that activate get their own colour; the others the theory moves share
-        // one (the rest stay at b = 1 throughout)
-        let activated: Vec<usize> = (0..pdim)
-            .filter(|i| schedule.stages.iter().any(|s| s.support.contains(i)))
-            .collect();
-        let drifting: Vec<usize> = (0..pdim)
-            .filter(|i| !activated.contains(i))
-            .filter(|&i| schedule.stages.iter().any(|s| s.drift[i] != 0.0))
-            .collect();
-        let mut headers = vec!["tau".to_string(), "log10_alpha".to_string()];
-        for prefix in ["b_alpha", "b_th"] {
-            headers.extend((0..pdim).map(|i| format!("{prefix}_{}", loss_name(&setup, i))));
+    let la = ln_alphas(&[p.log10_alpha])[0];
+    let setup = Setup::build(p.instance, ctx)?;
+    let label = setup.label();
+    let schedule = &setup.schedule;
+    let tau_end = setup.last_time() + p.final_stage_span;
+    let taus = crate::flow::linspace(0.0, tau_end, p.samples);
+    let pdim = setup.instance.loss().p();
+    // w0 of the normalized θ_0: b_α(0) = 1 − ln(w0)/Λ
+    let (_, ln_w0) = LogCoordinates::from_init(&setup.init.0, &setup.init.1, 0.0)
+        .map_err(|e| RunError::Other(e.to_string()))?;
+    let max_ln_w0 = nan_max(ln_w0.iter().map(|x| x.abs()));
+    let bound = c.bound_slope * max_ln_w0 + c.bound_offset;
+    let run = alpha_run(
+        setup.instance.loss(),
+        &setup.init,
+        la,
+        schedule,
+        &taus,
+        &ctx.ode,
+    )?;
+    rep.stats(format!("{label} α={}", alpha_label(la)), &run.traj.stats);
+    let t = track(&setup, &run, p, c, tau_end);
+    let scaled = run.lambda * t.sup_error;
+
+    // b_α and b_th of every coordinate (the reduction's panels are drawn from this table)
+    let names: Vec<String> = (0..pdim).map(|i| loss_name(&setup, i)).collect();
+    let mut headers = vec!["tau".to_string()];
+    for prefix in ["b_alpha", "b_th"] {
+        headers.extend(names.iter().map(|n| format!("{prefix}_{n}")));
+    }
+    let mut table = Table {
+        headers,
+        rows: Vec::new(),
+    };
+    let tau = run.taus();
+    let (mut b_num, mut b_th) = (vec![Vec::new(); pdim], vec![Vec::new(); pdim]);
+    for (s, &t) in tau.iter().enumerate() {
+        let b = log_scale(run.traj.state(s), run.lambda);
+        let th = schedule.log_scale_at(t);
+        let mut row: Vec<Cell> = vec![t.into()];
+        row.extend(b.iter().chain(&th).map(|&x| x.into()));
+        table.push(row);
+        for i in 0..pdim {
+            b_num[i].push(b[i]);
+            b_th[i].push(th[i]);
         }
-        let mut table = Table {
-            headers,
-            rows: Vec::new(),
+    }
+    rep.series = table;
+    let mut coordinates = Table::new(&["coordinate", "color", "legend"]);
+    let mut curves = Vec::new();
+    for (i, color, legend) in drawn_coordinates(&setup) {
+        coordinates.push(vec![
+            names[i].clone().into(),
+            color.into(),
+            legend.clone().into(),
+        ]);
+        curves.push(Curve {
+            legend,
+            color,
+            num: std::mem::take(&mut b_num[i]),
+            th: std::mem::take(&mut b_th[i]),
+        });
+    }
+    rep.tables.push(("coordinates".into(), coordinates));
+    rep.figure = Some(Figure::new(1).title(RUN_TITLE).panel(panel(
+        format!("{label}, α = {}", alpha_label(la)),
+        LegendPosition::UpperLeft,
+        &tau,
+        &curves,
+    )));
+
+    // eq. (29): the worst violation (largest |g_i(θ^k)|) of this α, if any
+    let mut worst = Table::new(&["tau", "coordinate", "g_th", "g", "distance"]);
+    let mut worst_text = String::from("none");
+    if let Some((tau, i, g_th, g, dist)) = t.worst {
+        worst.push(vec![
+            tau.into(),
+            names[i].clone().into(),
+            g_th.into(),
+            g.into(),
+            dist.into(),
+        ]);
+        worst_text = worst_note(la, tau, &names[i], g_th, g, dist);
+    }
+    rep.tables.push(("sign_worst".into(), worst));
+    rep.check(
+        Check::at_most("Λ·sup‖b_α − b_th‖_∞ at this α", scaled, bound).note(format!(
+            "{label}, α = {}: bound 20·max|ln w0_i| + 20 with max|ln w0_i| = {max_ln_w0:.3}",
+            alpha_label(la)
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "samples with sgn g_i(θ_α) ≠ sgn g_i(θ^k) off S_k at this α",
+            t.sign_violations as f64,
+            0.0,
+        )
+        .note(format!(
+            "eq. (29) at the {}/{} interior samples within {:e} of β^k, {} (sample, i) pairs \
+             with |g_i(θ^k)| > {:e} (smallest {:.2e}); worst: {worst_text}",
+            t.on_plateau, t.interior, c.sign_radius, t.sign_tested, c.sign_threshold, t.smallest_g
+        ))
+        .paper_claim(SIGN_CLAIM),
+    );
+    rep.derive("Lambda", run.lambda);
+    rep.derive("sup_error", t.sup_error);
+    rep.derive("lambda_sup_error", scaled);
+    rep.derive("max_ln_w0", max_ln_w0);
+    rep.derive("bound", bound);
+    rep.derive("sign_violations", t.sign_violations);
+    rep.derive("sign_tested", t.sign_tested);
+    rep.derive("smallest_g", t.smallest_g);
+    rep.derive("interior", t.interior);
+    rep.derive("on_plateau", t.on_plateau);
+    Ok(rep)
+}
+
+fn worst_note(ln_alpha: f64, tau: f64, name: &str, g_th: f64, g: f64, dist: f64) -> String {
+    format!(
+        "α = {}, τ = {tau:.3}, {name}: g(θ^k) = {g_th:.3e}, g(θ_α) = {g:.3e}, \
+         ‖β_α − β^k‖ = {dist:.2e}",
+        alpha_label(ln_alpha)
+    )
+}
+
+/// One coordinate's curves in a panel.
+struct Curve {
+    legend: String,
+    color: usize,
+    num: Vec<f64>,
+    th: Vec<f64>,
+}
+
+/// The panel of one (instance, α): b_α solid, b_th dashed.
+fn panel(title: String, legend: LegendPosition, tau: &[f64], curves: &[Curve]) -> LinePanel {
+    let mut panel = LinePanel::new(title, "τ", "b = log_α w")
+        .y_range(-0.2, 2.2)
+        .legend(legend);
+    for c in curves {
+        panel = panel
+            .series(Series::numerics(c.legend.clone(), tau.to_vec(), c.num.clone()).color(c.color))
+            .series(Series::theory("", tau.to_vec(), c.th.clone()).color(c.color));
+    }
+    panel
+}
+
+/// The coordinates drawn, with colour and legend: those that activate get their own colour;
+/// the others the theory moves share one (the rest stay at b = 1 throughout).
+fn drawn_coordinates(setup: &Setup) -> Vec<(usize, usize, String)> {
+    let schedule = &setup.schedule;
+    let pdim = setup.instance.loss().p();
+    let activated: Vec<usize> = (0..pdim)
+        .filter(|i| schedule.stages.iter().any(|s| s.support.contains(i)))
+        .collect();
+    let drifting: Vec<usize> = (0..pdim)
+        .filter(|i| !activated.contains(i))
+        .filter(|&i| schedule.stages.iter().any(|s| s.drift[i] != 0.0))
+        .collect();
+    let colored = activated
+        .iter()
+        .enumerate()
+        .map(|(c, &i)| (i, c + usize::from(c >= OTHERS_COLOR), loss_name(setup, i)));
+    let shared = drifting.iter().enumerate().map(|(n, &i)| {
+        let name = if n == 0 {
+            "others (never active)".to_string()
+        } else {
+            String::new()
         };
-        let mut scaled = Vec::new();
-        let (mut violations, mut tested) = (0, 0);
-        let mut smallest_g = f64::INFINITY;
-        let mut on_plateau = Vec::new();
+        (i, OTHERS_COLOR, name)
+    });
+    colored.chain(shared).collect()
+}
+
+/// The instances of a sweep, in grid order, with their runs sorted by Λ (increasing).
+fn instances<'a>(
+    p: &Params,
+    runs: &'a SweepRuns,
+) -> Result<Vec<(InstanceName, Vec<&'a SweepRun>)>, String> {
+    let names: Vec<String> = match runs.grid.get("instance") {
+        Some(values) => values
+            .iter()
+            .map(|v| match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
+        None => vec![serde_json::to_value(p.instance)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()],
+    };
+    let mut out = Vec::new();
+    for name in names {
+        let instance: InstanceName =
+            serde_json::from_value(serde_json::Value::String(name.clone()))
+                .map_err(|e| format!("instance `{name}`: {e}"))?;
+        let swept = runs.grid.contains_key("instance");
+        let mut list: Vec<&SweepRun> = runs
+            .runs
+            .iter()
+            .filter(|r| !swept || r.grid_text("instance") == name)
+            .collect();
+        list.sort_by(|a, b| {
+            b.grid_value("log10_alpha")
+                .total_cmp(&a.grid_value("log10_alpha"))
+        });
+        out.push((instance, list));
+    }
+    Ok(out)
+}
+
+/// The laws across α (spec §4): Λ·e(α) bounded and Λ-independent, no sign violation at any α;
+/// the b_α tables of each instance stacked; one panel per (instance, α).
+fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> {
+    reduce_runs(p, c, runs).map_err(RunError::Other)
+}
+
+fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, String> {
+    let mut rep = Report::default();
+    let per_instance = instances(p, runs)?;
+    let alphas = runs.grid.get("log10_alpha").map_or(1, Vec::len);
+    let mut figure = Figure::new(alphas.min(4)).title(TITLE);
+    for (n, (instance, list)) in per_instance.iter().enumerate() {
+        let label = instance_label(*instance);
+        let q = |name: &str| -> Vec<f64> { list.iter().map(|r| r.quantity(name)).collect() };
+        let scaled = q("lambda_sup_error");
+        let max_ln_w0 = list.first().map_or(f64::NAN, |r| r.quantity("max_ln_w0"));
+        let bound = c.bound_slope * max_ln_w0 + c.bound_offset;
+        let ratios: Vec<f64> = scaled.windows(2).map(|w| w[1] / w[0]).collect();
+        let violations: f64 = q("sign_violations").iter().sum();
+        let tested = q("sign_tested").iter().sum::<f64>() as usize;
+        // a run that tested nothing reports smallest_g = ∞, written as null (NaN here)
+        let smallest_g = q("smallest_g").into_iter().fold(f64::INFINITY, f64::min);
+        let on_plateau: Vec<String> = list
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}/{}",
+                    r.quantity("on_plateau") as usize,
+                    r.quantity("interior") as usize
+                )
+            })
+            .collect();
         let mut worst_text = String::from("none");
-        for (j, &la) in ln_alpha.iter().enumerate() {
-            let run = alpha_run(
-                setup.instance.loss(),
-                &setup.init,
-                la,
-                schedule,
-                &taus,
-                &ctx.ode,
-            )?;
-            rep.stats(format!("{label} α={}", alpha_label(la)), &run.traj.stats);
-            let t = track(&setup, &run, p, c, tau_end);
-            scaled.push(run.lambda * t.sup_error);
-            violations += t.sign_violations;
-            tested += t.sign_tested;
-            smallest_g = smallest_g.min(t.smallest_g);
-            on_plateau.push(format!("{}/{}", t.on_plateau, t.interior));
-            if let Some((tau, i, g_th, g, dist)) = t.worst {
-                worst_text = format!(
-                    "α = {}, τ = {tau:.3}, {}: g(θ^k) = {g_th:.3e}, g(θ_α) = {g:.3e}, \
-                     ‖β_α − β^k‖ = {dist:.2e}",
-                    alpha_label(la),
-                    loss_name(&setup, i)
+        for (j, run) in list.iter().enumerate() {
+            let la = ln_alphas(&[run.grid_value("log10_alpha")])[0];
+            let worst = run.table("sign_worst")?;
+            if !worst.rows.is_empty() {
+                let num = |col: &str| -> Result<f64, String> { Ok(worst.column(col)?[0]) };
+                worst_text = worst_note(
+                    la,
+                    num("tau")?,
+                    &worst.text_column("coordinate")?[0],
+                    num("g_th")?,
+                    num("g")?,
+                    num("distance")?,
                 );
             }
-            let tau = run.taus();
-            let mut panel = LinePanel::new(
+            figure = figure.panel(run_panel(
+                run,
                 format!("{label}, α = {}", alpha_label(la)),
-                "τ",
-                "b = log_α w",
-            )
-            .y_range(-0.2, 2.2)
-            .legend(if j == 0 {
-                LegendPosition::UpperLeft
-            } else {
-                LegendPosition::None
-            });
-            let (mut b_num, mut b_th) = (vec![Vec::new(); pdim], vec![Vec::new(); pdim]);
-            for (s, &t) in tau.iter().enumerate() {
-                let b = log_scale(run.traj.state(s), run.lambda);
-                let th = schedule.log_scale_at(t);
-                let mut row: Vec<crate::scenario::Cell> = vec![t.into(), p.log10_alpha[j].into()];
-                row.extend(b.iter().chain(&th).map(|&x| x.into()));
-                table.push(row);
-                for i in 0..pdim {
-                    b_num[i].push(b[i]);
-                    b_th[i].push(th[i]);
-                }
-            }
-            let colored = activated
-                .iter()
-                .enumerate()
-                .map(|(c, &i)| (i, c + usize::from(c >= OTHERS_COLOR), loss_name(&setup, i)));
-            let shared = drifting.iter().enumerate().map(|(n, &i)| {
-                let name = if n == 0 {
-                    "others (never active)".to_string()
+                if j == 0 {
+                    LegendPosition::UpperLeft
                 } else {
-                    String::new()
-                };
-                (i, OTHERS_COLOR, name)
-            });
-            for (i, color, name) in colored.chain(shared) {
-                panel = panel
-                    .series(Series::numerics(name, tau.clone(), b_num[i].clone()).color(color))
-                    .series(Series::theory("", tau.clone(), b_th[i].clone()).color(color));
-            }
-            panels.push(panel);
+                    LegendPosition::None
+                },
+            )?);
         }
-        let ratios: Vec<f64> = scaled.windows(2).map(|w| w[1] / w[0]).collect();
         rep.check(
             Check::at_most(
                 &format!("{label}: max over α of Λ·sup‖b_α − b_th‖_∞"),
@@ -275,7 +480,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.check(
             Check::at_most(
                 &format!("{label}: samples with sgn g_i(θ_α) ≠ sgn g_i(θ^k) off S_k"),
-                violations as f64,
+                violations,
                 0.0,
             )
             .note(format!(
@@ -286,25 +491,49 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 on_plateau.join(", "),
                 c.sign_threshold
             ))
-            .paper_claim(
-                "spec §4: on all of [T_k + δΔ_k, T_{k+1} − δΔ_k]; there the flow can still be \
-                 in a transition (t̂_k − T_kΛ = O(1/|g|) exceeds δΔ_kΛ at α ≥ 1e−32 on mini)",
-            ),
+            .paper_claim(SIGN_CLAIM),
         );
         rep.derive(&format!("{label}.lambda_sup_error"), scaled);
-        if rep.series.is_empty() {
+        let subset = SweepRuns {
+            grid: runs.grid.clone(),
+            runs: list
+                .iter()
+                .map(|r| SweepRun {
+                    point: r.point.clone(),
+                    dir: r.dir.clone(),
+                    quantities: r.quantities.clone(),
+                })
+                .collect(),
+        };
+        let table = subset.stacked("series")?;
+        if n == 0 {
             rep.series = table;
         } else {
             rep.tables.push((format!("log_scale_{label}"), table));
         }
     }
-    let mut figure = Figure::new(p.log10_alpha.len().min(4))
-        .title("Log scale b_α = log_α w (solid) vs Algorithm 1's b_th (dashed), eqs. (9)–(12)");
-    for panel in panels {
-        figure = figure.panel(panel);
-    }
     rep.figure = Some(figure);
     Ok(rep)
+}
+
+/// The panel of one run, from its `series.csv` and `coordinates.csv`.
+fn run_panel(run: &SweepRun, title: String, legend: LegendPosition) -> Result<LinePanel, String> {
+    let series = run.table("series")?;
+    let coords: CsvTable = run.table("coordinates")?;
+    let tau = series.column("tau")?;
+    let names = coords.text_column("coordinate")?;
+    let colors = coords.column("color")?;
+    let legends = coords.text_column("legend")?;
+    let mut curves = Vec::with_capacity(names.len());
+    for ((name, color), legend) in names.iter().zip(colors).zip(legends) {
+        curves.push(Curve {
+            legend,
+            color: color as usize,
+            num: series.column(&format!("b_alpha_{name}"))?,
+            th: series.column(&format!("b_th_{name}"))?,
+        });
+    }
+    Ok(panel(title, legend, &tau, &curves))
 }
 
 /// Palette colour (grey-blue) shared by the coordinates that never activate.
@@ -314,14 +543,18 @@ fn loss_name(setup: &Setup, i: usize) -> String {
     setup.instance.loss().coordinate_name(i)
 }
 
-pub static KIND: Kind<Params, Checks> = Kind {
-    name: "diagonal.log-scale-tracking",
-    paper: "004",
-    summary: "Eqs. (9)–(12), Lemma C.6: the log scale log_α w of the flow follows Algorithm 1's \
-              piecewise-linear b_th(τ) with an O(1/Λ) error (Λ·sup‖b_α − b_th‖ bounded and \
-              Λ-independent over α = 1e−16 … 1e−128), and off the support sgn g_i(θ_α) = \
-              sgn g_i(θ^k) (eq. 29).",
-    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
-    run,
+pub static KIND: SweptKind<Params, Checks> = SweptKind {
+    kind: Kind {
+        name: "diagonal.log-scale-tracking",
+        paper: "004",
+        summary: "Eqs. (9)–(12), Lemma C.6: the log scale log_α w of the flow follows Algorithm \
+                  1's piecewise-linear b_th(τ) with an O(1/Λ) error (Λ·sup‖b_α − b_th‖ bounded \
+                  and Λ-independent over α = 1e−16 … 1e−128, one α per run), and off the support \
+                  sgn g_i(θ_α) = sgn g_i(θ^k) (eq. 29).",
+        solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
+        validate,
+        run,
+    },
+    validate_sweep,
+    reduce,
 };

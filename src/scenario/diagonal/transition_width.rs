@@ -7,6 +7,11 @@
 //!   |β_{i_k}| = ρ² to the same radius;
 //! - at t̲_{k+1}: t̲/Λ → T_{k+1} (O(1/Λ)), the other inactive weights are ≤ 10·α^c with
 //!   c = min_{i ∉ S_k ∪ {i_k}} min(b_i, 2 − b_i)(T_{k+1}), and sgn β_{i_k} = σ_k.
+//!
+//! A sweep over `log10_alpha`: each run is one α (its races, widths and transition curves, with
+//! the race checks at that α); the reduction states the laws across α (W_k the same for every α
+//! and equal to STAGE_B's, t̲/Λ → T_(k+1), every transition measured at ≥ min_widths α) and
+//! draws the figure of all α.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,18 +21,22 @@ use crate::models::diagonal::{
     TransitionEvents,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
+use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::InstanceName;
-use super::sweeps_common::{alpha_label, decreases, ln_alphas, nan_max, validate_ln_alphas, Setup};
+use super::sweeps_common::{
+    alpha_label, decreases, instance_label, ln_alphas, nan_max, validate_ln_alphas, Setup,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub instance: InstanceName,
-    /// A_conv as log10 α, strictly decreasing.
-    pub log10_alpha: Vec<f64>,
+    /// α of this run as log10 α (a sweep gives `sweep.grid.log10_alpha`, strictly decreasing).
+    pub log10_alpha: f64,
     /// ρ of the race event ũ_{i_k} = ρ (Lemma C.9; spec §4: 1e−2).
     pub rho: f64,
     /// Convergence radius: ‖β − β^{k+1}‖_∞ ≤ radius ends the transition (L.C.10; spec: 1e−4).
@@ -55,7 +64,7 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&p.log10_alpha), 2)?;
+    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&[p.log10_alpha]), 1)?;
     if !(p.rho > 0.0 && p.rho < 1.0) {
         return Err(sc.invalid("params.rho", "must be in (0, 1)"));
     }
@@ -76,6 +85,30 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     ])?;
     if c.min_widths < 1 {
         return Err(sc.invalid("checks.min_widths", "must be ≥ 1"));
+    }
+    Ok(())
+}
+
+/// The reduction needs ≥ 2 values of α, strictly decreasing, of one instance at one θ_0.
+fn validate_sweep(
+    _: &Params,
+    _: &Checks,
+    spec: &SweepSpec,
+    sc: &Scenario,
+) -> Result<(), InputError> {
+    let log10_alpha = numeric_grid(sc, spec, "log10_alpha", 2)?;
+    validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&log10_alpha), 2)?;
+    if spec.seeds.is_some() {
+        return Err(sc.invalid(
+            "sweep.seeds",
+            "the laws are across α at one θ_0: sweep only log10_alpha",
+        ));
+    }
+    if let Some(key) = spec.grid.keys().find(|k| *k != "log10_alpha") {
+        return Err(sc.invalid(
+            &format!("sweep.grid.{key}"),
+            "this kind sweeps only log10_alpha (one instance, ρ and radius per sweep)",
+        ));
     }
     Ok(())
 }
@@ -239,7 +272,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setup = Setup::build(p.instance, ctx)?;
     let (schedule, loss) = (&setup.schedule, setup.instance.loss());
     let kk = setup.transitions();
-    let ln_alpha = ln_alphas(&p.log10_alpha);
+    let la = ln_alphas(&[p.log10_alpha])[0];
     let tau_end = p.horizon_factor * setup.last_time();
     let mut predicted = Vec::with_capacity(kk);
     for k in 0..kk {
@@ -264,7 +297,6 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     let mut rep = Report {
         series: Table::new(&[
-            "log10_alpha",
             "Lambda",
             "k",
             "T_next",
@@ -277,80 +309,260 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]),
         ..Default::default()
     };
-    let mut curves_table = Table::new(&["t_since_race", "k", "log10_alpha", "distance"]);
-    // races[j][k] per α
-    let mut all: Vec<Vec<Option<Race>>> = Vec::new();
-    let mut lambdas = Vec::new();
+    let mut curves_table = Table::new(&["t_since_race", "k", "distance"]);
+    let lambda = -la;
+    let (coords, zeta0) = LogCoordinates::from_init(&setup.init.0, &setup.init.1, la)
+        .map_err(|e| RunError::Other(e.to_string()))?;
+    let flow = LogFlow::new(loss, coords.clone());
+    let times = linspace(0.0, tau_end * lambda, 32);
+    let run_with = |events: &[TransitionEvent]| {
+        let ev = TransitionEvents::new(&loss, Layout::Log(&coords), events.to_vec());
+        ev.with_events(false, |e| {
+            integrate(&flow, &zeta0, &times, &ctx.ode, Some(e))
+        })
+    };
+    let (race_run, distance_run) = (run_with(&race_events)?, run_with(&distance_events)?);
+    rep.stats(
+        format!("α={} race events", alpha_label(la)),
+        &race_run.stats,
+    );
+    rep.stats(
+        format!("α={} distance events", alpha_label(la)),
+        &distance_run.stats,
+    );
+    let race = races(&setup, &coords, &race_run.events, &distance_run.events, la);
     let mut curves: Vec<Vec<(usize, Vec<f64>)>> = vec![Vec::new(); kk];
-    for (j, &la) in ln_alpha.iter().enumerate() {
-        let lambda = -la;
-        let (coords, zeta0) = LogCoordinates::from_init(&setup.init.0, &setup.init.1, la)
-            .map_err(|e| RunError::Other(e.to_string()))?;
-        let flow = LogFlow::new(loss, coords.clone());
-        let times = linspace(0.0, tau_end * lambda, 32);
-        let run_with = |events: &[TransitionEvent]| {
-            let ev = TransitionEvents::new(&loss, Layout::Log(&coords), events.to_vec());
-            ev.with_events(false, |e| {
-                integrate(&flow, &zeta0, &times, &ctx.ode, Some(e))
-            })
-        };
-        let (race_run, distance_run) = (run_with(&race_events)?, run_with(&distance_events)?);
-        rep.stats(
-            format!("α={} race events", alpha_label(la)),
-            &race_run.stats,
-        );
-        rep.stats(
-            format!("α={} distance events", alpha_label(la)),
-            &distance_run.stats,
-        );
-        let race = races(&setup, &coords, &race_run.events, &distance_run.events, la);
-        for (k, r) in race.iter().enumerate() {
-            let Some(r) = r else { continue };
-            let span = SPAN_FACTOR * predicted[k].0;
-            if !span.is_finite() {
-                continue;
-            }
-            let local = linspace(r.t_low, r.t_low + span, p.window_samples);
-            let window = integrate(&flow, &r.state, &local, &ctx.ode, None)?;
-            let target = &schedule.stages[k + 1].beta;
-            let dist: Vec<f64> = (0..window.len())
-                .map(|s| {
-                    let mut beta = vec![0.0; coords.p()];
-                    coords.beta(window.state(s), &mut beta);
-                    nan_max(beta.iter().zip(target).map(|(a, b)| (a - b).abs()))
-                })
-                .collect();
-            for (t, d) in window.t.iter().zip(&dist) {
-                curves_table.push(vec![
-                    (t - r.t_low).into(),
-                    k.into(),
-                    p.log10_alpha[j].into(),
-                    (*d).into(),
-                ]);
-            }
-            curves[k].push((j, dist));
+    for (k, r) in race.iter().enumerate() {
+        let Some(r) = r else { continue };
+        let span = SPAN_FACTOR * predicted[k].0;
+        if !span.is_finite() {
+            continue;
         }
-        lambdas.push(lambda);
-        all.push(race);
+        let local = linspace(r.t_low, r.t_low + span, p.window_samples);
+        let window = integrate(&flow, &r.state, &local, &ctx.ode, None)?;
+        let target = &schedule.stages[k + 1].beta;
+        let dist: Vec<f64> = (0..window.len())
+            .map(|s| {
+                let mut beta = vec![0.0; coords.p()];
+                coords.beta(window.state(s), &mut beta);
+                nan_max(beta.iter().zip(target).map(|(a, b)| (a - b).abs()))
+            })
+            .collect();
+        for (t, d) in window.t.iter().zip(&dist) {
+            curves_table.push(vec![(t - r.t_low).into(), k.into(), (*d).into()]);
+        }
+        curves[k].push((0, dist));
     }
-    for (k, (_, times, dist)) in predicted.iter().enumerate() {
+    // the transitions and STAGE_B (the same in every run of a sweep; the reduction takes them
+    // from its first run)
+    let mut transitions =
+        Table::new(&["k", "T_next", "escape_rate", "activation", "width_stage_b"]);
+    let mut stage_b = Table::new(&["t", "k", "distance"]);
+    for (k, (width, times, dist)) in predicted.iter().enumerate() {
+        transitions.push(vec![
+            (k + 1).into(),
+            schedule.stages[k + 1].t_start.into(),
+            setup.escape_rate(k + 1).into(),
+            setup.activation_label(k + 1).into(),
+            (*width).into(),
+        ]);
         for (t, d) in times.iter().zip(dist) {
-            curves_table.push(vec![(*t).into(), k.into(), f64::NAN.into(), (*d).into()]);
+            stage_b.push(vec![(*t).into(), k.into(), (*d).into()]);
         }
     }
 
-    // checks
-    let get = |j: usize, k: usize| all[j][k].as_ref();
-    let mut missing_races = 0;
+    // the race at this α (L.C.7–C.9); the laws across α are in the reduction
+    let (mut missing_races, mut sign_bad) = (0, 0);
+    let (mut offsets, mut inactive) = (Vec::new(), Vec::new());
+    for (k, prediction) in predicted.iter().enumerate() {
+        let Some(r) = race[k].as_ref() else {
+            missing_races += 1;
+            continue;
+        };
+        let t_next = schedule.stages[k + 1].t_start;
+        let rate = setup.escape_rate(k + 1);
+        offsets.push(rate * (r.t_low - t_next * lambda).abs());
+        sign_bad += usize::from(!r.sign_ok);
+        inactive.push(r.inactive_ratio);
+        rep.series.push(vec![
+            lambda.into(),
+            (k + 1).into(),
+            t_next.into(),
+            (r.t_low / lambda).into(),
+            (rate * (r.t_low - t_next * lambda)).into(),
+            r.width.into(),
+            prediction.0.into(),
+            r.inactive_ratio.into(),
+            Cell::from(if r.sign_ok { "yes" } else { "no" }),
+        ]);
+    }
+    // with no race at all the maxima below are empty: 0, and the first check fails
+    let max_or_zero = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            nan_max(v.iter().copied())
+        }
+    };
+    rep.check(
+        Check::at_most(
+            "races not found at this α (ũ_(i_k) never reached ρ)",
+            missing_races as f64,
+            0.0,
+        )
+        .note(format!(
+            "{} at α = {}: {kk} transitions, ρ = {:e}",
+            setup.label(),
+            alpha_label(la),
+            p.rho
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "max_k |g_(i_k)|·|t̲_(k+1) − T_(k+1)Λ| at this α",
+            max_or_zero(&offsets),
+            c.race_offset_max,
+        )
+        .note("L.C.7/C.9: t̲/Λ − T_(k+1) = O(1/Λ)"),
+    );
+    rep.check(
+        Check::at_most(
+            "max_k max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c at this α",
+            max_or_zero(&inactive),
+            c.inactive_factor,
+        )
+        .note(
+            "L.C.8: the other inactive coordinates stay ≤ 10·α^c, c = min(b_i, 2 − b_i) at T_(k+1)",
+        ),
+    );
+    rep.check(
+        Check::at_most(
+            "races with sgn β_(i_k) ≠ σ_k at t̲ at this α",
+            sign_bad as f64,
+            0.0,
+        )
+        .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout"),
+    );
+    rep.derive("Lambda", lambda);
+    rep.derive("transitions", kk);
+    rep.derive("missing_races", missing_races);
+    rep.derive(
+        "widths_measured",
+        race.iter()
+            .flatten()
+            .filter(|r| r.width.is_finite())
+            .count(),
+    );
+    rep.figure = Some(figure(&FigureData {
+        label: setup.label(),
+        activations: (1..=kk).map(|k| setup.activation_label(k)).collect(),
+        rho: p.rho,
+        radius: p.radius,
+        lambdas: vec![lambda],
+        widths: vec![race
+            .iter()
+            .map(|r| r.as_ref().map_or(f64::NAN, |r| r.width))
+            .collect()],
+        stage_b: predicted,
+        curves,
+    }));
+    rep.tables.push(("curves".into(), curves_table));
+    rep.tables.push(("transitions".into(), transitions));
+    rep.tables.push(("stage_b".into(), stage_b));
+    Ok(rep)
+}
+
+/// The laws across α (spec §4 L.C.7–C.10) from the runs' `series`, `transitions`, `stage_b`
+/// and `curves` tables; the sweep's tables and figure.
+fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> {
+    reduce_runs(p, c, runs).map_err(RunError::Other)
+}
+
+fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, String> {
+    // Λ increasing, so that "decreasing in Λ" is along the list
+    let mut runs: Vec<&SweepRun> = all_runs.runs.iter().collect();
+    runs.sort_by(|a, b| {
+        b.grid_value("log10_alpha")
+            .total_cmp(&a.grid_value("log10_alpha"))
+    });
+    let first = runs.first().ok_or("the sweep has no runs")?;
+    let transitions = first.table("transitions")?;
+    let t_next = transitions.column("T_next")?;
+    let w_b = transitions.column("width_stage_b")?;
+    let kk = t_next.len();
+    let stage_b_table = first.table("stage_b")?;
+    let (sb_t, sb_k, sb_d) = (
+        stage_b_table.column("t")?,
+        stage_b_table.column("k")?,
+        stage_b_table.column("distance")?,
+    );
+    let per_k = |ks: &[f64], values: &[f64], k: usize| -> Vec<f64> {
+        ks.iter()
+            .zip(values)
+            .filter(|(kv, _)| **kv == k as f64)
+            .map(|(_, v)| *v)
+            .collect()
+    };
+    let predicted: Vec<Prediction> = (0..kk)
+        .map(|k| (w_b[k], per_k(&sb_k, &sb_t, k), per_k(&sb_k, &sb_d, k)))
+        .collect();
+    // per run (Λ order): the race rows by transition (1-based k in series.csv)
+    struct Row {
+        tau_low: f64,
+        offset: f64,
+        width: f64,
+        inactive: f64,
+        sign_ok: bool,
+    }
+    let mut lambdas = Vec::with_capacity(runs.len());
+    let mut rows: Vec<Vec<Option<Row>>> = Vec::with_capacity(runs.len());
+    let mut curves: Vec<Vec<(usize, Vec<f64>)>> = vec![Vec::new(); kk];
+    let mut missing_races = 0.0;
+    for (j, run) in runs.iter().enumerate() {
+        lambdas.push(run.quantity("Lambda"));
+        missing_races += run.quantity("missing_races");
+        let s = run.table("series")?;
+        let (ks, tau_low, offset, width, inactive, sign) = (
+            s.column("k")?,
+            s.column("tau_low")?,
+            s.column("race_offset")?,
+            s.column("width")?,
+            s.column("inactive_ratio")?,
+            s.text_column("sign_ok")?,
+        );
+        let mut by_k: Vec<Option<Row>> = (0..kk).map(|_| None).collect();
+        for (i, &k) in ks.iter().enumerate() {
+            let slot = by_k
+                .get_mut((k as usize).wrapping_sub(1))
+                .ok_or_else(|| format!("{}: transition k = {k} out of range", s.path.display()))?;
+            *slot = Some(Row {
+                tau_low: tau_low[i],
+                offset: offset[i],
+                width: width[i],
+                inactive: inactive[i],
+                sign_ok: sign[i] == "yes",
+            });
+        }
+        rows.push(by_k);
+        let ct = run.table("curves")?;
+        let (ck, cd) = (ct.column("k")?, ct.column("distance")?);
+        for (k, list) in curves.iter_mut().enumerate() {
+            let d = per_k(&ck, &cd, k);
+            if !d.is_empty() {
+                list.push((j, d));
+            }
+        }
+    }
+
+    let mut rep = Report::default();
     let mut uncovered = Vec::new();
     let (mut spreads, mut vs_stage_b) = (Vec::new(), Vec::new());
     let (mut offsets, mut not_decreasing, mut sign_bad) = (Vec::new(), 0, 0);
     let mut inactive = Vec::new();
-    for (k, prediction) in predicted.iter().enumerate() {
-        let t_next = schedule.stages[k + 1].t_start;
-        let rate = setup.escape_rate(k + 1);
-        let widths: Vec<f64> = (0..ln_alpha.len())
-            .filter_map(|j| get(j, k).map(|r| r.width))
+    for k in 0..kk {
+        let widths: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r[k].as_ref().map(|r| r.width))
             .filter(|w| w.is_finite())
             .collect();
         if widths.len() < c.min_widths {
@@ -360,44 +572,26 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let min = widths.iter().copied().fold(f64::INFINITY, f64::min);
             let max = widths.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             spreads.push((max - min) / min);
-            vs_stage_b.push(nan_max(
-                widths.iter().map(|w| (w / prediction.0 - 1.0).abs()),
-            ));
+            vs_stage_b.push(nan_max(widths.iter().map(|w| (w / w_b[k] - 1.0).abs())));
         }
         let mut dev = Vec::new();
-        for (j, &lambda) in lambdas.iter().enumerate() {
-            let Some(r) = get(j, k) else {
-                missing_races += 1;
-                continue;
-            };
-            offsets.push(rate * (r.t_low - t_next * lambda).abs());
-            dev.push((r.t_low / lambda - t_next).abs());
+        for r in rows.iter().filter_map(|r| r[k].as_ref()) {
+            offsets.push(r.offset.abs());
+            dev.push((r.tau_low - t_next[k]).abs());
             sign_bad += usize::from(!r.sign_ok);
-            inactive.push(r.inactive_ratio);
-            rep.series.push(vec![
-                p.log10_alpha[j].into(),
-                lambda.into(),
-                (k + 1).into(),
-                t_next.into(),
-                (r.t_low / lambda).into(),
-                (rate * (r.t_low - t_next * lambda)).into(),
-                r.width.into(),
-                prediction.0.into(),
-                r.inactive_ratio.into(),
-                Cell::from(if r.sign_ok { "yes" } else { "no" }),
-            ]);
+            inactive.push(r.inactive);
         }
         not_decreasing += dev.windows(2).filter(|w| !decreases(w[0], w[1])).count();
     }
     rep.check(
         Check::at_most(
             "races not found (ũ_(i_k) never reached ρ)",
-            missing_races as f64,
+            missing_races,
             0.0,
         )
         .note(format!(
             "{kk} transitions × {} α, ρ = {:e}",
-            ln_alpha.len(),
+            runs.len(),
             p.rho
         )),
     );
@@ -433,9 +627,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "reduced balanced flow from β^k with |β_(i_k)| = ρ²; W_B = {}",
-            predicted
-                .iter()
-                .map(|w| format!("{:.2}", w.0))
+            w_b.iter()
+                .map(|w| format!("{w:.2}"))
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
@@ -470,9 +663,50 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_most("races with sgn β_(i_k) ≠ σ_k at t̲", sign_bad as f64, 0.0)
             .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout"),
     );
-    rep.tables.push(("curves".into(), curves_table));
-    rep.figure = Some(figure(&setup, p, &lambdas, &all, &predicted, &curves));
+    rep.series = all_runs.stacked("series")?;
+    rep.tables
+        .push(("curves".into(), all_runs.stacked("curves")?));
+    rep.tables
+        .push(("stage_b".into(), table_of(&stage_b_table)));
+    rep.tables
+        .push(("transitions".into(), table_of(&transitions)));
+    rep.figure = Some(figure(&FigureData {
+        label: instance_label(p.instance),
+        activations: transitions.text_column("activation")?,
+        rho: p.rho,
+        radius: p.radius,
+        lambdas,
+        widths: rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|r| r.as_ref().map_or(f64::NAN, |r| r.width))
+                    .collect()
+            })
+            .collect(),
+        stage_b: predicted,
+        curves,
+    }));
     Ok(rep)
+}
+
+/// A table read back from a run, as written (numbers where they parse).
+fn table_of(t: &crate::scenario::reduce::CsvTable) -> Table {
+    Table {
+        headers: t.headers.clone(),
+        rows: t
+            .rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|c| match c.parse::<f64>() {
+                        Ok(x) => Cell::Num(x),
+                        Err(_) => Cell::Text(c.clone()),
+                    })
+                    .collect()
+            })
+            .collect(),
+    }
 }
 
 fn fmt_percent(values: &[f64]) -> String {
@@ -483,79 +717,88 @@ fn fmt_percent(values: &[f64]) -> String {
         .join(", ")
 }
 
+/// STAGE_B's width W_B of a transition, and its curve (times, ‖β − β^(k+1)‖_∞).
 type Prediction = (f64, Vec<f64>, Vec<f64>);
 
-fn figure(
-    setup: &Setup,
-    p: &Params,
-    lambdas: &[f64],
-    all: &[Vec<Option<Race>>],
-    predicted: &[Prediction],
-    curves: &[Vec<(usize, Vec<f64>)>],
-) -> Figure {
-    let kk = setup.transitions();
+/// What the figure shows: per α (Λ increasing) and transition.
+struct FigureData {
+    label: &'static str,
+    /// "VO[2]+" per transition k → k + 1.
+    activations: Vec<String>,
+    rho: f64,
+    radius: f64,
+    lambdas: Vec<f64>,
+    /// widths[j][k]: W_k at α_j (NaN where not measured).
+    widths: Vec<Vec<f64>>,
+    stage_b: Vec<Prediction>,
+    /// Per transition: (α index, ‖β − β^(k+1)‖_∞ at STAGE_B's times after t̲).
+    curves: Vec<Vec<(usize, Vec<f64>)>>,
+}
+
+fn figure(d: &FigureData) -> Figure {
+    let kk = d.stage_b.len();
+    let lambdas = &d.lambdas;
     let mut widths = LinePanel::new(
-        format!("{}: transition width W_k vs Λ", setup.label()),
+        format!("{}: transition width W_k vs Λ", d.label),
         "Λ = ln(1/α)",
         "W_k (unrescaled time)",
     )
     .log_x()
     .legend(LegendPosition::UpperRight);
-    let (lo, hi) = (lambdas[0], lambdas[lambdas.len() - 1]);
+    let (mut lo, mut hi) = (lambdas[0], lambdas[lambdas.len() - 1]);
+    if lo == hi {
+        // one α (a single run): STAGE_B's level still spans the panel
+        (lo, hi) = (lo / 1.5, hi * 1.5);
+    }
     // room above the curves for the legend
-    let top = predicted.iter().map(|w| w.0).fold(0.0_f64, f64::max);
+    let top = d.stage_b.iter().map(|w| w.0).fold(0.0_f64, f64::max);
     if top.is_finite() && top > 0.0 {
         widths = widths.y_range(0.0, 1.7 * top);
     }
     for k in 0..kk {
         let (x, y): (Vec<f64>, Vec<f64>) = (0..lambdas.len())
-            .filter_map(|j| all[j][k].as_ref().map(|r| (lambdas[j], r.width)))
+            .map(|j| (lambdas[j], d.widths[j][k]))
             .filter(|(_, w)| w.is_finite())
             .unzip();
         widths = widths
             .series(
                 Series::new(
-                    format!("k={} {}", k + 1, setup.activation_label(k + 1)),
+                    format!("k={} {}", k + 1, d.activations[k]),
                     x,
                     y,
                     LineStyle::SolidMarkers,
                 )
                 .color(k),
             )
-            .series(Series::theory("", vec![lo, hi], vec![predicted[k].0; 2]).color(k));
+            .series(Series::theory("", vec![lo, hi], vec![d.stage_b[k].0; 2]).color(k));
     }
     let mut figure = Figure::new(3)
         .title(format!(
             "Transition widths (Lemma C.10): ‖β − β^(k+1)‖_∞ from ũ_(i_k) = {} on, per α \
              (solid) and STAGE_B (dashed)",
-            p.rho
+            d.rho
         ))
         .panel(widths);
     for k in 0..kk {
         let mut panel = LinePanel::new(
-            format!(
-                "transition {} → {}: {}",
-                k,
-                k + 1,
-                setup.activation_label(k + 1)
-            ),
+            format!("transition {} → {}: {}", k, k + 1, d.activations[k]),
             "t − t̲_(k+1)",
             "‖β − β^(k+1)‖_∞",
         )
         .log_y()
-        .hline(RefLine::new(p.radius, "radius").style(LineStyle::Dotted))
+        .hline(RefLine::new(d.radius, "radius").style(LineStyle::Dotted))
         .legend(if k == 0 {
             LegendPosition::UpperRight
         } else {
             LegendPosition::None
         });
-        let (_, times, dist) = &predicted[k];
-        for (j, d) in &curves[k] {
+        let (_, times, dist) = &d.stage_b[k];
+        for (j, dk) in &d.curves[k] {
             panel = panel.series(
                 Series::numerics(
                     format!("α = {}", alpha_label(-lambdas[*j])),
                     times.clone(),
-                    d.clone(),
+                    dk.clone(),
                 )
                 .color(*j),
             );
@@ -566,15 +809,18 @@ fn figure(
     figure
 }
 
-pub static KIND: Kind<Params, Checks> = Kind {
-    name: "diagonal.transition-width",
-    paper: "004",
-    summary:
-        "Lemmas C.7–C.10: each transition, from ũ_(i_k) = 1e−2 to ‖β − β^(k+1)‖ ≤ 1e−4, lasts \
-              the same O(1) unrescaled time for every α and matches STAGE_B's reduced flow \
-              from ρ; at the race time t̲/Λ → T_(k+1), the other inactive weights are ≤ 10·α^c \
-              and sgn β_(i_k) = σ_k.",
-    solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
-    run,
+pub static KIND: SweptKind<Params, Checks> = SweptKind {
+    kind: Kind {
+        name: "diagonal.transition-width",
+        paper: "004",
+        summary: "Lemmas C.7–C.10: each transition, from ũ_(i_k) = 1e−2 to ‖β − β^(k+1)‖ ≤ \
+                  1e−4, lasts the same O(1) unrescaled time for every α (one α per run) and \
+                  matches STAGE_B's reduced flow from ρ; at the race time t̲/Λ → T_(k+1), the \
+                  other inactive weights are ≤ 10·α^c and sgn β_(i_k) = σ_k.",
+        solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
+        validate,
+        run,
+    },
+    validate_sweep,
+    reduce,
 };

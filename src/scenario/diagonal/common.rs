@@ -108,15 +108,11 @@ impl Instance {
     }
 }
 
-/// Algorithm 1 on `instance`, built as instance `name` from the scenario's seed, computed once
+/// Algorithm 1 on instance `name` built from the scenario's seed, computed once
 /// per process: the runs of an α sweep (parallel threads, same instance and seed) share it
 /// instead of each recomputing it (about 4 s on `small`). The schedule is a function of
 /// (name, seed) alone, so sharing it changes no number.
-pub fn shared_schedule(
-    name: InstanceName,
-    instance: &Instance,
-    ctx: &RunContext,
-) -> Result<Schedule, RunError> {
+pub fn shared_schedule(name: InstanceName, ctx: &RunContext) -> Result<Schedule, RunError> {
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex, OnceLock};
     type Slot = Arc<OnceLock<Result<Schedule, String>>>;
@@ -128,7 +124,11 @@ pub fn shared_schedule(
             .clone()
     };
     // other threads asking for the same schedule wait here while the first computes it
-    slot.get_or_init(|| instance.schedule().map_err(|e| e.to_string()))
+    slot.get_or_init(|| {
+        Instance::build(name, ctx)
+            .and_then(|instance| instance.schedule())
+            .map_err(|e| e.to_string())
+    })
         .clone()
         .map_err(RunError::Other)
 }

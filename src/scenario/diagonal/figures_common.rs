@@ -36,7 +36,7 @@ impl Toy {
     /// failed assumption or a tie has no theory curve to draw: that is an error here.
     pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
         let instance = Instance::build(name, ctx)?;
-        let schedule = shared_schedule(name, &instance, ctx)?;
+        let schedule = shared_schedule(name, ctx)?;
         match &schedule.termination {
             Termination::Converged | Termination::StageLimit => {}
             other => {

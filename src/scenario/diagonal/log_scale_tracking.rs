@@ -14,12 +14,13 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{coords::log_scale, g_vec, LogCoordinates};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
-use crate::scenario::reduce::{numeric_grid, CsvTable, SweepRun, SweepRuns, SweptKind};
+use crate::scenario::reduce::{CsvTable, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{alpha_run, AlphaRun, InstanceName};
+use super::sweeps_common::log10_alpha_sweep;
 use super::sweeps_common::{
     alpha_label, farthest_from_one, instance_label, ln_alphas, nan_max, validate_ln_alphas, Setup,
 };
@@ -83,25 +84,7 @@ fn validate_sweep(
     spec: &SweepSpec,
     sc: &Scenario,
 ) -> Result<(), InputError> {
-    let log10_alpha = numeric_grid(sc, spec, "log10_alpha", 2)?;
-    validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&log10_alpha), 2)?;
-    if spec.seeds.is_some() {
-        return Err(sc.invalid(
-            "sweep.seeds",
-            "the laws are across α at one θ_0: sweep only instance and log10_alpha",
-        ));
-    }
-    if let Some(key) = spec
-        .grid
-        .keys()
-        .find(|k| *k != "instance" && *k != "log10_alpha")
-    {
-        return Err(sc.invalid(
-            &format!("sweep.grid.{key}"),
-            "this kind sweeps only instance and log10_alpha",
-        ));
-    }
-    Ok(())
+    log10_alpha_sweep(sc, spec, 2, &["instance"]).map(|_| ())
 }
 
 /// What one α run shows about the log scale.

@@ -77,7 +77,7 @@ fn validate_sweep(
     spec: &SweepSpec,
     sc: &Scenario,
 ) -> Result<(), InputError> {
-    let grid = log10_alpha_sweep(sc, spec, 2)?;
+    let grid = log10_alpha_sweep(sc, spec, 2, &[])?;
     if !grid.contains(&c.reference_log10_alpha) {
         return Err(sc.invalid(
             "checks.reference_log10_alpha",

@@ -71,7 +71,7 @@ fn validate_sweep(
     spec: &SweepSpec,
     sc: &Scenario,
 ) -> Result<(), InputError> {
-    log10_alpha_sweep(sc, spec, 1).map(|_| ())
+    log10_alpha_sweep(sc, spec, 1, &[]).map(|_| ())
 }
 
 /// Indices of β above a threshold.

@@ -16,12 +16,13 @@ use crate::flow::{integrate, linspace, Descent, Method, OdeConfig};
 use crate::models::diagonal::network::conserved;
 use crate::models::diagonal::{transition_times, DiagonalNet, Layout, TransitionEvents};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
-use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns, SweptKind};
+use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{alpha_run, InstanceName};
+use super::sweeps_common::log10_alpha_sweep;
 use super::sweeps_common::{
     alpha_label, instance_label, ln_alphas, nan_max, validate_ln_alphas, Setup,
 };
@@ -83,8 +84,7 @@ fn validate_sweep(
     spec: &SweepSpec,
     sc: &Scenario,
 ) -> Result<(), InputError> {
-    let grid = numeric_grid(sc, spec, "log10_alpha", 1)?;
-    validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&grid), 1)?;
+    let grid = log10_alpha_sweep(sc, spec, 1, &[])?;
     if !grid.contains(&c.agreement_log10_alpha) {
         return Err(sc.invalid(
             "sweep.grid.log10_alpha",

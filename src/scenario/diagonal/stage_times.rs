@@ -14,17 +14,15 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::fit::line_fit;
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
-use crate::scenario::reduce::{numeric_grid, SweepRuns, SweptKind};
+use crate::scenario::reduce::{SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{alpha_run, InstanceName};
 use super::figures_common::{step_curve, support_order};
-use super::sweeps_common::{
-    alpha_label, decreases, farthest_from_one, ln_alphas, nan_max, spread, validate_ln_alphas,
-    Setup,
-};
+use super::sweeps_common::log10_alpha_sweep;
+use super::sweeps_common::{alpha_label, decreases, farthest_from_one, nan_max, spread, Setup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -102,8 +100,7 @@ fn validate_sweep(
     sc: &Scenario,
 ) -> Result<(), InputError> {
     let key = "sweep.grid.log10_alpha";
-    let grid = numeric_grid(sc, spec, "log10_alpha", 3)?;
-    validate_ln_alphas(sc, key, &ln_alphas(&grid), 3)?;
+    let grid = log10_alpha_sweep(sc, spec, 3, &["instance"])?;
     if grid
         .iter()
         .filter(|&&a| a >= c.spread_min_log10_alpha)

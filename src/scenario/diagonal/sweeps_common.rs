@@ -10,7 +10,7 @@ use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns};
 use crate::scenario::sweep::{Seeds, SweepSpec};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
-use super::common::{initial_direction, Instance, InstanceName};
+use super::common::{initial_direction, shared_schedule, Instance, InstanceName};
 
 /// Smallest ||u0_i| − |v0_i|| of θ_0 (Assumption 4.3(i), spec §4).
 pub const INIT_MARGIN: f64 = 1e-3;
@@ -29,7 +29,7 @@ impl Setup {
     /// assumption or a tie cannot be swept and is an error.
     pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
         let instance = Instance::build(name, ctx)?;
-        let schedule = instance.schedule()?;
+        let schedule = shared_schedule(name, ctx)?;
         if let Termination::Failed { .. } | Termination::Tie { .. } = schedule.termination {
             return Err(RunError::Other(format!(
                 "Algorithm 1 on {} stopped early: {:?}",
@@ -241,20 +241,29 @@ pub fn nan_max(values: impl IntoIterator<Item = f64>) -> f64 {
     })
 }
 
-/// The α grid of a sweep whose reduction states a law across α (plateau-convergence,
-/// rank-staircase): `sweep.grid.log10_alpha` with at least `min_len` values, every α in (0, 1),
-/// strictly decreasing; no other grid key and one seed, so that the runs are one per α.
+/// The α grid of a sweep whose reduction states a law across α: `sweep.grid.log10_alpha` with at
+/// least `min_len` values, every α in (0, 1), strictly decreasing; no grid key besides it and
+/// `also_swept` (e.g. `instance`), and one seed, so that the runs are one per (…, α) at one θ_0.
 pub fn log10_alpha_sweep(
     sc: &Scenario,
     spec: &SweepSpec,
     min_len: usize,
+    also_swept: &[&str],
 ) -> Result<Vec<f64>, InputError> {
     let grid = numeric_grid(sc, spec, "log10_alpha", min_len)?;
     validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&grid), min_len)?;
-    if let Some(other) = spec.grid.keys().find(|k| *k != "log10_alpha") {
+    if let Some(other) = spec
+        .grid
+        .keys()
+        .find(|k| *k != "log10_alpha" && !also_swept.contains(&k.as_str()))
+    {
+        let swept = std::iter::once("log10_alpha")
+            .chain(also_swept.iter().copied())
+            .collect::<Vec<_>>()
+            .join(", ");
         return Err(sc.invalid(
             &format!("sweep.grid.{other}"),
-            "this kind sweeps log10_alpha only (set other parameters with --set)",
+            format!("this kind sweeps only {swept} (set other parameters with --set)"),
         ));
     }
     let one_seed = match &spec.seeds {

@@ -21,12 +21,13 @@ use crate::models::diagonal::{
     TransitionEvents,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
-use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns, SweptKind};
+use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::InstanceName;
+use super::sweeps_common::log10_alpha_sweep;
 use super::sweeps_common::{
     alpha_label, decreases, instance_label, ln_alphas, nan_max, validate_ln_alphas, Setup,
 };
@@ -96,21 +97,7 @@ fn validate_sweep(
     spec: &SweepSpec,
     sc: &Scenario,
 ) -> Result<(), InputError> {
-    let log10_alpha = numeric_grid(sc, spec, "log10_alpha", 2)?;
-    validate_ln_alphas(sc, "sweep.grid.log10_alpha", &ln_alphas(&log10_alpha), 2)?;
-    if spec.seeds.is_some() {
-        return Err(sc.invalid(
-            "sweep.seeds",
-            "the laws are across α at one θ_0: sweep only log10_alpha",
-        ));
-    }
-    if let Some(key) = spec.grid.keys().find(|k| *k != "log10_alpha") {
-        return Err(sc.invalid(
-            &format!("sweep.grid.{key}"),
-            "this kind sweeps only log10_alpha (one instance, ρ and radius per sweep)",
-        ));
-    }
-    Ok(())
+    log10_alpha_sweep(sc, spec, 2, &[]).map(|_| ())
 }
 
 /// ‖β − target‖_∞ with β = s ⊙ e^η on the active set of a reduced balanced flow (0 elsewhere).

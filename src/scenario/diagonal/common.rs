@@ -129,8 +129,8 @@ pub fn shared_schedule(name: InstanceName, ctx: &RunContext) -> Result<Schedule,
             .and_then(|instance| instance.schedule())
             .map_err(|e| e.to_string())
     })
-        .clone()
-        .map_err(RunError::Other)
+    .clone()
+    .map_err(RunError::Other)
 }
 
 /// The initial direction θ_0 = (u0, v0), i.i.d. N(0, 1) from the init stream, redrawn

@@ -19,7 +19,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::common::{alpha_run, AlphaRun, InstanceName};
+use super::common::{AlphaRun, InstanceName};
 use super::sweeps_common::log10_alpha_sweep;
 use super::sweeps_common::{
     alpha_label, farthest_from_one, instance_label, ln_alphas, nan_max, validate_ln_alphas, Setup,
@@ -180,14 +180,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .map_err(|e| RunError::Other(e.to_string()))?;
     let max_ln_w0 = nan_max(ln_w0.iter().map(|x| x.abs()));
     let bound = c.bound_slope * max_ln_w0 + c.bound_offset;
-    let run = alpha_run(
-        setup.instance.loss(),
-        &setup.init,
-        la,
-        schedule,
-        &taus,
-        &ctx.ode,
-    )?;
+    let run = setup.run(la, &taus, &ctx.ode)?;
     rep.stats(format!("{label} α={}", alpha_label(la)), &run.traj.stats);
     let t = track(&setup, &run, p, c, tau_end);
     let scaled = run.lambda * t.sup_error;

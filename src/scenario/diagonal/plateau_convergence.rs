@@ -19,7 +19,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::common::{alpha_run, InstanceName};
+use super::common::InstanceName;
 use super::sweeps_common::{
     alpha_label, best_separated_time, decreases, grid_with_points, instance_label,
     log10_alpha_sweep, nan_max, predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
@@ -113,14 +113,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]),
         ..Default::default()
     };
-    let run = alpha_run(
-        setup.instance.loss(),
-        &setup.init,
-        la,
-        schedule,
-        &taus,
-        &ctx.ode,
-    )?;
+    let run = setup.run(la, &taus, &ctx.ode)?;
     rep.stats(format!("α={}", alpha_label(la)), &run.traj.stats);
     let mut err = Vec::with_capacity(stages - 1);
     for ((k, &i), &(tau_best, predicted)) in (1..stages).zip(&index).zip(&best) {

@@ -14,7 +14,7 @@ use crate::scenario::report::Cell;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::common::{alpha_run, InstanceName};
+use super::common::InstanceName;
 use super::sweeps_common::{
     alpha_label, best_separated_time, grid_with_points, instance_label, log10_alpha_sweep,
     runs_by_lambda, validate_ln_alphas, Setup,
@@ -140,14 +140,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut mismatches, mut tested, mut too_many_added, mut block_violations) = (0, 0, 0, 0);
     let mut max_added = 0usize;
     let mut fixed_mismatches = 0;
-    let run = alpha_run(
-        setup.instance.loss(),
-        &setup.init,
-        la,
-        schedule,
-        &taus,
-        &ctx.ode,
-    )?;
+    let run = setup.run(la, &taus, &ctx.ode)?;
     rep.stats(format!("α={}", alpha_label(la)), &run.traj.stats);
     let thresholds: Vec<f64> = m_best.iter().map(|m| (0.5 * m * la).exp()).collect();
     let mut previous: Option<Vec<usize>> = None;

@@ -19,7 +19,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::common::{alpha_run, InstanceName};
+use super::common::InstanceName;
 use super::figures_common::{step_curve, support_order};
 use super::sweeps_common::log10_alpha_sweep;
 use super::sweeps_common::{alpha_label, decreases, farthest_from_one, nan_max, spread, Setup};
@@ -133,16 +133,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let ln_alpha = p.log10_alpha * LN_10;
     let alpha = alpha_label(ln_alpha);
     let taus = linspace(0.0, tau_end, p.samples);
-    let solve = |cfg: &OdeConfig| {
-        alpha_run(
-            setup.instance.loss(),
-            &setup.init,
-            ln_alpha,
-            &setup.schedule,
-            &taus,
-            cfg,
-        )
-    };
+    let solve = |cfg: &OdeConfig| setup.run(ln_alpha, &taus, cfg);
     let main = solve(&ctx.ode)?;
     let half = solve(&OdeConfig {
         rtol: 0.5 * ctx.ode.rtol,

@@ -4,13 +4,15 @@
 //! of a plateau and its best-separated time, output grids that contain given times, and
 //! labels and colours per α.
 
-use crate::flow::linspace;
+use crate::flow::{linspace, OdeConfig};
 use crate::models::diagonal::{Schedule, Termination};
 use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns};
 use crate::scenario::sweep::{Seeds, SweepSpec};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
-use super::common::{initial_direction, shared_schedule, Instance, InstanceName};
+use super::common::{
+    alpha_run, initial_direction, shared_schedule, AlphaRun, Instance, InstanceName,
+};
 
 /// Smallest ||u0_i| − |v0_i|| of θ_0 (Assumption 4.3(i), spec §4).
 pub const INIT_MARGIN: f64 = 1e-3;
@@ -50,6 +52,19 @@ impl Setup {
             schedule,
             init,
         })
+    }
+
+    /// The log-layout flow from α θ_0 (ln α = `ln_alpha`) sampled at rescaled times `taus`, with
+    /// the transition events of the schedule.
+    pub fn run(&self, ln_alpha: f64, taus: &[f64], cfg: &OdeConfig) -> Result<AlphaRun, RunError> {
+        alpha_run(
+            self.instance.loss(),
+            &self.init,
+            ln_alpha,
+            &self.schedule,
+            taus,
+            cfg,
+        )
     }
 
     /// K: the number of finite transitions T_1 < … < T_K.

@@ -100,6 +100,20 @@ fn a_sweep_writes_runs_aggregate_checks_and_band_figure() {
     );
 }
 
+/// A sweep written over a folder that holds something else (a single run's outputs, another
+/// plan) replaces it: no stale file survives beside the sweep's.
+#[test]
+fn a_sweep_replaces_a_single_runs_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = data("trajectory-grid.toml");
+    let dir = tmp.path().join("o/trajectory-grid");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("params.json"), "{}").unwrap();
+    run(&["run", file.to_str().unwrap(), "--out", "o"], tmp.path(), 1);
+    assert!(dir.join("sweep.json").is_file());
+    assert!(!dir.join("params.json").exists(), "stale single-run file kept");
+}
+
 #[test]
 fn shards_merge_to_the_single_run_and_thread_count_does_not_matter() {
     let tmp = tempfile::tempdir().unwrap();

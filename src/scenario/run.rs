@@ -237,18 +237,20 @@ fn execute_sweep(ready: Ready, out_root: &Path, opts: ExecOptions) -> Result<Out
         points: points.iter().map(|p| p.point.clone()).collect(),
     };
     let io = |e: String| RunError::Other(format!("{}: {e}", dir.display()));
-    if Plan::path(&dir).is_file() {
-        match Plan::read(&dir) {
-            Ok(old) if old.same_sweep(&plan) => {}
-            _ if opts.resume => {
-                return Err(RunError::Other(format!(
-                    "{}: --resume: the sweep on disk was planned differently (parameters, \
-                     seeds or version); run without --resume or use another --out",
-                    dir.display()
-                )))
-            }
-            _ => std::fs::remove_dir_all(&dir).map_err(|e| io(e.to_string()))?,
+    // the same sweep on disk is continued (shards share a folder); anything else there (another
+    // plan, or a single run's outputs) is replaced, so no stale file survives
+    let on_disk = Plan::path(&dir).is_file().then(|| Plan::read(&dir));
+    match on_disk {
+        Some(Ok(old)) if old.same_sweep(&plan) => {}
+        Some(_) if opts.resume => {
+            return Err(RunError::Other(format!(
+                "{}: --resume: the sweep on disk was planned differently (parameters, \
+                 seeds or version); run without --resume or use another --out",
+                dir.display()
+            )))
         }
+        _ if dir.exists() => std::fs::remove_dir_all(&dir).map_err(|e| io(e.to_string()))?,
+        _ => {}
     }
     std::fs::create_dir_all(dir.join("runs")).map_err(|e| io(e.to_string()))?;
     plan.write(&dir).map_err(io)?;

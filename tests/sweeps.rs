@@ -109,9 +109,16 @@ fn a_sweep_replaces_a_single_runs_folder() {
     let dir = tmp.path().join("o/trajectory-grid");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("params.json"), "{}").unwrap();
-    run(&["run", file.to_str().unwrap(), "--out", "o"], tmp.path(), 1);
+    run(
+        &["run", file.to_str().unwrap(), "--out", "o"],
+        tmp.path(),
+        1,
+    );
     assert!(dir.join("sweep.json").is_file());
-    assert!(!dir.join("params.json").exists(), "stale single-run file kept");
+    assert!(
+        !dir.join("params.json").exists(),
+        "stale single-run file kept"
+    );
 }
 
 #[test]

@@ -231,6 +231,7 @@ fn execute_sweep(ready: Ready, out_root: &Path, opts: ExecOptions) -> Result<Out
         seed: scenario.seed,
         quick: scenario.quick,
         overrides: scenario.overrides.clone(),
+        solver: prepared.ode,
         params: prepared.params,
         checks: prepared.checks,
         spec,

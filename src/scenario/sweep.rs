@@ -353,6 +353,9 @@ pub struct Plan {
     pub seed: u64,
     pub quick: bool,
     pub overrides: Vec<String>,
+    /// The integrator and tolerances of every run (a grid over `solver.*` changes them per run;
+    /// each run's params.json has its own).
+    pub solver: crate::flow::OdeConfig,
     /// The base scenario's parameters and check thresholds (what a reduction reads).
     pub params: serde_json::Value,
     pub checks: serde_json::Value,

@@ -148,6 +148,42 @@ fn shards_merge_to_the_single_run_and_thread_count_does_not_matter() {
     assert_ne!(a, b);
 }
 
+/// A reduction reads only the runs' files: stage-times (seed 004, one run per (instance, α)) as
+/// two shards merged gives the single run's files byte for byte, its cross-α checks included.
+#[test]
+fn a_reduction_is_the_same_after_shards_and_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    run(
+        &["run", "stage-times", "--quick", "--out", "one"],
+        tmp.path(),
+        2,
+    );
+    for k in 1..=2 {
+        let shard = format!("{k}/2");
+        let out = format!("s{k}");
+        let o = run(
+            &[
+                "run",
+                "stage-times",
+                "--quick",
+                "--shard",
+                &shard,
+                "--out",
+                &out,
+            ],
+            tmp.path(),
+            1,
+        );
+        assert!(o.contains("missing 3"), "{o}");
+    }
+    run(&["merge", "s1", "s2", "--out", "merged"], tmp.path(), 1);
+    let one = snapshot(&tmp.path().join("one/stage-times"));
+    assert_eq!(one, snapshot(&tmp.path().join("merged/stage-times")));
+    let checks = std::fs::read_to_string(tmp.path().join("one/stage-times/checks.json")).unwrap();
+    assert!(checks.contains("mini: max_k |slope_k/T_k − 1|"), "{checks}");
+    assert!(one.iter().any(|(f, _)| f == "series.csv"));
+}
+
 #[test]
 fn resume_finishes_only_the_missing_runs() {
     let tmp = tempfile::tempdir().unwrap();

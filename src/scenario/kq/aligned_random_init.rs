@@ -15,23 +15,11 @@ use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::common::{build_instance, data_label, instance_svms, DataName, FIRST_FREE_STREAM};
-use super::full_common::{gaussian_matrix, run_log_time, tau_grid, DirectionSample};
+use super::common::{build_instance, data_label, instance_svms, FIRST_FREE_STREAM};
+use super::full_common::{gaussian_matrix, run_log_time, tau_grid, DirectionSample, FlowRunParams};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    /// A4 dataset (spec §7: toy-4).
-    pub data: DataName,
-    pub de: usize,
-    /// K(0), Q(0) ~ N(0, s²) (spec §7: 0.1).
-    pub init_scale: f64,
-    /// Random initializations (spec §7: 5).
-    pub seeds: usize,
-    /// Final log time (spec §7: 1e5).
-    pub tau_max: f64,
-    pub per_decade: usize,
-}
+/// The seeded flow parameters shared with the other full-model scenario.
+pub type Params = FlowRunParams;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,14 +33,8 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.de == 0 || p.seeds == 0 || p.per_decade == 0 {
-        return Err(sc.invalid("params.de", "de, seeds and per_decade must be at least 1"));
-    }
-    if !(p.tau_max > 1.0 && p.tau_max <= 1e10) {
-        return Err(sc.invalid("params.tau_max", "must lie in (1, 1e10]"));
-    }
+    p.validate(sc)?;
     sc.require_positive(&[
-        ("params.init_scale", p.init_scale),
         ("checks.nuclear_gap_tol", c.nuclear_gap_tol),
         ("checks.frobenius_excess_min", c.frobenius_excess_min),
         ("checks.balance_drift_tol", c.balance_drift_tol),

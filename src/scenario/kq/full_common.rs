@@ -6,12 +6,56 @@
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
+use serde::{Deserialize, Serialize};
 
 use crate::flow::{integrate, logspace, FlowError, OdeConfig, Trajectory};
 use crate::models::kq::full::normalized_direction;
 use crate::models::kq::log_time::{LogTimeDescent, ScaledGradient};
 use crate::models::token_select::FixedDecoder;
-use crate::scenario::{Check, Report};
+
+use super::common::DataName;
+use crate::scenario::{Check, InputError, Report, Scenario};
+
+/// Parameters of the seeded full-model flow scenarios (full-nuclear-vs-frobenius,
+/// aligned-random-init): one dataset, factors K(0), Q(0) ~ N(0, s²) per seed, τ output grid.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowRunParams {
+    /// Dataset of spec §5.1 (toy-3 is the full-model discriminator, toy-4 satisfies A4).
+    pub data: DataName,
+    /// Embedding width d_e (the theorems take d_e ≥ d).
+    pub de: usize,
+    /// K(0), Q(0) entries i.i.d. N(0, s²) (spec §1.5: s ∈ [0.01, 0.5]; §7: 0.1).
+    pub init_scale: f64,
+    /// Number of initializations (spec §7: seeds 0..4); W(0) = K(0)Q(0)ᵀ for the W flow.
+    pub seeds: usize,
+    /// Final log time τ_max (spec §7: 1e5 – 1e6).
+    pub tau_max: f64,
+    /// Output samples per decade of τ (spec §8: ≥ 5).
+    pub per_decade: usize,
+}
+
+impl FlowRunParams {
+    /// Refuses empty sizes, a τ_max outside (1, 1e10] and a non-positive init scale.
+    pub fn validate(&self, sc: &Scenario) -> Result<(), InputError> {
+        if self.de == 0 {
+            return Err(sc.invalid("params.de", "the embedding width must be at least 1"));
+        }
+        if self.seeds == 0 {
+            return Err(sc.invalid("params.seeds", "need at least one initialization"));
+        }
+        if self.per_decade == 0 {
+            return Err(sc.invalid("params.per_decade", "need at least one sample per decade"));
+        }
+        if !(self.tau_max > 1.0 && self.tau_max <= 1e10) {
+            return Err(sc.invalid(
+                "params.tau_max",
+                "must lie in (1, 1e10] (spec §8: beyond µ ≈ 1e10 margins lose f64 resolution)",
+            ));
+        }
+        sc.require_positive(&[("params.init_scale", self.init_scale)])
+    }
+}
 
 /// d × d_e matrix with i.i.d. N(0, scale²) entries.
 pub fn gaussian_matrix(rng: &mut impl Rng, rows: usize, cols: usize, scale: f64) -> DMatrix<f64> {

@@ -14,27 +14,13 @@ use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::common::{build_instance, data_label, instance_svms, DataName, FIRST_FREE_STREAM};
+use super::common::{build_instance, data_label, instance_svms, FIRST_FREE_STREAM};
 use super::full_common::{
-    frobenius_distance, gaussian_matrix, run_log_time, tau_grid, DirectionSample,
+    frobenius_distance, gaussian_matrix, run_log_time, tau_grid, DirectionSample, FlowRunParams,
 };
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    /// Dataset of spec §5.1 (toy-3 is the full-model discriminator).
-    pub data: DataName,
-    /// Embedding width d_e (the theorems take d_e ≥ d).
-    pub de: usize,
-    /// K(0), Q(0) entries i.i.d. N(0, s²) (spec §1.5: s ∈ [0.01, 0.5]; §7: 0.1).
-    pub init_scale: f64,
-    /// Number of initializations (spec §7: seeds 0..4); W(0) = K(0)Q(0)ᵀ for the W flow.
-    pub seeds: usize,
-    /// Final log time τ_max (spec §7: 1e6).
-    pub tau_max: f64,
-    /// Output samples per decade of τ (spec §8: ≥ 5).
-    pub per_decade: usize,
-}
+/// The seeded flow parameters shared with the other full-model scenario.
+pub type Params = FlowRunParams;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,23 +45,8 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.de == 0 {
-        return Err(sc.invalid("params.de", "the embedding width must be at least 1"));
-    }
-    if p.seeds == 0 {
-        return Err(sc.invalid("params.seeds", "need at least one initialization"));
-    }
-    if p.per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "need at least one sample per decade"));
-    }
-    if !(p.tau_max > 1.0 && p.tau_max <= 1e10) {
-        return Err(sc.invalid(
-            "params.tau_max",
-            "must lie in (1, 1e10] (spec §8: beyond µ ≈ 1e10 margins lose f64 resolution)",
-        ));
-    }
+    p.validate(sc)?;
     sc.require_positive(&[
-        ("params.init_scale", p.init_scale),
         ("checks.kq_direction_tol", c.kq_direction_tol),
         ("checks.kq_rank_ratio_tol", c.kq_rank_ratio_tol),
         ("checks.kq_nuclear_gap_tol", c.kq_nuclear_gap_tol),

@@ -279,7 +279,6 @@ fn run(
         .enumerate()
         .partition(|(_, r)| registry::reports_wall_time(r.kind.name()));
     let start = std::time::Instant::now();
-    let print_lock = std::sync::Mutex::new(());
     type Finished = (usize, String, Result<Outcome, RunError>);
     let execute_one = |(i, r): (usize, Ready)| -> Option<Finished> {
         let name = r.scenario.name.clone();
@@ -296,7 +295,7 @@ fn run(
             }
         }
         let result = execute(r, out, exec);
-        let _guard = print_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // one print! call holds the stdout lock for the whole verdict: blocks never interleave
         match &result {
             Ok(o) => print!("{}", o.verdict),
             Err(e) => eprintln!("{name}: {e}"),

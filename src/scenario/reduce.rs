@@ -120,11 +120,6 @@ pub struct SweepRuns {
 }
 
 impl SweepRuns {
-    /// The runs whose grid value of `key` is `value` (e.g. one instance), in point order.
-    pub fn at<'a>(&'a self, key: &'a str, value: &'a str) -> impl Iterator<Item = &'a SweepRun> {
-        self.runs.iter().filter(move |r| r.grid_text(key) == value)
-    }
-
     /// The runs' tables `<stem>.csv` stacked into one, each row prefixed with the run's id, seed
     /// and grid values — the combined data file of the sweep. A column named like a grid key
     /// repeats the grid value and is left out.
@@ -303,7 +298,7 @@ mod tests {
         assert!(runs.runs[0].table("series").unwrap().column("x").is_err());
         assert_eq!(runs.runs[1].quantity("q"), -8.0);
         assert!(runs.runs[1].quantity("absent").is_nan());
-        assert_eq!(runs.at("log10_alpha", "-4.0").count(), 1);
+        assert_eq!(runs.runs[1].grid_text("log10_alpha"), "-4.0");
         // a run whose table has other columns is refused, not silently misaligned
         let odd = run(&dir, 2, -8.0, "k,s\n1,2\n");
         let runs = SweepRuns {

@@ -22,9 +22,8 @@ use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::common::{alpha_run, InstanceName};
-use super::sweeps_common::log10_alpha_sweep;
 use super::sweeps_common::{
-    alpha_label, instance_label, ln_alphas, nan_max, validate_ln_alphas, Setup,
+    alpha_label, instance_label, ln_alphas, log10_alpha_sweep, nan_max, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

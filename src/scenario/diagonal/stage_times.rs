@@ -21,8 +21,10 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 
 use super::common::InstanceName;
 use super::figures_common::{step_curve, support_order};
-use super::sweeps_common::log10_alpha_sweep;
-use super::sweeps_common::{alpha_label, decreases, farthest_from_one, nan_max, spread, Setup};
+use super::sweeps_common::{
+    alpha_label, decreases, farthest_from_one, log10_alpha_sweep, nan_max, runs_by_lambda, spread,
+    Setup,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -339,18 +341,14 @@ struct StageRows {
 /// Groups the runs' series by instance, each with its runs in order of increasing Λ.
 fn instance_rows(runs: &SweepRuns) -> Result<Vec<InstanceRows>, String> {
     let mut out: Vec<InstanceRows> = Vec::new();
-    let mut per_run = Vec::new();
-    for r in &runs.runs {
+    for r in runs_by_lambda(runs) {
         let t = r.table("series")?;
         let label = t
             .text_column("instance")?
             .first()
             .cloned()
             .unwrap_or_default();
-        per_run.push((label, r.quantity("Lambda"), r.grid_value("log10_alpha"), t));
-    }
-    per_run.sort_by(|a, b| a.1.total_cmp(&b.1));
-    for (label, lambda, log10_alpha, t) in per_run {
+        let (lambda, log10_alpha) = (r.quantity("Lambda"), r.grid_value("log10_alpha"));
         let (t_k, act) = (t.column("T_k")?, t.text_column("activation")?);
         let (tau, off, rho) = (
             t.column("tau_hat")?,

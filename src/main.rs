@@ -9,11 +9,33 @@ use rayon::prelude::*;
 use attnflow::flow::Method;
 use attnflow::scenario::registry;
 use attnflow::scenario::run::{
-    default_scenario_dir, execute, load_and_validate, merge, resolve, scenario_files, ExecOptions,
-    Outcome, Ready, INTERRUPTED,
+    check_outputs, default_scenario_dir, execute, load_and_validate, merge, resolve,
+    scenario_files, ExecOptions, Outcome, Ready, INTERRUPTED,
 };
 use attnflow::scenario::sweep::Shard;
 use attnflow::scenario::{InputError, Overrides, RunError};
+
+/// Prints to stdout; a closed pipe (`attnflow list | head -1`) is not an error: the command
+/// goes on quietly and still writes its files.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+macro_rules! sayln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+/// Prints to stderr, likewise.
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
 
 /// Exit codes: 0 all checks passed, 1 some check failed, 2 bad input (nothing written),
 /// 3 a run failed (solver failure, divergence, I/O), 130 interrupted (completed runs kept).
@@ -129,6 +151,7 @@ impl RunOpts {
             seed: self.seed,
             method: self.solver,
             quick: self.quick,
+            dir: self.dir.clone(),
         }
     }
     fn dir(&self) -> PathBuf {
@@ -147,7 +170,7 @@ fn main() -> ExitCode {
         if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("\ninterrupted: finishing the runs under way (Ctrl-C again to stop now)");
+        warn!("\ninterrupted: finishing the runs under way (Ctrl-C again to stop now)");
     });
     match cli.command {
         Command::List { dir } => list(&dir.unwrap_or_else(default_scenario_dir)),
@@ -160,11 +183,11 @@ fn main() -> ExitCode {
             exec,
         } => {
             if all && !scenarios.is_empty() {
-                eprintln!("error: give scenario names or --all, not both");
+                warn!("error: give scenario names or --all, not both");
                 return ExitCode::from(2);
             }
             if !all && scenarios.is_empty() {
-                eprintln!("error: name at least one scenario, or pass --all");
+                warn!("error: name at least one scenario, or pass --all");
                 return ExitCode::from(2);
             }
             run(scenarios, all, &out, &opts, &exec, false)
@@ -173,14 +196,22 @@ fn main() -> ExitCode {
         Command::Merge { dirs, out } => match merge(&dirs, &out) {
             Ok(outcomes) => {
                 for o in &outcomes {
-                    print!("{}", o.verdict);
+                    say!("{}", o.verdict);
                 }
-                println!("merged {} folders into {}", dirs.len(), out.display());
+                sayln!("merged {} folders into {}", dirs.len(), out.display());
+                let missing: usize = outcomes.iter().map(|o| o.missing).sum();
+                if missing > 0 {
+                    warn!(
+                        "incomplete: {missing} runs are in none of the folders; their sweeps' \
+                         own checks were not evaluated (exit 1)"
+                    );
+                    return ExitCode::from(1);
+                }
                 exit_code(&outcomes, &[])
             }
             Err(RunError::Input(e)) => input_error(&e),
             Err(e) => {
-                eprintln!("error: {e}");
+                warn!("error: {e}");
                 ExitCode::from(3)
             }
         },
@@ -188,19 +219,19 @@ fn main() -> ExitCode {
 }
 
 fn input_error(e: &InputError) -> ExitCode {
-    eprintln!("error: {e}");
+    warn!("error: {e}");
     ExitCode::from(2)
 }
 
 fn list(dir: &Path) -> ExitCode {
     let files = scenario_files(dir);
     if files.is_empty() {
-        eprintln!("no scenario files under {}", dir.display());
+        warn!("no scenario files under {}", dir.display());
         return ExitCode::from(2);
     }
     for f in files {
         match attnflow::scenario::Scenario::load(&f, &Overrides::default()) {
-            Ok(sc) => println!("{:<28} {:<40} {}", sc.name, sc.kind, sc.title),
+            Ok(sc) => sayln!("{:<28} {:<40} {}", sc.name, sc.kind, sc.title),
             Err(e) => return input_error(&e),
         }
     }
@@ -216,18 +247,18 @@ fn describe(name: &str, opts: &RunOpts) -> ExitCode {
         Ok(r) => r,
         Err(e) => return input_error(&e),
     };
-    println!("{} — {}", ready.scenario.name, ready.scenario.title);
-    println!("kind: {} (paper {})", ready.kind.name(), ready.kind.paper());
-    println!("{}\n", ready.kind.summary());
-    println!("file {}:\n", path.display());
-    println!("{}", std::fs::read_to_string(&path).unwrap_or_default());
+    sayln!("{} — {}", ready.scenario.name, ready.scenario.title);
+    sayln!("kind: {} (paper {})", ready.kind.name(), ready.kind.paper());
+    sayln!("{}\n", ready.kind.summary());
+    sayln!("file {}:\n", path.display());
+    sayln!("{}", std::fs::read_to_string(&path).unwrap_or_default());
     let resolved = serde_json::json!({
         "seed": ready.scenario.seed,
         "solver": ready.prepared.ode,
         "params": ready.prepared.params,
         "checks": ready.prepared.checks,
     });
-    println!(
+    sayln!(
         "resolved (defaults and overrides applied):\n{}",
         serde_json::to_string_pretty(&resolved).unwrap_or_default()
     );
@@ -267,9 +298,13 @@ fn run(
         }
     }
     if ready.is_empty() {
-        eprintln!("error: no scenarios under {}", dir.display());
+        warn!("error: no scenarios under {}", dir.display());
         return ExitCode::from(2);
     }
+    let on_disk = match check_outputs(&ready, out, exec) {
+        Ok(v) => v,
+        Err(e) => return input_error(&e),
+    };
     // Scenarios run in parallel (each sweep is parallel inside too); the ones that report
     // their solvers' wall time run afterwards, alone, so that their timings are not shared
     // with other work. Verdicts print as runs finish; the summary keeps the file order.
@@ -277,33 +312,30 @@ fn run(
     let (timed, rest): (Indexed, Indexed) = ready
         .into_iter()
         .enumerate()
+        .filter(|(i, r)| {
+            if on_disk[*i] {
+                sayln!("{}: complete on disk, skipped (--resume)", r.scenario.name);
+            }
+            !on_disk[*i] && (r.sweep.is_some() || exec.shard.index == 1)
+        })
         .partition(|(_, r)| registry::reports_wall_time(r.kind.name()));
     let start = std::time::Instant::now();
     type Finished = (usize, String, Result<Outcome, RunError>);
-    let execute_one = |(i, r): (usize, Ready)| -> Option<Finished> {
+    let execute_one = |(i, r): (usize, Ready)| -> Finished {
         let name = r.scenario.name.clone();
         if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-            return Some((i, name, Err(RunError::Interrupted("not started".into()))));
-        }
-        if r.sweep.is_none() {
-            if exec.shard.index != 1 {
-                return None;
-            }
-            if exec.resume && out.join(&name).join("checks.json").is_file() {
-                println!("{name}: complete on disk, skipped (--resume)");
-                return None;
-            }
+            return (i, name, Err(RunError::NotStarted));
         }
         let result = execute(r, out, exec);
-        // one print! call holds the stdout lock for the whole verdict: blocks never interleave
+        // one write holds the stdout lock for the whole verdict: blocks never interleave
         match &result {
-            Ok(o) => print!("{}", o.verdict),
-            Err(e) => eprintln!("{name}: {e}"),
+            Ok(o) => say!("{}", o.verdict),
+            Err(e) => warn!("{name}: {e}"),
         }
-        Some((i, name, result))
+        (i, name, result)
     };
-    let mut results: Vec<Finished> = rest.into_par_iter().filter_map(execute_one).collect();
-    results.extend(timed.into_iter().filter_map(execute_one));
+    let mut results: Vec<Finished> = rest.into_par_iter().map(execute_one).collect();
+    results.extend(timed.into_iter().map(execute_one));
     results.sort_by_key(|(i, _, _)| *i);
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut failures: Vec<(String, RunError)> = Vec::new();
@@ -316,9 +348,9 @@ fn run(
     summarize(&outcomes, &failures, start.elapsed().as_secs_f64());
     if summary {
         match write_summary(out, &outcomes, &failures) {
-            Ok(path) => println!("summary written to {}", path.display()),
+            Ok(path) => sayln!("summary written to {}", path.display()),
             Err(e) => {
-                eprintln!("error: {e}");
+                warn!("error: {e}");
                 return ExitCode::from(3);
             }
         }
@@ -329,7 +361,7 @@ fn run(
 fn exit_code(outcomes: &[Outcome], failures: &[(String, RunError)]) -> ExitCode {
     if failures
         .iter()
-        .any(|(_, e)| matches!(e, RunError::Interrupted(_)))
+        .any(|(_, e)| matches!(e, RunError::Interrupted(_) | RunError::NotStarted))
     {
         ExitCode::from(130)
     } else if !failures.is_empty() {
@@ -346,12 +378,15 @@ fn summarize(outcomes: &[Outcome], failures: &[(String, RunError)], elapsed: f64
     if outcomes.len() + failures.len() < 2 {
         return;
     }
-    println!(
+    sayln!(
         "\n{:<28} {:>7} {:>7} {:>9}",
-        "scenario", "passed", "failed", "seconds"
+        "scenario",
+        "passed",
+        "failed",
+        "seconds"
     );
     for o in outcomes {
-        println!(
+        sayln!(
             "{:<28} {:>7} {:>7} {:>9.2}",
             o.name,
             o.passed,
@@ -359,13 +394,18 @@ fn summarize(outcomes: &[Outcome], failures: &[(String, RunError)], elapsed: f64
             o.seconds
         );
     }
-    for (n, _) in failures {
-        println!("{n:<28} {:>7} {:>7} {:>9}", "-", "-", "RUN FAILED");
+    for (n, e) in failures {
+        let what = match e {
+            RunError::NotStarted => "NOT STARTED",
+            RunError::Interrupted(_) => "INTERRUPTED",
+            _ => "RUN FAILED",
+        };
+        sayln!("{n:<28} {:>7} {:>7} {what:>11}", "-", "-");
     }
     let checks: usize = outcomes.iter().map(|o| o.checks).sum();
     let passed: usize = outcomes.iter().map(|o| o.passed).sum();
     let seconds: f64 = outcomes.iter().map(|o| o.seconds).sum();
-    println!(
+    sayln!(
         "{} scenarios run, {} failed to run; {passed}/{checks} checks passed \
          [{elapsed:.1} s elapsed, {seconds:.1} s summed over scenarios]",
         outcomes.len(),

@@ -90,21 +90,39 @@ impl OdeConfig {
 
     /// Checks that tolerances are usable; the message names the offending field.
     pub fn validate(&self) -> Result<(), String> {
-        if !(self.rtol.is_finite() && self.rtol > 0.0 && self.rtol < 1.0) {
-            return Err(format!("rtol must be in (0, 1), got {}", self.rtol));
+        self.invalid_field()
+            .map_or(Ok(()), |(_, reason)| Err(reason))
+    }
+
+    /// The first unusable field and why. A relative tolerance below [`MIN_RTOL`] cannot be met
+    /// in f64 arithmetic (the local error estimate is itself rounded at that level), so the
+    /// solver would fail at its first step.
+    pub fn invalid_field(&self) -> Option<(&'static str, String)> {
+        if !(self.rtol.is_finite() && self.rtol >= MIN_RTOL && self.rtol < 1.0) {
+            return Some((
+                "rtol",
+                format!(
+                    "rtol must be in [{MIN_RTOL:e}, 1) (f64 cannot meet a smaller relative \
+                     tolerance), got {:e}",
+                    self.rtol
+                ),
+            ));
         }
         if !(self.atol.is_finite() && self.atol > 0.0) {
-            return Err(format!(
-                "atol must be positive and finite, got {}",
-                self.atol
+            return Some((
+                "atol",
+                format!("atol must be positive and finite, got {}", self.atol),
             ));
         }
         if self.max_steps == 0 {
-            return Err("max_steps must be at least 1".into());
+            return Some(("max_steps", "max_steps must be at least 1".into()));
         }
-        Ok(())
+        None
     }
 }
+
+/// The smallest relative tolerance accepted: about 45 units of f64 rounding.
+pub const MIN_RTOL: f64 = 1e-14;
 
 /// Output times of an integration.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,10 +156,14 @@ pub fn linspace(a: f64, b: f64, n: usize) -> Vec<f64> {
         1 => vec![a],
         _ => (0..n)
             .map(|k| {
+                let scaled = (b - a) * k as f64;
                 if k == n - 1 {
                     b
+                } else if scaled.is_finite() {
+                    a + scaled / (n - 1) as f64
                 } else {
-                    a + (b - a) * k as f64 / (n - 1) as f64
+                    // near f64's range (b − a ≈ 1e308) scale first, so no sample overflows
+                    a + (b - a) * (k as f64 / (n - 1) as f64)
                 }
             })
             .collect(),
@@ -440,6 +462,18 @@ fn as_slice(v: &NalgebraVec<f64>) -> &[f64] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linspace_is_finite_and_increasing_up_to_the_end_of_f64() {
+        for b in [1.0, 1e300, 1e308, f64::MAX] {
+            let v = linspace(0.0, b, 50);
+            assert!(v.iter().all(|x| x.is_finite()), "{b}");
+            assert!(v.windows(2).all(|w| w[0] < w[1]), "{b}");
+            assert_eq!((v[0], v[49]), (0.0, b));
+        }
+        // the usual range keeps its rounding (outputs stay byte-identical)
+        assert_eq!(linspace(0.0, 10.0, 4)[1], 10.0 * 1.0 / 3.0);
+    }
 
     /// ż = A z with A = [[-1, 2], [-2, -1]]: z(t) = e^{-t} R(-2t) z0.
     struct Spiral;

@@ -76,6 +76,9 @@ pub enum RunError {
     /// Ctrl-C: what is missing, and how to finish.
     #[error("interrupted: {0}")]
     Interrupted(String),
+    /// Ctrl-C came before this scenario started.
+    #[error("not started (interrupted before it began)")]
+    NotStarted,
 }
 
 /// The top-level keys of a scenario file.
@@ -101,7 +104,11 @@ struct ScenarioFile {
 /// A loaded scenario with its overrides applied (not yet validated against its kind).
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// The file as the user named it (for messages).
     pub path: PathBuf,
+    /// The file as recorded in the outputs: relative to the scenario folder when it lies inside
+    /// it, so the same run started from another directory writes the same bytes.
+    pub file: String,
     pub name: String,
     pub kind: String,
     pub title: String,
@@ -129,6 +136,9 @@ pub struct Overrides {
     pub method: Option<Method>,
     /// Apply the scenario's `[quick]` table.
     pub quick: bool,
+    /// The scenario folder (`--dir`; default [`run::default_scenario_dir`]): recorded file paths
+    /// are relative to it.
+    pub dir: Option<PathBuf>,
 }
 
 impl Scenario {
@@ -148,14 +158,18 @@ impl Scenario {
             );
             InputError::new(path, key, e.message().to_string())
         })?;
-        reject_non_finite(path, "", &value)?;
+        for (key, v) in &value {
+            reject_non_finite(path, key, v)?;
+        }
         let file: ScenarioFile = deserialize_table(path, "", value)?;
         let name = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let root = ov.dir.clone().unwrap_or_else(run::default_scenario_dir);
         let mut sc = Scenario {
             path: path.to_path_buf(),
+            file: recorded_path(path, &root),
             name,
             kind: file.kind,
             title: file.title,
@@ -180,7 +194,7 @@ impl Scenario {
                 InputError::new(path, kv.as_str(), "an override must look like key=value")
             })?;
             let value = parse_value(v.trim());
-            reject_non_finite(path, k.trim(), &value_table(value.clone()))?;
+            reject_non_finite(path, &format!("--set {}", k.trim()), &value)?;
             sc.assign(k.trim(), value, "--set")?;
             sc.overrides.push(kv.clone());
         }
@@ -255,9 +269,14 @@ impl Scenario {
             }
         }
         let cfg: OdeConfig = deserialize_table(&self.path, "solver", t)?;
-        cfg.validate()
-            .map_err(|r| InputError::new(&self.path, "solver", r))?;
-        Ok(cfg)
+        match cfg.invalid_field() {
+            Some((field, reason)) => Err(InputError::new(
+                &self.path,
+                format!("solver.{field}"),
+                reason,
+            )),
+            None => Ok(cfg),
+        }
     }
 
     /// Refuses any value of `(key, value)` that is not positive and finite.
@@ -274,10 +293,16 @@ impl Scenario {
     }
 }
 
-fn value_table(v: toml::Value) -> toml::Table {
-    let mut t = toml::Table::new();
-    t.insert("value".into(), v);
-    t
+/// `path` relative to `root` when it lies inside it, else as given.
+fn recorded_path(path: &Path, root: &Path) -> String {
+    let inside = match (path.canonicalize(), root.canonicalize()) {
+        (Ok(p), Ok(r)) => p.strip_prefix(&r).map(Path::to_path_buf).ok(),
+        _ => None,
+    };
+    inside
+        .unwrap_or_else(|| path.to_path_buf())
+        .display()
+        .to_string()
 }
 
 /// A `--set` value: a TOML literal (number, bool, array, inline table), else a bare string.
@@ -288,30 +313,23 @@ fn parse_value(s: &str) -> toml::Value {
         .unwrap_or_else(|| toml::Value::String(s.to_string()))
 }
 
-fn reject_non_finite(path: &Path, prefix: &str, t: &toml::Table) -> Result<(), InputError> {
-    fn walk(path: &Path, key: &str, v: &toml::Value) -> Result<(), InputError> {
-        match v {
-            toml::Value::Float(x) if !x.is_finite() => Err(InputError::new(
-                path,
-                key,
-                format!("non-finite number {x} is not allowed"),
-            )),
-            toml::Value::Array(a) => a
-                .iter()
-                .enumerate()
-                .try_for_each(|(i, x)| walk(path, &format!("{key}[{i}]"), x)),
-            toml::Value::Table(t) => t.iter().try_for_each(|(k, x)| {
-                let key = if key.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{key}.{k}")
-                };
-                walk(path, &key, x)
-            }),
-            _ => Ok(()),
-        }
+/// Refuses NaN and infinities anywhere in `v` (TOML allows `nan` and `inf`), naming the key.
+fn reject_non_finite(path: &Path, key: &str, v: &toml::Value) -> Result<(), InputError> {
+    match v {
+        toml::Value::Float(x) if !x.is_finite() => Err(InputError::new(
+            path,
+            key,
+            format!("non-finite number {x} is not allowed"),
+        )),
+        toml::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, x)| reject_non_finite(path, &format!("{key}[{i}]"), x)),
+        toml::Value::Table(t) => t
+            .iter()
+            .try_for_each(|(k, x)| reject_non_finite(path, &format!("{key}.{k}"), x)),
+        _ => Ok(()),
     }
-    walk(path, prefix, &toml::Value::Table(t.clone()))
 }
 
 /// Deserializes a table into a typed struct, naming the offending key on failure.
@@ -324,12 +342,25 @@ fn deserialize_table<T: DeserializeOwned>(
     serde_path_to_error::deserialize(de).map_err(|e| {
         let inner = e.path().to_string();
         let key = match (section.is_empty(), inner == ".") {
-            (true, _) => inner,
+            (true, true) => "(top level)".to_string(),
+            (true, false) => inner,
             (false, true) => format!("[{section}]"),
             (false, false) => format!("{section}.{inner}"),
         };
-        InputError::new(path, key, e.into_inner().to_string())
+        let mut reason = e.into_inner().to_string().trim_end().to_string();
+        if let Some(hint) = misplaced_key_hint(section, &reason) {
+            reason.push_str(&hint);
+        }
+        InputError::new(path, key, reason)
     })
+}
+
+/// For an unknown parameter that is a solver setting (`--set rtol=1e-6`): where it belongs.
+fn misplaced_key_hint(section: &str, reason: &str) -> Option<String> {
+    const SOLVER_KEYS: [&str; 4] = ["method", "rtol", "atol", "max_steps"];
+    let field = reason.strip_prefix("unknown field `")?.split('`').next()?;
+    (section == "params" && SOLVER_KEYS.contains(&field))
+        .then(|| format!(" (the integrator's {field} is set with `solver.{field}`)"))
 }
 
 /// Everything a runner gets besides its typed parameters.
@@ -439,7 +470,7 @@ mod tests {
             (Method::Tsit45, 1e-6, 1e-10)
         );
         let sc = load(&["solver.rtol=2"], false).unwrap();
-        assert_eq!(sc.ode_config(default).unwrap_err().key, "solver");
+        assert_eq!(sc.ode_config(default).unwrap_err().key, "solver.rtol");
         let sc = load(&["solver.method=euler"], false).unwrap();
         assert_eq!(sc.ode_config(default).unwrap_err().key, "solver.method");
     }

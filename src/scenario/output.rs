@@ -34,28 +34,117 @@ impl<'a> RunMeta<'a> {
 /// Writes all outputs of one run atomically; returns the output folder.
 pub fn write_run(out_root: &Path, meta: &RunMeta, report: &Report) -> Result<PathBuf, String> {
     let sc = meta.scenario;
-    let io = |what: &str, e: std::io::Error| format!("writing {what}: {e}");
-    std::fs::create_dir_all(out_root).map_err(|e| io(&out_root.display().to_string(), e))?;
+    let at = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    std::fs::create_dir_all(out_root).map_err(|e| at(out_root, e))?;
     let final_dir = out_root.join(&sc.name);
-    let tmp = out_root.join(format!(".{}.partial-{}", sc.name, std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| io("stale temp folder", e))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(|e| io("temp folder", e))?;
-    let result = write_files(&tmp, meta, report);
-    if let Err(e) = result {
+    let tmp = temp_sibling(&final_dir, TempKind::Partial);
+    std::fs::create_dir_all(&tmp).map_err(|e| at(&tmp, e))?;
+    if let Err(e) = write_files(&tmp, meta, report) {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    let old = out_root.join(format!(".{}.old-{}", sc.name, std::process::id()));
-    if final_dir.exists() {
-        std::fs::rename(&final_dir, &old).map_err(|e| io("previous output", e))?;
-    }
-    std::fs::rename(&tmp, &final_dir).map_err(|e| io("output folder", e))?;
-    if old.exists() {
-        std::fs::remove_dir_all(&old).map_err(|e| io("previous output", e))?;
-    }
+    replace_dir(&tmp, &final_dir)?;
     Ok(final_dir)
+}
+
+/// Moves the complete folder `tmp` to `target`, replacing a previous folder there: the old one is
+/// first renamed aside (so `target` is never half old, half new) and removed afterwards.
+pub fn replace_dir(tmp: &Path, target: &Path) -> Result<(), String> {
+    let at = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    let old = temp_sibling(target, TempKind::Old);
+    let had_old = target.is_dir();
+    if had_old {
+        std::fs::rename(target, &old).map_err(|e| at(target, e))?;
+    }
+    if let Err(e) = std::fs::rename(tmp, target) {
+        let _ = std::fs::remove_dir_all(tmp);
+        if had_old {
+            let _ = std::fs::rename(&old, target);
+        }
+        return Err(at(target, e));
+    }
+    if had_old {
+        std::fs::remove_dir_all(&old).map_err(|e| at(&old, e))?;
+    }
+    Ok(())
+}
+
+/// What a hidden temporary sibling holds: a folder being written, a folder being replaced, or
+/// a file being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TempKind {
+    Partial,
+    Old,
+    File,
+}
+
+impl TempKind {
+    fn tag(self) -> &'static str {
+        match self {
+            TempKind::Partial => "partial",
+            TempKind::Old => "old",
+            TempKind::File => "tmp",
+        }
+    }
+}
+
+/// A hidden sibling of `path` that no other writer uses: `.NAME.TAG-PID-N`, with N counted per
+/// process, so two runs (threads of one process, or two processes) never share a path.
+pub fn temp_sibling(path: &Path, kind: TempKind) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}-{}-{n}", kind.tag(), std::process::id()))
+}
+
+/// Removes what writers killed without a chance to clean up (SIGKILL, power loss) left in `dir`:
+/// temporary siblings whose process no longer runs. A folder that was being replaced is put
+/// back if nothing took its place. Only where process ids can be checked (`/proc`).
+pub fn clean_stale(dir: &Path) {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let Some((target, kind, pid)) = parse_temp_name(&file_name) else {
+            continue;
+        };
+        if proc.join(pid.to_string()).exists() {
+            continue; // a live writer (possibly another attnflow) owns it
+        }
+        let path = entry.path();
+        let original = dir.join(target);
+        if kind == TempKind::Old && !original.exists() {
+            let _ = std::fs::rename(&path, &original);
+        } else if path.is_dir() {
+            let _ = std::fs::remove_dir_all(&path);
+        } else {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// `.NAME.TAG-PID-N` (or the older `.NAME.TAG-PID`) → (NAME, kind, PID).
+fn parse_temp_name(file_name: &str) -> Option<(&str, TempKind, u32)> {
+    let rest = file_name.strip_prefix('.')?;
+    [TempKind::Partial, TempKind::Old, TempKind::File]
+        .into_iter()
+        .find_map(|kind| {
+            let marker = format!(".{}-", kind.tag());
+            let at = rest.rfind(&marker)?;
+            let tail = &rest[at + marker.len()..];
+            let pid = tail.split('-').next()?.parse().ok()?;
+            let counted = tail.split('-').skip(1).all(|n| n.parse::<u64>().is_ok());
+            (counted && at > 0).then_some((&rest[..at], kind, pid))
+        })
 }
 
 fn write_files(dir: &Path, meta: &RunMeta, report: &Report) -> Result<(), String> {
@@ -76,7 +165,7 @@ fn write_files(dir: &Path, meta: &RunMeta, report: &Report) -> Result<(), String
         "scenario": sc.name,
         "title": sc.title,
         "kind": sc.kind,
-        "file": sc.path.display().to_string(),
+        "file": sc.file,
         "crate_version": env!("CARGO_PKG_VERSION"),
         "seed": sc.seed,
         "quick": sc.quick,
@@ -115,11 +204,7 @@ fn write_files(dir: &Path, meta: &RunMeta, report: &Report) -> Result<(), String
 
 /// Writes a file through a temporary sibling and a rename, so readers never see it half-written.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = temp_sibling(path, TempKind::File);
     write_bytes(&tmp, bytes)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

@@ -141,7 +141,9 @@ fn check(c: &VectorConstraints) -> Result<(), SvmError> {
     if c.f.iter().any(|v| !v.is_finite()) {
         return Err(SvmError::Invalid {
             field: "X".into(),
-            reason: "tokens or queries are not finite".into(),
+            reason: "inner products of the tokens (and queries) overflow f64: rescale the data \
+                     (entries near 1e154 or larger)"
+                .into(),
         });
     }
     if let Some(k) = (0..c.count()).find(|&k| c.f.row(k).iter().all(|&v| v == 0.0)) {

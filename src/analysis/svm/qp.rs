@@ -125,7 +125,9 @@ pub fn solve_l2<C: MarginConstraints + ?Sized>(
     if gram.iter().any(|g| !g.is_finite()) {
         return Err(SvmError::Invalid {
             field: "X".into(),
-            reason: "tokens or queries are not finite".into(),
+            reason: "inner products of the tokens (and queries) overflow f64: rescale the data \
+                     (entries near 1e154 or larger)"
+                .into(),
         });
     }
     if let Some(k) = (0..m).find(|&k| gram[(k, k)] == 0.0) {

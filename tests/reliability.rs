@@ -380,3 +380,59 @@ fn messages_name_the_key_and_the_fix() {
     );
     assert!(!tmp.path().join("o").exists());
 }
+
+// 10. A finite but huge entry is not called "not finite".
+#[test]
+fn huge_data_entries_are_refused_for_what_they_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tmp.path().join("huge.json");
+    std::fs::write(
+        &tokens,
+        r#"{"X": [[[1e308, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]], "y": [1, -1], "u": [1.0, -1.0]}"#,
+    )
+    .unwrap();
+    let o = attnflow(
+        &[
+            "run",
+            "wsvm-kkt",
+            "--dir",
+            scenarios().to_str().unwrap(),
+            "--out",
+            "o",
+            "--set",
+            &format!("data_file={}", tokens.display()),
+        ],
+        tmp.path(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("overflow") && !err.contains("not finite"), "{err}");
+    assert!(!tmp.path().join("o").exists());
+}
+
+// 10. After Ctrl-C, scenarios that never started are reported as such, not as failures.
+#[test]
+fn interrupted_run_all_reports_never_started_scenarios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_attnflow"))
+        .args(["run", "--all", "--quick", "--out", "o", "--dir"])
+        .arg(scenarios())
+        .env("RAYON_NUM_THREADS", "1")
+        .current_dir(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // long enough for the handler to be installed, far shorter than the 86 scenarios take
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = child.wait_with_output().unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(130), "{out}{}", stderr(&o));
+    assert!(out.contains("NOT STARTED"), "{out}");
+    assert!(!out.contains("RUN FAILED"), "{out}");
+}

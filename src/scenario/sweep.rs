@@ -175,28 +175,16 @@ impl Statistic {
         .find(|k| k.name() == s)
     }
 
-    /// The statistic of `v` (NaN if empty; geomean of non-positive values is NaN, so a check on
-    /// it fails rather than passing on garbage).
+    /// The statistic of `v` over the runs: NaN if empty or if any run's value is NaN (see
+    /// [`crate::stats`]), and the geomean of negative values is NaN, so a check on it fails
+    /// rather than passing on garbage.
     fn of(self, v: &[f64]) -> f64 {
-        if v.is_empty() {
-            return f64::NAN;
-        }
-        let n = v.len() as f64;
         match self {
-            Statistic::Mean => v.iter().sum::<f64>() / n,
-            Statistic::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
-            Statistic::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            Statistic::Geomean => (v.iter().map(|x| x.ln()).sum::<f64>() / n).exp(),
-            Statistic::Median => {
-                let mut s = v.to_vec();
-                s.sort_by(f64::total_cmp);
-                let m = s.len() / 2;
-                if s.len() % 2 == 1 {
-                    s[m]
-                } else {
-                    0.5 * (s[m - 1] + s[m])
-                }
-            }
+            Statistic::Mean => crate::stats::mean(v),
+            Statistic::Min => crate::stats::min(v),
+            Statistic::Max => crate::stats::max(v),
+            Statistic::Geomean => crate::stats::geomean(v),
+            Statistic::Median => crate::stats::median(v),
         }
     }
 }

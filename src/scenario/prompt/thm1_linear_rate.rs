@@ -239,7 +239,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )),
         );
     }
-    let worst_bound = stats::max(holding.iter().map(|i| i.bound_ratio));
+    // the checks below hold for every holding instance: vacuously (ratio 0, looseness +∞) when
+    // none holds, which the count checks above report as a failure
+    let worst_bound = stats::max_with(0.0, holding.iter().map(|i| i.bound_ratio));
     rep.check(
         Check::at_most(
             "(14) where the hypothesis holds: max_{t≥1} (L_t − L*)/((1 − ημ)^t(L₀ − L*))",
@@ -253,9 +255,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             p.c2
         )),
     );
-    let worst_norm = stats::max(holding.iter().map(|i| i.norm_ratio));
-    let dist_printed = stats::max(holding.iter().filter(|i| !i.fix).map(|i| i.dist_ratio));
-    let dist_fixed = stats::max(holding.iter().filter(|i| i.fix).map(|i| i.dist_ratio));
+    let worst_norm = stats::max_with(0.0, holding.iter().map(|i| i.norm_ratio));
+    let dist_printed =
+        stats::max_with(0.0, holding.iter().filter(|i| !i.fix).map(|i| i.dist_ratio));
+    let dist_fixed = stats::max_with(0.0, holding.iter().filter(|i| i.fix).map(|i| i.dist_ratio));
     let dist_all = |fix: bool| {
         stats::max(
             instances
@@ -282,14 +285,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     // measured GD rate vs the bound's factor, over the holding instances
-    let rate_gap = stats::max(holding.iter().map(|i| {
-        let run = runs.iter().find(|r| r.eps == i.eps).unwrap();
-        run.rate / i.k.contraction
-    }));
-    let looseness = stats::min(holding.iter().map(|i| {
-        let run = runs.iter().find(|r| r.eps == i.eps).unwrap();
-        run.rate.ln() / (-i.k.eta * i.k.mu).ln_1p()
-    }));
+    let rate_gap = stats::max_with(
+        0.0,
+        holding.iter().map(|i| {
+            let run = runs.iter().find(|r| r.eps == i.eps).unwrap();
+            run.rate / i.k.contraction
+        }),
+    );
+    let looseness = stats::min_with(
+        f64::INFINITY,
+        holding.iter().map(|i| {
+            let run = runs.iter().find(|r| r.eps == i.eps).unwrap();
+            run.rate.ln() / (-i.k.eta * i.k.mu).ln_1p()
+        }),
+    );
     rep.derive("min_rate_looseness", looseness);
     rep.check(
         Check::at_most(

@@ -1,6 +1,7 @@
 //! Test support shared by every model: forward-mode AD (num-dual) references for analytic
 //! gradients and Hessian-vector products.
 
+use crate::stats;
 use num_dual::{Dual64, HyperDual64};
 
 /// (∇f(z), ∇²f(z)·v) by forward-mode AD: one dual pass (`f`) and one hyper-dual pass (`fh`) per
@@ -29,6 +30,6 @@ pub(crate) fn ad_grad_hvp(
 
 /// max_j |a_j − b_j| / max_j |b_j|.
 pub(crate) fn rel_err(a: &[f64], b: &[f64]) -> f64 {
-    let max_abs = |x: &mut dyn Iterator<Item = f64>| x.fold(0.0f64, |m, v| m.max(v.abs()));
+    let max_abs = |x: &mut dyn Iterator<Item = f64>| stats::max_abs(x);
     max_abs(&mut a.iter().zip(b).map(|(x, y)| x - y)) / max_abs(&mut b.iter().copied())
 }

@@ -8,6 +8,7 @@
 //! says so instead of guessing.
 
 use super::AnalysisError;
+use crate::stats;
 
 /// Least-squares line y ≈ slope·x + intercept, for data that are already logarithms (and may be
 /// far below the f64 range once exponentiated).
@@ -29,17 +30,7 @@ pub fn line_fit(x: &[f64], y: &[f64]) -> LineFit {
     let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
     let slope = sxy / sxx;
     let intercept = my - slope * mx;
-    let max_residual = x
-        .iter()
-        .zip(y)
-        .map(|(a, b)| (b - slope * a - intercept).abs())
-        .fold(0.0, |m: f64, r| {
-            if r.is_nan() || m.is_nan() {
-                f64::NAN
-            } else {
-                m.max(r)
-            }
-        });
+    let max_residual = stats::max_abs(x.iter().zip(y).map(|(a, b)| b - slope * a - intercept));
     LineFit {
         slope,
         intercept,
@@ -213,8 +204,8 @@ fn fit_in_window(
         .iter()
         .zip(&ls)
         .map(|(&x, &l)| (l - l_mean) - slope * (x - x_mean));
-    let (ss_res, max_residual) =
-        residuals.fold((0.0, 0.0_f64), |(s, mx), r| (s + r * r, mx.max(r.abs())));
+    let ss_res: f64 = residuals.clone().map(|r| r * r).sum();
+    let max_residual = stats::max_abs(residuals);
     Ok(LogSlopeFit {
         slope,
         intercept: l_mean - slope * x_mean,

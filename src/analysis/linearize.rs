@@ -13,6 +13,7 @@
 
 use super::AnalysisError;
 use crate::flow::{GradientFlow, VectorField};
+use crate::stats;
 use nalgebra::{Complex, DMatrix, Schur, SymmetricEigen};
 
 /// A Hessian assembled from Hessian-vector products, symmetrized.
@@ -27,7 +28,7 @@ pub struct Hessian {
 impl Hessian {
     /// Asymmetry relative to the largest entry, max|H − Hᵀ| / max|H| (0 for H = 0).
     pub fn relative_asymmetry(&self) -> f64 {
-        let scale = self.matrix.amax();
+        let scale = stats::max_abs(self.matrix.iter());
         if scale > 0.0 {
             self.asymmetry / scale
         } else {
@@ -81,7 +82,7 @@ pub fn hessian<F: GradientFlow + ?Sized>(flow: &F, z: &[f64]) -> Result<Hessian,
     let raw = assemble_columns(n, |u, out| flow.hvp(z, u, out));
     check_finite_matrix(&raw, "Hessian entry")?;
     let transposed = raw.transpose();
-    let asymmetry = (&raw - &transposed).amax();
+    let asymmetry = stats::max_abs((&raw - &transposed).iter());
     Ok(Hessian {
         matrix: (raw + transposed) * 0.5,
         asymmetry,
@@ -222,7 +223,7 @@ pub fn conditioning(eigenvalues: &[f64], zero_rel_tol: f64) -> Result<Conditioni
 
 /// |λ| at or below which an eigenvalue counts as zero.
 fn zero_threshold(eigenvalues: &[f64], zero_rel_tol: f64) -> f64 {
-    zero_rel_tol * eigenvalues.iter().fold(0.0_f64, |m, x| m.max(x.abs()))
+    zero_rel_tol * stats::max_abs(eigenvalues.iter())
 }
 
 /// Eigenvalues of [[a, b], [c, d]], real or a conjugate pair. With h = (a − d)/2 the
@@ -408,7 +409,7 @@ mod tests {
         let mut worst = 0.0_f64;
         for (k, &lambda) in spectrum.values.iter().enumerate() {
             let theta = (k + 1) as f64 * std::f64::consts::PI / (n + 1) as f64;
-            worst = worst.max((lambda - 2.0 * (1.0 - theta.cos())).abs());
+            worst = stats::larger(worst, (lambda - 2.0 * (1.0 - theta.cos())).abs());
         }
         assert!(worst < 1e-14, "eigenvalue error {worst:e}");
         // The eigenvectors belong to the sorted eigenvalues: ‖A v − λ v‖ small for each.
@@ -425,12 +426,12 @@ mod tests {
         let flow = AutoDiff(Rosenbrock { b });
         let h = hessian(&flow, &[1.0, 1.0]).unwrap();
         let expected = DMatrix::from_row_slice(2, 2, &[2.0 + 8.0 * b, -4.0 * b, -4.0 * b, 2.0 * b]);
-        assert!((&h.matrix - &expected).amax() < 1e-12);
+        assert!(stats::max_abs((&h.matrix - &expected).iter()) < 1e-12);
         assert!(h.relative_asymmetry() < 1e-15);
         let z = [-0.7, 0.4];
         let jac = jacobian(&Descent(&flow), 0.0, &z).unwrap();
         let h = hessian(&flow, &z).unwrap();
-        assert_eq!((jac + h.matrix).amax(), 0.0);
+        assert_eq!(stats::max_abs((jac + h.matrix).iter()), 0.0);
     }
 
     #[test]

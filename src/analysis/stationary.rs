@@ -30,6 +30,7 @@
 use super::linearize::{hessian, inertia, symmetric_eigen, Inertia, SymmetricSpectrum};
 use super::AnalysisError;
 use crate::flow::GradientFlow;
+use crate::stats;
 use argmin::core::{CostFunction, Executor, State, TerminationReason, TerminationStatus};
 use argmin::solver::brent::BrentRoot;
 use nalgebra::DVector;
@@ -253,7 +254,7 @@ impl<'a> DampedStep<'a> {
         grad: &DVector<f64>,
         zero_rel_tol: f64,
     ) -> Self {
-        let max_abs = spectrum.values.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        let max_abs = stats::max_abs(spectrum.values.iter());
         let (scale, min_damping) = match mode {
             Target::Minimum => (max_abs, zero_rel_tol),
             Target::Any => (max_abs * max_abs, zero_rel_tol * zero_rel_tol),
@@ -544,11 +545,12 @@ mod tests {
             }
         }
         predicted.sort_by(f64::total_cmp);
-        let worst = predicted
-            .iter()
-            .zip(&p.hessian_eigenvalues)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f64::max);
+        let worst = stats::max(
+            predicted
+                .iter()
+                .zip(&p.hessian_eigenvalues)
+                .map(|(x, y)| (x - y).abs()),
+        );
         assert!(worst < 1e-9, "eigenvalue error {worst:e}");
         assert_eq!(
             p.inertia,

@@ -502,14 +502,9 @@ mod tests {
             let cfg = OdeConfig::new(m, 1e-10, 1e-12);
             let tr = integrate(&Spiral, &[1.0, 0.0], &times, &cfg, None).unwrap();
             assert_eq!(tr.t, times);
-            let err = (0..tr.len())
-                .map(|k| {
-                    let e = exact(tr.t[k]);
-                    (tr.state(k)[0] - e[0])
-                        .abs()
-                        .max((tr.state(k)[1] - e[1]).abs())
-                })
-                .fold(0.0, f64::max);
+            let err = crate::stats::max(
+                (0..tr.len()).map(|k| crate::stats::max_abs_diff(tr.state(k), &exact(tr.t[k]))),
+            );
             // local error control: the global error over five time constants stays within
             // 10³ × rtol for every method (TR-BDF2, second order, is the loosest at ~3e-8)
             assert!(err < 1e3 * cfg.rtol, "{}: max error {err}", m.name());

@@ -121,15 +121,13 @@ impl Trajectory {
         self.invariants = names.into_iter().zip(columns).collect();
     }
 
-    /// Largest drift max_k |I(t_k) − I(t_0)| / max(1, |I(t_0)|) over all invariants.
+    /// Largest drift max_k |I(t_k) − I(t_0)| / max(1, |I(t_0)|) over all invariants (NaN if
+    /// any drift is NaN or if the trajectory monitors no invariant: nothing measured).
     pub fn max_invariant_drift(&self) -> f64 {
-        self.invariants
-            .iter()
-            .flat_map(|(_, v)| {
-                let v0 = v[0];
-                v.iter().map(move |x| (x - v0).abs() / v0.abs().max(1.0))
-            })
-            .fold(0.0, f64::max)
+        crate::stats::max(self.invariants.iter().flat_map(|(_, v)| {
+            let v0 = v[0];
+            v.iter().map(move |x| (x - v0).abs() / v0.abs().max(1.0))
+        }))
     }
 
     /// The first sample whose state, loss or gradient norm is not finite: its index and which
@@ -152,7 +150,7 @@ impl Trajectory {
 /// Euclidean norm.
 pub fn norm(v: &[f64]) -> f64 {
     // scaled to avoid overflow/underflow for extreme states
-    let scale = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let scale = crate::stats::max_abs(v.iter());
     if scale == 0.0 || !scale.is_finite() {
         return scale;
     }

@@ -175,28 +175,16 @@ impl Statistic {
         .find(|k| k.name() == s)
     }
 
-    /// The statistic of `v` (NaN if empty; geomean of non-positive values is NaN, so a check on
-    /// it fails rather than passing on garbage).
+    /// The statistic of `v` over the runs: NaN if empty or if any run's value is NaN (see
+    /// [`crate::stats`]), and the geomean of negative values is NaN, so a check on it fails
+    /// rather than passing on garbage.
     fn of(self, v: &[f64]) -> f64 {
-        if v.is_empty() {
-            return f64::NAN;
-        }
-        let n = v.len() as f64;
         match self {
-            Statistic::Mean => v.iter().sum::<f64>() / n,
-            Statistic::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
-            Statistic::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            Statistic::Geomean => (v.iter().map(|x| x.ln()).sum::<f64>() / n).exp(),
-            Statistic::Median => {
-                let mut s = v.to_vec();
-                s.sort_by(f64::total_cmp);
-                let m = s.len() / 2;
-                if s.len() % 2 == 1 {
-                    s[m]
-                } else {
-                    0.5 * (s[m - 1] + s[m])
-                }
-            }
+            Statistic::Mean => crate::stats::mean(v),
+            Statistic::Min => crate::stats::min(v),
+            Statistic::Max => crate::stats::max(v),
+            Statistic::Geomean => crate::stats::geomean(v),
+            Statistic::Median => crate::stats::median(v),
         }
     }
 }
@@ -416,17 +404,26 @@ fn read_run(dir: &Path, p: &Point) -> Result<Option<RunRecord>, String> {
     let list = checks["checks"].as_array().cloned().unwrap_or_default();
     let passed = list.iter().filter(|c| c["pass"] == true).count();
     let params = read("params.json")?;
+    // NaN is written as null: read it back as NaN, so that the run's value reaches the sweep
+    // statistic (skipping it would let a sweep check pass on the other runs)
+    let number = |v: &serde_json::Value| {
+        if v.is_null() {
+            Some(f64::NAN)
+        } else {
+            v.as_f64()
+        }
+    };
     // the run's scalar derived quantities, and every check's measured value
     let mut quantities: BTreeMap<String, f64> = params["derived"]
         .as_object()
         .map(|m| {
             m.iter()
-                .filter_map(|(k, v)| v.as_f64().map(|x| (k.clone(), x)))
+                .filter_map(|(k, v)| number(v).map(|x| (k.clone(), x)))
                 .collect()
         })
         .unwrap_or_default();
     for c in &list {
-        if let (Some(name), Some(x)) = (c["name"].as_str(), c["measured"].as_f64()) {
+        if let (Some(name), Some(x)) = (c["name"].as_str(), number(&c["measured"])) {
             quantities.insert(format!("check: {name}"), x);
         }
     }
@@ -943,5 +940,64 @@ mod tests {
             fill_label("σ = {s}, q̄ = {q:mean} {zz}", &values, &[&r]),
             "σ = 0.1, q̄ = 2.5 {zz}"
         );
+    }
+
+    /// A run whose quantity is NaN (null on disk) makes every statistic NaN, so the sweep check
+    /// fails whichever side it bounds, instead of being skipped in favour of the other runs.
+    #[test]
+    fn a_nan_run_fails_every_sweep_statistic() {
+        let dir = tempfile::tempdir().unwrap();
+        let records: Vec<RunRecord> = [0.5, f64::NAN, 0.75]
+            .iter()
+            .enumerate()
+            .map(|(index, &q)| {
+                let point = Point {
+                    index,
+                    group: 0,
+                    values: BTreeMap::new(),
+                    seed: index as u64,
+                };
+                let run = dir.path().join("runs").join(point.id());
+                std::fs::create_dir_all(&run).unwrap();
+                let measured =
+                    json!({ "checks": [{ "name": "c", "measured": q, "pass": q <= 1.0 }] });
+                std::fs::write(run.join("checks.json"), measured.to_string()).unwrap();
+                std::fs::write(
+                    run.join("params.json"),
+                    json!({ "derived": { "q": q } }).to_string(),
+                )
+                .unwrap();
+                read_run(dir.path(), &point)
+                    .unwrap()
+                    .expect("the run is on disk")
+            })
+            .collect();
+        assert!(records[1].quantities["q"].is_nan());
+        assert!(records[1].quantities["check: c"].is_nan());
+        for statistic in [
+            Statistic::Mean,
+            Statistic::Median,
+            Statistic::Min,
+            Statistic::Max,
+            Statistic::Geomean,
+        ] {
+            for quantity in ["q", "check: c"] {
+                for (at_least, at_most) in [(None, Some(1.0)), (Some(0.0), None)] {
+                    let c = SweepCheck {
+                        name: format!("{} of {quantity}", statistic.name()),
+                        quantity: quantity.into(),
+                        statistic,
+                        at: BTreeMap::new(),
+                        ratio_to: None,
+                        at_most,
+                        at_least,
+                        note: None,
+                        paper_claim: None,
+                    };
+                    let check = sweep_check(&c, &records).unwrap();
+                    assert!(!check.pass, "{} ({at_least:?}, {at_most:?}) passed", c.name);
+                }
+            }
+        }
     }
 }

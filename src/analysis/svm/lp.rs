@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::constraints::{MarginConstraints, VectorConstraints};
 use super::qp::{clarabel_solve, csc, ACCEPT_TOL};
 use super::SvmError;
+use crate::stats;
 
 /// KKT residuals of (β, λ) for the ℓ1-SVM (dual: max 1ᵀλ s.t. ‖Fᵀλ‖_∞ ≤ 1, λ ≥ 0).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -29,15 +30,13 @@ pub struct L1Kkt {
 
 impl L1Kkt {
     pub fn max(&self) -> f64 {
-        [
+        stats::max([
             self.primal_infeasibility,
             self.dual_infeasibility,
             self.stationarity,
             self.complementary_slackness,
             self.duality_gap,
-        ]
-        .into_iter()
-        .fold(0.0, f64::max)
+        ])
     }
 
     pub fn passes(&self, tol: f64) -> bool {
@@ -49,25 +48,27 @@ impl L1Kkt {
         let margins = c.margins(beta);
         let norm_l1: f64 = beta.iter().map(|v| v.abs()).sum();
         let correlation = c.f.transpose() * nalgebra::DVector::from_column_slice(lambda);
-        let top = beta.iter().fold(0.0f64, |t, v| t.max(v.abs()));
+        let top = stats::max_abs(beta.iter());
         let support: Vec<usize> = (0..beta.len())
             .filter(|&j| beta[j].abs() > 1e-7 * top)
             .collect();
         let kkt = L1Kkt {
-            primal_infeasibility: margins.iter().fold(0.0, |acc, &g| acc.max(1.0 - g)),
-            dual_infeasibility: lambda
-                .iter()
-                .map(|&l| -l)
-                .chain(correlation.iter().map(|v| v.abs() - 1.0))
-                .fold(0.0, f64::max),
-            stationarity: support
-                .iter()
-                .map(|&j| (correlation[j] - beta[j].signum()).abs())
-                .fold(0.0, f64::max),
-            complementary_slackness: lambda
-                .iter()
-                .zip(&margins)
-                .fold(0.0, |acc, (l, g)| acc.max((l * (g - 1.0)).abs())),
+            primal_infeasibility: stats::max_with(0.0, margins.iter().map(|&g| 1.0 - g)),
+            dual_infeasibility: stats::max_with(
+                0.0,
+                lambda
+                    .iter()
+                    .map(|&l| -l)
+                    .chain(correlation.iter().map(|v| v.abs() - 1.0)),
+            ),
+            stationarity: stats::max(
+                support
+                    .iter()
+                    .map(|&j| (correlation[j] - beta[j].signum()).abs()),
+            ),
+            complementary_slackness: stats::max_abs(
+                lambda.iter().zip(&margins).map(|(l, g)| l * (g - 1.0)),
+            ),
             duality_gap: (norm_l1 - lambda.iter().sum::<f64>()).abs() / norm_l1,
         };
         (kkt, support)

@@ -26,6 +26,7 @@ pub mod nuclear;
 pub mod nuclear_cuts;
 pub mod qp;
 
+use crate::stats;
 use serde::Serialize;
 
 pub use constraints::{ConstraintLabel, MarginConstraints, RankOneConstraints, VectorConstraints};
@@ -70,7 +71,7 @@ impl TokenView<'_> {
                     .map(|t| y[i] * dot(u, self.token(i, t)))
                     .collect();
                 let best = (0..self.t).fold(0, |b, t| if scores[t] > scores[b] { t } else { b });
-                let scale = scores.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+                let scale = stats::max_abs(scores.iter());
                 let tie =
                     (0..self.t).any(|t| t != best && scores[best] - scores[t] <= 1e-12 * scale);
                 if tie || scale == 0.0 {
@@ -136,7 +137,7 @@ pub struct Margins {
 }
 
 pub fn margins<C: MarginConstraints + ?Sized>(c: &C, w: &[f64]) -> Margins {
-    let min = c.margins(w).into_iter().fold(f64::INFINITY, f64::min);
+    let min = stats::min(c.margins(w));
     Margins {
         min,
         normalized: min / crate::flow::norm(w),

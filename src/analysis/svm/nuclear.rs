@@ -15,6 +15,7 @@ use super::constraints::{MarginConstraints, RankOneConstraints};
 use super::lp::{L1Kkt, L1Solution};
 use super::qp::{solve_l2, SvmMethod};
 use super::SvmError;
+use crate::stats;
 
 /// Stopping rule of the primal–dual iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -74,7 +75,7 @@ pub struct NuclearSolution {
 }
 
 fn op_norm(m: &DMatrix<f64>) -> f64 {
-    m.clone().svd(false, false).singular_values.max()
+    stats::max(m.clone().svd(false, false).singular_values.iter())
 }
 
 /// A norm with a cheap proximal map and its dual norm: what the primal–dual iteration needs.
@@ -120,7 +121,7 @@ impl ProxNorm for L1 {
         w.iter().map(|v| v.abs()).sum()
     }
     fn dual(&self, m: &[f64]) -> f64 {
-        m.iter().fold(0.0, |t, v| t.max(v.abs()))
+        stats::max_abs(m.iter())
     }
     fn shrink(&self, w: &mut [f64], tau: f64) {
         w.iter_mut()
@@ -158,7 +159,7 @@ pub(crate) fn bracket<C: MarginConstraints + ?Sized>(
     w: &[f64],
     lambda: &[f64],
 ) -> Option<Bracket> {
-    let min_margin = c.margins(w).into_iter().fold(f64::INFINITY, f64::min);
+    let min_margin = stats::min(c.margins(w));
     if min_margin.is_nan() || min_margin <= 0.0 {
         return None;
     }
@@ -209,7 +210,7 @@ fn primal_dual<C: MarginConstraints + ?Sized>(
             if let Some(b) = bracket(c, norm, &w, &lambda) {
                 let gap = b.gap();
                 history.push((it, gap));
-                best = best.min(gap);
+                best = stats::smaller(best, gap);
                 if gap <= settings.tol {
                     return Ok(Certified {
                         bracket: b,
@@ -301,14 +302,15 @@ pub(crate) fn nuclear_solution(c: &RankOneConstraints, run: Certified) -> Nuclea
         svd.v_t.as_ref().expect("computed"),
     );
     let s = &svd.singular_values;
-    let top = s.max();
+    let top = stats::max(s.iter());
     // nalgebra does not order singular values: keep the numerically nonzero ones
     let keep: Vec<usize> = (0..s.len()).filter(|&k| s[k] > 1e-6 * top).collect();
     let u_r = u.select_columns(&keep);
     let v_r = v_t.select_rows(&keep).transpose();
-    let subgradient = (&m * &v_r - &u_r)
-        .norm()
-        .max((m.transpose() * &u_r - &v_r).norm());
+    let subgradient = stats::larger(
+        (&m * &v_r - &u_r).norm(),
+        (m.transpose() * &u_r - &v_r).norm(),
+    );
     let (rows, cols) = c.shape();
     let off_support = (DMatrix::identity(rows, rows) - &u_r * u_r.transpose())
         * &m
@@ -318,13 +320,11 @@ pub(crate) fn nuclear_solution(c: &RankOneConstraints, run: Certified) -> Nuclea
     singular_values.sort_by(|a, b| b.total_cmp(a));
     NuclearSolution {
         kkt: NuclearKkt {
-            primal_infeasibility: margins.iter().fold(0.0, |acc, &g| acc.max(1.0 - g)),
+            primal_infeasibility: stats::max_with(0.0, margins.iter().map(|&g| 1.0 - g)),
             dual_infeasibility: (certificate_op_norm - 1.0).max(0.0),
-            complementary_slackness: b
-                .lambda
-                .iter()
-                .zip(&margins)
-                .fold(0.0, |acc, (l, g)| acc.max((l * (g - 1.0)).abs())),
+            complementary_slackness: stats::max_abs(
+                b.lambda.iter().zip(&margins).map(|(l, g)| l * (g - 1.0)),
+            ),
             subgradient,
             duality_gap: b.gap(),
         },

@@ -17,6 +17,7 @@ use super::nuclear::{
 };
 use super::qp::{clarabel_solve, csc, solve_l2, SvmMethod};
 use super::SvmError;
+use crate::stats;
 use clarabel::solver::SolverStatus;
 
 const PROGRAM: &str = "nuclear-norm W-SVM (column generation)";
@@ -59,7 +60,7 @@ pub fn solve_nuclear_cuts(
         if let Some(b) = bracket(c, &norm, w.as_slice(), &lambda) {
             let gap = b.gap();
             history.push((it, gap));
-            best = best.min(gap);
+            best = stats::smaller(best, gap);
             if gap <= settings.tol {
                 let run = Certified {
                     bracket: b,

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::constraints::MarginConstraints;
 use super::SvmError;
+use crate::stats;
 
 /// Which program clarabel solves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,15 +49,13 @@ impl L2Kkt {
 
     /// The largest residual.
     pub fn max(&self) -> f64 {
-        [
+        stats::max([
             self.primal_infeasibility,
             self.dual_infeasibility,
             self.complementary_slackness,
             self.stationarity,
             self.duality_gap,
-        ]
-        .into_iter()
-        .fold(0.0, f64::max)
+        ])
     }
 
     fn of<C: MarginConstraints + ?Sized>(c: &C, w: &[f64], alpha: &[f64], margins: &[f64]) -> Self {
@@ -70,12 +69,11 @@ impl L2Kkt {
             .sqrt()
             / norm_sq.sqrt();
         L2Kkt {
-            primal_infeasibility: margins.iter().fold(0.0, |m, &g| m.max(1.0 - g)),
-            dual_infeasibility: alpha.iter().fold(0.0, |m, &a| m.max(-a)),
-            complementary_slackness: alpha
-                .iter()
-                .zip(margins)
-                .fold(0.0, |m, (a, g)| m.max((a * (g - 1.0)).abs())),
+            primal_infeasibility: stats::max_with(0.0, margins.iter().map(|&g| 1.0 - g)),
+            dual_infeasibility: stats::max_with(0.0, alpha.iter().map(|&a| -a)),
+            complementary_slackness: stats::max_abs(
+                alpha.iter().zip(margins).map(|(a, g)| a * (g - 1.0)),
+            ),
             stationarity,
             duality_gap: (norm_sq - alpha.iter().sum::<f64>()).abs() / norm_sq,
         }
@@ -157,7 +155,7 @@ pub fn solve_l2<C: MarginConstraints + ?Sized>(
             status: format!("uncertified answer, KKT residuals {kkt:?}"),
         });
     }
-    let top = alpha.iter().copied().fold(0.0, f64::max);
+    let top = stats::max(alpha.iter());
     let support = (0..m).filter(|&k| alpha[k] > 1e-9 * top).collect();
     let tight = (0..m).filter(|&k| margins[k] <= 1.0 + 1e-9).collect();
     Ok(L2Solution {
@@ -234,7 +232,7 @@ pub(crate) fn clarabel_solve(
 }
 
 fn infeasible<C: MarginConstraints + ?Sized>(c: &C, certificate: &[f64]) -> SvmError {
-    let top = certificate.iter().copied().fold(0.0, f64::max);
+    let top = stats::max(certificate.iter());
     let involved: Vec<String> = certificate
         .iter()
         .enumerate()
@@ -316,7 +314,7 @@ fn polish<C: MarginConstraints + ?Sized>(
     gram: &DMatrix<f64>,
     alpha: &[f64],
 ) -> Option<(Vec<f64>, Vec<f64>)> {
-    let top = alpha.iter().copied().fold(0.0, f64::max);
+    let top = stats::max(alpha.iter());
     if top.is_nan() || top <= 0.0 {
         return None;
     }

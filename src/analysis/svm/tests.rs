@@ -2,6 +2,7 @@
 //! dual agreement, infeasibility detection, and the JSON round trip.
 
 use super::*;
+use crate::stats;
 
 const KKT_TOL: f64 = 1e-8;
 
@@ -20,10 +21,6 @@ fn first_tokens(n: usize, t: usize, d: usize, x: &[f64]) -> Vec<f64> {
     (0..n)
         .flat_map(|i| x[i * t * d..i * t * d + d].to_vec())
         .collect()
-}
-
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
 }
 
 fn w_svm_both(c: &RankOneConstraints) -> (L2Solution, L2Solution) {
@@ -45,7 +42,7 @@ fn two_token_w_svm_is_d_over_two() {
     let want = [0.5, -0.5, 0.0, 0.0];
     for s in [&dual, &primal] {
         assert!(s.polished);
-        assert!(max_abs_diff(&s.w, &want) < 1e-12, "{:?}", s.w);
+        assert!(stats::max_abs_diff(&s.w, &want) < 1e-12, "{:?}", s.w);
         assert!((s.norm - 0.5f64.sqrt()).abs() < 1e-12);
         assert_eq!(s.support, vec![0]);
     }
@@ -61,7 +58,7 @@ fn bad_init_w_svm_closed_form() {
     let mut want = vec![0.0; 9];
     want[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
     for s in [&dual, &primal] {
-        assert!(max_abs_diff(&s.w, &want) < 1e-10, "{:?}", s.w);
+        assert!(stats::max_abs_diff(&s.w, &want) < 1e-10, "{:?}", s.w);
         assert!((s.norm.powi(2) - 2.0 / 3.0).abs() < 1e-10);
         assert_eq!(s.tight, vec![0, 1]);
         // strong duality ‖W‖² = 1ᵀα
@@ -85,7 +82,7 @@ fn orthogonal_constraints_give_the_sum_of_their_projections() {
     want[1] = 0.5;
     want[2 * 4 + 2] = 1.0 / 1.25; // (e₃ − ½e₄)e₃ᵀ/1.25: column 2
     want[2 * 4 + 3] = -0.5 / 1.25;
-    assert!(max_abs_diff(&dual.w, &want) < 1e-12);
+    assert!(stats::max_abs_diff(&dual.w, &want) < 1e-12);
 }
 
 /// A deterministic pseudo-random array in [−1, 1).
@@ -112,7 +109,7 @@ fn dual_and_primal_agree_on_random_feasible_data() {
         let opt: Vec<usize> = (0..n).map(|i| i % t).collect();
         let c = RankOneConstraints::w_svm(&view(n, t, d, &x, &q), &opt).unwrap();
         let (dual, primal) = w_svm_both(&c);
-        let rel = max_abs_diff(&dual.w, &primal.w) / dual.norm;
+        let rel = stats::max_abs_diff(&dual.w, &primal.w) / dual.norm;
         assert!(rel < 1e-6, "seed {seed}: primal vs dual {rel}");
         assert!(
             (dual.norm.powi(2) - dual.alpha.iter().sum::<f64>()).abs() < 1e-10 * dual.norm.powi(2)
@@ -163,7 +160,7 @@ fn u_svm_closed_form() {
     let q = first_tokens(2, 2, 2, &x);
     let c = VectorConstraints::u_svm(&view(2, 2, 2, &x, &q), &[1.0, -1.0], &[0, 0]).unwrap();
     let s = solve_l2(&c, SvmMethod::Dual).unwrap();
-    assert!(max_abs_diff(&s.w, &[1.0, 0.5]) < 1e-12);
+    assert!(stats::max_abs_diff(&s.w, &[1.0, 0.5]) < 1e-12);
     assert!(s.kkt.passes(KKT_TOL));
     let m = margins(&c, &s.w);
     assert!((m.normalized - 1.0 / 1.25f64.sqrt()).abs() < 1e-12);
@@ -183,11 +180,13 @@ fn l1_and_l2_diagonal_svms_on_spec_001_toy_2b() {
     let p = toy2(1.6);
     assert_eq!(p.opt, vec![0, 0]);
     let diag = p.w_svm_constraints().unwrap().diagonal().unwrap();
-    assert!(max_abs_diff(diag.f.row(0).transpose().as_slice(), &[2.0, 1.6, 0.0, 0.0]) < 1e-15);
+    assert!(
+        stats::max_abs_diff(diag.f.row(0).transpose().as_slice(), &[2.0, 1.6, 0.0, 0.0]) < 1e-15
+    );
     let l1 = solve_l1(&diag).unwrap();
     assert!(l1.kkt.passes(KKT_TOL), "{:?}", l1.kkt);
     assert!(
-        max_abs_diff(&l1.beta, &[0.0, 0.625, 0.0, 0.0]) < 1e-7,
+        stats::max_abs_diff(&l1.beta, &[0.0, 0.625, 0.0, 0.0]) < 1e-7,
         "{:?}",
         l1.beta
     );
@@ -200,7 +199,7 @@ fn l1_and_l2_diagonal_svms_on_spec_001_toy_2b() {
     );
     let l2 = solve_l2(&diag, SvmMethod::Dual).unwrap();
     let want = [0.219298, 0.350877, 0.219298, 0.0];
-    assert!(max_abs_diff(&l2.w, &want) < 1e-6, "{:?}", l2.w);
+    assert!(stats::max_abs_diff(&l2.w, &want) < 1e-6, "{:?}", l2.w);
     assert!((l2.norm - 0.468293).abs() < 1e-6);
     // ℓ2 ∝ B₁ + B₂ = (2, 3.2, 2, 0), so cos(ℓ1, ℓ2) = 3.2/√18.24 (spec 001 rounds it to 0.75)
     let cos = 3.2 / 18.24f64.sqrt();
@@ -245,7 +244,7 @@ fn frobenius_svm_with_separate_queries_on_spec_001_toy_3() {
     // W_F = [[1, √3/5], [√3/5, 3/5]], ‖W_F‖² = 1.6
     let want = [1.0, s3 / 5.0, s3 / 5.0, 0.6];
     for s in [&dual, &primal] {
-        assert!(max_abs_diff(&s.w, &want) < 1e-10, "{:?}", s.w);
+        assert!(stats::max_abs_diff(&s.w, &want) < 1e-10, "{:?}", s.w);
         assert!((s.norm.powi(2) - 1.6).abs() < 1e-10);
     }
 }
@@ -310,7 +309,8 @@ fn svm_json_round_trip() {
     let rows: Vec<Vec<f64>> = serde_json::from_value(v["W"].clone()).unwrap();
     assert_eq!(rows.len(), 2);
     assert!(
-        max_abs_diff(&rows[0], &[0.5, 0.0]) < 1e-15 && max_abs_diff(&rows[1], &[-0.5, 0.0]) < 1e-15
+        stats::max_abs_diff(&rows[0], &[0.5, 0.0]) < 1e-15
+            && stats::max_abs_diff(&rows[1], &[-0.5, 0.0]) < 1e-15
     );
     assert!((v["norm"].as_f64().unwrap() - 0.5f64.sqrt()).abs() < 1e-12);
     assert_eq!(v["active_constraints"][0]["token"], 1);
@@ -345,11 +345,11 @@ fn nuclear_svm_on_spec_001_toy_3_is_rank_one() {
     assert!(sol.kkt.subgradient < 1e-4 && sol.kkt.complementary_slackness < 1e-6);
     assert_eq!(sol.rank, 1);
     assert!(
-        max_abs_diff(&sol.w, &[1.0, 1.0 / s3, 1.0 / s3, 1.0 / 3.0]) < 1e-4,
+        stats::max_abs_diff(&sol.w, &[1.0, 1.0 / s3, 1.0 / s3, 1.0 / 3.0]) < 1e-4,
         "{:?}",
         sol.w
     );
-    assert!(max_abs_diff(&sol.lambda, &[2.0 / 3.0, 2.0 / 3.0]) < 1e-4);
+    assert!(stats::max_abs_diff(&sol.lambda, &[2.0 / 3.0, 2.0 / 3.0]) < 1e-4);
     // the Frobenius solution of the same data is different (‖W_F‖_* = 1.6)
     let frob = solve_l2(&c, SvmMethod::Dual).unwrap();
     let sv = nalgebra::DMatrix::from_column_slice(2, 2, &frob.w)
@@ -381,7 +381,7 @@ fn nuclear_svm_on_spec_001_toy_4_reaches_the_optimal_value() {
     let mut want = vec![0.0; 16];
     want[0] = 1.0 / 2.4;
     want[5] = -1.0 / 1.6;
-    assert!(max_abs_diff(&frob.w, &want) < 1e-10, "{:?}", frob.w);
+    assert!(stats::max_abs_diff(&frob.w, &want) < 1e-10, "{:?}", frob.w);
 }
 
 #[test]
@@ -447,7 +447,11 @@ fn diagonal_nuclear_iteration_matches_the_l1_lp() {
         let lp = solve_l1(&diag).unwrap();
         assert!((pdhg.norm_l1 - opt).abs() < 1e-9, "{}", pdhg.norm_l1);
         assert!((lp.norm_l1 - opt).abs() < 1e-9, "{}", lp.norm_l1);
-        assert!(max_abs_diff(&pdhg.beta, &lp.beta) < 1e-8, "{:?}", pdhg.beta);
+        assert!(
+            stats::max_abs_diff(&pdhg.beta, &lp.beta) < 1e-8,
+            "{:?}",
+            pdhg.beta
+        );
         assert!(pdhg.kkt.passes(1e-8), "{:?}", pdhg.kkt);
         // the best (symmetric) dual has (Bλ)₁ = (Bλ)₃ = 1/c off the support: margin 1 − 1/c
         let got = l1_complementarity_margin(&diag, &lp).unwrap();

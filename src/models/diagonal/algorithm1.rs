@@ -13,6 +13,7 @@ use super::network::{g_vec, hessian_block, BetaLoss};
 use super::stage_b::{stage_b, DroppedCoordinate, StageBOptions};
 use super::DiagonalError;
 use crate::analysis::linearize::symmetric_eigenvalues;
+use crate::stats;
 
 /// Settings of [`algorithm1`] (defaults: spec §3.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,9 +166,7 @@ pub fn algorithm1<L: BetaLoss>(
         )));
     }
     let zero = vec![0.0; p];
-    let scale = g_vec(loss, &zero)
-        .iter()
-        .fold(0.0_f64, |m, x| m.max(x.abs()));
+    let scale = stats::max_abs(g_vec(loss, &zero).iter());
     let tol_g = opts.tol_g_rel * scale;
     let first = new_stage(loss, 0, 0.0, None, b0, zero, Vec::new(), Vec::new())?;
     let mut schedule = Schedule {
@@ -287,7 +286,7 @@ fn next_stage<L: BetaLoss>(
             });
         }
     }
-    let beta_norm = limit.beta.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+    let beta_norm = stats::max_with(1.0, limit.beta.iter().map(|x| x.abs()));
     if limit.eps_difference > opts.stage_b.eps_agreement * beta_norm {
         flags.push(Flag::EpsDependence {
             difference: limit.eps_difference,
@@ -325,7 +324,7 @@ fn new_stage<L: BetaLoss>(
     dropped: Vec<DroppedCoordinate>,
 ) -> Result<Stage, DiagonalError> {
     let mut drift = g_vec(loss, &beta);
-    let stationarity = support.iter().fold(0.0_f64, |m, &i| m.max(drift[i].abs()));
+    let stationarity = stats::max_abs(support.iter().map(|&i| drift[i]));
     // exact zeros on the support, else Δ_i ≈ 0 activates spurious coordinates (spec §3.2)
     support.iter().for_each(|&i| drift[i] = 0.0);
     let diagnostics = hessian_diagnostics(loss, &beta, &support, stationarity)?;

@@ -10,6 +10,7 @@ use super::network::{BetaLoss, DiagonalNet};
 use super::testing::max_diff;
 use crate::analysis::linearize::{eigenvalues, jacobian};
 use crate::flow::Descent;
+use crate::stats;
 
 fn run<L: BetaLoss>(loss: &L) -> Schedule {
     algorithm1(loss, &Algorithm1Options::default()).unwrap()
@@ -48,12 +49,8 @@ fn r1_orthogonal_stage_times_are_reciprocal_teacher_magnitudes() {
             .hessian_eigenvalues
             .iter()
             .all(|l| (l - 1.0).abs() < 1e-14));
-        if let Some(min_beta) = stage
-            .support
-            .iter()
-            .map(|&i| stage.beta[i].abs())
-            .reduce(f64::min)
-        {
+        if !stage.support.is_empty() {
+            let min_beta = crate::stats::min(stage.support.iter().map(|&i| stage.beta[i].abs()));
             assert!((stage.diagnostics.c_k - 2.0 * min_beta).abs() < 1e-12);
         }
         // b is 0 (s = +1) or 2 (s = −1) on the support
@@ -234,7 +231,7 @@ fn mini_attention_learns_vo_then_kq_one_rank_at_a_time() {
     }
     // T_1 = 1/max|g(0)| (CF3/CF4)
     let g0 = head.g_at_zero();
-    let t1 = 1.0 / g0.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    let t1 = 1.0 / stats::max_abs(g0.iter());
     assert!((s.stages[1].t_start / t1 - 1.0).abs() < 1e-12);
     let mut ranks = (0, 0);
     for stage in &s.stages[1..] {

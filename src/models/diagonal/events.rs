@@ -9,6 +9,7 @@ use super::algorithm1::Schedule;
 use super::coords::LogCoordinates;
 use super::network::{products, BetaLoss};
 use crate::flow::{Event, Events};
+use crate::stats;
 
 /// Which state the integrator carries.
 #[derive(Debug, Clone, Copy)]
@@ -138,10 +139,7 @@ impl<'a, L: BetaLoss> TransitionEvents<'a, L> {
                 TransitionEvent::DistanceTo { ref target, radius } => {
                     let beta = &mut *self.beta.borrow_mut();
                     self.fill_beta(z, beta);
-                    let dist = beta
-                        .iter()
-                        .zip(target)
-                        .fold(0.0_f64, |m, (b, t)| m.max((b - t).abs()));
+                    let dist = stats::max_abs(beta.iter().zip(target).map(|(b, t)| b - t));
                     dist - radius
                 }
                 TransitionEvent::LossLevel { level } => {

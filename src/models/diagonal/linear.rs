@@ -7,6 +7,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::network::BetaLoss;
 use super::DiagonalError;
+use crate::stats;
 
 /// L̃(β) = ½ βᵀΣβ − rᵀβ with Σ = E\[xxᵀ\], r = E\[xy\]. For a realizable teacher β* (r = Σβ*)
 /// the loss is evaluated as ½ (β − β*)ᵀΣ(β − β*) ≥ 0 and the gradient as Σ(β − β*), so that
@@ -155,11 +156,11 @@ impl DiagLinear {
                     break;
                 }
                 // step back to the boundary and release the coordinates that hit it
-                let step = free
-                    .iter()
-                    .filter(|&&a| z[a] <= 0.0)
-                    .map(|&a| x[a] / (x[a] - z[a]))
-                    .fold(f64::INFINITY, f64::min);
+                let step = stats::min(
+                    free.iter()
+                        .filter(|&&a| z[a] <= 0.0)
+                        .map(|&a| x[a] / (x[a] - z[a])),
+                );
                 x = &x + (&z - &x) * step;
                 free.retain(|&a| x[a] > tol);
                 (0..m)

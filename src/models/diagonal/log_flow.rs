@@ -222,6 +222,7 @@ mod tests {
     use crate::models::diagonal::linear::DiagLinear;
     use crate::models::diagonal::network::{products, DiagonalNet};
     use crate::models::diagonal::testing::max_diff;
+    use crate::stats;
 
     /// Central differences of the field, column by column.
     fn fd_jacobian(field: &dyn VectorField, z: &[f64]) -> Vec<Vec<f64>> {
@@ -282,8 +283,8 @@ mod tests {
         for k in 0..times.len() {
             let from_log = coords.raw_state(log_traj.state(k));
             let raw = raw_traj.state(k);
-            let scale = raw.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
-            worst = worst.max(max_diff(&from_log, raw) / scale);
+            let scale = stats::max_abs(raw.iter());
+            worst = stats::larger(worst, max_diff(&from_log, raw) / scale);
         }
         assert!(worst < 1e-8, "layouts differ by {worst:e}");
         // and the run went through the first transitions

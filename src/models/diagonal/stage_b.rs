@@ -12,6 +12,7 @@ use super::DiagonalError;
 use crate::analysis::stationary::{find_stationary, NewtonOptions, Target};
 use crate::analysis::AnalysisError;
 use crate::flow::{integrate, GradientFlow, Method, OdeConfig};
+use crate::stats;
 
 /// Settings of STAGE_B and its polish (defaults: spec §3.2, §3.3, §8.3).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -144,15 +145,11 @@ pub fn stage_b<L: BetaLoss>(
     let mut last = limits
         .pop()
         .ok_or_else(|| DiagonalError::Invalid("STAGE_B needs at least one ε".into()))?;
-    last.eps_difference = limits
-        .iter()
-        .map(|l| {
-            l.beta
-                .iter()
-                .zip(&last.beta)
-                .fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()))
-        })
-        .fold(0.0, f64::max);
+    last.eps_difference = stats::max(
+        limits
+            .iter()
+            .map(|l| stats::max_abs(l.beta.iter().zip(&last.beta).map(|(a, b)| a - b))),
+    );
     Ok(last)
 }
 
@@ -167,7 +164,7 @@ fn limit_conditions_hold<L: BetaLoss>(
     opts: &StageBOptions,
 ) -> bool {
     let g = g_vec(loss, beta);
-    let max_beta = beta.iter().fold(0.0_f64, |m, b| m.max(b.abs()));
+    let max_beta = stats::max_abs(beta.iter());
     active.iter().zip(signs).all(|(&i, &s)| {
         if beta[i].abs() > opts.drop_rel * max_beta {
             g[i].abs() <= opts.stationarity_rel * scale
@@ -190,7 +187,7 @@ fn polish<L: BetaLoss>(
 ) -> Result<Vec<f64>, DiagonalError> {
     let mut beta = beta.to_vec();
     let is_free = |b: &[f64], i: usize, s: f64| {
-        let max_beta = b.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        let max_beta = stats::max_abs(b.iter());
         s * b[i] > opts.free_rel * max_beta
     };
     let mut free: Vec<usize> = active
@@ -251,7 +248,7 @@ fn kkt_check<L: BetaLoss>(
     let g = g_vec(loss, &beta);
     let mut support: Vec<usize> = active.iter().copied().filter(|&i| beta[i] != 0.0).collect();
     support.sort_unstable();
-    let stationarity = support.iter().fold(0.0_f64, |m, &i| m.max(g[i].abs()));
+    let stationarity = stats::max_abs(support.iter().map(|&i| g[i]));
     let mut dropped = Vec::new();
     for (&j, &s) in active.iter().zip(signs) {
         if beta[j] == 0.0 {

@@ -8,6 +8,7 @@ use super::events::{transition_times, Layout, TransitionEvents};
 use super::linear::DiagLinear;
 use super::log_flow::LogFlow;
 use crate::flow::{integrate, linspace, Method, OdeConfig, Trajectory};
+use crate::stats;
 
 /// The log-layout run of R2 at α = 10^{−decades} with the spec §4 transition events.
 fn run_r2(schedule: &Schedule, decades: f64, method: Method, times: &[f64]) -> (f64, Trajectory) {
@@ -65,8 +66,8 @@ fn r2_transition_times_regress_onto_algorithm1_for_alpha_down_to_1e_256() {
             "stage {k}: {offsets:?}"
         );
         let conv = &offsets[..4];
-        let spread = conv.iter().fold(f64::MIN, |m, &o| m.max(o))
-            - conv.iter().fold(f64::MAX, |m, &o| m.min(o));
+        let (lo, hi) = stats::range(conv);
+        let spread = hi - lo;
         assert!(spread <= 0.05, "stage {k}: normalized offsets {offsets:?}");
     }
 }
@@ -98,7 +99,7 @@ fn explicit_and_implicit_solvers_agree_and_stage_one_is_linear_in_log_coordinate
     let mut worst = 0.0_f64;
     for k in (0..erk.len()).take_while(|&k| erk.t[k] <= 0.8 * t_th[1] * lambda) {
         for i in 0..3 {
-            worst = worst.max((erk.state(k)[i] - zeta0[i] - g0[i] * erk.t[k]).abs());
+            worst = stats::larger(worst, (erk.state(k)[i] - zeta0[i] - g0[i] * erk.t[k]).abs());
         }
     }
     assert!(

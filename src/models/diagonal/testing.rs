@@ -5,6 +5,7 @@ use num_dual::DualNum;
 
 use crate::autodiff::ad_grad_hvp;
 pub(crate) use crate::autodiff::rel_err;
+use crate::stats;
 
 /// A scalar function written once, generically over dual numbers, independently of the code
 /// under test.
@@ -25,7 +26,5 @@ pub(crate) fn autodiff_grad_hvp(
 
 /// max_j |a_j − b_j|.
 pub(crate) fn max_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()))
+    stats::max_abs(a.iter().zip(b).map(|(x, y)| x - y))
 }

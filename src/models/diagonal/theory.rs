@@ -3,6 +3,7 @@
 //! the neglect exponent m_k(τ) and the best-separated times τ*_k.
 
 use super::algorithm1::{Schedule, Stage};
+use crate::stats;
 
 impl Schedule {
     /// T_0 = 0 < T_1 < … of the stages found (the last stage lasts forever if the schedule
@@ -103,14 +104,17 @@ impl Stage {
             .collect()
     }
 
-    /// 2 min_{i∉S} min(b_i(τ), 2 − b_i(τ)) with this stage's log-scale law.
+    /// 2 min_{i∉S} min(b_i(τ), 2 − b_i(τ)) with this stage's log-scale law (+∞ when every
+    /// coordinate is active: nothing is neglected).
     pub fn neglect_exponent(&self, tau: f64) -> f64 {
-        self.log_scale(tau)
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| !self.support.contains(i))
-            .map(|(_, b)| 2.0 * b.min(2.0 - b))
-            .fold(f64::INFINITY, f64::min)
+        stats::min_with(
+            f64::INFINITY,
+            self.log_scale(tau)
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| !self.support.contains(i))
+                .map(|(_, b)| 2.0 * b.min(2.0 - b)),
+        )
     }
 }
 

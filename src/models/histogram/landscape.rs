@@ -6,6 +6,8 @@ use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
+use crate::stats;
+
 use super::brent_root;
 use super::layout;
 use super::theorem2::Imbalance;
@@ -249,7 +251,7 @@ pub fn kkt_residuals(m: &DMatrix<f64>, z: &[f64], betas: &[f64]) -> KktResiduals
     let d = m.nrows();
     let (q, v) = layout::state_to_qv(z);
     let multipliers = DMatrix::from_fn(d, d, |a, i| q[(a, i)] / v[i]);
-    let feasibility = (&q * DMatrix::from_diagonal(&v) - m).amax();
+    let feasibility = stats::max_abs((&q * DMatrix::from_diagonal(&v) - m).iter());
     let stationarity = (0..d)
         .map(|i| {
             let lambda_dot_q = multipliers.column(i).dot(&q.column(i));

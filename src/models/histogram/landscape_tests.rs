@@ -7,6 +7,7 @@ use crate::models::histogram::data::{task_matrix, Task};
 use crate::models::histogram::df::DfFlow;
 use crate::models::histogram::testing::{gaussian_vec, rk4};
 use crate::models::histogram::theory::{DfClosedForm, DfColumn};
+use crate::stats;
 use nalgebra::SymmetricEigen;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -138,11 +139,7 @@ fn bad_init_converges_to_saddle() {
             z0[i * (d + 1) + d] = 1.0;
         }
         let cf = DfClosedForm::new(&m, &z0);
-        let t_end = 5.0
-            / cf.columns()
-                .iter()
-                .map(|c| c.mu() * c.imbalance().rho)
-                .fold(f64::INFINITY, f64::min);
+        let t_end = 5.0 / stats::min(cf.columns().iter().map(|c| c.mu() * c.imbalance().rho));
         let flow = DfFlow::new(m.clone());
         let (_, z) = rk4(&Descent(&flow), &z0, t_end, 20_000, 20_000)
             .pop()

@@ -3,6 +3,7 @@
 //! ℓ_tf decouples across rows of Δ with H_a = T3\[a,·,·\] = (1/n) Σ_k c_k\[a\] c_k c_kᵀ; ℓ_df is the
 //! case H_a = I; a constant H_a = B Bᵀ gives the generic f = ½‖(Q Diag(v) − M) B‖² of Lemma A.1.
 
+use crate::stats;
 use nalgebra::{DMatrix, SymmetricEigen};
 
 /// d symmetric PSD matrices H_a ∈ ℝ^{d×d}, one per row a of Δ, stored flat: H_a\[b, b'\] at
@@ -107,8 +108,8 @@ impl RowMoments {
             .map(|a| {
                 let eig = SymmetricEigen::new(self.row_matrix(a)).eigenvalues;
                 RowSpectrum {
-                    lambda_min: eig.min(),
-                    lambda_max: eig.max(),
+                    lambda_min: stats::min(eig.iter()),
+                    lambda_max: stats::max(eig.iter()),
                 }
             })
             .collect()
@@ -118,11 +119,8 @@ impl RowMoments {
     /// first is > 0 (spec 000 R3, E16); the second is the reported condition number.
     pub fn conditioning(&self) -> (f64, f64) {
         let spectra = self.row_spectra();
-        let lambda_min = spectra
-            .iter()
-            .map(|s| s.lambda_min)
-            .fold(f64::INFINITY, f64::min);
-        let lambda_max = spectra.iter().map(|s| s.lambda_max).fold(0.0, f64::max);
+        let lambda_min = stats::min(spectra.iter().map(|s| s.lambda_min));
+        let lambda_max = stats::max(spectra.iter().map(|s| s.lambda_max));
         (lambda_min, lambda_max / lambda_min)
     }
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::models::histogram::testing::rk4;
+use crate::stats;
 use num_dual::Dual64;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -10,13 +11,14 @@ const CS: [f64; 7] = [-3.0, -1.0, -0.1, 0.0, 0.1, 1.0, 3.0];
 
 fn max_state_error(cf: &Thm2ClosedForm, t_end: f64, steps: usize) -> f64 {
     let (x0, y0) = cf.initial();
-    rk4(&cf.system(), &[x0, y0], t_end, steps, steps / 100)
-        .iter()
-        .map(|(t, z)| {
-            let s = cf.at(*t);
-            (s.x - z[0]).abs().max((s.y - z[1]).abs())
-        })
-        .fold(0.0, f64::max)
+    stats::max(
+        rk4(&cf.system(), &[x0, y0], t_end, steps, steps / 100)
+            .iter()
+            .map(|(t, z)| {
+                let s = cf.at(*t);
+                stats::larger((s.x - z[0]).abs(), (s.y - z[1]).abs())
+            }),
+    )
 }
 
 #[test]
@@ -73,7 +75,7 @@ fn closed_form_matches_rk4() {
                 if cf.l().abs() < 1e-2 {
                     continue;
                 }
-                worst = worst.max(max_state_error(&cf, 10.0 / c1, 20_000));
+                worst = stats::larger(worst, max_state_error(&cf, 10.0 / c1, 20_000));
             }
         }
     }
@@ -336,7 +338,7 @@ fn fixed_point_eigenpairs() {
         for p in sys.fixed_points() {
             let mut f = [0.0; 2];
             sys.rhs(0.0, &[p.x, p.y], &mut f);
-            assert!(f[0].abs().max(f[1].abs()) <= 1e-14);
+            assert!(stats::max_abs(f) <= 1e-14);
             let j = sys.jacobian(p.x, p.y);
             let (tr, det) = (j[0][0] + j[1][1], j[0][0] * j[1][1] - j[0][1] * j[1][0]);
             for (lambda, e) in p.eigenvalues.iter().zip(p.eigenvectors) {
@@ -346,9 +348,7 @@ fn fixed_point_eigenpairs() {
                 ];
                 let scale = lambda.abs().max(1.0) * e[0].abs().max(e[1].abs());
                 assert!(
-                    (je[0] - lambda * e[0])
-                        .abs()
-                        .max((je[1] - lambda * e[1]).abs())
+                    stats::larger((je[0] - lambda * e[0]).abs(), (je[1] - lambda * e[1]).abs())
                         <= 1e-12 * scale
                 );
                 assert!(

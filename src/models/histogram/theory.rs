@@ -7,6 +7,8 @@
 
 use nalgebra::{DMatrix, DVector};
 
+use crate::stats;
+
 use super::layout;
 use super::theorem2::{Imbalance, Thm2ClosedForm, Thm2System};
 use super::HistogramError;
@@ -237,10 +239,7 @@ impl DfClosedForm {
 
     /// α = min_i μ_iρ̄_i: ℓ = O(e^{−2αt}) for every sign of δ_i (spec 000 R9).
     pub fn alpha(&self) -> f64 {
-        self.columns
-            .iter()
-            .map(|c| c.mu * c.imbalance().rhob)
-            .fold(f64::INFINITY, f64::min)
+        stats::min(self.columns.iter().map(|c| c.mu * c.imbalance().rhob))
     }
 
     /// γ = 1 if some δ_i = 0 exactly, else 0 (Theorem 1). Conservative: the loss itself has no
@@ -251,25 +250,13 @@ impl DfClosedForm {
 
     /// T = max_i T_i with R8's corrected T_i (spec 000 R9, E6); ∞ if a column is on the bad set.
     pub fn onset_time(&self) -> f64 {
-        self.columns
-            .iter()
-            .map(DfColumn::onset_time)
-            .fold(0.0, f64::max)
+        stats::max(self.columns.iter().map(DfColumn::onset_time))
     }
 
     /// Theorem 1's printed T = max_i (printed T_i), for reporting only (spec 000 E6); NaN if any
     /// printed log argument is negative.
     pub fn paper_onset_time(&self) -> f64 {
-        self.columns
-            .iter()
-            .map(DfColumn::paper_onset_time)
-            .fold(f64::NEG_INFINITY, |acc, t| {
-                if acc.is_nan() || t.is_nan() {
-                    f64::NAN
-                } else {
-                    acc.max(t)
-                }
-            })
+        stats::max(self.columns.iter().map(DfColumn::paper_onset_time))
     }
 
     /// Theorem 1's good-initialization condition, corrected: q_iᵀm_i + ρ̄_iμ_iv_i ≠ 0 for all i
@@ -292,7 +279,7 @@ impl DfClosedForm {
     /// The Theorem 1 bound B(t) = K_sup·d·max_i μ_i²·t^γ e^{−2αt} for a given constant K_sup
     /// (the paper gives none; spec 000 Fig. 3).
     pub fn theorem1_bound(&self, t: f64, k_sup: f64) -> f64 {
-        let max_mu_sq = self.columns.iter().map(|c| c.mu * c.mu).fold(0.0, f64::max);
+        let max_mu_sq = stats::max(self.columns.iter().map(|c| c.mu * c.mu));
         k_sup * self.d as f64 * max_mu_sq * t.powf(self.gamma()) * (-2.0 * self.alpha() * t).exp()
     }
 
@@ -312,11 +299,7 @@ impl DfClosedForm {
     /// κ_df = max_i 2A_iμ_i / min_i μ_iρ̄_i, the condition number of the nonzero Hessian spectrum
     /// at the limit (spec 000 D4, §7).
     pub fn kappa(&self) -> f64 {
-        let fastest = self
-            .columns
-            .iter()
-            .map(|c| 2.0 * c.imbalance().a * c.mu)
-            .fold(0.0, f64::max);
+        let fastest = stats::max(self.columns.iter().map(|c| 2.0 * c.imbalance().a * c.mu));
         fastest / self.alpha()
     }
 }

@@ -6,6 +6,7 @@ use crate::flow::{Descent, GradientFlow};
 use crate::models::histogram::data::{task_matrix, Task};
 use crate::models::histogram::df::DfFlow;
 use crate::models::histogram::testing::{gaussian_vec, rk4};
+use crate::stats;
 use nalgebra::SymmetricEigen;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -51,15 +52,12 @@ fn closed_form_matches_full_flow() {
             let mut z = vec![0.0; z0.len()];
             for (t, z_ode) in rk4(&Descent(&flow), &z0, 10.0, 20_000, 200) {
                 cf.state(t, &mut z);
-                let err = z
-                    .iter()
-                    .zip(&z_ode)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0.0, f64::max);
-                worst_state = worst_state.max(err);
+                let err = stats::max(z.iter().zip(&z_ode).map(|(a, b)| (a - b).abs()));
+                worst_state = stats::larger(worst_state, err);
                 let (loss_cf, loss_direct) = (cf.loss(t), flow.loss(&z));
                 if loss_direct > 1e-8 {
-                    worst_loss = worst_loss.max((loss_cf - loss_direct).abs() / loss_direct);
+                    worst_loss =
+                        stats::larger(worst_loss, (loss_cf - loss_direct).abs() / loss_direct);
                 }
             }
         }
@@ -147,11 +145,7 @@ fn limit_state_follows_sign_rule() {
         let limit = cf.limit_state();
         let mut z = vec![0.0; z0.len()];
         cf.state(60.0 / cf.alpha(), &mut z);
-        let err = z
-            .iter()
-            .zip(&limit)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+        let err = stats::max(z.iter().zip(&limit).map(|(a, b)| (a - b).abs()));
         assert!(err <= 1e-8, "state at 60/α vs limit: {err:e}");
         assert!(DfFlow::new(m.clone()).loss(&limit) <= 1e-28);
         for (i, col) in cf.columns().iter().enumerate() {
@@ -191,8 +185,8 @@ fn onset_time_and_kappa() {
             SymmetricEigen::new(hessian(&flow, &cf.limit_state()).unwrap().matrix).eigenvalues;
         let nonzero: Vec<f64> = eig.iter().copied().filter(|l| l.abs() > 1e-9).collect();
         assert_eq!(nonzero.len(), d * d);
-        let max = nonzero.iter().copied().fold(0.0, f64::max);
-        let min = nonzero.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = stats::max(nonzero.iter());
+        let min = stats::min(nonzero.iter());
         assert!((min / cf.alpha() - 1.0).abs() <= 1e-8);
         assert!(
             (max / min / cf.kappa() - 1.0).abs() <= 1e-8,

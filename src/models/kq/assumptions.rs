@@ -12,6 +12,7 @@ use crate::analysis::svm::{
     NuclearSettings, RankOneConstraints, SvmError, VectorConstraints,
 };
 use crate::models::token_select::{FixedDecoder, Instance, Loss};
+use crate::stats;
 
 /// A3: L(W(0)) ≤ min_j [e^{−γ_j,nopt} + Σ_{i≠j} e^{−γ_i,opt}]/n.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -109,8 +110,8 @@ fn score_summary(inst: &Instance) -> Vec<(f64, f64, f64)> {
         .map(|i| {
             let row = &g[i * t..(i + 1) * t];
             let others = (0..t).filter(|&l| l != inst.opt[i]).map(|l| row[l]);
-            let hi = others.clone().fold(f64::NEG_INFINITY, f64::max);
-            let lo = others.fold(f64::INFINITY, f64::min);
+            let hi = stats::max(others.clone());
+            let lo = stats::min(others);
             (row[inst.opt[i]], hi, lo)
         })
         .collect()
@@ -128,15 +129,13 @@ pub fn a3_report(inst: &Instance, w0: Option<&[f64]>) -> Result<A3Report, SvmErr
     let loss = model.log_loss(w0.unwrap_or(&zero)).exp();
     let scores = score_summary(inst);
     let n = scores.len();
-    let bound = (0..n)
-        .map(|j| {
-            let rest: f64 = (0..n)
-                .filter(|&i| i != j)
-                .map(|i| (-scores[i].0).exp())
-                .sum();
-            ((-scores[j].1).exp() + rest) / n as f64
-        })
-        .fold(f64::INFINITY, f64::min);
+    let bound = stats::min((0..n).map(|j| {
+        let rest: f64 = (0..n)
+            .filter(|&i| i != j)
+            .map(|i| (-scores[i].0).exp())
+            .sum();
+        ((-scores[j].1).exp() + rest) / n as f64
+    }));
     Ok(A3Report {
         loss,
         bound,
@@ -184,14 +183,14 @@ pub fn a4_report(inst: &Instance) -> A4Report {
     let mut orthogonality = 0.0f64;
     for i in 0..n {
         for j in 0..i {
-            orthogonality = orthogonality
-                .max(cos(x_opt(i), x_opt(j)))
-                .max(cos(data.query(i), data.query(j)));
+            orthogonality = stats::max([
+                orthogonality,
+                cos(x_opt(i), x_opt(j)),
+                cos(data.query(i), data.query(j)),
+            ]);
         }
     }
-    let alignment = (0..n)
-        .map(|i| sine(x_opt(i), data.query(i)))
-        .fold(0.0, f64::max);
+    let alignment = stats::max((0..n).map(|i| sine(x_opt(i), data.query(i))));
     let mut pairing = 0.0f64;
     let mut pair_constants = Vec::with_capacity(n);
     for i in 0..n {
@@ -218,7 +217,7 @@ pub fn a4_report(inst: &Instance) -> A4Report {
             match best {
                 Some((p, r)) => {
                     let k = open.swap_remove(p);
-                    pairing = pairing.max(r);
+                    pairing = stats::larger(pairing, r);
                     constants.push(0.5 * (c_of(l) + c_of(k)));
                 }
                 None => pairing = f64::INFINITY,
@@ -238,10 +237,7 @@ pub fn a4_report(inst: &Instance) -> A4Report {
 /// Runs every validator (A3 at `w0`, default W(0) = 0).
 pub fn validate(inst: &Instance, w0: Option<&[f64]>) -> Result<AssumptionReport, SvmError> {
     let scores = score_summary(inst);
-    let opt_gap = scores
-        .iter()
-        .map(|&(opt, hi, _)| opt - hi)
-        .fold(f64::INFINITY, f64::min);
+    let opt_gap = stats::min(scores.iter().map(|&(opt, hi, _)| opt - hi));
     let opt_consistent =
         inst.data.optimal_tokens(&inst.decoder, 1e-12).ok() == Some(inst.opt.clone());
     let full = constraints(inst)?;
@@ -255,10 +251,7 @@ pub fn validate(inst: &Instance, w0: Option<&[f64]>) -> Result<AssumptionReport,
         opt_consistent,
         a1: feasible(&dense)?,
         a1_diag: feasible(&diag)?,
-        a2_spread: scores
-            .iter()
-            .map(|&(_, hi, lo)| hi - lo)
-            .fold(0.0, f64::max),
+        a2_spread: stats::max(scores.iter().map(|&(_, hi, lo)| hi - lo)),
         a3: a3_report(inst, w0)?,
         a4: a4_report(inst),
     })
@@ -338,12 +331,14 @@ pub fn alignment_residual(
     v: &DMatrix<f64>,
 ) -> f64 {
     let off = |m: DMatrix<f64>| {
-        m.iter()
-            .enumerate()
-            .filter(|(idx, _)| idx % m.nrows() != idx / m.nrows())
-            .fold(0.0f64, |a, (_, x)| a.max(x.abs()))
+        stats::max_abs(
+            m.iter()
+                .enumerate()
+                .filter(|(idx, _)| idx % m.nrows() != idx / m.nrows())
+                .map(|(_, x)| x),
+        )
     };
-    off(u_k.transpose() * k * v).max(off(u_q.transpose() * q * v))
+    stats::larger(off(u_k.transpose() * k * v), off(u_q.transpose() * q * v))
 }
 
 /// Strict complementarity of the SVM solutions (spec §2.8), which predicts how fast the KQ

@@ -20,6 +20,7 @@ use super::log_time::ScaledGradient;
 use crate::analysis::svm::{MarginConstraints, RankOneConstraints, VectorConstraints};
 use crate::flow::{GradientFlow, VectorField};
 use crate::models::token_select::{FixedDecoder, Instance, Loss, TokenError};
+use crate::stats;
 
 #[derive(Debug)]
 struct Scratch {
@@ -110,7 +111,7 @@ impl DiagonalLoss {
 
     /// µ(β) = min_il βᵀB_il (Def. 4.1).
     pub fn margin(&self, beta: &[f64]) -> f64 {
-        self.margins(beta).into_iter().fold(f64::INFINITY, f64::min)
+        stats::min(self.margins(beta))
     }
 }
 

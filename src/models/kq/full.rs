@@ -21,6 +21,7 @@ use nalgebra::DMatrix;
 use super::log_time::ScaledGradient;
 use crate::flow::GradientFlow;
 use crate::models::token_select::{FixedDecoder, Instance, Loss, TokenError};
+use crate::stats;
 
 #[derive(Debug)]
 struct Scratch {
@@ -278,7 +279,7 @@ pub fn margins(model: &FixedDecoder, w: &[f64]) -> Vec<f64> {
 
 /// µ(W) = min_{i, l≠opt} ⟨A_il, W⟩ (Def. 4.1).
 pub fn min_margin(model: &FixedDecoder, w: &[f64]) -> f64 {
-    margins(model, w).into_iter().fold(f64::INFINITY, f64::min)
+    stats::min(margins(model, w))
 }
 
 /// Ŵ = W/µ(W), defined once the optimal tokens are separated (µ > 0; `None` before).

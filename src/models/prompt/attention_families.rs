@@ -68,6 +68,7 @@ impl Attention {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
@@ -83,8 +84,7 @@ mod tests {
         );
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let g = Attention::gaussian_logits(20, 2.0, &mut rng);
-        let spread =
-            g.z.iter().fold(0.0f64, |m, &x| m.max(x)) / g.z.iter().fold(1.0f64, |m, &x| m.min(x));
+        let spread = stats::max_with(0.0, g.z.iter()) / stats::min_with(1.0, g.z.iter());
         assert!((g.ln_ratio() - spread.ln()).abs() < 1e-12);
         let d = Attention::dirichlet(5, &mut rng);
         assert!(d.z.iter().all(|&x| x > 0.0) && (d.z.iter().sum::<f64>() - 1.0).abs() < 1e-15);

@@ -16,6 +16,7 @@ use nalgebra::DMatrix;
 
 use crate::analysis::linearize::symmetric_eigenvalues;
 use crate::analysis::AnalysisError;
+use crate::stats;
 
 /// J(z) = diag(z) − zzᵀ as a dense matrix. The diagonal z_i(1 − z_i) is formed as
 /// z_i·Σ_{j≠i} z_j, which keeps its relative accuracy when z_i is close to 1.
@@ -154,16 +155,14 @@ impl Lemma1Facts {
             )));
         }
         let j = jacobian_matrix(z);
-        let asymmetry = (&j - j.transpose()).amax();
-        let kernel_residual = (&j * nalgebra::DVector::from_element(n, 1.0)).amax();
+        let asymmetry = stats::max_abs((&j - j.transpose()).iter());
+        let kernel_residual = stats::max_abs((&j * nalgebra::DVector::from_element(n, 1.0)).iter());
         let mut sorted = z.to_vec();
         sorted.sort_by(f64::total_cmp);
-        let interlacing_violation = (1..n)
-            .map(|k| {
-                let l = eigenvalues[k];
-                (sorted[k - 1] - l).max(l - sorted[k]).max(0.0)
-            })
-            .fold(0.0, f64::max);
+        let interlacing_violation = stats::max((1..n).map(|k| {
+            let l = eigenvalues[k];
+            stats::max([sorted[k - 1] - l, l - sorted[k], 0.0])
+        }));
         let lambda_max = eigenvalues[n - 1];
         let strict_chain = eigenvalues[0] == 0.0
             && 0.0 < sorted[0]
@@ -192,10 +191,6 @@ impl Lemma1Facts {
 mod tests {
     use super::*;
 
-    fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-        a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
-    }
-
     #[test]
     fn secular_and_dense_spectra_agree_on_a_generic_z() {
         let w = [0.3, -1.2, 2.5, 0.0, 1.1, -0.4, 0.9];
@@ -203,7 +198,10 @@ mod tests {
         crate::models::prompt::softmax::softmax_into(&w, &mut z);
         let sec = secular_eigenvalues(&z).unwrap();
         let dense = dense_eigenvalues(&z).unwrap();
-        assert!(max_abs_diff(&sec, &dense) < 1e-15, "{sec:?} vs {dense:?}");
+        assert!(
+            crate::stats::max_abs_diff(&sec, &dense) < 1e-15,
+            "{sec:?} vs {dense:?}"
+        );
         let facts = Lemma1Facts::measure(&z, &sec).unwrap();
         assert!(facts.strict_chain && facts.interlacing_violation == 0.0);
         assert!(facts.trace_error < 1e-15 && facts.lambda_max <= 0.5);
@@ -239,7 +237,7 @@ mod tests {
         let z = [0.1, 0.2, 0.2, 0.5];
         let sec = secular_eigenvalues(&z).unwrap();
         let dense = dense_eigenvalues(&z).unwrap();
-        assert!(max_abs_diff(&sec, &dense) < 1e-15);
+        assert!(crate::stats::max_abs_diff(&sec, &dense) < 1e-15);
         assert_eq!(sec.iter().filter(|&&l| l == 0.2).count(), 1);
         assert!(secular_eigenvalues(&[0.5, 0.5, 0.0]).is_err());
         assert!(secular_eigenvalues(&[]).is_err());

@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::data::PromptData;
 use super::softmax::{log_attention_ratio, softmax_into};
 use crate::flow::GradientFlow;
+use crate::stats;
 
 /// Which attention the model uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -253,7 +254,7 @@ impl PromptModel {
         let ln10 = std::f64::consts::LN_10;
         let log_r: Vec<f64> = logits.iter().map(|w| log_attention_ratio(w)).collect();
         let n = log_r.len() as f64;
-        let max = log_r.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+        let max = stats::max(log_r.iter());
         let lse = max + log_r.iter().map(|&x| (x - max).exp()).sum::<f64>().ln();
         let saturated = logits
             .iter()

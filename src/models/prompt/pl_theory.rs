@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::model::PromptModel;
 use super::softmax::softmax_into;
 use crate::flow::GradientFlow;
+use crate::stats;
 
 /// Which reading of Theorem 1's μ (spec E2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,13 +94,10 @@ pub fn pl_ratio(model: &PromptModel, theta: &[f64], loss_star: f64) -> (f64, f64
 /// C_σ = max_i σ_max(X_i).
 pub fn c_sigma(model: &PromptModel) -> f64 {
     let data = model.data();
-    (0..data.samples)
-        .map(|i| {
-            DMatrix::from_row_slice(data.n_tokens, data.d, data.tokens(i))
-                .singular_values()
-                .max()
-        })
-        .fold(0.0, f64::max)
+    stats::max((0..data.samples).map(|i| {
+        let x_i = DMatrix::from_row_slice(data.n_tokens, data.d, data.tokens(i));
+        stats::max(x_i.singular_values().iter())
+    }))
 }
 
 /// Inputs of Theorem 1 that are not the data: loss gap, ‖v‖, ‖p₀‖, σ_min(F(p₀)) and the choices.
@@ -198,7 +196,7 @@ mod tests {
         for samples in [1, 3, 5] {
             let (model, v, p) = instance(samples, &mut rng);
             let rows = f_row_norms_closed_form(&model, &p, &v);
-            let closed = rows.iter().copied().fold(f64::INFINITY, f64::min);
+            let closed = stats::min(rows.iter());
             let svd = f_sigma_min(&model, &p);
             assert!((closed / svd - 1.0).abs() < 1e-12, "{closed} vs {svd}");
             let (lhs, gap) = pl_ratio(&model, &p, 0.0);

@@ -1,9 +1,11 @@
 //! The softmax φ and its Jacobian J(z) = diag(z) − zzᵀ, computed without forming J and without
 //! dividing probabilities (z_min underflows long before the logits do).
 
+use crate::stats;
+
 /// z = φ(w), subtracting max w first.
 pub fn softmax_into(w: &[f64], z: &mut [f64]) {
-    let max = w.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+    let max = stats::max(w);
     let mut sum = 0.0;
     for (zj, &wj) in z.iter_mut().zip(w) {
         *zj = (wj - max).exp();
@@ -14,7 +16,7 @@ pub fn softmax_into(w: &[f64], z: &mut [f64]) {
 
 /// ln φ(w)_j = w_j − logsumexp(w).
 pub fn log_softmax_into(w: &[f64], out: &mut [f64]) {
-    let max = w.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+    let max = stats::max(w);
     let lse = max + w.iter().map(|&x| (x - max).exp()).sum::<f64>().ln();
     for (o, &wj) in out.iter_mut().zip(w) {
         *o = wj - lse;
@@ -23,11 +25,7 @@ pub fn log_softmax_into(w: &[f64], out: &mut [f64]) {
 
 /// ln R = ln(max_j z_j / min_j z_j) = max_j w_j − min_j w_j, from the logits.
 pub fn log_attention_ratio(w: &[f64]) -> f64 {
-    let (lo, hi) = w
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-            (lo.min(x), hi.max(x))
-        });
+    let (lo, hi) = stats::range(w);
     hi - lo
 }
 

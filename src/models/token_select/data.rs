@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::TokenError;
 use crate::analysis::svm::{TokenProblem, TokenView};
+use crate::stats;
 
 /// n sequences of T tokens in ℝ^d, their labels and queries.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +140,7 @@ impl TokenData {
             .map(|i| {
                 let row = &g[i * self.t..(i + 1) * self.t];
                 let best = argmax(row);
-                let scale = row.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let scale = stats::max_abs(row.iter());
                 let tie = row
                     .iter()
                     .enumerate()
@@ -163,19 +164,16 @@ impl TokenData {
         for i in 0..self.n {
             let row = &g[i * self.t..(i + 1) * self.t];
             let others = row.iter().enumerate().filter(|&(t, _)| t != opt[i]);
-            let hi = others
-                .clone()
-                .fold(f64::NEG_INFINITY, |m, (_, &v)| m.max(v));
-            let lo = others.fold(f64::INFINITY, |m, (_, &v)| m.min(v));
-            spread = spread.max(hi - lo);
-            scale = row.iter().fold(scale, |m, v| m.max(v.abs()));
+            let hi = stats::max(others.clone().map(|(_, &v)| v));
+            let lo = stats::min(others.map(|(_, &v)| v));
+            spread = stats::larger(spread, hi - lo);
+            scale = stats::max_with(scale, row.iter().map(|v| v.abs()));
             gaps.push(row[opt[i]] - hi);
         }
-        let token_bound = (0..self.n * self.t)
-            .map(|k| norm(&self.x[k * self.d..(k + 1) * self.d]))
-            .fold(0.0, f64::max);
-        let gap_max = gaps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let gap_min = gaps.iter().copied().fold(f64::INFINITY, f64::min);
+        let token_bound =
+            stats::max((0..self.n * self.t).map(|k| norm(&self.x[k * self.d..(k + 1) * self.d])));
+        let gap_max = stats::max(gaps.iter());
+        let gap_min = stats::min(gaps.iter());
         Assumptions {
             rho_orth: self.max_nonopt_cosine(opt),
             nonopt_score_spread: spread,
@@ -206,7 +204,7 @@ impl TokenData {
                 }
                 let xa = &self.x[a * self.d..(a + 1) * self.d];
                 let xb = &self.x[b * self.d..(b + 1) * self.d];
-                worst = worst.max((dot(xa, xb) / (norms[a] * norms[b])).abs());
+                worst = stats::larger(worst, (dot(xa, xb) / (norms[a] * norms[b])).abs());
             }
         }
         worst

@@ -10,6 +10,7 @@
 use super::data::TokenData;
 use super::logdomain::{centered, log_sum_exp, SignedLog};
 use super::loss::Loss;
+use crate::stats;
 
 /// Per-sequence results of [`evaluate`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -169,17 +170,13 @@ fn w_coefficient(ws: &Workspace, i: usize, k: usize) -> SignedLog {
 /// ln max_{i,t} |∂L/∂(x_{i,t}ᵀ W q_i)|: the scale the W-gradient is formed at.
 pub(crate) fn w_gradient_scale(ws: &Workspace, t: usize) -> f64 {
     let n = ws.samples.len();
-    (0..n * t).fold(f64::NEG_INFINITY, |m, k| {
-        m.max(w_coefficient(ws, k / t, k).log)
-    }) - (n as f64).ln()
+    stats::max((0..n * t).map(|k| w_coefficient(ws, k / t, k).log)) - (n as f64).ln()
 }
 
 /// ln of the largest u-gradient coefficient |ℓ'_i| φ_{i,t}/n.
 pub(crate) fn u_gradient_scale(ws: &Workspace, t: usize) -> f64 {
     let n = ws.samples.len();
-    (0..n * t).fold(f64::NEG_INFINITY, |m, k| {
-        m.max(ws.samples[k / t].log_slope + ws.ls[k])
-    }) - (n as f64).ln()
+    stats::max((0..n * t).map(|k| ws.samples[k / t].log_slope + ws.ls[k])) - (n as f64).ln()
 }
 
 /// out = e^{−shift} ∇_W L (column-major d × d).

@@ -5,6 +5,8 @@
 //! underflow f64 altogether. Every such quantity is therefore carried as a [`SignedLog`]
 //! (sign · e^log) and only turned into an f64 after a common scale has been divided out.
 
+use crate::stats;
+
 /// A real number sign · e^log; zero has sign 0 and log −∞.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SignedLog {
@@ -61,10 +63,7 @@ impl SignedLog {
     /// Σ terms, exact up to rounding relative to the largest term (any cancellation is the
     /// terms' own, not the representation's).
     pub fn sum<I: Iterator<Item = SignedLog> + Clone>(terms: I) -> Self {
-        let top = terms
-            .clone()
-            .filter(|t| !t.is_zero())
-            .fold(f64::NEG_INFINITY, |m, t| m.max(t.log));
+        let top = stats::max(terms.clone().filter(|t| !t.is_zero()).map(|t| t.log));
         if top == f64::NEG_INFINITY {
             return Self::ZERO;
         }
@@ -106,7 +105,7 @@ impl std::ops::Mul for SignedLog {
 
 /// ln Σ e^{a_k} over the finite-or-(−∞) values yielded; −∞ for an empty or all-(−∞) input.
 pub fn log_sum_exp<I: Iterator<Item = f64> + Clone>(values: I) -> f64 {
-    let top = values.clone().fold(f64::NEG_INFINITY, f64::max);
+    let top = stats::max_with(f64::NEG_INFINITY, values.clone());
     if top.is_infinite() {
         return top;
     }

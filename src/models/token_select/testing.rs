@@ -10,6 +10,7 @@ use rand_distr::StandardNormal;
 
 use super::data::TokenData;
 use super::loss::Loss;
+use crate::stats;
 
 /// L(u, W) = (1/n) Σ ℓ(γ_iᵀ softmax(X_i W q_i)), W column-major, with a max-shifted softmax.
 pub(crate) fn reference_loss<T: DualNum<f64> + Copy>(
@@ -31,10 +32,7 @@ pub(crate) fn reference_loss<T: DualNum<f64> + Copy>(
                 (0..d).fold(T::from(0.0), |acc, r| acc + p[r] * x[r])
             })
             .collect();
-        let top = logits
-            .iter()
-            .map(|s| s.re())
-            .fold(f64::NEG_INFINITY, f64::max);
+        let top = stats::max(logits.iter().map(|s| s.re()));
         let e: Vec<T> = logits.iter().map(|&s| (s - top).exp()).collect();
         let z = e.iter().fold(T::from(0.0), |a, &b| a + b);
         let margin = (0..data.t).fold(T::from(0.0), |acc, t| {

@@ -7,6 +7,7 @@ use super::generators::{self, Example1, GaussianJoint};
 use super::testing::{ad_grad_hvp, gaussian_vec, random_data, reference_loss, rel_err, rng};
 use super::*;
 use crate::flow::GradientFlow;
+use crate::stats;
 
 fn constants<T: DualNum<f64> + Copy>(v: &[f64]) -> Vec<T> {
     v.iter().map(|&x| T::from(x)).collect()
@@ -215,7 +216,7 @@ fn saturated_multi_token_model_matches_the_logit_gap_formula() {
                 .map(|t| logit(o) - logit(t))
                 .collect();
             assert!(gaps.iter().all(|&g| g > 0.9 * scale));
-            let min_gap = gaps.iter().copied().fold(f64::INFINITY, f64::min);
+            let min_gap = stats::min(gaps.iter());
             // Δ_t = m = 1 for every non-opt token of ex1
             let log_delta = logdomain::log_sum_exp(gaps.iter().map(|g| -g))
                 - logdomain::log_sum_exp(gaps.iter().map(|g| -g).chain([0.0]));

@@ -13,6 +13,7 @@ use crate::models::diagonal::{Activation, DiagonalAttention, Schedule, Terminati
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -202,11 +203,7 @@ fn stage_checks(
         )
         .note("ties, degenerate drops, non-strict minima, ε-dependence, slow limits"),
     );
-    let stationarity = s
-        .stages
-        .iter()
-        .map(|st| st.diagnostics.stationarity)
-        .fold(0.0, f64::max);
+    let stationarity = stats::max(s.stages.iter().map(|st| st.diagnostics.stationarity));
     rep.check(
         Check::at_most(
             "max_k max_{S_k} |G(β^k)| (stationarity)",
@@ -215,14 +212,10 @@ fn stage_checks(
         )
         .note("θ^k is a stationary point of L̃ on its support"),
     );
-    let eps = s
-        .stages
-        .iter()
-        .map(|st| {
-            let norm = st.beta.iter().fold(1.0_f64, |m, b| m.max(b.abs()));
-            st.diagnostics.eps_difference / norm
-        })
-        .fold(0.0, f64::max);
+    let eps = stats::max(s.stages.iter().map(|st| {
+        let norm = stats::max_with(1.0, st.beta.iter().map(|b| b.abs()));
+        st.diagnostics.eps_difference / norm
+    }));
     rep.check(
         Check::at_most("STAGE_B ε-independence", eps, c.max_eps_difference).note(
             "max_k ‖β_{ε₁} − β_{ε₂}‖_∞ / max(1, ‖β^k‖_∞) over the ε list (eq. 13 limit exists)",
@@ -240,7 +233,7 @@ fn stage_checks(
         )),
     );
     let g0 = head.g_at_zero();
-    let t1_closed = 1.0 / g0.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    let t1_closed = 1.0 / stats::max_abs(g0.iter());
     let t1 = s.stages.get(1).map_or(f64::NAN, |st| st.t_start);
     rep.check(
         Check::at_most(

@@ -5,18 +5,6 @@
 use crate::models::diagonal::{algorithm1, Algorithm1Options, BetaLoss, Schedule};
 use crate::scenario::{InputError, RunError, Scenario};
 
-/// ‖a − b‖_∞.
-pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()))
-}
-
-/// ‖a‖_∞.
-pub fn max_abs(a: &[f64]) -> f64 {
-    a.iter().fold(0.0_f64, |m, x| m.max(x.abs()))
-}
-
 /// The values with exact zeros replaced by NaN, which the plots leave out (log axes).
 pub fn positive_or_nan(values: &[f64]) -> Vec<f64> {
     values

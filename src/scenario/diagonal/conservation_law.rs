@@ -10,6 +10,7 @@ use crate::models::diagonal::{DiagonalNet, LogCoordinates, LogFlow, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::basics_common::{alpha_label, positive_or_nan, stage_times_schedule, validate_alphas};
 use super::common::{initial_direction, Instance, InstanceName};
@@ -99,26 +100,23 @@ fn audit(
     // per-coordinate scale max_t (u_i² + v_i²)
     let scale: Vec<f64> = (0..dim)
         .map(|i| {
-            (0..raw.len())
-                .map(|k| raw.state(k)[i].powi(2) + raw.state(k)[dim + i].powi(2))
-                .fold(0.0, f64::max)
+            stats::max(
+                (0..raw.len()).map(|k| raw.state(k)[i].powi(2) + raw.state(k)[dim + i].powi(2)),
+            )
         })
         .collect();
     let drift = (0..raw.len())
         .map(|k| {
-            raw.invariants
-                .iter()
-                .zip(&scale)
-                .map(|((_, c), s)| (c[k] - c[0]).abs() / s)
-                .fold(0.0, f64::max)
+            stats::max(
+                raw.invariants
+                    .iter()
+                    .zip(&scale)
+                    .map(|((_, c), s)| (c[k] - c[0]).abs() / s),
+            )
         })
         .collect();
     let loss0 = raw.loss[0];
-    let loss_increase = raw
-        .loss
-        .windows(2)
-        .map(|w| (w[1] - w[0]) / loss0)
-        .fold(f64::NEG_INFINITY, f64::max);
+    let loss_increase = stats::max(raw.loss.windows(2).map(|w| (w[1] - w[0]) / loss0));
     // the same flow in the log layout, mapped back through eq. (7)
     let ln_alpha = alpha.ln();
     let (coords, zeta0) = LogCoordinates::from_init(&init.0, &init.1, ln_alpha)
@@ -131,10 +129,11 @@ fn audit(
         let z = raw.state(k);
         for i in 0..dim {
             let size = z[i].abs().max(z[dim + i].abs());
-            let diff = (rebuilt[i] - z[i])
-                .abs()
-                .max((rebuilt[dim + i] - z[dim + i]).abs());
-            reconstruction = reconstruction.max(diff / size);
+            let diff = stats::larger(
+                (rebuilt[i] - z[i]).abs(),
+                (rebuilt[dim + i] - z[dim + i]).abs(),
+            );
+            reconstruction = stats::larger(reconstruction, diff / size);
         }
     }
     Ok(RunAudit {
@@ -200,9 +199,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let t_end = p.horizon * t_last * (1.0 / alpha).ln();
             let run = audit(&net, &init, alpha, t_end, p, &ctx.ode)?;
             rep.stats(format!("{label} raw α={alpha:e}"), &run.raw.stats);
-            worst_drift = worst_drift.max(run.drift.iter().copied().fold(0.0, f64::max));
-            worst_increase = worst_increase.max(run.loss_increase);
-            worst_rebuild = worst_rebuild.max(run.reconstruction);
+            worst_drift = stats::larger(worst_drift, stats::max(run.drift.iter()));
+            worst_increase = stats::larger(worst_increase, run.loss_increase);
+            worst_rebuild = stats::larger(worst_rebuild, run.reconstruction);
             let taus: Vec<f64> = run.raw.t.iter().map(|t| t / run.lambda).collect();
             for k in 0..run.raw.len() {
                 rep.series.push(vec![

@@ -15,6 +15,7 @@ use crate::models::diagonal::{BetaLoss, DiagonalAttention, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::InstanceName;
 use super::figures_common::{
@@ -166,10 +167,11 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
         let betas: Vec<Vec<f64>> = (0..run.traj.len()).map(|j| run.beta(j)).collect();
         let lambda = run.lambda;
         let error = |j: usize, k: usize| {
-            indices
-                .clone()
-                .map(|i| (betas[j][i] - schedule.stages[k].beta[i]).abs())
-                .fold(0.0_f64, f64::max)
+            stats::max(
+                indices
+                    .clone()
+                    .map(|i| (betas[j][i] - schedule.stages[k].beta[i]).abs()),
+            )
         };
         let bound = |e: f64| c.factor * (-e * lambda).exp() + c.floor;
         let tau_hats: Vec<Option<f64>> = run
@@ -210,13 +212,8 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
     }
 
     for r in results.iter().filter(|r| r.alpha <= p.check_below) {
-        let worst = |bounds: &[f64]| {
-            r.sup_errors
-                .iter()
-                .zip(bounds)
-                .map(|(e, b)| e / b)
-                .fold(0.0_f64, f64::max)
-        };
+        let worst =
+            |bounds: &[f64]| stats::max(r.sup_errors.iter().zip(bounds).map(|(e, b)| e / b));
         rep.check(
             Check::at_most(
                 &format!(

@@ -14,6 +14,7 @@ use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::InstanceName;
 use super::figures_common::{
@@ -118,7 +119,7 @@ fn run(p: &Params, _c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .map(|t| t.map(|t| t / run.lambda))
         .collect();
     let separated = transitions_outside_interiors(&interiors, &tau_hats, tau_end);
-    let sup = plateau_sups.iter().copied().fold(0.0, f64::max);
+    let sup = stats::max(plateau_sups.iter());
     let loss0 = schedule.stages[0].loss;
 
     let theory: Vec<f64> = taus.iter().map(|&t| schedule.loss_at(t)).collect();
@@ -241,10 +242,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     let worst_ratio = if eligible.len() < 2 {
         f64::INFINITY
     } else {
-        eligible
-            .windows(2)
-            .map(|w| w[1].sup / w[0].sup)
-            .fold(0.0_f64, f64::max)
+        stats::max(eligible.windows(2).map(|w| w[1].sup / w[0].sup))
     };
     rep.check(
         Check::at_most(

@@ -6,6 +6,7 @@
 use crate::flow::{linspace, OdeConfig};
 use crate::models::diagonal::{BetaLoss, Schedule, Termination};
 use crate::scenario::{RunContext, RunError};
+use crate::stats;
 
 pub use super::basics_common::alpha_label;
 use super::common::{
@@ -120,10 +121,12 @@ pub fn sup_per_plateau(
     interiors
         .iter()
         .map(|pl| {
-            (0..taus.len())
-                .filter(|&j| pl.lo <= taus[j] && taus[j] <= pl.hi)
-                .map(|j| value(j, pl.k))
-                .fold(f64::NEG_INFINITY, f64::max)
+            stats::max_with(
+                f64::NEG_INFINITY,
+                (0..taus.len())
+                    .filter(|&j| pl.lo <= taus[j] && taus[j] <= pl.hi)
+                    .map(|j| value(j, pl.k)),
+            )
         })
         .collect()
 }

@@ -3,6 +3,7 @@
 //! values of Δ (order, separation, ln(1/s) timing), and the growth of the stable rank.
 
 use crate::scenario::{Check, Report};
+use crate::stats;
 
 use super::full_matrix_rank::Checks;
 use super::full_matrix_sweep::{Instance, Product, ScaleRun};
@@ -19,16 +20,13 @@ fn list(runs: &[ScaleRun], value: impl Fn(&ScaleRun) -> f64) -> String {
 }
 
 pub(super) fn check_convergence(rep: &mut Report, c: &Checks, runs: &[ScaleRun]) {
-    let orders = runs
-        .iter()
-        .map(ScaleRun::loss_orders)
-        .fold(f64::INFINITY, f64::min);
+    let orders = stats::min(runs.iter().map(ScaleRun::loss_orders));
     rep.check(
         Check::at_least("min over s of log10(L(0)/L(T))", orders, c.min_loss_orders)
             .note(list(runs, ScaleRun::loss_orders)),
     );
-    let worst = |r: &ScaleRun| r.teacher_error[0].max(r.teacher_error[1]);
-    let error = runs.iter().map(worst).fold(0.0, f64::max);
+    let worst = |r: &ScaleRun| stats::max(r.teacher_error);
+    let error = stats::max(runs.iter().map(worst));
     rep.check(
         Check::at_most(
             "max over s of ‖P(T) − P*‖_F/‖P*‖_F (KQ, VO)",
@@ -46,10 +44,10 @@ pub(super) fn check_final_rank(rep: &mut Report, c: &Checks, inst: &Instance, ru
     for p in Product::BOTH {
         let i = p as usize;
         let final_rank = |r: &ScaleRun| r.stable_rank[i][r.t.len() - 1];
-        let error = runs
-            .iter()
-            .map(|r| (final_rank(r) - r.predicted_final_rank[i]).abs())
-            .fold(0.0, f64::max);
+        let error = stats::max(
+            runs.iter()
+                .map(|r| (final_rank(r) - r.predicted_final_rank[i]).abs()),
+        );
         rep.check(
             Check::at_most(
                 &format!("{}: max over s of |sr(Δ(T)) − sr(P* − P(0))|", p.name()),
@@ -63,9 +61,7 @@ pub(super) fn check_final_rank(rep: &mut Report, c: &Checks, inst: &Instance, ru
             )),
         );
         let rank = inst.teacher_sigma[i].len() as f64;
-        let worst = small(runs, c.small_scale)
-            .map(final_rank)
-            .fold(0.0, f64::max);
+        let worst = stats::max(small(runs, c.small_scale).map(final_rank));
         rep.check(
             Check::at_most(
                 &format!("{}: max over s ≤ {} of sr(Δ(T))", p.name(), c.small_scale),
@@ -102,21 +98,23 @@ fn leak(r: &ScaleRun, p: Product) -> f64 {
     if !ordered || modes.iter().any(Option::is_none) {
         return f64::INFINITY;
     }
-    modes
+    // the last mode has no next singular value to leak into (its leak is NaN by construction)
+    let leaks = modes[..modes.len().saturating_sub(1)]
         .iter()
-        .filter_map(|e| e.map(|e| e.leak))
-        .filter(|l| !l.is_nan())
-        .fold(0.0, f64::max)
+        .flatten()
+        .map(|e| e.leak);
+    stats::max_with(0.0, leaks)
 }
 
 /// Secant slope d(t_{j+1} − t_j)/d ln(1/s) between two runs, smallest over j.
 fn separation_growth(a: &ScaleRun, b: &ScaleRun, p: Product, rank: usize) -> f64 {
     let gap = |r: &ScaleRun, j: usize| emergence_time(r, p, j + 1) - emergence_time(r, p, j);
     let ln_ratio = (a.scale / b.scale).ln();
-    (0..rank.saturating_sub(1))
-        .map(|j| (gap(b, j) - gap(a, j)) / ln_ratio)
-        .map(|g| if g.is_nan() { f64::NEG_INFINITY } else { g })
-        .fold(f64::INFINITY, f64::min)
+    stats::min(
+        (0..rank.saturating_sub(1))
+            .map(|j| (gap(b, j) - gap(a, j)) / ln_ratio)
+            .map(|g| if g.is_nan() { f64::NEG_INFINITY } else { g }),
+    )
 }
 
 pub(super) fn check_emergence(
@@ -128,9 +126,7 @@ pub(super) fn check_emergence(
 ) {
     let first_kq = |r: &ScaleRun| emergence_time(r, Product::Kq, 0);
     let first_vo = |r: &ScaleRun| emergence_time(r, Product::Vo, 0);
-    let ratio = small(runs, c.small_scale)
-        .map(|r| first_kq(r) / first_vo(r))
-        .fold(f64::INFINITY, f64::min);
+    let ratio = stats::min(small(runs, c.small_scale).map(|r| first_kq(r) / first_vo(r)));
     rep.check(
         Check::at_least(
             &format!("min over s ≤ {} of t₁(KQ)/t₁(VO)", c.small_scale),
@@ -267,8 +263,8 @@ pub(super) fn rank_drop(r: &ScaleRun, p: Product) -> f64 {
     let mut drop = 0.0_f64;
     for (t, sr) in r.t.iter().zip(&r.stable_rank[p as usize]) {
         if *t >= t1 {
-            running = running.max(*sr);
-            drop = drop.max(1.0 - sr / running);
+            running = stats::larger(running, *sr);
+            drop = stats::larger(drop, 1.0 - sr / running);
         }
     }
     drop
@@ -288,10 +284,7 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
         if qualifying.is_empty() {
             continue;
         }
-        let worst = qualifying
-            .iter()
-            .map(|r| rank_drop(r, p))
-            .fold(0.0, f64::max);
+        let worst = stats::max(qualifying.iter().map(|r| rank_drop(r, p)));
         let detail = qualifying
             .iter()
             .map(|r| {
@@ -331,12 +324,9 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
             ),
         );
     }
-    let early = runs
-        .iter()
-        .flat_map(|r| {
-            (0..2).map(move |i| (r.stable_rank[i][1] / r.initial_velocity_rank[i] - 1.0).abs())
-        })
-        .fold(0.0, f64::max);
+    let early = stats::max(runs.iter().flat_map(|r| {
+        (0..2).map(move |i| (r.stable_rank[i][1] / r.initial_velocity_rank[i] - 1.0).abs())
+    }));
     rep.check(
         Check::at_most(
             &format!(

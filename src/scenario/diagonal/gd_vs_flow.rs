@@ -18,6 +18,7 @@ use crate::models::diagonal::{BetaLoss, LogCoordinates, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::InstanceName;
 use super::figures_common::{instance_label, Toy, THEORY_COLOR};
@@ -96,17 +97,13 @@ fn quarter_pairs(divisors: &[f64]) -> Vec<(usize, usize)> {
 /// η_max = 0.2 / max_k max(λ_max(∇²L(θ^k)), max_j |g_j(θ^k)|) (spec §8.6). At θ^k the θ-Hessian
 /// has the active rates eig(2 H_SS diag|β_S|) and ±g_j of the inactive pairs (spec §2.5).
 fn eta_max(schedule: &Schedule) -> f64 {
-    let curvature = schedule
-        .stages
-        .iter()
-        .flat_map(|s| {
-            s.diagnostics
-                .active_rates
-                .iter()
-                .chain(&s.drift)
-                .map(|x| x.abs())
-        })
-        .fold(0.0_f64, f64::max);
+    let curvature = stats::max(schedule.stages.iter().flat_map(|s| {
+        s.diagnostics
+            .active_rates
+            .iter()
+            .chain(&s.drift)
+            .map(|x| x.abs())
+    }));
     0.2 / curvature
 }
 
@@ -281,12 +278,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             );
         }
     }
-    let layout_gap = (0..stages)
-        .map(|k| match (runs[0].transitions[k], log_run.transitions[k]) {
-            (Some(a), Some(b)) => (a - b).abs() / lambda,
-            _ => f64::NAN,
-        })
-        .fold(0.0_f64, |m, x| if x.is_nan() { f64::NAN } else { m.max(x) });
+    let layout_gap =
+        stats::max(
+            (0..stages).map(|k| match (runs[0].transitions[k], log_run.transitions[k]) {
+                (Some(a), Some(b)) => (a - b).abs() / lambda,
+                _ => f64::NAN,
+            }),
+        );
     rep.check(
         Check::at_most(
             &format!(
@@ -346,7 +344,7 @@ fn figure(
     let mut smallest = f64::INFINITY;
     for k in 0..stages {
         let e: Vec<f64> = runs.iter().map(|r| error(r, k)).collect();
-        smallest = smallest.min(e[0]);
+        smallest = stats::smaller(smallest, e[0]);
         errors = errors.series(
             Series::new(
                 format!("k = {}: {}", k + 1, flow_name(toy, k)),
@@ -432,10 +430,7 @@ mod tests {
         }
         log.beta(&mut bl);
         raw.beta(&mut br);
-        let diff = bl
-            .iter()
-            .zip(&br)
-            .fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+        let diff = stats::max_abs(bl.iter().zip(&br).map(|(a, b)| a - b));
         assert!(diff < 1e-10, "{bl:?} vs {br:?}");
         assert!(
             bl[2] > 0.3,

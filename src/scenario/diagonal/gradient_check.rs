@@ -14,8 +14,8 @@ use crate::models::diagonal::{g_vec, BetaLoss, DiagonalAttention};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::basics_common::{max_abs, max_abs_diff};
 use super::common::{Instance, InstanceName, FIRST_FREE_STREAM};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -101,7 +101,7 @@ fn factor_output(x: &[f64], n: usize, weights: [&[f64]; 4]) -> Vec<f64> {
         let scores: Vec<f64> = (0..n)
             .map(|j| (0..d).map(|r| keys[m * d + r] * queries[j * d + r]).sum())
             .collect();
-        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let top = stats::max(scores.iter());
         let weights: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
         let total: f64 = weights.iter().sum();
         for r in 0..d {
@@ -149,9 +149,15 @@ fn rescaling_invariance(head: &DiagonalAttention, p: &Params, rng: &mut impl Rng
         let original = factor_output(x, n, [&wk, &wq, &wv, &wo]);
         let rescaled = factor_output(x, n, [&wk2, &wq2, &wv2, &wo2]);
         let through_beta = head.output(&beta, x);
-        let size = max_abs(&original);
-        vs_beta = vs_beta.max(max_abs_diff(&original, &through_beta) / size);
-        vs_rescaled = vs_rescaled.max(max_abs_diff(&original, &rescaled) / size);
+        let size = stats::max_abs(&original);
+        vs_beta = stats::larger(
+            vs_beta,
+            stats::max_abs_diff(&original, &through_beta) / size,
+        );
+        vs_rescaled = stats::larger(
+            vs_rescaled,
+            stats::max_abs_diff(&original, &rescaled) / size,
+        );
     }
     (vs_beta, vs_rescaled)
 }
@@ -188,12 +194,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .iter()
             .map(|x| -x)
             .collect();
-        let scale = max_abs(&g);
-        fd_worst = fd_worst.max(max_abs_diff(&g, &fd) / scale);
+        let scale = stats::max_abs(&g);
+        fd_worst = stats::larger(fd_worst, stats::max_abs_diff(&g, &fd) / scale);
         for i in 0..pdim {
             let err = (g[i] - fd[i]).abs();
-            g_max[i] = g_max[i].max(g[i].abs());
-            err_max[i] = err_max[i].max(err);
+            g_max[i] = stats::larger(g_max[i], g[i].abs());
+            err_max[i] = stats::larger(err_max[i], err);
             rep.series.push(vec![
                 j.into(),
                 names[i].as_str().into(),
@@ -206,17 +212,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let mut masked = beta.clone();
         off_support.iter().for_each(|&r| masked[d + r] = 0.0);
         let gm = g_vec(loss, &masked);
-        let worst = off_support
-            .iter()
-            .fold(0.0_f64, |m, &r| m.max(gm[d + r].abs()));
-        off_support_worst = off_support_worst.max(worst / max_abs(&gm));
+        let worst = stats::max_abs(off_support.iter().map(|&r| gm[d + r]));
+        off_support_worst = stats::larger(off_support_worst, worst / stats::max_abs(&gm));
     }
     let zero = vec![0.0; pdim];
     let g0 = g_vec(loss, &zero);
     let closed = head.g_at_zero();
-    let g0_scale = max_abs(&g0);
-    let kq_at_zero = max_abs(&g0[..d]);
-    let cf_error = max_abs_diff(&g0[d..], &closed[d..]) / g0_scale;
+    let g0_scale = stats::max_abs(&g0);
+    let kq_at_zero = stats::max_abs(&g0[..d]);
+    let cf_error = stats::max_abs_diff(&g0[d..], &closed[d..]) / g0_scale;
     let (vs_beta, vs_rescaled) = rescaling_invariance(head, p, &mut rng);
 
     rep.check(

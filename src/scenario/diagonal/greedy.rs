@@ -14,8 +14,8 @@ use crate::models::diagonal::{
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::basics_common::max_abs_diff;
 use super::common::{Instance, InstanceName};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,7 +120,7 @@ fn kkt_difference(model: &DiagLinear, schedule: &Schedule) -> Result<f64, RunErr
         let exact = model
             .sign_constrained_minimizer(&active, &signs)
             .map_err(|e| RunError::Other(format!("NNLS at stage {}: {e}", next.k)))?;
-        worst = worst.max(max_abs_diff(&exact, &next.beta));
+        worst = stats::larger(worst, stats::max_abs_diff(&exact, &next.beta));
     }
     Ok(worst)
 }
@@ -143,15 +143,15 @@ fn r1_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
         };
         let act = stage.entered_by.as_ref().expect("k ≥ 1");
         order_ok &= act.index == i && act.sign == teacher[i].signum();
-        time_err = time_err.max((stage.t_start - 1.0 / teacher[i].abs()).abs());
-        beta_err = beta_err.max(max_abs_diff(&stage.beta, &expected));
+        time_err = stats::larger(time_err, (stage.t_start - 1.0 / teacher[i].abs()).abs());
+        beta_err = stats::larger(beta_err, stats::max_abs_diff(&stage.beta, &expected));
     }
     // the paper's line 1, b⁰ = 0: Δ_0(i) = 0 for every coordinate with g_i(0) > 0
     let g0 = g_vec(model, &vec![0.0; teacher.len()]);
-    let paper_t1 = g0
-        .iter()
-        .map(|&g| time_until_active(0.0, g, schedule.tol_g))
-        .fold(f64::INFINITY, f64::min);
+    let paper_t1 = stats::min(
+        g0.iter()
+            .map(|&g| time_until_active(0.0, g, schedule.tol_g)),
+    );
     let expected_times: Vec<f64> = order.iter().map(|&i| 1.0 / teacher[i].abs()).collect();
     rep.check(
         Check::at_most("R1: max |T_k − 1/|β*_(k)||", time_err, c.reference_tol)
@@ -194,9 +194,12 @@ fn r2_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
         let Some(t_ref) = r2.times.get(k - 1) else {
             break;
         };
-        time_err = time_err.max((stage.t_start - t_ref).abs());
-        beta_err = beta_err.max(max_abs_diff(&stage.beta, &r2.betas[k - 1]));
-        loss_err = loss_err.max((stage.loss - constant - r2.plateau_losses[k - 1]).abs());
+        time_err = stats::larger(time_err, (stage.t_start - t_ref).abs());
+        beta_err = stats::larger(beta_err, stats::max_abs_diff(&stage.beta, &r2.betas[k - 1]));
+        loss_err = stats::larger(
+            loss_err,
+            (stage.loss - constant - r2.plateau_losses[k - 1]).abs(),
+        );
         structure_ok &= stage.support == expected_support[k - 1];
     }
     // drops (coordinates of S_{k−1} ∪ {i_{k−1}} outside S_k) and their re-entries
@@ -214,9 +217,7 @@ fn r2_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
     }
     let drops = drop_errors.len();
     // no drop at all is a failure (∞), not a vacuous pass
-    let drop_err = drop_errors
-        .into_iter()
-        .fold(if drops == 0 { f64::INFINITY } else { 0.0 }, f64::max);
+    let drop_err = stats::max_with(if drops == 0 { f64::INFINITY } else { 0.0 }, drop_errors);
     rep.check(
         Check::at_most("R2: max |T_k − T_k(ref)|", time_err, c.reference_tol)
             .note(format!("reference T = {:?} (spec §3.6)", r2.times)),
@@ -444,9 +445,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         for row in stage_rows(&label, model, model.constant(), &schedule) {
             stages.push(row);
         }
-        kkt_worst = kkt_worst.max(kkt_difference(model, &schedule)?);
+        kkt_worst = stats::larger(kkt_worst, kkt_difference(model, &schedule)?);
         for s in schedule.stages.iter().filter(|s| !s.support.is_empty()) {
-            hessian_ratio = hessian_ratio.min(s.diagnostics.lambda_min / s.diagnostics.lambda_max);
+            hessian_ratio = stats::smaller(
+                hessian_ratio,
+                s.diagnostics.lambda_min / s.diagnostics.lambda_max,
+            );
         }
         match name {
             InstanceName::R1 => r1_checks(model, &schedule, c, &mut rep),

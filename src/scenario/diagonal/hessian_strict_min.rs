@@ -21,6 +21,7 @@ use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Stage};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -185,7 +186,8 @@ fn examine_stage(
     ));
     let predicted = &d * &h_ss * &d;
     let exact = hessian(&f, &u).map_err(analysis)?;
-    let identity_error = (&exact.matrix - &predicted).amax() / predicted.amax();
+    let identity_error =
+        stats::max_abs((&exact.matrix - &predicted).iter()) / stats::max_abs(predicted.iter());
     let spectrum = symmetric_eigen(&exact.matrix).map_err(analysis)?;
     let c_k = 0.5 * spectrum.values[0];
     let softest: Vec<f64> = spectrum.vectors.column(0).iter().copied().collect();
@@ -205,8 +207,8 @@ fn examine_stage(
         for dir in &directions {
             let moved: Vec<f64> = u.iter().zip(dir).map(|(x, d)| x + r * d).collect();
             let value = f.loss(&moved);
-            growth = growth.min((value - base) / (r * r));
-            paper = paper.min(value / (r * r));
+            growth = stats::smaller(growth, (value - base) / (r * r));
+            paper = stats::smaller(paper, value / (r * r));
         }
         min_growth.push(growth);
         paper_form_growth.push(paper);
@@ -301,10 +303,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &Checks) {
-    let fold = |f: fn(&StageResult) -> f64, init: f64, op: fn(f64, f64) -> f64| {
-        results.iter().map(f).fold(init, op)
-    };
-    let lambda_min = fold(|r| r.h_eigenvalues[0], f64::INFINITY, f64::min);
+    let over = |f: fn(&StageResult) -> f64| results.iter().map(f);
+    let lambda_min = stats::min(over(|r| r.h_eigenvalues[0]));
     rep.check(
         Check::at_least(
             &format!("{label}: min_k λ_min(H_SS(β^k)) > 0"),
@@ -318,34 +318,31 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
     );
     rep.check(Check::at_most(
         &format!("{label}: max_k κ(H_SS(β^k))"),
-        fold(|r| r.kappa, 0.0, f64::max),
+        stats::max(over(|r| r.kappa)),
         c.max_kappa,
     ));
     rep.check(
         Check::at_most(
             &format!("{label}: ∇²F_k = D H_SS D (relative)"),
-            fold(|r| r.identity_error, 0.0, f64::max),
+            stats::max(over(|r| r.identity_error)),
             c.max_identity_error,
         )
         .note(
             "F_k(ũ) = L(ũ, s⊙ũ) from the raw network vs the β-Hessian, D = diag(2 s_i u_i) (§2.5)",
         ),
     );
-    let growth = fold(
-        |r| {
-            r.min_growth
-                .iter()
-                .fold(f64::INFINITY, |m, g| m.min(g / r.c_k))
-        },
-        f64::INFINITY,
-        f64::min,
+    let growth = stats::min(
+        results
+            .iter()
+            .flat_map(|r| r.min_growth.iter().map(|g| g / r.c_k)),
     );
     // on the terminal plateau of a realizable task L(θ^K) = 0 and both forms coincide
-    let paper = results
-        .iter()
-        .filter(|r| !r.terminal)
-        .flat_map(|r| r.paper_form_growth.iter().map(|g| g / r.c_k))
-        .fold(f64::INFINITY, f64::min);
+    let paper = stats::min(
+        results
+            .iter()
+            .filter(|r| !r.terminal)
+            .flat_map(|r| r.paper_form_growth.iter().map(|g| g / r.c_k)),
+    );
     rep.check(
         Check::at_least(
             &format!("{label}: min (L(ũ,s⊙ũ) − L(θ^k)) / (c_k‖u^k − ũ‖²)"),

@@ -15,6 +15,7 @@ use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Schedule, St
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 use nalgebra::DMatrix;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,7 +64,7 @@ struct StageSpectrum {
 
 fn real_parts(m: &DMatrix<f64>) -> Result<(Vec<f64>, f64), RunError> {
     let values = eigenvalues(m).map_err(|e| RunError::Other(e.to_string()))?;
-    let imaginary = values.iter().fold(0.0_f64, |a, z| a.max(z.im.abs()));
+    let imaginary = stats::max_abs(values.iter().map(|z| z.im));
     let mut re: Vec<f64> = values.iter().map(|z| z.re).collect();
     re.sort_by(f64::total_cmp);
     Ok((re, imaginary))
@@ -95,15 +96,8 @@ fn linearize(
     }
     predicted.sort_by(f64::total_cmp);
 
-    let scale = computed
-        .iter()
-        .chain(&predicted)
-        .fold(0.0_f64, |a, x| a.max(x.abs()));
-    let match_error = computed
-        .iter()
-        .zip(&predicted)
-        .fold(0.0_f64, |a, (x, y)| a.max((x - y).abs()))
-        / scale;
+    let scale = stats::max_abs(computed.iter().chain(&predicted));
+    let match_error = stats::max_abs(computed.iter().zip(&predicted).map(|(x, y)| x - y)) / scale;
     // the same zero threshold as Algorithm 1's Δ = ∞ rule
     let unstable_computed = computed.iter().filter(|&&l| l > schedule.tol_g).count();
     let unstable_predicted = inactive
@@ -202,7 +196,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 fn instance_checks(rep: &mut Report, sched: &Scheduled, spectra: &[StageSpectrum], c: &Checks) {
     let label = sched.label();
-    let worst = |f: fn(&StageSpectrum) -> f64| spectra.iter().map(f).fold(0.0, f64::max);
+    let worst = |f: fn(&StageSpectrum) -> f64| stats::max(spectra.iter().map(f));
     rep.check(
         Check::at_most(
             &format!("{label}: spectrum match error / max|λ|"),

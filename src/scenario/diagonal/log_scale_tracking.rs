@@ -18,10 +18,11 @@ use crate::scenario::reduce::{CsvTable, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{AlphaRun, InstanceName};
 use super::sweeps_common::{
-    alpha_label, farthest_from_one, instance_label, ln_alphas, log10_alpha_sweep, nan_max,
+    alpha_label, farthest_from_one, instance_label, ln_alphas, log10_alpha_sweep,
     validate_ln_alphas, Setup,
 };
 
@@ -130,11 +131,11 @@ fn track(setup: &Setup, run: &AlphaRun, p: &Params, c: &Checks, tau_end: f64) ->
         }
         let b = log_scale(run.traj.state(s), run.lambda);
         let b_th = stage.log_scale(tau);
-        let e = nan_max(b.iter().zip(&b_th).map(|(x, y)| (x - y).abs()));
-        out.sup_error = nan_max([out.sup_error, e]);
+        let e = stats::max(b.iter().zip(&b_th).map(|(x, y)| (x - y).abs()));
+        out.sup_error = stats::max([out.sup_error, e]);
         let beta = run.beta(s);
         let g = g_vec(&loss, &beta);
-        let dist = nan_max(beta.iter().zip(&stage.beta).map(|(x, y)| (x - y).abs()));
+        let dist = stats::max(beta.iter().zip(&stage.beta).map(|(x, y)| (x - y).abs()));
         out.interior += 1;
         if dist.is_nan() || dist > c.sign_radius {
             continue;
@@ -146,7 +147,7 @@ fn track(setup: &Setup, run: &AlphaRun, p: &Params, c: &Checks, tau_end: f64) ->
                 continue;
             }
             out.sign_tested += 1;
-            out.smallest_g = out.smallest_g.min(g_th.abs());
+            out.smallest_g = stats::smaller(out.smallest_g, g_th.abs());
             if g[i].signum() != g_th.signum() {
                 out.sign_violations += 1;
                 if out.worst.is_none_or(|w| g_th.abs() > w.2.abs()) {
@@ -178,7 +179,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // w0 of the normalized θ_0: b_α(0) = 1 − ln(w0)/Λ
     let (_, ln_w0) = LogCoordinates::from_init(&setup.init.0, &setup.init.1, 0.0)
         .map_err(|e| RunError::Other(e.to_string()))?;
-    let max_ln_w0 = nan_max(ln_w0.iter().map(|x| x.abs()));
+    let max_ln_w0 = stats::max(ln_w0.iter().map(|x| x.abs()));
     let bound = c.bound_slope * max_ln_w0 + c.bound_offset;
     let run = setup.run(la, &taus, &ctx.ode)?;
     rep.stats(format!("{label} α={}", alpha_label(la)), &run.traj.stats);
@@ -393,7 +394,7 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
         let violations: f64 = q("sign_violations").iter().sum();
         let tested = q("sign_tested").iter().sum::<f64>() as usize;
         // a run that tested nothing reports smallest_g = ∞, written as null (NaN here)
-        let smallest_g = q("smallest_g").into_iter().fold(f64::INFINITY, f64::min);
+        let smallest_g = stats::min(q("smallest_g"));
         let on_plateau: Vec<String> = list
             .iter()
             .map(|r| {
@@ -432,7 +433,7 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
         rep.check(
             Check::at_most(
                 &format!("{label}: max over α of Λ·sup‖b_α − b_th‖_∞"),
-                nan_max(scaled.iter().copied()),
+                stats::max(scaled.iter()),
                 bound,
             )
             .note(format!(

@@ -15,6 +15,7 @@ use crate::models::diagonal::{BalancedFlow, BetaLoss, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{Instance, InstanceName, FIRST_FREE_STREAM};
 use super::figures_common::{instance_label, THEORY_COLOR};
@@ -101,10 +102,7 @@ fn hitting_time(
         for (a, &i) in flow.active().iter().enumerate() {
             b[i] = flow.signs()[a] * eta[a].exp();
         }
-        let d = b
-            .iter()
-            .zip(target)
-            .fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()));
+        let d = stats::max_abs(b.iter().zip(target).map(|(x, y)| x - y));
         out[0] = d - radius;
     };
     let events = Events {
@@ -219,10 +217,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     let escape = |k: usize| escape_rate(&schedule, k);
-    let worst = batches
-        .iter()
-        .map(|b| (b.slope * escape(b.k) - 1.0).abs())
-        .fold(0.0_f64, |m, x| if x.is_nan() { f64::NAN } else { m.max(x) });
+    let worst = stats::max(batches.iter().map(|b| (b.slope * escape(b.k) - 1.0).abs()));
     rep.check(
         Check::at_most(
             "max over stages and δ of |slope·|g_(i_k)(θ^k)| − 1| (hitting time vs ln(1/ũ_(i_k)))",

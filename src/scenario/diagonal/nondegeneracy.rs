@@ -16,6 +16,7 @@ use crate::models::diagonal::{Activation, Flag, Termination};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -165,12 +166,12 @@ fn instance_checks(
     );
 
     let init = initial_direction(loss.p(), p.init_redraw_margin, ctx);
-    let margin = init
-        .0
-        .iter()
-        .zip(&init.1)
-        .map(|(u, v)| (u.abs() - v.abs()).abs())
-        .fold(f64::INFINITY, f64::min);
+    let margin = stats::min(
+        init.0
+            .iter()
+            .zip(&init.1)
+            .map(|(u, v)| (u.abs() - v.abs()).abs()),
+    );
     rep.check(
         Check::at_least(
             &format!("{name}: A4.3(i) min_i ||u0_i| − |v0_i||"),
@@ -186,10 +187,7 @@ fn instance_checks(
         .filter_map(|st| st.entered_by.as_ref())
         .collect();
     let relative = |a: &&Activation| a.gap / a.delta.max(1.0);
-    let min_rel_gap = activations
-        .iter()
-        .map(relative)
-        .fold(f64::INFINITY, f64::min);
+    let min_rel_gap = stats::min(activations.iter().map(relative));
     rep.check(
         Check::at_least(
             &format!("{name}: A4.3(ii) min_k gap_k / max(1, Δ*_k)"),
@@ -204,10 +202,8 @@ fn instance_checks(
         .iter()
         .flat_map(|st| st.dropped.iter().map(move |d| (st.k, d.index, d.signed_g)))
         .collect();
-    let min_drop_g = drops
-        .iter()
-        .map(|d| d.2.abs())
-        .fold(f64::INFINITY, f64::min);
+    // +∞ when no coordinate leaves the support: the condition holds for every drop (none)
+    let min_drop_g = stats::min_with(f64::INFINITY, drops.iter().map(|d| d.2.abs()));
     let drop_names: Vec<String> = drops
         .iter()
         .map(|(k, i, g)| format!("{} at stage {k} (s·G = {g:.6})", sched.coordinate(*i)))
@@ -226,10 +222,7 @@ fn instance_checks(
     );
 
     // the order check at (or below) the separation α of the least separated stage
-    let ln_alpha_sep = activations
-        .iter()
-        .map(|a| a.separation_ln_alpha)
-        .fold(f64::INFINITY, f64::min);
+    let ln_alpha_sep = stats::min(activations.iter().map(|a| a.separation_ln_alpha));
     let ln_alpha = p
         .order_alpha
         .map_or(ln_alpha_sep.min(p.max_order_alpha.ln()), f64::ln);
@@ -243,12 +236,13 @@ fn instance_checks(
     // first crossing of each transition event, in any order
     let first: Vec<f64> = (0..activations.len())
         .map(|k| {
-            run.traj
-                .events
-                .iter()
-                .filter(|e| e.index == k)
-                .map(|e| e.t / run.lambda)
-                .fold(f64::INFINITY, f64::min)
+            stats::min(
+                run.traj
+                    .events
+                    .iter()
+                    .filter(|e| e.index == k)
+                    .map(|e| e.t / run.lambda),
+            )
         })
         .collect();
     let ordered = first.iter().all(|t| t.is_finite()) && first.windows(2).all(|w| w[0] < w[1]);
@@ -288,11 +282,7 @@ fn instance_checks(
             .iter()
             .map(|d| sched.coordinate(d.index))
             .collect();
-        let dropped_g = result
-            .dropped
-            .iter()
-            .map(|d| d.signed_g.abs())
-            .fold(f64::NAN, f64::min);
+        let dropped_g = stats::min(result.dropped.iter().map(|d| d.signed_g.abs()));
         let log10_sep = a.separation_ln_alpha / std::f64::consts::LN_10;
         rep.series.push(vec![
             Cell::Text(name.clone()),

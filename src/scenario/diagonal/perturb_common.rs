@@ -92,13 +92,6 @@ pub fn continue_flow(
     Ok((traj, betas))
 }
 
-/// ‖a − b‖_∞.
-pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()))
-}
-
 /// One perturbation window for the figure: the selected entries of the perturbed (solid) and
 /// unperturbed (dashed) runs against t − t_j, one colour per entry (`colors` by index), and
 /// optional reference levels drawn dashed black.

@@ -11,10 +11,11 @@ use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{InstanceName, FIRST_FREE_STREAM};
 use super::figures_common::{alpha_label, instance_label, Toy};
-use super::perturb_common::{continue_flow, entry_colors, max_abs_diff, perturb, LogState, Window};
+use super::perturb_common::{continue_flow, entry_colors, perturb, LogState, Window};
 
 /// Where the perturbation times are drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,7 +105,7 @@ struct Outcome {
 
 impl Outcome {
     fn distance_at(&self, j: usize) -> f64 {
-        max_abs_diff(&self.perturbed[j], &self.original[j])
+        stats::max_abs_diff(&self.perturbed[j], &self.original[j])
     }
     fn final_distance(&self) -> f64 {
         self.distance_at(self.dt.len() - 1)
@@ -226,10 +227,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let worst = if checked.is_empty() {
         f64::INFINITY
     } else {
-        checked
-            .iter()
-            .map(|o| o.final_distance())
-            .fold(0.0, f64::max)
+        stats::max(checked.iter().map(|o| o.final_distance()))
     };
     rep.check(
         Check::at_most(

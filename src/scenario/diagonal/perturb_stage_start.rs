@@ -16,8 +16,9 @@ use super::common::{InstanceName, FIRST_FREE_STREAM};
 use super::figures_common::{
     alpha_label, best_predicted_time, instance_label, predicted_exponent, Toy, PLATEAU_FLOOR,
 };
-use super::perturb_common::{continue_flow, entry_colors, max_abs_diff, perturb, LogState, Window};
+use super::perturb_common::{continue_flow, entry_colors, perturb, LogState, Window};
 use crate::models::diagonal::LogCoordinates;
+use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,7 +171,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     let distance = |o: &Outcome, rows: &[Vec<f64>]| {
-        max_abs_diff(rows.last().unwrap(), &schedule.stages[o.next].beta)
+        stats::max_abs_diff(rows.last().unwrap(), &schedule.stages[o.next].beta)
     };
     let resolved: Vec<&Outcome> = outcomes
         .iter()
@@ -179,10 +180,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let worst = if resolved.is_empty() {
         f64::INFINITY
     } else {
-        resolved
-            .iter()
-            .map(|o| distance(o, &o.perturbed))
-            .fold(0.0, f64::max)
+        stats::max(resolved.iter().map(|o| distance(o, &o.perturbed)))
     };
     let activations = schedule.stages.len() - 1;
     rep.check(

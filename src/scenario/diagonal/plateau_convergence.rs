@@ -18,11 +18,12 @@ use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::InstanceName;
 use super::sweeps_common::{
     alpha_label, best_separated_time, decreases, grid_with_points, instance_label,
-    log10_alpha_sweep, nan_max, predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
+    log10_alpha_sweep, predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,7 +120,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for ((k, &i), &(tau_best, predicted)) in (1..stages).zip(&index).zip(&best) {
         let beta = run.beta(i);
         let target = &schedule.stages[k].beta;
-        let e = nan_max(beta.iter().zip(target).map(|(a, b)| (a - b).abs()));
+        let e = stats::max(beta.iter().zip(target).map(|(a, b)| (a - b).abs()));
         err.push(e);
         rep.series.push(vec![
             k.into(),
@@ -133,7 +134,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.derive(&format!("stage_{k}.predicted_exponent"), predicted);
         rep.derive(&format!("stage_{k}.err"), e);
     }
-    let max_err = nan_max(err.iter().copied());
+    let max_err = stats::max(err.iter());
     rep.derive("max_err", max_err);
     if p.log10_alpha == c.reference_log10_alpha {
         rep.check(
@@ -151,7 +152,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for (s, &t) in tau.iter().enumerate() {
         let beta = run.beta(s);
         let th = schedule.beta_at(t);
-        let e = nan_max(beta.iter().zip(th).map(|(a, b)| (a - b).abs()));
+        let e = stats::max(beta.iter().zip(th).map(|(a, b)| (a - b).abs()));
         trajectories.push(vec![t.into(), e.into()]);
         distance.push(e);
     }

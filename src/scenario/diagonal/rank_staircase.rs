@@ -13,6 +13,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::report::Cell;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::InstanceName;
 use super::sweeps_common::{
@@ -146,11 +147,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut previous: Option<Vec<usize>> = None;
     for k in 0..stages {
         let stage = &schedule.stages[k];
-        let smallest = stage
-            .support
-            .iter()
-            .map(|&i| stage.beta[i].abs())
-            .fold(f64::INFINITY, f64::min);
+        // +∞ for an empty support: no entry too small to resolve
+        let smallest = stats::min_with(
+            f64::INFINITY,
+            stage.support.iter().map(|&i| stage.beta[i].abs()),
+        );
         let eligible = thresholds[k] <= c.eligibility * smallest;
         let beta = run.beta(index[k]);
         let set = counted(&beta, thresholds[k]);

@@ -20,10 +20,11 @@ use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{alpha_run, InstanceName};
 use super::sweeps_common::{
-    alpha_label, instance_label, ln_alphas, log10_alpha_sweep, nan_max, validate_ln_alphas, Setup,
+    alpha_label, instance_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -204,13 +205,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .chain(&setup.init.1)
         .map(|x| alpha * x)
         .collect();
-    let c_bar_min = setup
-        .init
-        .0
-        .iter()
-        .zip(&setup.init.1)
-        .map(|(u, v)| (u - v).abs() * (u + v).abs())
-        .fold(f64::INFINITY, f64::min);
+    let c_bar_min = stats::min(
+        setup
+            .init
+            .0
+            .iter()
+            .zip(&setup.init.1)
+            .map(|(u, v)| (u - v).abs() * (u + v).abs()),
+    );
     let raw_cfg = OdeConfig {
         atol: p.raw_atol_factor * alpha * c_bar_min.sqrt(),
         ..ctx.ode
@@ -232,16 +234,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut diff = 0.0_f64;
     for (s, &tau) in taus.iter().enumerate().take(raw.len().min(log.traj.len())) {
         conserved(raw.state(s), &mut ct);
-        drift = drift.max(nan_max(
-            ct.iter().zip(&c0).map(|(a, b)| ((a - b) / b).abs()),
-        ));
+        drift = stats::larger(
+            drift,
+            stats::max(ct.iter().zip(&c0).map(|(a, b)| ((a - b) / b).abs())),
+        );
         let bl = log.beta(s);
         let z = raw.state(s);
         let br: Vec<f64> = (0..dim).map(|i| z[i] * z[dim + i]).collect();
         let bt = schedule.beta_at(tau);
-        diff = nan_max([
+        diff = stats::max([
             diff,
-            nan_max(bl.iter().zip(&br).map(|(a, b)| (a - b).abs())),
+            stats::max(bl.iter().zip(&br).map(|(a, b)| (a - b).abs())),
         ]);
         beta_log_i.push(bl[p.shown_coordinate]);
         beta_raw_i.push(br[p.shown_coordinate]);
@@ -276,7 +279,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         offsets.push(setup.escape_rate(k) * (tl - t_th[k] * lambda).abs());
         last_gap = tr / tl - 1.0;
     }
-    let offset = nan_max(offsets.iter().copied());
+    let offset = stats::max(offsets.iter());
     if p.log10_alpha <= c.offset_log10_alpha_max {
         rep.check(
             Check::at_most(
@@ -377,7 +380,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     rep.check(
         Check::at_most(
             &offset_check_name(&format!("for α ≤ 1e{}", c.offset_log10_alpha_max)),
-            nan_max(offsets.iter().copied()),
+            stats::max(offsets.iter()),
             c.offset_max,
         )
         .note(format!("{OFFSET_NOTE}; over {} runs", offsets.len())),

@@ -13,6 +13,7 @@ use crate::models::diagonal::{LogCoordinates, Orientation};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::basics_common::{alpha_label, validate_alphas};
 use super::common::FIRST_FREE_STREAM;
@@ -139,7 +140,7 @@ fn eq7_error_units(pt: &GridPoint, ln_alpha: f64, c_bar: f64) -> f64 {
     let w = (-pt.b * lambda).exp();
     let c = (2.0 * ln_alpha).exp() * c_bar;
     let (u, v) = (0.5 * (w + c / w), 0.5 * (w - c / w));
-    let err = (u - pt.u).abs().max((v - pt.v).abs()) / pt.u;
+    let err = stats::larger((u - pt.u).abs(), (v - pt.v).abs()) / pt.u;
     let units = f64::EPSILON * (1.0 + (pt.b * lambda).abs() + (2.0 * ln_alpha + c_bar.ln()).abs());
     err / units
 }
@@ -188,7 +189,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .enumerate()
                     {
                         if let Some(x) = value {
-                            *best = best.min(x);
+                            *best = stats::smaller(*best, x);
                             counts[slot] += 1;
                         }
                         row.push(value.map_or(Cell::Text(String::new()), Cell::Num));
@@ -262,12 +263,12 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
             LogCoordinates::from_raw(&[u], &[v]).expect("|u| ≠ |v| was checked above");
         let back = coords.raw_state(&zeta);
         let size = u.abs().max(v.abs());
-        let rel = (back[0] - u).abs().max((back[1] - v).abs()) / size;
+        let rel = stats::larger((back[0] - u).abs(), (back[1] - v).abs()) / size;
         let logs = zeta[0].abs() + (coords.ln_c()[0] - zeta[0]).abs();
         let units = rel / (f64::EPSILON * (1.0 + logs));
-        units_worst = units_worst.max(units);
+        units_worst = stats::larger(units_worst, units);
         if logs <= c.round_trip_small_logs {
-            small_worst = small_worst.max(rel);
+            small_worst = stats::larger(small_worst, rel);
             small_count += 1;
         }
         table.push(vec![
@@ -338,6 +339,7 @@ fn figure(p: &Params) -> Result<Figure, RunError> {
             })
             .collect()
     };
+    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
     let (lo, hi) = (
         abs_u
             .iter()

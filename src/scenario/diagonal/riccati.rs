@@ -13,6 +13,7 @@ use crate::models::diagonal::{
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::basics_common::{alpha_label, positive_or_nan, validate_alphas};
 use super::common::initial_direction;
@@ -116,7 +117,7 @@ fn run_alpha(
         let mut worst = 0.0_f64;
         for i in 0..dim {
             let e = exact[i].beta_at(traj.t[k]);
-            worst = worst.max((beta[i] - e).abs());
+            worst = stats::larger(worst, (beta[i] - e).abs());
             res.numeric[i].push(beta[i]);
             res.exact[i].push(e);
         }
@@ -149,7 +150,10 @@ fn logistic_error(
         let traj = integrate(&flow, &[beta0.abs().ln()], &times, cfg, None)?;
         for k in 0..traj.len() {
             let numeric = flow.beta(traj.state(k))[i];
-            worst = worst.max((numeric - logistic_beta(b_star, beta0, traj.t[k])).abs());
+            worst = stats::larger(
+                worst,
+                (numeric - logistic_beta(b_star, beta0, traj.t[k])).abs(),
+            );
         }
     }
     Ok(worst)
@@ -205,7 +209,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for (a, &alpha) in p.alphas.iter().enumerate() {
         let (res, stats) = run_alpha(&teacher, loss, &init, alpha, p, &ctx.ode)?;
         rep.stats(format!("log layout α={alpha:e}"), &stats);
-        beta_worst = beta_worst.max(res.error.iter().copied().fold(0.0, f64::max));
+        beta_worst = stats::larger(beta_worst, stats::max(res.error.iter()));
         for k in 0..res.taus.len() {
             let mut row: Vec<Cell> = vec![
                 alpha.into(),
@@ -220,8 +224,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let rel = (measured / closed - 1.0).abs();
             let limit = 1.0 / teacher[i].abs();
             let offset = teacher[i].abs() * (measured - limit * res.lambda).abs();
-            half_worst = half_worst.max(if rel.is_nan() { f64::INFINITY } else { rel });
-            offset_worst = offset_worst.max(offset);
+            half_worst = stats::larger(half_worst, if rel.is_nan() { f64::INFINITY } else { rel });
+            offset_worst = stats::larger(offset_worst, offset);
             halves_table.push(vec![
                 alpha.into(),
                 i.into(),

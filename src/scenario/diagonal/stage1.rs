@@ -10,6 +10,7 @@ use crate::models::diagonal::{algorithm1, g_vec, Algorithm1Options, BetaLoss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::basics_common::{alpha_label, positive_or_nan, validate_alphas};
 use super::common::{alpha_run, initial_direction, Instance, InstanceName};
@@ -100,12 +101,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .as_ref()
         .expect("stage 1 has an activation");
     let t1 = first.t_start;
-    let (i0_closed, g_top) = g0_closed
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
-        .map(|(i, g)| (i, g.abs()))
-        .expect("p ≥ 1");
+    // the largest |g| (the last of equal ones), NaN-propagating
+    let (g_top, i0_closed) = stats::worst(
+        g0_closed
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, g)| (g.abs(), i)),
+    )
+    .expect("p ≥ 1");
     let t1_closed = 1.0 / g_top;
 
     let init = initial_direction(dim, p.min_margin, ctx);
@@ -186,7 +190,7 @@ fn rep_and_figure(
             let line = zeta0[i] + g0[i] * t;
             let dev = (traj.state(k)[i] - line).abs();
             if t <= t_linear {
-                worst = worst.max(dev);
+                worst = stats::larger(worst, dev);
             }
             deviation[i].push(dev);
             predicted[i].push(line);

@@ -9,6 +9,7 @@ use crate::models::diagonal::{Schedule, Termination};
 use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns};
 use crate::scenario::sweep::{Seeds, SweepSpec};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
+use crate::stats;
 
 use super::common::{
     alpha_run, initial_direction, shared_schedule, AlphaRun, Instance, InstanceName,
@@ -214,13 +215,9 @@ pub fn grid_with_points(end: f64, samples: usize, points: &[f64]) -> (Vec<f64>, 
     (grid, index)
 }
 
-/// max − min of a non-empty list (NaN if any entry is NaN, so a missing value fails checks).
+/// max − min of a list (NaN if it is empty or any entry is NaN, so a missing value fails checks).
 pub fn spread(values: &[f64]) -> f64 {
-    if values.iter().any(|v| v.is_nan()) {
-        return f64::NAN;
-    }
-    let max = values.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
-    let min = values.iter().fold(f64::INFINITY, |m, &v| m.min(v));
+    let (min, max) = stats::range(values);
     max - min
 }
 
@@ -242,18 +239,6 @@ pub fn farthest_from_one(values: &[f64]) -> f64 {
 /// Whether `next` < `previous` (false if either is NaN: a missing value is no decrease).
 pub fn decreases(previous: f64, next: f64) -> bool {
     next.partial_cmp(&previous) == Some(std::cmp::Ordering::Less)
-}
-
-/// Largest value of a list, NaN-propagating (a NaN entry makes the maximum NaN, so a missing
-/// measurement fails the check instead of being skipped).
-pub fn nan_max(values: impl IntoIterator<Item = f64>) -> f64 {
-    values.into_iter().fold(f64::NEG_INFINITY, |m, v| {
-        if m.is_nan() || v.is_nan() {
-            f64::NAN
-        } else {
-            m.max(v)
-        }
-    })
 }
 
 /// The α grid of a sweep whose reduction states a law across α: `sweep.grid.log10_alpha` with at
@@ -321,10 +306,11 @@ mod tests {
                 "stage {k}: τ† = {tau} not inside ({t0}, {t1})"
             );
             // the maximum of a concave function: no grid point does better
-            let best_on_grid = linspace(t0, t1, 2001)
-                .into_iter()
-                .map(|t| predicted_exponent(&schedule, k, t))
-                .fold(f64::NEG_INFINITY, f64::max);
+            let best_on_grid = stats::max(
+                linspace(t0, t1, 2001)
+                    .into_iter()
+                    .map(|t| predicted_exponent(&schedule, k, t)),
+            );
             assert!(
                 e >= best_on_grid - 1e-9 && e > 0.0,
                 "stage {k}: {e} vs {best_on_grid}"
@@ -347,7 +333,6 @@ mod tests {
         let fit = crate::analysis::fit::line_fit(&[1.0, 2.0, 3.0], &[3.0, 5.0, 7.0]);
         let (s, c) = (fit.slope, fit.intercept);
         assert!((s - 2.0).abs() < 1e-12 && (c - 1.0).abs() < 1e-12);
-        assert!(nan_max([1.0, f64::NAN, 3.0]).is_nan());
         assert!(spread(&[1.0, f64::NAN]).is_nan());
         assert_eq!(spread(&[1.0, 4.0, 2.0]), 3.0);
     }

@@ -25,11 +25,11 @@ use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::InstanceName;
 use super::sweeps_common::{
-    alpha_label, decreases, instance_label, ln_alphas, log10_alpha_sweep, nan_max,
-    validate_ln_alphas, Setup,
+    alpha_label, decreases, instance_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -102,15 +102,16 @@ fn validate_sweep(
 
 /// ‖β − target‖_∞ with β = s ⊙ e^η on the active set of a reduced balanced flow (0 elsewhere).
 fn reduced_distance(active: &[usize], signs: &[f64], eta: &[f64], target: &[f64]) -> f64 {
-    let off = (0..target.len())
-        .filter(|i| !active.contains(i))
-        .fold(0.0_f64, |m, i| m.max(target[i].abs()));
-    active
+    let off = stats::max_abs(
+        (0..target.len())
+            .filter(|i| !active.contains(i))
+            .map(|i| target[i]),
+    );
+    let on = active
         .iter()
         .zip(signs.iter().zip(eta))
-        .fold(off, |m, (&i, (s, e))| {
-            m.max((s * e.exp() - target[i]).abs())
-        })
+        .map(|(&i, (s, e))| (s * e.exp() - target[i]).abs());
+    stats::max_with(off, on)
 }
 
 /// STAGE_B from the race point (spec §4 L.C.10): the reduced balanced flow on S_k ∪ {i_k} from
@@ -230,11 +231,8 @@ fn races(
         let others: Vec<usize> = (0..coords.p())
             .filter(|i| *i != act.index && !stage.support.contains(i))
             .collect();
-        let c = others
-            .iter()
-            .map(|&i| b_end[i].min(2.0 - b_end[i]))
-            .fold(f64::INFINITY, f64::min);
-        let inactive_ratio = nan_max(
+        let c = stats::min(others.iter().map(|&i| b_end[i].min(2.0 - b_end[i])));
+        let inactive_ratio = stats::max(
             others
                 .iter()
                 .map(|&i| (coords.ln_weight(i, ev.state[i]) - c * ln_alpha).exp()),
@@ -332,7 +330,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .map(|s| {
                 let mut beta = vec![0.0; coords.p()];
                 coords.beta(window.state(s), &mut beta);
-                nan_max(beta.iter().zip(target).map(|(a, b)| (a - b).abs()))
+                stats::max(beta.iter().zip(target).map(|(a, b)| (a - b).abs()))
             })
             .collect();
         for (t, d) in window.t.iter().zip(&dist) {
@@ -388,7 +386,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         if v.is_empty() {
             0.0
         } else {
-            nan_max(v.iter().copied())
+            stats::max(v.iter())
         }
     };
     rep.check(
@@ -556,10 +554,9 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
             uncovered.push(format!("{}", k + 1));
         }
         if !widths.is_empty() {
-            let min = widths.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = widths.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let (min, max) = stats::range(&widths);
             spreads.push((max - min) / min);
-            vs_stage_b.push(nan_max(widths.iter().map(|w| (w / w_b[k] - 1.0).abs())));
+            vs_stage_b.push(stats::max(widths.iter().map(|w| (w / w_b[k] - 1.0).abs())));
         }
         let mut dev = Vec::new();
         for r in rows.iter().filter_map(|r| r[k].as_ref()) {
@@ -598,7 +595,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     rep.check(
         Check::at_most(
             "max_k relative spread (max − min)/min of W_k over α",
-            nan_max(spreads.iter().copied()),
+            stats::max(spreads.iter()),
             c.width_spread_max,
         )
         .note(format!(
@@ -609,7 +606,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     rep.check(
         Check::at_most(
             "max |W_k(α)/W_k(STAGE_B from ρ) − 1|",
-            nan_max(vs_stage_b.iter().copied()),
+            stats::max(vs_stage_b.iter()),
             c.stage_b_rel_tol,
         )
         .note(format!(
@@ -623,7 +620,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     rep.check(
         Check::at_most(
             "max |g_(i_k)|·|t̲_(k+1) − T_(k+1)Λ|",
-            nan_max(offsets.iter().copied()),
+            stats::max(offsets.iter()),
             c.race_offset_max,
         )
         .note("L.C.7/C.9: t̲/Λ − T_(k+1) = O(1/Λ)"),
@@ -639,7 +636,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     rep.check(
         Check::at_most(
             "max over races of max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c",
-            nan_max(inactive.iter().copied()),
+            stats::max(inactive.iter()),
             c.inactive_factor,
         )
         .note(
@@ -737,7 +734,8 @@ fn figure(d: &FigureData) -> Figure {
         // one α (a single run): STAGE_B's level still spans the panel
         (lo, hi) = (lo / 1.5, hi * 1.5);
     }
-    // room above the curves for the legend
+    // room above the curves for the legend; an axis range, not a measurement (plain folds: a
+    // NaN sample must not blank the axis)
     let top = d.stage_b.iter().map(|w| w.0).fold(0.0_f64, f64::max);
     if top.is_finite() && top > 0.0 {
         widths = widths.y_range(0.0, 1.7 * top);

@@ -12,6 +12,7 @@ use crate::models::histogram::{layout, DfClosedForm, DfFlow, HistogramError};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::df_common::{closed_form_error, gaussian_state, gaussian_vector, TaskName};
 
@@ -174,22 +175,16 @@ fn run_bad(p: &Params, ctx: &RunContext, task: TaskName, stream: u64) -> Result<
     let z0 = bad_state(p, &m, BadSet::Corrected, ctx, stream)?;
     let closed = DfClosedForm::new(&m, &z0);
     let bad: Vec<usize> = p.bad_columns.iter().map(|c| c - 1).collect();
-    let slowest_stable = bad
-        .iter()
-        .map(|&i| {
-            let col = &closed.columns()[i];
-            col.mu() * col.imbalance().rho
-        })
-        .fold(f64::INFINITY, f64::min);
+    let slowest_stable = stats::min(bad.iter().map(|&i| {
+        let col = &closed.columns()[i];
+        col.mu() * col.imbalance().rho
+    }));
     let t_saddle = 5.0 / slowest_stable;
     // spec §7.4: solver noise escapes the saddle after ≈ ln(1/tol)/(μρ̄): stop at half of that
-    let fastest_unstable = bad
-        .iter()
-        .map(|&i| {
-            let col = &closed.columns()[i];
-            col.mu() * col.imbalance().rhob
-        })
-        .fold(0.0, f64::max);
+    let fastest_unstable = stats::max(bad.iter().map(|&i| {
+        let col = &closed.columns()[i];
+        col.mu() * col.imbalance().rhob
+    }));
     let t_plateau = (0.5 * (1.0 / ctx.ode.rtol).ln() / fastest_unstable).max(t_saddle);
     let mut times = linspace(0.0, t_plateau, p.samples);
     times.push(t_saddle);
@@ -201,9 +196,7 @@ fn run_bad(p: &Params, ctx: &RunContext, task: TaskName, stream: u64) -> Result<
     let z_end = traj.state(k_saddle);
     let d = p.d;
     let ratio = |f: &dyn Fn(&[f64], usize) -> f64| {
-        bad.iter()
-            .map(|&i| (f(z_end, i) / f(&z0, i)).abs())
-            .fold(0.0, f64::max)
+        stats::max(bad.iter().map(|&i| (f(z_end, i) / f(&z0, i)).abs()))
     };
     let v_of = |z: &[f64], i: usize| z[layout::v_index(d, i)];
     let decay = bad
@@ -281,7 +274,7 @@ fn root_min_delta(p: &Params, ctx: &RunContext) -> Result<f64, RunError> {
             let q = bad_init_along_m(m_i.as_slice(), &q_perp, v, 0.0)
                 .map_err(|e| RunError::Other(format!("R10 p-solve failed: {e}")))?;
             let delta = (q.norm_squared() - v * v) / mu;
-            min_delta = min_delta.min(delta);
+            min_delta = stats::smaller(min_delta, delta);
         }
     }
     Ok(min_delta)

@@ -13,6 +13,7 @@ use crate::models::histogram::{DfFlow, HistogramData, RowMoments, TfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::df_common::{audit_gd, gaussian_state, gaussian_vector, TaskName};
 
@@ -124,10 +125,11 @@ fn audit_flow(
     let n = traj.len();
     let beta_drift = (0..n)
         .map(|k| {
-            traj.invariants
-                .iter()
-                .map(|(_, b)| (b[k] - b[0]).abs() / b[0].abs().max(1.0))
-                .fold(0.0, f64::max)
+            stats::max(
+                traj.invariants
+                    .iter()
+                    .map(|(_, b)| (b[k] - b[0]).abs() / b[0].abs().max(1.0)),
+            )
         })
         .collect();
     let dim = flow.dim();
@@ -157,7 +159,7 @@ fn audit_flow(
         let z_norm = crate::flow::norm(traj.state(k));
         let unit =
             cfg.rtol * traj.loss[k] + traj.grad_norm[k] * (cfg.rtol * z_norm + cfg.atol * sqrt_dim);
-        monotone_ratio = monotone_ratio.max(change / unit);
+        monotone_ratio = stats::larger(monotone_ratio, change / unit);
     }
     let energy_mismatch = mismatch / (traj.loss[0] - traj.loss[n - 1]);
     Ok(FlowAudit {
@@ -230,7 +232,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.check(
             Check::at_most(
                 &format!("{label}: max β drift / max(1, |β|)"),
-                audit.beta_drift.iter().copied().fold(0.0, f64::max),
+                stats::max(audit.beta_drift.iter()),
                 c.beta_drift_tol,
             )
             .note(format!(
@@ -301,7 +303,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.check(
             Check::at_most(
                 &format!("{label} GD (η = {eta}): β drift formula error"),
-                gd.error.iter().copied().fold(0.0, f64::max),
+                stats::max(gd.error.iter()),
                 c.gd_formula_tol,
             )
             .note(format!(

@@ -13,6 +13,7 @@ use crate::flow::{
 };
 use crate::models::histogram::{gd_beta_drift, layout, DfClosedForm};
 use crate::scenario::RunError;
+use crate::stats;
 
 pub use super::task_param::TaskName;
 pub use crate::models::histogram::layout::{gaussian_state, gaussian_vector};
@@ -36,17 +37,10 @@ pub fn column_xy(z: &[f64], m: &DMatrix<f64>, i: usize) -> f64 {
 /// max over the samples with t ≤ `t_max` and over all components of |z_ODE − z_closed form|.
 pub fn closed_form_error(traj: &Trajectory, closed: &DfClosedForm, t_max: f64) -> f64 {
     let mut exact = vec![0.0; traj.dim];
-    (0..traj.len())
-        .filter(|&k| traj.t[k] <= t_max)
-        .map(|k| {
-            closed.state(traj.t[k], &mut exact);
-            traj.state(k)
-                .iter()
-                .zip(&exact)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f64::max)
-        })
-        .fold(0.0, f64::max)
+    stats::max((0..traj.len()).filter(|&k| traj.t[k] <= t_max).map(|k| {
+        closed.state(traj.t[k], &mut exact);
+        stats::max(traj.state(k).iter().zip(&exact).map(|(a, b)| (a - b).abs()))
+    }))
 }
 
 /// The time at which the closed-form loss falls to `level`, or `None` if it does not within
@@ -84,21 +78,17 @@ pub fn sorted_rates(closed: &DfClosedForm) -> Vec<f64> {
 /// x_iy_i < ½, i.e. has not yet left the saddle region (0 if none ever has).
 pub fn escape_time(closed: &DfClosedForm, t_max: f64, dt: f64) -> f64 {
     let steps = (t_max / dt).ceil() as usize;
-    closed
-        .columns()
-        .iter()
-        .map(|col| {
-            let cf = col.closed_form();
-            (0..=steps)
-                .rev()
-                .map(|k| k as f64 * dt)
-                .find(|&t| {
-                    let s = cf.at(t);
-                    s.x * s.y < 0.5
-                })
-                .unwrap_or(0.0)
-        })
-        .fold(0.0, f64::max)
+    stats::max(closed.columns().iter().map(|col| {
+        let cf = col.closed_form();
+        (0..=steps)
+            .rev()
+            .map(|k| k as f64 * dt)
+            .find(|&t| {
+                let s = cf.at(t);
+                s.x * s.y < 0.5
+            })
+            .unwrap_or(0.0)
+    }))
 }
 
 /// Gradient descent with the exact per-step drift of β_i (spec 000 §2.4, `gd_beta_drift`)
@@ -142,22 +132,22 @@ pub fn audit_gd(
             .zip(&step_drift)
             .for_each(|(a, s)| *a += s);
         predicted_all.push(accumulated.clone());
-        let e = (0..d)
-            .map(|i| (betas[i][k + 1] - betas[i][0] - accumulated[i]).abs() / scale[i])
-            .fold(0.0, f64::max);
+        let e = stats::max(
+            (0..d).map(|i| (betas[i][k + 1] - betas[i][0] - accumulated[i]).abs() / scale[i]),
+        );
         error.push(e);
     }
     let last = traj.len() - 1;
     let drift_of = |i: usize| (betas[i][last] - betas[i][0]).abs() / scale[i];
-    let column = (0..d)
-        .max_by(|&a, &b| drift_of(a).total_cmp(&drift_of(b)))
-        .unwrap_or(0);
+    // the column with the largest drift (the last of equal ones), NaN-propagating
+    let (total_drift, column) =
+        stats::worst((0..d).rev().map(|i| (drift_of(i), i))).unwrap_or((f64::NAN, 0));
     Ok(GdAudit {
         measured: betas[column].iter().map(|b| b - betas[column][0]).collect(),
         predicted: predicted_all.iter().map(|p| p[column]).collect(),
         k: (0..traj.len()).map(|k| k as f64).collect(),
         error,
-        total_drift: drift_of(column),
+        total_drift,
         traj,
     })
 }
@@ -167,8 +157,33 @@ mod tests {
     use super::*;
     use crate::flow::{integrate_flow, linspace, Method, OdeConfig};
     use crate::models::histogram::DfFlow;
+    use crate::scenario::Check;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
+
+    /// A NaN in one integrated state fails the closed-form check of the df scenarios instead of
+    /// being dropped by the maximum over the samples.
+    #[test]
+    fn a_nan_state_fails_the_closed_form_check() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let d = 3;
+        let m = TaskName::Lt.matrix(d, 0);
+        let closed = DfClosedForm::new(&m, &gaussian_state(&mut rng, d, 0.5));
+        let mut traj = Trajectory::new(d * (d + 1));
+        let mut z = vec![0.0; traj.dim];
+        for t in [0.0, 1.0, 2.0] {
+            closed.state(t, &mut z);
+            traj.t.push(t);
+            traj.states.extend(&z);
+        }
+        let check = |traj: &Trajectory| {
+            let error = closed_form_error(traj, &closed, 2.0);
+            Check::at_most("max |z_ODE − z_closed form|", error, 1e-12)
+        };
+        assert!(check(&traj).pass);
+        traj.states[d + 4] = f64::NAN;
+        assert!(!check(&traj).pass);
+    }
 
     #[test]
     fn helpers_agree_with_the_model() {

@@ -16,6 +16,7 @@ use crate::models::histogram::{task_matrix, Thm2System};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::fixed_points_column::{
     analysis_err, full_flow, level_set, saddle_hunt, subscript, ColumnFlow, ColumnTally,
@@ -181,19 +182,14 @@ fn thm2_jacobians(
         };
         let mut f = [0.0; 2];
         sys.rhs(0.0, &[fp.x, fp.y], &mut f);
-        t.stationarity.add(f[0].abs().max(f[1].abs()), || {
+        t.stationarity.add(stats::max_abs(f), || {
             format!("Theorem 2 fixed point {name}, c = {}", sys.c)
         });
         let j = jacobian(&sys, 0.0, &[fp.x, fp.y]).map_err(analysis_err)?;
         let eig = eigenvalues(&j).map_err(analysis_err)?;
         let mut expected = fp.eigenvalues;
         expected.sort_by(f64::total_cmp);
-        let err = eig
-            .iter()
-            .zip(&expected)
-            .map(|(a, &b)| (a - b).norm())
-            .fold(0.0, f64::max)
-            / sys.c1;
+        let err = stats::max(eig.iter().zip(&expected).map(|(a, &b)| (a - b).norm())) / sys.c1;
         let where_ = || {
             let shown: Vec<String> = eig.iter().map(|z| format!("{z:.12}")).collect();
             format!(
@@ -210,7 +206,7 @@ fn thm2_jacobians(
         }
         let trace_err = (j.trace() - (expected[0] + expected[1])).abs() / sys.c1;
         let det_err = (j.determinant() - expected[0] * expected[1]).abs() / (sys.c1 * sys.c1);
-        t.trace_det.add(trace_err.max(det_err), || {
+        t.trace_det.add(stats::larger(trace_err, det_err), || {
             format!("{name} at c = {}", sys.c)
         });
         for (k, (a, b)) in eig.iter().zip(&expected).enumerate() {
@@ -249,7 +245,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     rep.check(
         Check::at_most(
             "max ‖∇ℓ‖ / |f| at the constructed points",
-            t.grad.value.max(jac.stationarity.value),
+            stats::larger(t.grad.value, jac.stationarity.value),
             chk.stationarity_tol,
         )
         .note(format!("worst at {}", stationarity.at)),

@@ -20,6 +20,7 @@ use crate::models::histogram::landscape::{
 use crate::models::histogram::{DfClosedForm, DfFlow, Imbalance};
 use crate::plot::{BarPanel, LineStyle};
 use crate::scenario::{RunError, Table};
+use crate::stats;
 
 use super::fixed_points::Params;
 use super::worst_case::WorstCase;
@@ -136,16 +137,8 @@ pub(super) fn subscript(k: usize) -> char {
 
 /// max |a_k − b_k| / max|b| of two ascending spectra.
 fn spectrum_error(numerical: &[f64], formula: &[f64]) -> f64 {
-    let scale = formula
-        .iter()
-        .fold(0.0f64, |m, x| m.max(x.abs()))
-        .max(f64::MIN_POSITIVE);
-    numerical
-        .iter()
-        .zip(formula)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max)
-        / scale
+    let scale = stats::max_abs(formula.iter()).max(f64::MIN_POSITIVE);
+    stats::max(numerical.iter().zip(formula).map(|(a, b)| (a - b).abs())) / scale
 }
 
 fn hessian_eigenvalues<F: GradientFlow>(flow: &F, z: &[f64]) -> Result<Vec<f64>, RunError> {
@@ -283,7 +276,7 @@ pub(super) fn saddle_hunt(p: &Params, flow: &ColumnFlow, rng: &mut impl Rng, t: 
         if let Ok(found) = find_stationary(flow, &z0, &options) {
             if found.morse_index() > 0 {
                 t.saddles_found += 1;
-                t.saddle_min_beta = t.saddle_min_beta.min(beta_of(&found.z));
+                t.saddle_min_beta = stats::smaller(t.saddle_min_beta, beta_of(&found.z));
             }
         }
     }

@@ -9,6 +9,7 @@ use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::df_common::{audit_gd, gaussian_state, GdAudit, TaskName};
 
@@ -70,12 +71,13 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 
 /// max_k |ln ℓ_GD(k) − ln ℓ_GF(t_k)| along a GD run.
 fn log_loss_gap(gd: &GdAudit, closed: &DfClosedForm) -> f64 {
-    gd.traj
-        .t
-        .iter()
-        .zip(&gd.traj.loss)
-        .map(|(&t, &l)| (l.ln() - closed.loss(t).ln()).abs())
-        .fold(0.0, f64::max)
+    stats::max(
+        gd.traj
+            .t
+            .iter()
+            .zip(&gd.traj.loss)
+            .map(|(&t, &l)| (l.ln() - closed.loss(t).ln()).abs()),
+    )
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
@@ -101,12 +103,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let finest = runs.last().expect("≥ 2 step sizes");
     let ode = integrate_flow(&flow, &z0, &finest.traj.t, &ctx.ode)?;
     rep.stats("flow (ODE)", &ode.stats);
-    let reference_error = ode
-        .t
-        .iter()
-        .zip(&ode.loss)
-        .map(|(&t, &l)| (l.ln() - closed.loss(t).ln()).abs())
-        .fold(0.0, f64::max);
+    let reference_error = stats::max(
+        ode.t
+            .iter()
+            .zip(&ode.loss)
+            .map(|(&t, &l)| (l.ln() - closed.loss(t).ln()).abs()),
+    );
 
     let [low, high] = c.halving_ratio;
     let ratios: Vec<f64> = gaps.windows(2).map(|w| w[1] / w[0]).collect();
@@ -129,15 +131,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "GD β drift vs exact formula (all η)",
-            runs.iter()
-                .flat_map(|g| g.error.iter().copied())
-                .fold(0.0, f64::max),
+            stats::max(runs.iter().flat_map(|g| g.error.iter().copied())),
             c.drift_formula_tol,
         )
         .note(format!(
             "accumulated per-step η²(‖∇_qℓ‖² − (∂_vℓ)²); the drifts themselves are {:.3e} \
              (relative), i.e. GD does not conserve β",
-            runs.iter().map(|g| g.total_drift).fold(0.0, f64::max)
+            stats::max(runs.iter().map(|g| g.total_drift))
         )),
     );
     rep.check(

@@ -13,6 +13,7 @@ use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::df_common::{analysis_failed, closed_form_error, time_at_loss, TaskName};
 
@@ -78,9 +79,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 
 /// α(δ_1) = min(μ_1ρ̄(δ_1), min_{i≥2} μ_i) for the imbalanced init (spec 000 R11).
 fn alpha_theory(m: &DMatrix<f64>, delta: f64) -> f64 {
-    let others = (1..m.ncols())
-        .map(|i| m.column(i).norm())
-        .fold(f64::INFINITY, f64::min);
+    let others = stats::min((1..m.ncols()).map(|i| m.column(i).norm()));
     (m.column(0).norm() * Imbalance::new(delta).rhob).min(others)
 }
 
@@ -156,11 +155,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         points.push(point);
     }
     let rel_err = |pt: &Point| (pt.alpha_tail / pt.alpha_theory - 1.0).abs();
-    let worst = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::NEG_INFINITY, f64::max);
     rep.check(
         Check::at_most(
             "max_δ |late slope / (−2α(δ_1)) − 1|",
-            worst(&mut points.iter().map(rel_err)),
+            stats::max(points.iter().map(rel_err)),
             c.slope_tol,
         )
         .note(format!(
@@ -173,8 +171,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_least(
             "min_δ ODE slope / (−2α(δ_1))",
-            -worst(
-                &mut points
+            -stats::max(
+                points
                     .iter()
                     .map(|pt| pt.ode_slope / (2.0 * pt.alpha_theory)),
             ),
@@ -188,13 +186,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "max |z_ODE − z_closed form|",
-            worst(&mut points.iter().map(|pt| pt.closed_error)),
+            stats::max(points.iter().map(|pt| pt.closed_error)),
             c.closed_form_tol,
         )
         .note("over all sweep points (R9(a))"),
     );
-    let paper_dev = worst(
-        &mut points
+    let paper_dev = stats::max(
+        points
             .iter()
             .map(|pt| (pt.alpha_tail / Imbalance::new(pt.delta).rho - 1.0).abs()),
     );

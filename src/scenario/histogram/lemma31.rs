@@ -16,6 +16,7 @@ use crate::models::histogram::{task_matrix, HistogramData, RowMoments};
 use crate::plot::{Figure, HeatmapPanel, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::task_param::TaskName;
 
@@ -74,11 +75,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 /// (min_a |λ_min(H_a)| / max_a λ_max(H_a), max_a λ_max): the relative definiteness of T3.
 fn definiteness(t3: &RowMoments) -> (f64, f64) {
     let spectra = t3.row_spectra();
-    let lambda_max = spectra.iter().map(|s| s.lambda_max).fold(0.0, f64::max);
-    let worst_min = spectra
-        .iter()
-        .map(|s| s.lambda_min.abs())
-        .fold(f64::INFINITY, f64::min);
+    let lambda_max = stats::max(spectra.iter().map(|s| s.lambda_max));
+    let worst_min = stats::min(spectra.iter().map(|s| s.lambda_min.abs()));
     (worst_min / lambda_max, lambda_max)
 }
 
@@ -110,7 +108,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let lemma = data.loss_lemma(&q, &v);
         let quad = t3.quadratic_loss(&(&q * DMatrix::from_diagonal(&v) - &m));
         let (rel_lemma, rel_t3) = ((lemma - raw).abs() / raw, (quad - raw).abs() / raw);
-        worst_rel = worst_rel.max(rel_lemma).max(rel_t3);
+        worst_rel = stats::max([worst_rel, rel_lemma, rel_t3]);
         forms.push(vec![
             trial.into(),
             raw.into(),
@@ -147,9 +145,9 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let (ratio, lambda_max) = definiteness(&moments);
         ratios.push(ratio.max(f64::MIN_POSITIVE));
         if n >= d {
-            definite_worst = definite_worst.min(ratio);
+            definite_worst = stats::smaller(definite_worst, ratio);
         } else {
-            singular_worst = singular_worst.max(ratio);
+            singular_worst = stats::larger(singular_worst, ratio);
             null_demo = Some((n, prefix, moments));
         }
         rep.series
@@ -238,7 +236,7 @@ fn zero_loss_non_solution(
         q[(row, b)] += u[b];
     }
     let loss = data.loss_raw(&q, &DVector::repeat(d, 1.0));
-    let lambda_max = spectra.iter().map(|s| s.lambda_max).fold(0.0, f64::max);
+    let lambda_max = stats::max(spectra.iter().map(|s| s.lambda_max));
     Ok((loss / (0.5 * lambda_max * u.norm_squared()), row))
 }
 
@@ -249,6 +247,7 @@ fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Ch
         .collect();
     let spectra = t3.row_spectra();
     let rows: Vec<f64> = (0..d).map(|a| a as f64).collect();
+    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
     let lowest = spectra
         .iter()
         .map(|s| s.lambda_min)

@@ -14,6 +14,7 @@ use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::df_common::{analysis_failed, gaussian_state, TaskName};
 
@@ -155,11 +156,7 @@ fn run_one(
     flow.invariants(&z0, &mut betas);
 
     let limit = closed.limit_state();
-    let limit_error = z
-        .iter()
-        .zip(&limit)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
+    let limit_error = stats::max(z.iter().zip(&limit).map(|(a, b)| (a - b).abs()));
     let mut u_star = Vec::with_capacity(d);
     let (mut argmin_error, mut formula_error): (f64, f64) = (0.0, 0.0);
     let mut sign_mismatches = 0;
@@ -167,25 +164,23 @@ fn run_one(
         let mu = col.mu();
         let u = argmin_phi(mu, betas[i])?;
         let v = z[layout::v_index(d, i)];
-        argmin_error = argmin_error.max((v * v / u - 1.0).abs());
-        formula_error = formula_error.max((u / phi_minimizer(mu, betas[i]) - 1.0).abs());
+        argmin_error = stats::larger(argmin_error, (v * v / u - 1.0).abs());
+        formula_error = stats::larger(formula_error, (u / phi_minimizer(mu, betas[i]) - 1.0).abs());
         sign_mismatches += usize::from(v.signum() != col.bad_set_value().signum());
         u_star.push(u);
     }
     let kkt = kkt_residuals(&m, &z, &betas);
     let phi_limit = phi(&z, &betas);
-    let phi_gap = (0..p.rescalings)
-        .map(|_| {
-            let mut rescaled = z.clone();
-            for i in 0..d {
-                let c = (p.rescale * rng.sample::<f64, _>(StandardNormal)).exp();
-                let block = &mut rescaled[i * (d + 1)..(i + 1) * (d + 1)];
-                block[..d].iter_mut().for_each(|q| *q /= c);
-                block[d] *= c;
-            }
-            phi(&rescaled, &betas) - phi_limit
-        })
-        .fold(f64::INFINITY, f64::min);
+    let phi_gap = stats::min((0..p.rescalings).map(|_| {
+        let mut rescaled = z.clone();
+        for i in 0..d {
+            let c = (p.rescale * rng.sample::<f64, _>(StandardNormal)).exp();
+            let block = &mut rescaled[i * (d + 1)..(i + 1) * (d + 1)];
+            block[..d].iter_mut().for_each(|q| *q /= c);
+            block[d] *= c;
+        }
+        phi(&rescaled, &betas) - phi_limit
+    }));
     Ok(LimitRun {
         task,
         balance,
@@ -196,7 +191,7 @@ fn run_one(
         argmin_error,
         formula_error,
         feasibility: kkt.feasibility,
-        stationarity: kkt.stationarity.iter().copied().fold(0.0, f64::max),
+        stationarity: stats::max(kkt.stationarity.iter()),
         sign_mismatches,
         phi_gap,
         betas,
@@ -219,7 +214,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &r.traj.stats,
         );
     }
-    let worst = |f: &dyn Fn(&LimitRun) -> f64| runs.iter().map(f).fold(0.0, f64::max);
+    let worst = |f: &dyn Fn(&LimitRun) -> f64| stats::max(runs.iter().map(f));
     let cases = format!(
         "{} runs: tasks {:?} × inits {:?}, d = {}",
         runs.len(),
@@ -278,7 +273,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_least(
             "min over rescalings of Φ(Q C⁻¹, C v) − Φ(limit)",
-            runs.iter().map(|r| r.phi_gap).fold(f64::INFINITY, f64::min),
+            stats::min(runs.iter().map(|r| r.phi_gap)),
             0.0,
         )
         .note(format!(

@@ -18,6 +18,7 @@ use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::df_common::{analysis_failed, closed_form_error, TaskName};
 
@@ -170,11 +171,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             saddle * (1.0 - c.plateau_band),
             saddle * (1.0 + c.plateau_band),
         );
-        let longest_plateau = plateaus(&traj.t, &traj.loss, band.0, band.1)
-            .map_err(analysis_failed("plateaus"))?
-            .iter()
-            .map(|iv| iv.length())
-            .fold(0.0, f64::max);
+        // no plateau in the band: the longest has length 0
+        let longest_plateau = stats::max_with(
+            0.0,
+            plateaus(&traj.t, &traj.loss, band.0, band.1)
+                .map_err(analysis_failed("plateaus"))?
+                .iter()
+                .map(|iv| iv.length()),
+        );
         let [low, high] = p.late_window;
         let late_slope = log_slope_fit(&traj.t, &traj.loss, Window::Value { low, high })
             .map_err(analysis_failed("late slope"))?
@@ -199,10 +203,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "min over ε ≤ {} of the longest time with ℓ ∈ ½‖M‖²(1 ± {})",
                 p.plateau_max_eps, c.plateau_band
             ),
-            small
-                .iter()
-                .map(|r| r.longest_plateau)
-                .fold(f64::INFINITY, f64::min),
+            stats::min(small.iter().map(|r| r.longest_plateau)),
             c.plateau_min_length,
         )
         .note(format!("saddle level ½‖M‖_F² = {saddle} (Fig. 4)")),
@@ -216,7 +217,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         };
         let decades = (a.eps / b.eps).log10();
         let predicted = decades * std::f64::consts::LN_10 / (0.5 * (a.escape_rate + b.escape_rate));
-        worst_decade = worst_decade.max(((tb - ta) / predicted - 1.0).abs());
+        worst_decade = stats::larger(worst_decade, ((tb - ta) / predicted - 1.0).abs());
     }
     rep.check(
         Check::at_most(
@@ -230,11 +231,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note("μρ̄ averaged over the columns of the two inits; NaN if some run never escapes"),
     );
     let slopes: Vec<f64> = runs.iter().map(|r| r.late_slope).collect();
-    let (lo, hi) = slopes
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &s| {
-            (lo.min(s.abs()), hi.max(s.abs()))
-        });
+    let (lo, hi) = stats::range(slopes.iter().map(|s| s.abs()));
     rep.check(
         Check::at_most(
             "late slopes over ε: max/min − 1",
@@ -250,7 +247,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "max |z_ODE − z_closed form|",
-            runs.iter().map(|r| r.closed_error).fold(0.0, f64::max),
+            stats::max(runs.iter().map(|r| r.closed_error)),
             c.closed_form_tol,
         )
         .note(format!("all ε, t ≤ {}", p.t_end)),

@@ -6,6 +6,7 @@
 use crate::flow::VectorField;
 use crate::models::histogram::Thm2System;
 use crate::plot::{Arrow, LegendPosition, LinePanel, LineStyle, Series};
+use crate::stats;
 
 /// A trajectory to draw: integrated (solid) and closed form (dashed).
 pub struct PhaseTrajectory {
@@ -18,16 +19,14 @@ pub struct PhaseTrajectory {
 /// The phase portrait panel on a square window that contains the trajectories and the nodes.
 pub fn phase_portrait(sys: &Thm2System, trajectories: &[PhaseTrajectory]) -> LinePanel {
     let imb = sys.imbalance();
-    let finite_max = |v: &[f64]| {
-        v.iter()
-            .filter(|x| x.is_finite())
-            .fold(0.0f64, |m, x| m.max(x.abs()))
-    };
-    let extent = trajectories
-        .iter()
-        .map(|t| finite_max(&t.x).max(finite_max(&t.y)))
-        .fold(imb.rho.sqrt() * 1.3, f64::max)
-        .min(1e3)
+    let finite_max = |v: &[f64]| stats::max_abs(v.iter().filter(|x| x.is_finite()));
+    let extent = stats::max_with(
+        imb.rho.sqrt() * 1.3,
+        trajectories
+            .iter()
+            .map(|t| finite_max(&t.x).max(finite_max(&t.y))),
+    )
+    .min(1e3)
         * 1.05;
     let mut panel = LinePanel::new(
         format!("phase portrait (c = {}, c₁ = {})", sys.c, sys.c1),

@@ -13,6 +13,7 @@ use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::df_common::{analysis_failed, closed_form_error, column_xy, gaussian_state, TaskName};
 
@@ -112,11 +113,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "max_i |t½,i(ODE) / t½,i(D3) − 1|",
-            measured
-                .iter()
-                .zip(&predicted)
-                .map(|(m, p)| (m / p - 1.0).abs())
-                .fold(0.0, f64::max),
+            stats::max(
+                measured
+                    .iter()
+                    .zip(&predicted)
+                    .map(|(m, p)| (m / p - 1.0).abs()),
+            ),
             c.escape_tol,
         )
         .note(format!(
@@ -233,21 +235,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// max over plateaus (after the first drop) of |level/(½Σ_{unlearned} μ_j²) − 1|, where the
 /// unlearned columns are those whose predicted escape lies after the plateau's middle.
 fn plateau_level_error(stages: &Stages, predicted: &[f64], mus: &[f64]) -> f64 {
-    stages
-        .plateaus
-        .iter()
-        .skip(1)
-        .map(|pl| {
-            let middle = 0.5 * (pl.span.start + pl.span.end);
-            let expected: f64 = predicted
-                .iter()
-                .zip(mus)
-                .filter(|(&t, _)| t > middle)
-                .map(|(_, mu)| 0.5 * mu * mu)
-                .sum();
-            (pl.level / expected - 1.0).abs()
-        })
-        .fold(0.0, f64::max)
+    stats::max(stages.plateaus.iter().skip(1).map(|pl| {
+        let middle = 0.5 * (pl.span.start + pl.span.end);
+        let expected: f64 = predicted
+            .iter()
+            .zip(mus)
+            .filter(|(&t, _)| t > middle)
+            .map(|(_, mu)| 0.5 * mu * mu)
+            .sum();
+        (pl.level / expected - 1.0).abs()
+    }))
 }
 
 fn figure(

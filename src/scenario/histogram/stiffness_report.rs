@@ -15,6 +15,7 @@ use crate::models::histogram::DfClosedForm;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::tf_common::{
     default_d_thr, hessian_spectrum, limit_with_signs, require_alphabet, trial_data, trial_init,
@@ -199,11 +200,12 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Outcome, Ru
                 .iter()
                 .flatten()
                 .map(|r| {
-                    r.last_state()
-                        .iter()
-                        .zip(&exact)
-                        .map(|(a, b)| (a - b).abs())
-                        .fold(0.0, f64::max)
+                    stats::max(
+                        r.last_state()
+                            .iter()
+                            .zip(&exact)
+                            .map(|(a, b)| (a - b).abs()),
+                    )
                 })
                 .collect();
             (
@@ -246,22 +248,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut kappa_err, mut spectrum_err, mut asym) = (0.0f64, 0.0f64, 0.0f64);
     let mut wrong_zero_modes = Vec::new();
     for o in &outcomes {
-        asym = asym
-            .max(o.at_init.relative_asymmetry)
-            .max(o.at_limit.relative_asymmetry);
+        asym = stats::max([
+            asym,
+            o.at_init.relative_asymmetry,
+            o.at_limit.relative_asymmetry,
+        ]);
         if o.at_limit.conditioning.zero_modes != o.d {
             wrong_zero_modes.push(o.label.clone());
         }
         if let Some((formula, kappa)) = &o.formula {
-            kappa_err =
-                kappa_err.max((o.at_limit.conditioning.kappa_nonzero - kappa).abs() / kappa);
+            kappa_err = stats::larger(
+                kappa_err,
+                (o.at_limit.conditioning.kappa_nonzero - kappa).abs() / kappa,
+            );
             let dense = nonzero(&o.at_limit, p.zero_mode_tol);
             spectrum_err = if dense.len() == formula.len() {
-                dense
-                    .iter()
-                    .zip(formula)
-                    .map(|(a, b)| (a - b).abs() / b)
-                    .fold(spectrum_err, f64::max)
+                stats::max_with(
+                    spectrum_err,
+                    dense.iter().zip(formula).map(|(a, b)| (a - b).abs() / b),
+                )
             } else {
                 f64::INFINITY
             };
@@ -307,12 +312,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note("an exact hvp gives a symmetric matrix up to rounding"),
     );
-    let worst_solve = outcomes
-        .iter()
-        .filter_map(|o| o.final_errors.as_ref())
-        .flatten()
-        .copied()
-        .fold(0.0, f64::max);
+    let worst_solve = stats::max(
+        outcomes
+            .iter()
+            .filter_map(|o| o.final_errors.as_ref())
+            .flatten()
+            .copied(),
+    );
     rep.check(
         Check::at_most(
             "max |z(t_end) − closed form| over df problems and methods",

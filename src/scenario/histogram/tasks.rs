@@ -14,6 +14,7 @@ use crate::models::histogram::{task_matrix, HistogramData, Task};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,7 +95,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 
 /// max_k |a_k − b_k|.
 fn max_diff(a: &DVector<f64>, b: &DVector<f64>) -> f64 {
-    (a - b).amax()
+    stats::max_abs_diff(a.as_slice(), b.as_slice())
 }
 
 /// The tasks of one alphabet size: eq, lt and thr for every threshold.
@@ -139,24 +140,27 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 let (mut e_xmc, mut e_model, mut e_family) = (0.0f64, 0.0f64, 0.0f64);
                 for s in &strings {
                     let brute = brute_force_targets(&task, s);
-                    e_xmc = e_xmc.max(max_diff(&targets(&m, s), &brute));
-                    e_model = e_model.max(max_diff(&model_output(&m, &ones, s), &brute));
+                    e_xmc = stats::larger(e_xmc, max_diff(&targets(&m, s), &brute));
+                    e_model = stats::larger(e_model, max_diff(&model_output(&m, &ones, s), &brute));
                     for _ in 0..p.rescalings {
                         // C = Diag(e^{N(0,1)}): (Q C⁻¹, C v) has the same Q Diag(v)
                         let scale =
                             DVector::from_fn(d, |_, _| rng.sample::<f64, _>(StandardNormal).exp());
                         let q = DMatrix::from_fn(d, d, |a, b| m[(a, b)] / scale[b]);
                         let out = model_output(&q, &scale, s);
-                        e_family = e_family.max(max_diff(&out, &brute) / brute.amax());
+                        e_family = stats::larger(
+                            e_family,
+                            max_diff(&out, &brute) / stats::max_abs(brute.iter()),
+                        );
                     }
                     compared += 1;
                 }
                 let data = HistogramData::from_strings(m.clone(), strings);
-                let loss = data.loss_raw(&m, &ones).max(data.loss_lemma(&m, &ones));
-                err_xmc = err_xmc.max(e_xmc);
-                err_model = err_model.max(e_model);
-                loss_max = loss_max.max(loss);
-                family = family.max(e_family);
+                let loss = stats::larger(data.loss_raw(&m, &ones), data.loss_lemma(&m, &ones));
+                err_xmc = stats::larger(err_xmc, e_xmc);
+                err_model = stats::larger(err_model, e_model);
+                loss_max = stats::larger(loss_max, loss);
+                family = stats::larger(family, e_family);
                 rep.series.push(vec![
                     d.into(),
                     seq_len.into(),
@@ -259,10 +263,12 @@ fn example(p: &Params, chk: &Checks, rep: &mut Report) -> Figure {
         let brute = brute_force_targets(&task, &s);
         let model = model_output(&m, &DVector::repeat(d, 1.0), &s);
         let printed = DVector::from_column_slice(printed);
-        worst = worst
-            .max(max_diff(&xmc, &printed))
-            .max(max_diff(&brute, &printed))
-            .max(max_diff(&model, &printed));
+        worst = stats::max([
+            worst,
+            max_diff(&xmc, &printed),
+            max_diff(&brute, &printed),
+            max_diff(&model, &printed),
+        ]);
         for j in 0..s.len() {
             table.push(vec![
                 task_label(&task).into(),

@@ -9,6 +9,7 @@ use crate::flow::GradientFlow;
 use crate::models::histogram::layout::{column, gaussian_state, v_index};
 use crate::models::histogram::{task_matrix, DfClosedForm, HistogramData, Task, TfFlow};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
+use crate::stats;
 
 /// Random stream of the dataset of trial k: `DATA_STREAM + k`. Data and initialization use
 /// separate streams, so changing one parameter keeps the other's random numbers (common random
@@ -76,8 +77,8 @@ pub fn align_signs(a: &[f64], b: &[f64], d: usize) -> SignAlignment {
         let sign = if va * vb < 0.0 { -1.0 } else { 1.0 };
         out.flipped += usize::from(sign < 0.0);
         for (x, y) in qa.iter().chain([&va]).zip(qb.iter().chain([&vb])) {
-            out.max_diff_mod_sign = out.max_diff_mod_sign.max((x - sign * y).abs());
-            out.max_diff_raw = out.max_diff_raw.max((x - y).abs());
+            out.max_diff_mod_sign = stats::larger(out.max_diff_mod_sign, (x - sign * y).abs());
+            out.max_diff_raw = stats::larger(out.max_diff_raw, (x - y).abs());
         }
     }
     out
@@ -206,10 +207,11 @@ mod tests {
         let s = align_signs(&a, &b, d);
         assert_eq!(s.flipped, 2);
         assert!((s.max_diff_mod_sign - 1e-3).abs() < 1e-15, "{s:?}");
-        let largest_flipped = [1, 3]
-            .iter()
-            .flat_map(|&i| a[i * (d + 1)..(i + 1) * (d + 1)].iter())
-            .fold(0.0f64, |m, x| m.max(x.abs()));
+        let largest_flipped = stats::max_abs(
+            [1, 3]
+                .iter()
+                .flat_map(|&i| a[i * (d + 1)..(i + 1) * (d + 1)].iter()),
+        );
         assert_eq!(s.max_diff_raw, 2.0 * largest_flipped);
     }
 
@@ -231,7 +233,7 @@ mod tests {
         let mut g = vec![0.0; z.len()];
         for flow in [&tf as &dyn GradientFlow, &df] {
             flow.grad(&z, &mut g);
-            let grad_max = g.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let grad_max = stats::max_abs(g.iter());
             assert!(flow.loss(&z) < 1e-24 && grad_max < 1e-10, "{grad_max:e}");
         }
         let (mut b0, mut b) = (vec![0.0; d], vec![0.0; d]);

@@ -16,6 +16,7 @@ use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::tf_common::{
     align_signs, default_d_thr, hessian_spectrum, limit_with_signs, require_tf_data,
@@ -209,9 +210,7 @@ fn run_trial(p: &Params, ctx: &RunContext, trial: usize) -> Result<Trial, RunErr
         .zip(&ratio)
         .filter(|(&t, _)| t >= quarter_from)
         .map(|(_, &r)| r);
-    let (lo, hi) = last_quarter.fold((f64::INFINITY, 0.0f64), |(lo, hi), r| {
-        (lo.min(r), hi.max(r))
-    });
+    let (lo, hi) = stats::range(last_quarter);
 
     let sqrt_mu_rhob: Vec<f64> = closed
         .columns()
@@ -219,27 +218,21 @@ fn run_trial(p: &Params, ctx: &RunContext, trial: usize) -> Result<Trial, RunErr
         .map(|c| (c.mu() * c.imbalance().rhob).sqrt())
         .collect();
     let (_, v_tf) = crate::models::histogram::state_to_qv(tf.last_state());
-    let v_error = v_tf
-        .iter()
-        .zip(&sqrt_mu_rhob)
-        .map(|(v, s)| (v.abs() - s).abs())
-        .fold(0.0, f64::max);
+    let v_error = stats::max(
+        v_tf.iter()
+            .zip(&sqrt_mu_rhob)
+            .map(|(v, s)| (v.abs() - s).abs()),
+    );
 
     let mut exact = vec![0.0; z0.len()];
-    let df_closed_error = (0..df.len())
-        .map(|k| {
-            closed.state(df.t[k], &mut exact);
-            df.state(k)
-                .iter()
-                .zip(&exact)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f64::max)
-        })
-        .fold(0.0, f64::max);
+    let df_closed_error = stats::max((0..df.len()).map(|k| {
+        closed.state(df.t[k], &mut exact);
+        stats::max(df.state(k).iter().zip(&exact).map(|(a, b)| (a - b).abs()))
+    }));
 
     Ok(Trial {
         alignment: align_signs(tf.last_state(), &closed.limit_state(), p.d),
-        beta_drift: tf.max_invariant_drift().max(df.max_invariant_drift()),
+        beta_drift: stats::larger(tf.max_invariant_drift(), df.max_invariant_drift()),
         lambda_tf,
         lambda_df,
         sigma_hat,
@@ -248,7 +241,7 @@ fn run_trial(p: &Params, ctx: &RunContext, trial: usize) -> Result<Trial, RunErr
         slope_tf,
         slope_df,
         sigma_fit: slope_tf / slope_df,
-        ratio_sup: ratio.iter().copied().fold(0.0, f64::max),
+        ratio_sup: stats::max(ratio.iter()),
         ratio_variation: hi / lo,
         ratio_t,
         ratio,
@@ -262,11 +255,7 @@ fn run_trial(p: &Params, ctx: &RunContext, trial: usize) -> Result<Trial, RunErr
 
 /// The worst value of `f` over the trials and the trial it comes from.
 fn worst(trials: &[Trial], f: impl Fn(&Trial) -> f64) -> (f64, usize) {
-    trials
-        .iter()
-        .enumerate()
-        .map(|(k, t)| (f(t), k))
-        .fold((f64::NEG_INFINITY, 0), |a, b| if b.0 > a.0 { b } else { a })
+    stats::worst(trials.iter().map(f).zip(0..)).unwrap_or((f64::NAN, 0))
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
@@ -323,11 +312,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, trials: &[Trial]) {
     let sigma_ratios: Vec<f64> = trials.iter().map(|t| t.sigma_fit / t.sigma_hat).collect();
     let (_, k) = worst(trials, |t| (t.sigma_fit / t.sigma_hat).ln().abs());
     let far = sigma_ratios[k];
-    let (lo, hi) = sigma_ratios
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &r| {
-            (lo.min(r), hi.max(r))
-        });
+    let (lo, hi) = stats::range(&sigma_ratios);
     rep.check(
         Check::within(
             "σ̂_fit/σ̂ (farthest from 1 over the datasets)",

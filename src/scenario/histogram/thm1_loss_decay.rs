@@ -10,6 +10,7 @@ use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::df_common::{
     analysis_failed, closed_form_error, column_xy, escape_time, gaussian_state, sorted_rates,
@@ -186,28 +187,29 @@ fn run_trial(
 
     // where the two evaluations' rounding, ~ε‖M‖_F·d·√(2/ℓ) relative, stays far below the bound
     let decomposition_floor = p.fit_window[1];
-    let decomposition_error = (0..traj.len())
-        .filter(|&k| traj.loss[k] >= decomposition_floor)
-        .map(|k| {
-            let z = traj.state(k);
-            let decomposed: f64 = (0..d)
-                .map(|i| {
-                    let mu_sq = m.column(i).norm_squared();
-                    let (q, v) = layout::column(z, d, i);
-                    let one_minus_xy = 1.0 - column_xy(z, m, i);
-                    let p_i: f64 = q.iter().zip(m.column(i).iter()).map(|(a, b)| a * b).sum();
-                    // g = ‖q⊥‖²/μ, x² = v²/μ, so x²g·μ² = v²‖q⊥‖²; q⊥ formed directly
-                    let perp_sq: f64 = q
-                        .iter()
-                        .zip(m.column(i).iter())
-                        .map(|(a, b)| (a - p_i / mu_sq * b).powi(2))
-                        .sum();
-                    0.5 * (mu_sq * one_minus_xy * one_minus_xy + v * v * perp_sq)
-                })
-                .sum();
-            (traj.loss[k] - decomposed).abs() / traj.loss[k]
-        })
-        .fold(0.0, f64::max);
+    let decomposition_error = stats::max(
+        (0..traj.len())
+            .filter(|&k| traj.loss[k] >= decomposition_floor)
+            .map(|k| {
+                let z = traj.state(k);
+                let decomposed: f64 = (0..d)
+                    .map(|i| {
+                        let mu_sq = m.column(i).norm_squared();
+                        let (q, v) = layout::column(z, d, i);
+                        let one_minus_xy = 1.0 - column_xy(z, m, i);
+                        let p_i: f64 = q.iter().zip(m.column(i).iter()).map(|(a, b)| a * b).sum();
+                        // g = ‖q⊥‖²/μ, x² = v²/μ, so x²g·μ² = v²‖q⊥‖²; q⊥ formed directly
+                        let perp_sq: f64 = q
+                            .iter()
+                            .zip(m.column(i).iter())
+                            .map(|(a, b)| (a - p_i / mu_sq * b).powi(2))
+                            .sum();
+                        0.5 * (mu_sq * one_minus_xy * one_minus_xy + v * v * perp_sq)
+                    })
+                    .sum();
+                (traj.loss[k] - decomposed).abs() / traj.loss[k]
+            }),
+    );
 
     // R9(d) and K_sup on the closed form: h = ln ℓ + 2αt − γ ln t on [t0, t0 + 150/α] (the
     // loss underflows later) and its limit ln Σ_argmin K_i
@@ -218,11 +220,13 @@ fn run_trial(
         f64::NEG_INFINITY
     };
     let sup_h = |from: f64, to: f64, n: usize| {
-        linspace(from, to, n)
-            .into_iter()
-            .map(h)
-            .filter(|v| v.is_finite())
-            .fold(f64::NEG_INFINITY, f64::max)
+        stats::max_with(
+            f64::NEG_INFINITY,
+            linspace(from, to, n)
+                .into_iter()
+                .map(h)
+                .filter(|v| v.is_finite()),
+        )
     };
     let excess_after = |t0: f64| {
         let head = sup_h(t0, t0 + 1.0 / alpha, 200);
@@ -232,17 +236,13 @@ fn run_trial(
     let escape = escape_time(&closed, onset + 200.0 / alpha, 0.02 / alpha);
     let bound_excess = excess_after(onset.max(escape));
     let bound_excess_from_onset = excess_after(onset);
-    let max_mu_sq = (0..d)
-        .map(|i| m.column(i).norm_squared())
-        .fold(0.0, f64::max);
+    let max_mu_sq = stats::max((0..d).map(|i| m.column(i).norm_squared()));
     let k_sup = sup_h(onset, onset + 150.0 / alpha, 4000).max(limit).exp() / (d as f64 * max_mu_sq);
 
     let sign_violations = (0..traj.len())
         .filter(|&k| {
             let t = traj.t[k];
-            let min_xy = (0..d)
-                .map(|i| column_xy(traj.state(k), m, i))
-                .fold(f64::INFINITY, f64::min);
+            let min_xy = stats::min((0..d).map(|i| column_xy(traj.state(k), m, i)));
             let margin = 1e-9 * onset.max(1.0);
             (t > onset + margin && min_xy <= 0.0) || (t < onset - margin && min_xy > 0.0)
         })
@@ -269,10 +269,6 @@ fn run_trial(
     })
 }
 
-fn worst(values: impl Iterator<Item = f64>) -> f64 {
-    values.fold(f64::NEG_INFINITY, f64::max)
-}
-
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let flow = DfFlow::new(p.task.matrix(p.d, p.d_thr));
     let trials = (0..p.trials)
@@ -287,7 +283,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "max |z_ODE − z_closed form|",
-            worst(trials.iter().map(|t| t.closed_error)),
+            stats::max(trials.iter().map(|t| t.closed_error)),
             c.closed_form_tol,
         )
         .note(format!("{n} trials, t ≤ T + {}/α (R9(a))", p.horizon)),
@@ -295,7 +291,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_least(
             "min over trials of ODE slope/(−2α)",
-            -worst(trials.iter().map(|t| t.ode_slope / (2.0 * t.alpha))),
+            -stats::max(trials.iter().map(|t| t.ode_slope / (2.0 * t.alpha))),
             1.0 - c.ode_slope_margin,
         )
         .note(format!(
@@ -314,7 +310,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "max |closed-form slope at ℓ = {:e} (or t*) / (−2α) − 1|",
                 p.deep_level
             ),
-            worst(deep.iter().copied()),
+            stats::max(deep.iter()),
             c.deep_slope_tol,
         )
         .note(format!(
@@ -330,7 +326,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "max |ℓ(t*)e^{2αt*} / Σ_argmin K_i − 1|",
-            worst(asym.iter().map(|r| (r - 1.0).abs())),
+            stats::max(asym.iter().map(|r| (r - 1.0).abs())),
             c.asymptote_tol,
         )
         .note(format!(
@@ -343,7 +339,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "max |ℓ − Σ½μ²[(1 − xy)² + x²g]| / ℓ",
-            worst(trials.iter().map(|t| t.decomposition_error)),
+            stats::max(trials.iter().map(|t| t.decomposition_error)),
             c.decomposition_tol,
         )
         .note(format!(
@@ -362,7 +358,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "max over trials of sup_{t>T_esc+1/α} h − max_{[T_esc,T_esc+1/α]} h",
-            worst(trials.iter().map(|t| t.bound_excess)),
+            stats::max(trials.iter().map(|t| t.bound_excess)),
             c.boundedness_tol,
         )
         .note(format!(
@@ -370,7 +366,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              after which every x_iy_i ≥ ½ (R9(d) corrected: from T it fails in {from_onset} of \
              {n} trials, worst {:.2}, since columns near the bad set still sit on the saddle \
              plateau after T)",
-            worst(trials.iter().map(|t| t.bound_excess_from_onset))
+            stats::max(trials.iter().map(|t| t.bound_excess_from_onset))
         ))
         .paper_claim(format!(
             "T = max_i ln(ρ̄_i²/(ρ_iv_i(0)) |(ρ_iv_iμ_i − p_i)/(ρ̄_iv_iμ_i + p_i)|) (E6): NaN or ≤ 0 \

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{integrate, linspace, OdeConfig, SolverStats, Trajectory};
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::scenario::{InputError, RunError, Scenario};
+use crate::stats;
 
 /// The grid of spec 000 R8: every c × every c_1 × an n × n grid of (x_0, y_0) on
 /// [−half_width, half_width]², plus the special initial points of [`special_points`].
@@ -149,14 +150,15 @@ pub fn compare_with_closed_form(
 ) -> Result<Comparison, RunError> {
     let cf = case.closed_form();
     let trajectory = integrate(&case.sys, &[case.x0, case.y0], times, ode, None)?;
-    let max_error = (0..trajectory.len())
-        .filter(|&k| trajectory.t[k] <= t_compared)
-        .map(|k| {
-            let s = cf.at(trajectory.t[k]);
-            let z = trajectory.state(k);
-            (z[0] - s.x).abs().max((z[1] - s.y).abs())
-        })
-        .fold(0.0, f64::max);
+    let max_error = stats::max(
+        (0..trajectory.len())
+            .filter(|&k| trajectory.t[k] <= t_compared)
+            .map(|k| {
+                let s = cf.at(trajectory.t[k]);
+                let z = trajectory.state(k);
+                stats::larger((z[0] - s.x).abs(), (z[1] - s.y).abs())
+            }),
+    );
     Ok(Comparison {
         max_error,
         t_compared,

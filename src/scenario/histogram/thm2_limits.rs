@@ -10,6 +10,7 @@ use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::thm2_common::{add_stats, describe, Thm2Case, Thm2Grid};
 use super::worst_case::WorstCase;
@@ -85,7 +86,7 @@ fn limit_of(
         Outcome {
             x,
             y,
-            limit_error: (x * x - imb.rhob).abs().max((y * y - imb.rho).abs()),
+            limit_error: stats::larger((x * x - imb.rhob).abs(), (y * y - imb.rho).abs()),
             sign_ok: x.signum() == sign && y.signum() == sign,
         },
         tr.stats,
@@ -105,7 +106,7 @@ fn bad_line_decay(cf: &Thm2ClosedForm, time: f64) -> f64 {
             (now / start).abs()
         }
     };
-    ratio(s.x, x0).max(ratio(s.y, y0))
+    stats::larger(ratio(s.x, x0), ratio(s.y, y0))
 }
 
 #[derive(Default)]

@@ -13,6 +13,7 @@ use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::thm2_common::add_stats;
 
@@ -188,7 +189,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             if let Some(ev) = tr.events.last() {
                 last_change = ev.t;
                 if onset > 0.0 {
-                    worst_event = worst_event.max(c1 * (ev.t - onset).abs());
+                    worst_event = stats::larger(worst_event, c1 * (ev.t - onset).abs());
                 }
             }
         }
@@ -266,11 +267,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 fn scatter_panel(scatter: [(Vec<f64>, Vec<f64>); 2], nan: usize) -> LinePanel {
     let [equal, differs] = scatter;
-    let t_max = equal
-        .0
-        .iter()
-        .chain(&differs.0)
-        .fold(0.0f64, |m, &t| m.max(t));
+    let t_max = stats::max_with(0.0, equal.0.iter().chain(&differs.0));
     let title = if nan > 0 {
         format!("printed T vs corrected T ({nan} printed values NaN, not shown)")
     } else {
@@ -301,10 +298,7 @@ fn trace_panel(
     let cf = sys.closed_form(x0, y0);
     let onset = cf.onset_time();
     let printed = cf.paper_onset_time();
-    let reach = [onset, printed]
-        .into_iter()
-        .filter(|t| t.is_finite())
-        .fold(0.0f64, f64::max);
+    let reach = stats::max_with(0.0, [onset, printed].into_iter().filter(|t| t.is_finite()));
     let times = linspace(0.0, reach + 0.25 * p.after / c1, 300);
     let tr = integrate(&sys, &[x0, y0], &times, &ctx.ode, None)?;
     let closed = |f: fn(f64, f64) -> f64| -> Vec<f64> {

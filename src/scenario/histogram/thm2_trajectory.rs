@@ -8,6 +8,7 @@ use crate::models::histogram::Thm2System;
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::phase::{phase_portrait, PhaseTrajectory};
 use super::thm2_common::bad_line_window;
@@ -82,7 +83,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let s = cf.at(tr.t[k]);
         let z = tr.state(k);
         if tr.t[k] <= t_cmp {
-            err = err.max((z[0] - s.x).abs()).max((z[1] - s.y).abs());
+            err = stats::max([err, (z[0] - s.x).abs(), (z[1] - s.y).abs()]);
         }
         xs.push(z[0]);
         ys.push(z[1]);

@@ -13,6 +13,7 @@ use crate::models::histogram::{state_to_qv, DfClosedForm};
 use crate::plot::{Figure, HeatmapPanel};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::tf_common::{require_tf_data, tf_flow_checked, trial_data, trial_init, TaskName};
 
@@ -101,30 +102,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (q, v) = state_to_qv(z);
     let m = &data.m;
     let product = &q * nalgebra::DMatrix::from_diagonal(&v);
-    let product_err = (&product - m).amax();
+    let product_err = stats::max_abs((&product - m).iter());
 
     // |v_i| against √(μ_iρ̄_i) with ρ̄_i from the conserved β_i (the df theory of the same init)
     let closed = DfClosedForm::new(m, &z0);
-    let v_err = closed
-        .columns()
-        .iter()
-        .zip(v.iter())
-        .map(|(col, v_i)| (v_i.abs() - (col.mu() * col.imbalance().rhob).sqrt()).abs())
-        .fold(0.0, f64::max);
-    let parallel_err = (0..d)
-        .map(|i| {
-            let (q_i, _) = column(z, d, i);
-            let m_i = m.column(i);
-            let m_hat = m_i / m_i.norm();
-            let along: f64 = q_i.iter().zip(m_hat.iter()).map(|(a, b)| a * b).sum();
-            let perp_sq: f64 = q_i
-                .iter()
-                .zip(m_hat.iter())
-                .map(|(a, b)| (a - along * b).powi(2))
-                .sum();
-            perp_sq.sqrt() / along.abs()
-        })
-        .fold(0.0, f64::max);
+    let v_err = stats::max(
+        closed
+            .columns()
+            .iter()
+            .zip(v.iter())
+            .map(|(col, v_i)| (v_i.abs() - (col.mu() * col.imbalance().rhob).sqrt()).abs()),
+    );
+    let parallel_err = stats::max((0..d).map(|i| {
+        let (q_i, _) = column(z, d, i);
+        let m_i = m.column(i);
+        let m_hat = m_i / m_i.norm();
+        let along: f64 = q_i.iter().zip(m_hat.iter()).map(|(a, b)| a * b).sum();
+        let perp_sq: f64 = q_i
+            .iter()
+            .zip(m_hat.iter())
+            .map(|(a, b)| (a - along * b).powi(2))
+            .sum();
+        perp_sq.sqrt() / along.abs()
+    }));
     let lambda_max_h = lambda_min_h * cond_h;
 
     let mut rep = Report::default();

@@ -20,6 +20,7 @@ use crate::models::histogram::DfClosedForm;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::tf_common::{
     default_d_thr, require_alphabet, trial_data, trial_init, FlowKind, TaskName,
@@ -197,13 +198,14 @@ fn errors(tr: &Trajectory, reference: &[Vec<f64>]) -> Result<(f64, f64), RunErro
         )));
     }
     let dist = |k: usize| {
-        tr.state(k)
-            .iter()
-            .zip(&reference[k])
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max)
+        stats::max(
+            tr.state(k)
+                .iter()
+                .zip(&reference[k])
+                .map(|(a, b)| (a - b).abs()),
+        )
     };
-    let grid = (1..tr.len()).map(dist).fold(0.0, f64::max);
+    let grid = stats::max((1..tr.len()).map(dist));
     Ok((grid, dist(tr.len() - 1)))
 }
 
@@ -308,15 +310,12 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
                 (reduction, spearman(&tols, &errs), m.name())
             })
             .collect();
-        // total_cmp ranks NaN above every number, so a NaN reduction is the worst and fails
-        let &(worst_reduction, _, worst_method) = per_method
-            .iter()
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .expect("≥ 1 method");
-        let &(_, worst_rank, worst_rank_method) = per_method
-            .iter()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("≥ 1 method");
+        // a NaN reduction or rank is the worst and fails (the last of equal maxima, the first
+        // of equal minima)
+        let (worst_reduction, worst_method) =
+            stats::worst(per_method.iter().rev().map(|m| (m.0, m.2))).expect("≥ 1 method");
+        let (worst_rank, worst_rank_method) =
+            stats::best(per_method.iter().map(|m| (m.1, m.2))).expect("≥ 1 method");
         let (loosest, tightest) = (p.rtols[0], p.rtols[p.rtols.len() - 1]);
         rep.check(
             Check::at_most(
@@ -362,11 +361,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
             stiffness_checks(rep, s);
         }
         if s.reference_stats.is_some() {
-            let smallest = s
-                .points
-                .iter()
-                .map(|q| q.error_grid)
-                .fold(f64::INFINITY, f64::min);
+            let smallest = stats::min(s.points.iter().map(|q| q.error_grid));
             rep.check(
                 Check::at_most(
                     &format!("{name}: reference error estimate / smallest measured error"),
@@ -405,7 +400,7 @@ fn stiffness_checks(rep: &mut Report, s: &Study) {
             .map(|(b, t)| work(b, s.problem.hvp_cost) / work(t, s.problem.hvp_cost))
             .collect();
         let losses = ratios.iter().filter(|&&r| r >= 1.0).count();
-        let worst = ratios.iter().copied().fold(0.0, f64::max);
+        let worst = stats::max(ratios.iter());
         rep.check(
             Check::at_most(
                 &format!(

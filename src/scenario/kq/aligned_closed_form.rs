@@ -18,6 +18,7 @@ use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{build_instance, data_label, instance_svms, DataName, FIRST_FREE_STREAM};
 use super::full_common::{
@@ -170,13 +171,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let lk = diag(&(u_k.transpose() * &kk * &v));
             let lq = diag(&(u_q.transpose() * &qq * &v));
             for j in n..d {
-                case.frozen = case
-                    .frozen
-                    .max((lk[j] - xi_k[j]).abs())
-                    .max((lq[j] - xi_q[j]).abs());
+                case.frozen = stats::max([
+                    case.frozen,
+                    (lk[j] - xi_k[j]).abs(),
+                    (lq[j] - xi_q[j]).abs(),
+                ]);
             }
             let size: f64 = z.iter().map(|x| x * x).sum();
-            case.drift = case.drift.max((kq.balance(z) - &c0).norm() / size.max(1.0));
+            case.drift = stats::larger(case.drift, (kq.balance(z) - &c0).norm() / size.max(1.0));
             case.off_diagonal
                 .push(alignment_residual(&kk, &qq, &u_k, &u_q, &v));
             let s = DirectionSample::new(kq.model(), tr.t[k], &kq.combined(z));
@@ -191,13 +193,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         if cases.len() < p.des.len() {
             return f64::NAN;
         }
-        cases.iter().map(f).fold(0.0f64, |m, x| {
-            if m.is_nan() || x.is_nan() {
-                f64::NAN
-            } else {
-                m.max(x)
-            }
-        })
+        stats::max_with(0.0, cases.iter().map(f))
     };
     let setting = format!(
         "{label}, d_e ∈ {:?}, ω_0 = {:?}, random V, τ_max = {:e}{}",
@@ -213,7 +209,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             String::new()
         }
     );
-    let off = worst(&|k| k.off_diagonal.iter().copied().fold(0.0, f64::max));
+    let off = worst(&|k| stats::max(k.off_diagonal.iter()));
     let dist = worst(&|k| *k.distance.last().unwrap());
     rep.derive("off_diagonal", off);
     rep.derive("direction_error", dist);

@@ -14,6 +14,7 @@ use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{build_instance, data_label, instance_svms, FIRST_FREE_STREAM};
 use super::full_common::{gaussian_matrix, run_log_time, tau_grid, DirectionSample, FlowRunParams};
@@ -68,7 +69,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         for k in 0..tr.len() {
             let z = tr.state(k);
             let size: f64 = z.iter().map(|x| x * x).sum();
-            drift = drift.max((kq.balance(z) - &c0).norm() / size.max(1.0));
+            drift = stats::larger(drift, (kq.balance(z) - &c0).norm() / size.max(1.0));
             samples.push(DirectionSample::new(kq.model(), tr.t[k], &kq.combined(z)));
         }
         runs.push((seed, samples));
@@ -76,21 +77,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let complete = runs.len() == p.seeds;
     let last = || runs.iter().map(|(_, s)| s.last().expect("samples"));
     let gap = if complete {
-        last()
-            .map(|s| s.nuclear_norm() / opt_star - 1.0)
-            .fold(0.0f64, |m, x| {
-                if m.is_nan() || x.is_nan() {
-                    f64::NAN
-                } else {
-                    m.max(x)
-                }
-            })
+        stats::max_with(0.0, last().map(|s| s.nuclear_norm() / opt_star - 1.0))
     } else {
         f64::NAN
     };
     let excess: Vec<f64> = last().map(|s| s.frobenius_norm() / norm_f - 1.0).collect();
     let excess_max = if complete {
-        excess.iter().copied().fold(f64::NAN, f64::max)
+        stats::max(excess.iter())
     } else {
         f64::NAN
     };

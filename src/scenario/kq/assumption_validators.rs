@@ -20,6 +20,7 @@ use crate::models::token_select::Instance;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{build_instance, data_label, DataName, FIRST_FREE_STREAM};
 
@@ -108,15 +109,9 @@ fn a2_initial_loss(inst: &Instance) -> f64 {
         / n as f64
 }
 
-/// Worst value and where.
+/// Worst value over the datasets and which one (NaN and "-" if there are none).
 fn worst(items: impl Iterator<Item = (f64, String)>) -> (f64, String) {
-    items.fold((0.0, "-".into()), |b, x| {
-        if x.0 > b.0 || x.0.is_nan() {
-            x
-        } else {
-            b
-        }
-    })
+    stats::worst(items).unwrap_or((f64::NAN, "-".into()))
 }
 
 fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)], c: &Checks) {
@@ -181,11 +176,7 @@ fn threshold_checks(
         .iter()
         .map(|&((n, l), v)| a3_threshold_gap(n, l) - v)
         .collect();
-    let (lo, hi) = diffs
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &d| {
-            (a.min(d), b.max(d))
-        });
+    let (lo, hi) = stats::range(&diffs);
     rep.check(
         Check::at_least("Δ*(n, L) − §1.4 table: smallest", lo, 0.0)
             .note("the table truncates the exact roots to three decimals")
@@ -197,9 +188,8 @@ fn threshold_checks(
             SPEC_THRESHOLDS.len()
         )),
     );
-    let l2 = (3..=10)
-        .map(|n| (a3_threshold_gap(n, 2) - 2.0 * ((n - 1) as f64).ln()).abs())
-        .fold(0.0, f64::max);
+    let l2 =
+        stats::max((3..=10).map(|n| (a3_threshold_gap(n, 2) - 2.0 * ((n - 1) as f64).ln()).abs()));
     rep.check(
         Check::at_most("Δ*(n, 2) vs 2 ln(n − 1), n = 3…10", l2, c.exact_tol).note(
             "L = 2: the A3 inequality factors as (1 − s)(1 − (n−1)s) ≥ 0, s = e^{−Δ/2} [derived]",
@@ -312,7 +302,7 @@ fn structure_checks(
         .generate(&mut rng)
         .map_err(|e| fail(e.to_string()))?;
     let r4 = a4_report(&a4);
-    let residual = r4.orthogonality.max(r4.alignment).max(r4.pairing);
+    let residual = stats::max([r4.orthogonality, r4.alignment, r4.pairing]);
     rep.check(
         Check::at_most("raw random-A4 draw: A4 residual", residual, c.exact_tol).note(format!(
             "max of (i)–(iii); pair constants {:?}",
@@ -328,10 +318,11 @@ fn structure_checks(
         margin(&toys::toy2(1.2))?,
         margin(&toys::toy3())?,
     );
-    let err = (m2b.l1_margin - 0.375)
-        .abs()
-        .max((m12.l1_margin - 1.0 / 6.0).abs())
-        .max((m3.nuclear_margin - 2.0 / 3.0).abs());
+    let err = stats::max([
+        (m2b.l1_margin - 0.375).abs(),
+        (m12.l1_margin - 1.0 / 6.0).abs(),
+        (m3.nuclear_margin - 2.0 / 3.0).abs(),
+    ]);
     rep.check(
         Check::at_most("strict-complementarity margins (toy-2b, toy-2(1.2), toy-3)", err, c.margin_tol).note(format!(
             "ℓ1: 1 − max_(j∉J)|(Bλ)_j| = {:.10} (0.375), {:.10} (1/6); nuclear 1 − ‖P_U⊥MP_V⊥‖ = {:.8} (2/3)",

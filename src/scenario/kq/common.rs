@@ -133,8 +133,3 @@ pub fn numerical_rank(singular_values: &[f64]) -> usize {
     let top = singular_values.first().copied().unwrap_or(0.0);
     singular_values.iter().filter(|&&s| s > 1e-6 * top).count()
 }
-
-/// max_k |a_k − b_k|.
-pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
-}

@@ -22,6 +22,7 @@ use crate::models::kq::log_time::LogTimeDescent;
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{build_instance, data_label, DataName};
 
@@ -238,11 +239,12 @@ fn run_case(name: DataName, p: &Params, taus: &[f64], ctx: &RunContext) -> Resul
     let sol = solve_l1(c).map_err(|e| fail(e.to_string()))?;
     let (l1, _lambda, kkt) = polish_l1(c, &sol);
     let opt1: f64 = l1.iter().map(|x| x.abs()).sum();
-    let widest_range = l1_solution_ranges(c, opt1, p.unique_slack)
-        .map_err(|e| fail(e.to_string()))?
-        .into_iter()
-        .map(|(lo, hi)| hi - lo)
-        .fold(0.0, f64::max);
+    let widest_range = stats::max(
+        l1_solution_ranges(c, opt1, p.unique_slack)
+            .map_err(|e| fail(e.to_string()))?
+            .into_iter()
+            .map(|(lo, hi)| hi - lo),
+    );
     let exponent = l1_complementarity_margin(c, &sol).map_err(|e| fail(e.to_string()))?;
     let l2 = solve_l2(c, SvmMethod::Dual)
         .map_err(|e| fail(e.to_string()))?
@@ -341,14 +343,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let d1 = dist(b, &cs.l1);
             let obj = b.iter().map(|x| x.abs()).sum::<f64>() / cs.opt1 - 1.0;
             let d2 = dist(b, &cs.l2);
-            let top = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let top = stats::max_abs(b.iter());
             let support: Vec<usize> = (0..b.len())
                 .filter(|&j| cs.l1[j].abs() > 1e-9 * cs.opt1)
                 .collect();
-            let off = (0..b.len())
-                .filter(|j| !support.contains(j))
-                .map(|j| b[j].abs() / top)
-                .fold(0.0, f64::max);
+            let off = stats::max(
+                (0..b.len())
+                    .filter(|j| !support.contains(j))
+                    .map(|j| b[j].abs() / top),
+            );
             let w0 = p.omega0[i];
             rep.derive(&format!("{l}_kq{w0}_l1_distance"), d1);
             rep.check(
@@ -459,16 +462,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 dist(bw, &cs.l1)
             )),
         );
-        let gap = cs
-            .kq
-            .iter()
-            .chain([&cs.w])
-            .flat_map(|r| {
-                (0..taus.len())
-                    .filter(|&k| taus[k] >= 30.0)
-                    .map(|k| r.rel_gap[k])
-            })
-            .fold(0.0, f64::max);
+        let gap = stats::max(cs.kq.iter().chain([&cs.w]).flat_map(|r| {
+            (0..taus.len())
+                .filter(|&k| taus[k] >= 30.0)
+                .map(|k| r.rel_gap[k])
+        }));
         rep.check(
             Check::at_most(
                 format!("{l}: (L − L*)/L* for τ ≥ 30").as_str(),

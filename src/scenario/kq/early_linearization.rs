@@ -16,6 +16,7 @@ use crate::models::kq::full::{origin_gradient, FullKq, OriginLinearization};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{build_instance, data_label, DataName, FIRST_FREE_STREAM};
 use super::full_common::gaussian_matrix;
@@ -127,17 +128,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .flat_map(|x| std::iter::repeat_n(x, de))
         .collect();
     want.sort_by(|a, b| a.total_cmp(b));
-    let eig_err = eig
-        .iter()
-        .zip(&want)
-        .map(|(a, b)| (a - b).abs())
-        .fold(asym, f64::max);
+    let eig_err = stats::max_with(asym, eig.iter().zip(&want).map(|(a, b)| (a - b).abs()));
 
     // T: the closed form of the largest scale reaches ‖W‖ = w_max
     let mut rng = ctx.rng(FIRST_FREE_STREAM);
     let k_dir = gaussian_matrix(&mut rng, d, de, 1.0);
     let q_dir = gaussian_matrix(&mut rng, d, de, 1.0);
-    let s_big = p.scales.iter().copied().fold(0.0, f64::max);
+    let s_big = stats::max(p.scales.iter());
     let w_lin = |s: f64, t: f64| {
         let (k, q) = lin.factors(&(&k_dir * s), &(&q_dir * s), t);
         (k * q.transpose()).norm()
@@ -203,11 +200,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
         runs.push(run);
     }
-    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    let ratio = runs
-        .iter()
-        .map(|r| max(&r.rel_err) / max(&r.w_norm))
-        .fold(0.0, f64::max);
+    let max = |v: &[f64]| stats::max(v.iter());
+    let ratio = stats::max(runs.iter().map(|r| max(&r.rel_err) / max(&r.w_norm)));
     let ln_s: Vec<f64> = runs.iter().map(|r| r.s.ln()).collect();
     let ln_e: Vec<f64> = runs.iter().map(|r| max(&r.rel_err).ln()).collect();
     let ln_w: Vec<f64> = runs.iter().map(|r| max(&r.w_norm).ln()).collect();
@@ -294,10 +288,7 @@ fn figure(runs: &[ScaleRun], slope: f64, label: &str) -> Figure {
             );
     }
     let s: Vec<f64> = runs.iter().map(|r| r.s).collect();
-    let e: Vec<f64> = runs
-        .iter()
-        .map(|r| r.rel_err.iter().copied().fold(0.0, f64::max))
-        .collect();
+    let e: Vec<f64> = runs.iter().map(|r| stats::max(r.rel_err.iter())).collect();
     let (s0, e0) = (s[0], e[0]);
     let refline = |p: f64| s.iter().map(|&x| e0 * (x / s0).powf(p)).collect::<Vec<_>>();
     let scaling = LinePanel::new(

@@ -13,6 +13,7 @@ use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{build_instance, data_label, instance_svms, FIRST_FREE_STREAM};
 use super::full_common::{
@@ -83,16 +84,6 @@ impl Run {
     }
 }
 
-fn worst(v: impl Iterator<Item = f64>) -> f64 {
-    v.fold(f64::NEG_INFINITY, |m, x| {
-        if m.is_nan() || x.is_nan() {
-            f64::NAN
-        } else {
-            m.max(x)
-        }
-    })
-}
-
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let label = data_label(p.data);
     let inst = build_instance(p.data, ctx)?;
@@ -126,7 +117,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             for k in 0..tr.len() {
                 let z = tr.state(k);
                 let size: f64 = z.iter().map(|x| x * x).sum();
-                drift = drift.max((kq.balance(z) - &c0).norm() / size.max(1.0));
+                drift = stats::larger(drift, (kq.balance(z) - &c0).norm() / size.max(1.0));
                 samples.push(DirectionSample::new(w_model, tr.t[k], &kq.combined(z)));
             }
             kq_runs.push((seed, Run { samples }));
@@ -156,21 +147,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "{label}, d_e = {}, K(0), Q(0) ~ N(0, {}²), {} seeds, τ_max = {:e}",
         p.de, p.init_scale, p.seeds, p.tau_max
     );
-    let kq_dist = nan_unless(kq_ok, worst(kq_last().map(|s| s.distance(&w_star))));
-    let kq_ratio = nan_unless(kq_ok, worst(kq_last().map(|s| s.rank_ratio())));
+    let kq_dist = nan_unless(kq_ok, stats::max(kq_last().map(|s| s.distance(&w_star))));
+    let kq_ratio = nan_unless(kq_ok, stats::max(kq_last().map(|s| s.rank_ratio())));
     let kq_gap = nan_unless(
         kq_ok,
-        worst(kq_last().map(|s| s.nuclear_norm() / opt_star - 1.0)),
+        stats::max(kq_last().map(|s| s.nuclear_norm() / opt_star - 1.0)),
     );
-    let w_dist = nan_unless(w_ok, worst(w_last().map(|s| s.distance(&w_f))));
-    let kq_to_f = nan_unless(kq_ok, 0.0)
-        + kq_last()
-            .map(|s| s.distance(&w_f))
-            .fold(f64::INFINITY, f64::min);
-    let w_to_star = nan_unless(w_ok, 0.0)
-        + w_last()
-            .map(|s| s.distance(&w_star))
-            .fold(f64::INFINITY, f64::min);
+    let w_dist = nan_unless(w_ok, stats::max(w_last().map(|s| s.distance(&w_f))));
+    let kq_to_f = nan_unless(kq_ok, 0.0) + stats::min(kq_last().map(|s| s.distance(&w_f)));
+    let w_to_star = nan_unless(w_ok, 0.0) + stats::min(w_last().map(|s| s.distance(&w_star)));
     let ref_gap = frobenius_distance(&svms.frobenius.w, &w_star);
     rep.derive("kq_dist_nuclear", kq_dist);
     rep.derive("kq_rank_ratio", kq_ratio);
@@ -203,11 +188,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_least(
             "the two limits differ: min(‖Ŵ_KQ − W_F‖, ‖Ŵ_W − W_*‖)",
-            if kq_to_f.is_nan() || w_to_star.is_nan() {
-                f64::NAN
-            } else {
-                kq_to_f.min(w_to_star)
-            },
+            stats::smaller(kq_to_f, w_to_star),
             c.separation_min,
         )
         .note(format!("‖W_F − W_*‖_F = {ref_gap:.4}")),
@@ -216,7 +197,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let kq_exp: Vec<f64> = kq_runs.iter().map(|(_, r)| r.exponent(&w_star)).collect();
     let w_exp: Vec<f64> = w_runs.iter().map(|(_, r)| r.exponent(&w_f)).collect();
     let dev = |v: &[f64], target: f64, ok: bool| {
-        nan_unless(ok, worst(v.iter().map(|e| (e - target).abs())))
+        nan_unless(ok, stats::max(v.iter().map(|e| (e - target).abs())))
     };
     rep.derive("kq_exponents", &kq_exp);
     rep.derive("w_exponents", &w_exp);
@@ -303,6 +284,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// The time span of the figure (an axis range, not a measurement: plain folds).
 fn taus_min(a: &[(usize, Run)], b: &[(usize, Run)]) -> f64 {
     a.iter()
         .chain(b)

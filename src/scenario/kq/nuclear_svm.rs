@@ -20,10 +20,10 @@ use crate::models::token_select::{Instance, TokenData};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{
-    build_instance, data_label, instance_svms, max_abs_diff, numerical_rank, singular_values,
-    DataName, SvmSuite,
+    build_instance, data_label, instance_svms, numerical_rank, singular_values, DataName, SvmSuite,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -200,15 +200,9 @@ fn svm_document(pr: &Problem, s: &Solved) -> Value {
     doc
 }
 
-/// The worst (value, label) over instances; NaN-free values only.
-fn worst<'a>(values: impl Iterator<Item = (f64, &'a str)>) -> (f64, String) {
-    values.fold((0.0, "-".into()), |best, (v, l)| {
-        if v > best.0 || v.is_nan() {
-            (v, l.to_string())
-        } else {
-            best
-        }
-    })
+/// The worst (value, label) over instances (NaN and "-" if there are none).
+fn worst<'a>(values: impl Iterator<Item = (f64, &'a str)>) -> (f64, &'a str) {
+    stats::worst(values).unwrap_or((f64::NAN, "-"))
 }
 
 fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
@@ -226,7 +220,10 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
     );
     let (inf, at) = worst(all().map(|(s, l)| {
         let k = &s.suite.nuclear.kkt;
-        (k.primal_infeasibility.max(k.dual_infeasibility), l)
+        (
+            stats::larger(k.primal_infeasibility, k.dual_infeasibility),
+            l,
+        )
     }));
     rep.check(
         Check::at_most(
@@ -277,7 +274,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             let (v, at) = worst(
                 unique
                     .iter()
-                    .map(|(l, lp, pd, _)| (max_abs_diff(&pd.beta, &lp.beta), *l)),
+                    .map(|(l, lp, pd, _)| (stats::max_abs_diff(&pd.beta, &lp.beta), *l)),
             );
             rep.check(
                 Check::at_most(
@@ -300,7 +297,10 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
         let (v, at) = worst(aligned.iter().map(|(l, closed, lp, s)| {
             let opt = s.suite.nuclear.nuclear_norm;
             (
-                ((opt - lp.norm_l1).abs() / lp.norm_l1).max((opt - closed).abs() / closed),
+                stats::larger(
+                    (opt - lp.norm_l1).abs() / lp.norm_l1,
+                    (opt - closed).abs() / closed,
+                ),
                 *l,
             )
         }));

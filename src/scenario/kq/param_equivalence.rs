@@ -16,6 +16,7 @@ use crate::models::kq::log_time::{t_of, tau_of, LogTimeDescent};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{build_instance, data_label, DataName};
 
@@ -88,11 +89,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 
 /// max_j |a_j − b_j| / max_j |b_j|.
 fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
-    let top = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    a.iter()
-        .zip(b)
-        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
-        / top
+    let top = stats::max_abs(b.iter());
+    stats::max_abs(a.iter().zip(b).map(|(x, y)| x - y)) / top
 }
 
 /// β along one run, with its solver work and the conserved-quantity drift.
@@ -127,12 +125,10 @@ fn factored<P: Factorization>(
     let drift = (0..tr.len())
         .map(|k| {
             let z = tr.state(k);
-            (0..d)
-                .map(|j| {
-                    let (x, y) = (z[j], z[d + j]);
-                    (P::invariant(x, y) - inv0[j]).abs() / (x * x + y * y).max(1.0)
-                })
-                .fold(0.0, f64::max)
+            stats::max((0..d).map(|j| {
+                let (x, y) = (z[j], z[d + j]);
+                (P::invariant(x, y) - inv0[j]).abs() / (x * x + y * y).max(1.0)
+            }))
         })
         .collect();
     Ok(Run {
@@ -223,15 +219,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let mut rep = Report::default();
     let compared: Vec<usize> = (1..taus.len()).collect();
-    let worst = compared
-        .iter()
-        .flat_map(|&k| {
-            cases.iter().map(move |cs| {
-                let (a, b, _) = cs.diffs(k);
-                a.max(b)
-            })
+    let worst = stats::max(compared.iter().flat_map(|&k| {
+        cases.iter().map(move |cs| {
+            let (a, b, _) = cs.diffs(k);
+            stats::larger(a, b)
         })
-        .fold(0.0, f64::max);
+    }));
     let general = &cases[1];
     let control_times: Vec<usize> = compared
         .iter()
@@ -246,18 +239,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .filter(|&&k| t_of(taus[k]) > p.control_to_t * (1.0 + 1e-12))
         .map(|&k| format!("{:.3} (τ = {})", general.diffs(k).2, taus[k]))
         .collect();
-    let control = control_times
-        .iter()
-        .map(|&k| general.diffs(k).2)
-        .fold(f64::INFINITY, f64::min);
+    let control = stats::min(control_times.iter().map(|&k| general.diffs(k).2));
     let control_at: Vec<String> = control_times
         .iter()
         .map(|&k| format!("{:.3}", general.diffs(k).2))
         .collect();
-    let drift = cases
-        .iter()
-        .flat_map(|cs| cs.raw.drift.iter().chain(&cs.wpm.drift))
-        .fold(0.0f64, |m, &x| m.max(x));
+    let drift = stats::max_with(
+        0.0,
+        cases
+            .iter()
+            .flat_map(|cs| cs.raw.drift.iter().chain(&cs.wpm.drift)),
+    );
     let tau_max = taus.last().copied().unwrap_or(0.0);
     rep.derive("max_rel_diff", worst);
     rep.derive("control_min_diff", control);

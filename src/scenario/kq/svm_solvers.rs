@@ -15,9 +15,10 @@ use crate::flow::{Method, OdeConfig};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{
-    build_instance, data_label, instance_svms, max_abs_diff, singular_values, DataName, SvmSuite,
+    build_instance, data_label, instance_svms, singular_values, DataName, SvmSuite,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,13 +120,13 @@ fn solve(name: DataName, p: &Params, ctx: &RunContext) -> Result<Solved, RunErro
 /// The §5.1 values a toy must reproduce: (quantity, measured error).
 fn exact_errors(s: &Solved) -> Vec<(&'static str, f64)> {
     let l1 = s.suite.l1.as_ref();
-    let l1_err = |want: &[f64]| l1.map_or(f64::NAN, |l| max_abs_diff(&l.beta, want));
+    let l1_err = |want: &[f64]| l1.map_or(f64::NAN, |l| stats::max_abs_diff(&l.beta, want));
     let opt1_err = |want: f64| l1.map_or(f64::NAN, |l| (l.norm_l1 - want).abs());
     let l2_err = |want: &[f64]| {
         s.suite
             .l2_diag
             .as_ref()
-            .map_or(f64::NAN, |l| max_abs_diff(&l.w, want))
+            .map_or(f64::NAN, |l| stats::max_abs_diff(&l.w, want))
     };
     let n = &s.suite.nuclear;
     let (s3, third) = (3f64.sqrt(), 1.0 / 3.0);
@@ -150,12 +151,12 @@ fn exact_errors(s: &Solved) -> Vec<(&'static str, f64)> {
             // column-major [[1, 1/√3], [1/√3, 1/3]]
             (
                 "W_* = (4/3)wwᵀ",
-                max_abs_diff(&n.w, &[1.0, 1.0 / s3, 1.0 / s3, third]),
+                stats::max_abs_diff(&n.w, &[1.0, 1.0 / s3, 1.0 / s3, third]),
             ),
             ("‖W_F‖² = 1.6", (s.suite.frobenius.norm.powi(2) - 1.6).abs()),
             (
                 "W_F = [[1, √3/5], [√3/5, 3/5]]",
-                max_abs_diff(&s.suite.frobenius.w, &[1.0, s3 / 5.0, s3 / 5.0, 0.6]),
+                stats::max_abs_diff(&s.suite.frobenius.w, &[1.0, s3 / 5.0, s3 / 5.0, 0.6]),
             ),
         ],
         DataName::Toy4 => {
@@ -169,7 +170,7 @@ fn exact_errors(s: &Solved) -> Vec<(&'static str, f64)> {
                 ),
                 (
                     "W_F = W* = Diag(1/2.4, −1/1.6, 0, 0)",
-                    max_abs_diff(&s.suite.frobenius.w, &w_star),
+                    stats::max_abs_diff(&s.suite.frobenius.w, &w_star),
                 ),
             ]
         }
@@ -259,7 +260,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
         if let (Some(lp), Some(pd), Some(r)) = (&s.suite.l1, &s.diagonal_pd, &s.ranges) {
             let mut e = (pd.norm_l1 - lp.norm_l1).abs() / lp.norm_l1;
             if r.iter().all(|&w| w < c.unique_range) {
-                e = e.max(max_abs_diff(&pd.beta, &lp.beta));
+                e = stats::larger(e, stats::max_abs_diff(&pd.beta, &lp.beta));
             }
             if e > diag.0 || e.is_nan() {
                 diag = (e, s.label.clone());
@@ -281,7 +282,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
         let (Some(want), Some(r)) = (expected_unique(s.name), &s.ranges) else {
             continue;
         };
-        let widest = r.iter().copied().fold(0.0, f64::max);
+        let widest = stats::max(r.iter());
         let name = format!("{}: widest ℓ1 solution range", s.label);
         rep.check(if want {
             Check::at_most(&name, widest, c.unique_range).note("§5.1: unique LP solution")

@@ -16,8 +16,9 @@ use crate::models::prompt::softmax::{jacobian_apply, softmax_into};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::simplex_common::{quad_instance, worst, worst_of};
+use super::simplex_common::quad_instance;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -179,7 +180,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 flow.gd_map(&zk, eta, &mut next);
                 zk.copy_from_slice(&next);
                 if eta == p.eta_max {
-                    simplex_drift = worst(simplex_drift, (zk.iter().sum::<f64>() - 1.0).abs());
+                    simplex_drift =
+                        stats::larger(simplex_drift, (zk.iter().sum::<f64>() - 1.0).abs());
                 }
             }
             let err: Vec<f64> = (0..n).map(|j| zk[j] - z_flow[j]).collect();
@@ -190,7 +192,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         for _ in 0..p.invariance_steps {
             flow.gd_map(&zk, p.eta_max, &mut next);
             zk.copy_from_slice(&next);
-            simplex_drift = worst(simplex_drift, (zk.iter().sum::<f64>() - 1.0).abs());
+            simplex_drift = stats::larger(simplex_drift, (zk.iter().sum::<f64>() - 1.0).abs());
         }
         trials.push(t);
     }
@@ -199,7 +201,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .filter(|&k| etas[k] <= c.order_eta_max * (1.0 + 1e-12))
         .collect();
     let ratio_dev = |series: &dyn Fn(&Trial) -> &[f64], order: f64| {
-        worst_of(trials.iter().flat_map(|t| {
+        stats::max(trials.iter().flat_map(|t| {
             let s = series(t);
             small
                 .iter()
@@ -234,7 +236,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "eq. 16 remainder vs crude bound (η²/2N²)·2n^{3/2}‖J∇ℓ̃‖²: max ratio",
-            worst_of(
+            stats::max(
                 trials
                     .iter()
                     .flat_map(|t| t.remainder.iter().zip(&t.crude_bound).map(|(r, b)| r / b)),
@@ -243,15 +245,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note("from |∂²φ_i/∂x_j∂x_k| ≤ 2 (41), every η and start"),
     );
-    let literal = trials
-        .iter()
-        .map(|t| t.literal_error)
-        .fold(f64::INFINITY, f64::min);
+    let literal = stats::min(trials.iter().map(|t| t.literal_error));
     rep.derive("literal_c_t_min_deviation", literal);
     rep.check(
         Check::at_most(
             "r(η)/η² → D²φ(w)[h,h]/(2N²): rel. deviation at the smallest η",
-            worst_of(trials.iter().map(|t| t.leading_term_error)),
+            stats::max(trials.iter().map(|t| t.leading_term_error)),
             c.leading_term_tol,
         )
         .note(format!(

@@ -15,10 +15,10 @@ use crate::models::prompt::{Attention, PromptModel, Trained};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{synthetic_draw, TrainName};
 use super::hessian_common::{hessian_eigenvalues, kappa};
-use super::simplex_common::worst_of;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -171,17 +171,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
 
     // 1. the linear κ does not see σ_p
-    let spread = worst_of((0..p.trials).map(|t| {
+    let spread = stats::max((0..p.trials).map(|t| {
         let k: Vec<f64> = points
             .iter()
             .filter(|q| q.trial == t)
             .map(|q| q.kappa_lin)
             .collect();
-        let (lo, hi) = k
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-                (a.min(x), b.max(x))
-            });
+        let (lo, hi) = stats::range(&k);
         (hi - lo) / lo
     }));
     rep.check(

@@ -16,8 +16,7 @@ use crate::models::prompt::softmax::softmax_into;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
-
-use super::simplex_common::{worst, worst_of};
+use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -133,7 +132,7 @@ fn eq7_error(att: &Attention, h: f64) -> f64 {
         w[col] = att.logits[col];
         for row in 0..n {
             let fd = (plus[row] - minus[row]) / (2.0 * h);
-            err = worst(err, (fd - j[(row, col)]).abs() / att.z[row]);
+            err = stats::larger(err, (fd - j[(row, col)]).abs() / att.z[row]);
         }
     }
     err
@@ -166,10 +165,10 @@ fn measure(family: &str, scale: f64, att: &Attention, fd_step: f64) -> Result<Me
         ln_r: att.ln_ratio(),
         dense: Lemma1Facts::measure(&att.z, &dense).map_err(err)?,
         secular: Lemma1Facts::measure(&att.z, &sec).map_err(err)?,
-        secular_vs_dense: worst_of(dense.iter().zip(&sec).map(|(a, b)| (a - b).abs())),
+        secular_vs_dense: stats::max(dense.iter().zip(&sec).map(|(a, b)| (a - b).abs())),
         lambda_2: (sec[1], dense[1]),
         lambda_n: sec[n - 1],
-        z_min: att.z.iter().copied().fold(f64::INFINITY, f64::min),
+        z_min: stats::min(att.z.iter()),
         eq7: eq7_error(att, fd_step),
     })
 }
@@ -184,15 +183,15 @@ fn closed_form_error(p: &Params) -> Result<f64, RunError> {
         let (n, z1, t) = (p.tail_n, att.z[0], att.z[1]);
         let top = n as f64 * t * z1 / ((n - 1) as f64 * t + z1);
         // λ₁ = 0 exactly, then the tie value and the top root
-        err = worst(err, sec[0].abs() / t);
-        err = worst(err, worst_of(sec[1..n - 1].iter().map(|&l| rel(l, t))));
-        err = worst(err, rel(sec[n - 1], top));
+        err = stats::larger(err, sec[0].abs() / t);
+        err = stats::larger(err, stats::max(sec[1..n - 1].iter().map(|&l| rel(l, t))));
+        err = stats::larger(err, rel(sec[n - 1], top));
     }
     for &u in &p.two_token_gaps {
         let att = Attention::scaled(&[0.5 * u, -0.5 * u], 1.0);
         let sec = secular_eigenvalues(&att.z).map_err(|e| RunError::Other(e.to_string()))?;
         let (a, b) = (att.z[0], att.z[1]);
-        err = worst(err, rel(sec[1], 2.0 * a * b / (a + b)));
+        err = stats::larger(err, rel(sec[1], 2.0 * a * b / (a + b)));
     }
     Ok(err)
 }
@@ -219,7 +218,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let mut rep = Report::default();
     let count = all.len();
-    let over = |f: &dyn Fn(&Measured) -> f64| worst_of(all.iter().map(f));
+    let over = |f: &dyn Fn(&Measured) -> f64| stats::max(all.iter().map(f));
     let note = |what: &str| format!("{what}; worst of {count} instances (eigvalsh)");
     rep.check(
         Check::at_most(
@@ -279,7 +278,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "n = 2: |λ₂ − 2z₁z₂|",
-            worst_of(all.iter().filter_map(|m| m.dense.two_token_error)),
+            stats::max(all.iter().filter_map(|m| m.dense.two_token_error)),
             c.two_token_tol,
         )
         .note(format!("eigvalsh, {two} two-token instances")),
@@ -294,7 +293,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "0 = λ₁ < z̃₁ ≤ λ₂ ≤ … ≤ λ_n ≤ z̃_n < 1 in exact comparisons, {count} instances \
              (z̃₁ down to {:.1e}, where eigvalsh cannot resolve λ₂)",
-            all.iter().map(|m| m.z_min).fold(f64::INFINITY, f64::min)
+            stats::min(all.iter().map(|m| m.z_min))
         )),
     );
     rep.check(
@@ -332,10 +331,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     rep.derive("instances", count);
-    rep.derive(
-        "max_ln_ratio",
-        all.iter().map(|m| m.ln_r).fold(f64::NEG_INFINITY, f64::max),
-    );
+    rep.derive("max_ln_ratio", stats::max(all.iter().map(|m| m.ln_r)));
     rep.derive("max_lambda_n", over(&|m| m.lambda_n));
 
     rep.series = Table::new(&[

@@ -13,6 +13,7 @@ use crate::models::prompt::pl_theory::{f_row_norms_closed_form, f_sigma_min, pl_
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::orth_common::{blocks, gaussian_vec, norm, p_model, unit_vec};
 
@@ -89,23 +90,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             loss,
             half_grad2,
             sigma_min: f_sigma_min(&model, &x),
-            closed_form: rows.iter().copied().fold(f64::INFINITY, f64::min),
+            closed_form: stats::min(rows.iter()),
         });
     }
     // ratio ½‖∇L‖²/(σ²_min·L): ≥ mN (derived) and ≥ 2m (paper), m = 1
     let ratio = |q: &Point| q.half_grad2 / (q.sigma_min * q.sigma_min * q.loss);
     let usable: Vec<&Point> = points.iter().filter(|q| q.loss > 0.0).collect();
-    let min_ratio = usable
-        .iter()
-        .map(|q| ratio(q))
-        .fold(f64::INFINITY, f64::min);
-    let closed_err = points
-        .iter()
-        .map(|q| (q.closed_form / q.sigma_min - 1.0).abs())
-        .fold(
-            0.0,
-            |m: f64, e| if e.is_nan() { f64::NAN } else { m.max(e) },
-        );
+    let min_ratio = stats::min(usable.iter().map(|q| ratio(q)));
+    let closed_err = stats::max(
+        points
+            .iter()
+            .map(|q| (q.closed_form / q.sigma_min - 1.0).abs()),
+    );
 
     // tight instance: labels from p_T = p₀ + K_kᵀΔ, k the smallest row of F(p₀)
     let dir = unit_vec(&mut rng, d);

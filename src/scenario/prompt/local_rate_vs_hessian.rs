@@ -12,10 +12,10 @@ use crate::models::prompt::Attention;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{student, synthetic_draw, teacher_state, TrainName};
 use super::hessian_common::{gd_until, kappa};
-use super::simplex_common::worst_of;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,7 +198,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let mut rep = Report::default();
     let unfitted = runs.iter().filter(|r| r.fitted.is_nan()).count();
-    let window_err = worst_of(
+    let window_err = stats::max(
         runs.iter()
             .map(|r| (r.fitted / r.predicted_window - 1.0).abs()),
     );
@@ -209,13 +209,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let slope_err = if asymptotic.is_empty() {
         f64::NAN
     } else {
-        worst_of(
+        stats::max(
             asymptotic
                 .iter()
                 .map(|r| (r.fitted / r.predicted - 1.0).abs()),
         )
     };
-    let all_single = worst_of(runs.iter().map(|r| (r.fitted / r.predicted - 1.0).abs()));
+    let all_single = stats::max(runs.iter().map(|r| (r.fitted / r.predicted - 1.0).abs()));
     let summary: Vec<String> = runs
         .iter()
         .map(|r| {
@@ -275,7 +275,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "GD recovers the teacher: max ‖p_final − p_T‖",
-            worst_of(runs.iter().map(|r| r.distance)),
+            stats::max(runs.iter().map(|r| r.distance)),
             c.recovery_tol,
         )
         .note(format!(

@@ -1,29 +1,16 @@
 //! Shared by the simplex scenarios of seed 002 (lemma1-softmax-jacobian, eq16-simplex-map,
-//! thm2-linearization, thm2-condition-bound): the (C-quad) instances and NaN-aware maxima.
+//! thm2-linearization, thm2-condition-bound): the (C-quad) instances and the relative matrix error.
 
 use nalgebra::DMatrix;
 use rand::Rng;
 
 use crate::models::prompt::attention_families::Attention;
 use crate::models::prompt::simplex::QuadLoss;
-
-/// max(a, b) that propagates NaN (a NaN measurement must fail its check, and f64::max drops it).
-pub fn worst(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
-    }
-}
-
-/// The NaN-propagating maximum of `values` (0 for none).
-pub fn worst_of(values: impl IntoIterator<Item = f64>) -> f64 {
-    values.into_iter().fold(0.0, worst)
-}
+use crate::stats;
 
 /// max|a − b| / max|b|.
 pub fn rel_matrix_error(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
-    (a - b).amax() / b.amax()
+    stats::max_abs((a - b).iter()) / stats::max_abs(b.iter())
 }
 
 /// A (C-quad) instance (spec §1.5): z* = φ(s·g) with Gaussian g, A random SPD with condition

@@ -15,10 +15,10 @@ use crate::models::prompt::Attention;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{student, synthetic_draw, teacher_state, TrainName};
 use super::hessian_common::{gd_until, hessian_eigenvalues};
-use super::simplex_common::worst_of;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -308,7 +308,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.derive(&format!("slope_{}", m.name()), s_imp);
     }
-    let reached = worst_of(points.iter().flat_map(|q| {
+    let reached = stats::max(points.iter().flat_map(|q| {
         q.costs
             .iter()
             .filter(|c| !c.capped)

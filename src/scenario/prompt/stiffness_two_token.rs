@@ -21,6 +21,7 @@ use crate::models::prompt::two_token::{s_star_from_ratio, stiffness_ratio, TwoTo
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,10 +156,7 @@ struct Work {
 }
 
 fn max_deviation(model: &TwoToken, u: &[f64]) -> f64 {
-    u.iter()
-        .zip(model.u_star())
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max)
+    stats::max(u.iter().zip(model.u_star()).map(|(a, b)| (a - b).abs()))
 }
 
 fn integrate_one(
@@ -290,7 +288,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             p.samples,
         );
         let rates = model.rates();
-        let (lmax, lmin) = (rates[0].max(rates[1]), rates[0].min(rates[1]));
+        let (lmin, lmax) = stats::range(&rates);
         let kappa = lmax / lmin;
         let horizon = p.horizon_factor / lmin;
         for &m in &p.methods {
@@ -315,8 +313,8 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
         let (first, last) = (runs[0], runs[runs.len() - 1]);
         let g = last.rhs as f64 / first.rhs as f64;
         let s = slope(&runs, |w| w.rhs as f64);
-        growth = growth.max(g);
-        implicit_slope = implicit_slope.max(s);
+        growth = stats::larger(growth, g);
+        implicit_slope = stats::larger(implicit_slope, s);
         implicit_note.push(format!(
             "{}: {} → {} rhs ({} → {} steps), slope {s:.3}",
             m.name(),
@@ -416,12 +414,12 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
 
     // BDF vs Tsit45 at large κ (a capped Tsit45 count is a lower bound: the ratio is too)
     let bdf = of("bdf");
-    let advantage = bdf
-        .iter()
-        .zip(&tsit)
-        .filter(|(b, _)| b.kappa >= c.advantage_kappa)
-        .map(|(b, t)| t.rhs as f64 / b.rhs as f64)
-        .fold(f64::INFINITY, f64::min);
+    let advantage = stats::min(
+        bdf.iter()
+            .zip(&tsit)
+            .filter(|(b, _)| b.kappa >= c.advantage_kappa)
+            .map(|(b, t)| t.rhs as f64 / b.rhs as f64),
+    );
     rep.derive("min_tsit45_over_bdf_rhs", advantage);
     rep.check(
         Check::at_least(
@@ -431,14 +429,11 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note("cost in rhs evaluations, not wall time: outputs stay reproducible"),
     );
-    let final_error = all
-        .iter()
-        .filter(|w| w.solver != "gd" && !w.capped)
-        .map(|w| w.final_error)
-        .fold(
-            0.0,
-            |m: f64, e| if e.is_nan() { f64::NAN } else { m.max(e) },
-        );
+    let final_error = stats::max(
+        all.iter()
+            .filter(|w| w.solver != "gd" && !w.capped)
+            .map(|w| w.final_error),
+    );
     let capped = all.iter().filter(|w| w.capped).count();
     rep.check(
         Check::at_most(
@@ -452,12 +447,12 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             p.horizon_factor, p.rtol, p.atol, p.explicit_max_steps, p.gd_max_iters
         )),
     );
-    let formula = p
-        .r2s
-        .iter()
-        .zip(&bdf)
-        .map(|(&r2, w)| (stiffness_ratio(p.r1, r2) / w.kappa - 1.0).abs())
-        .fold(0.0, f64::max);
+    let formula = stats::max(
+        p.r2s
+            .iter()
+            .zip(&bdf)
+            .map(|(&r2, w)| (stiffness_ratio(p.r1, r2) / w.kappa - 1.0).abs()),
+    );
     rep.derive("kappa_formula_rel_error", formula);
 
     rep.series = Table::new(&[

@@ -19,8 +19,8 @@ use crate::models::prompt::simplex::random_spd;
 use crate::models::prompt::simplex_linearization::ConditionReport;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::simplex_common::{worst, worst_of};
 use super::thm2_condition_figure::figure;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -127,17 +127,15 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 /// Worst relative violation of the corrected statement at one z*: both bounds on κ, the
 /// bracket of ρ, and μ ≤ μ_T, L_T ≤ L (0 when everything holds).
 fn corrected_violation(r: &ConditionReport) -> f64 {
-    let over = |small: f64, big: f64| ((small - big) / big).max(0.0);
-    [
+    let over = |small: f64, big: f64| stats::larger((small - big) / big, 0.0);
+    stats::max([
         over(r.corrected_lower(), r.kappa),
         over(r.kappa, r.corrected_upper()),
         over(r.spread, r.rho()),
         over(r.rho(), r.r),
         over(r.mu, r.mu_t),
         over(r.l_t, r.l),
-    ]
-    .into_iter()
-    .fold(0.0, worst)
+    ])
 }
 
 fn log_uniform<R: Rng + ?Sized>(rng: &mut R, [lo, hi]: [f64; 2]) -> f64 {
@@ -218,7 +216,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "sweep: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
-            worst_of(valid.iter().map(|r| corrected_violation(r))),
+            stats::max(valid.iter().map(|r| corrected_violation(r))),
             c.bound_rel_tol,
         )
         .note(format!("also μ ≤ μ_T and L_T ≤ L; {sweep_setting}")),
@@ -226,7 +224,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "sweep: the proof's actual conclusion κ ≥ κ_{H|T}/ρ²: max rel. violation",
-            worst_of(
+            stats::max(
                 valid
                     .iter()
                     .map(|r| ((r.proof_lower() - r.kappa) / r.kappa).max(0.0)),
@@ -252,7 +250,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "sweep: κ by eigvalsh(BᵀJHJB) vs by the SVD of CᵀJB: max rel. difference",
-            worst_of(valid.iter().map(|r| (r.kappa_eigh / r.kappa - 1.0).abs())),
+            stats::max(valid.iter().map(|r| (r.kappa_eigh / r.kappa - 1.0).abs())),
             c.route_rel_tol,
         )
         .note(format!("instances with κ ≤ {:e}", p.kappa_max)),
@@ -326,7 +324,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     let n_sq = (p.tail_n * p.tail_n) as f64;
-    let tail_dev = worst_of(
+    let tail_dev = stats::max(
         tail.iter()
             .filter(|q| q.report.r >= p.tail_r_min)
             .map(|q| (q.kappa_identity / n_sq - 1.0).abs()),
@@ -356,7 +354,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "curves (H with κ_H fixed): corrected bound, max rel. violation",
-            worst_of(curve_points().map(|q| corrected_violation(&q.report))),
+            stats::max(curve_points().map(|q| corrected_violation(&q.report))),
             c.bound_rel_tol,
         )
         .note(format!(

@@ -75,6 +75,7 @@ pub(super) fn figure(
 ) -> Figure {
     let bound: Vec<f64> = valid.iter().map(|r| r.paper_bound()).collect();
     let kappa: Vec<f64> = valid.iter().map(|r| r.kappa).collect();
+    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
     let lo = bound
         .iter()
         .chain(&kappa)

@@ -18,8 +18,9 @@ use crate::models::prompt::simplex_linearization::{
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::simplex_common::{quad_instance, rel_matrix_error, worst, worst_of};
+use super::simplex_common::{quad_instance, rel_matrix_error};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -152,15 +153,16 @@ fn contraction(
         xi = m * xi;
         linear.push(xi.norm());
     }
-    let linear_dev = worst_of(norms.iter().zip(&linear).map(|(a, b)| (a / b - 1.0).abs()));
+    let linear_dev = stats::max(norms.iter().zip(&linear).map(|(a, b)| (a / b - 1.0).abs()));
     let steps = norms.len() - 1;
     // geometric mean over the last tenth of the run, which averages out rounding
     let window = (steps / 10).max(1);
     let ratio = (norms[steps] / norms[steps - window]).powf(1.0 / window as f64);
-    let predicted = lambdas
-        .iter()
-        .map(|&l| (1.0 - eta * flow.inv_samples() * l).abs())
-        .fold(0.0, worst);
+    let predicted = stats::max(
+        lambdas
+            .iter()
+            .map(|&l| (1.0 - eta * flow.inv_samples() * l).abs()),
+    );
     let stride = (steps / 300).max(1);
     let kept: Vec<usize> = (0..=steps).step_by(stride).collect();
     Contraction {
@@ -266,16 +268,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let mut rep = Report::default();
     let count = cases.len();
-    let over = |f: &dyn Fn(&Case) -> f64| worst_of(cases.iter().map(f));
+    let over = |f: &dyn Fn(&Case) -> f64| stats::max(cases.iter().map(f));
     let setting = format!(
         "n ∈ {:?}, c ∈ {:?}, N = {}, z* = φ({}·g), κ(A) = {}",
         p.sizes, p.cs, p.samples, p.zstar_scale, p.condition
     );
-    let unprojected = cases
-        .iter()
-        .filter(|k| k.c != 0.0)
-        .map(|k| k.unprojected)
-        .fold(f64::INFINITY, f64::min);
+    let unprojected = stats::min(cases.iter().filter(|k| k.c != 0.0).map(|k| k.unprojected));
     rep.check(
         Check::at_most(
             "flow: DV(z*)P (central differences) vs −(1/N)J²HP",
@@ -309,7 +307,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "GD map: Jacobian on T (central differences) vs I − (η/N)J²H",
-            worst_of(cases.iter().flat_map(|k| k.fd_map.iter().copied())),
+            stats::max(cases.iter().flat_map(|k| k.fd_map.iter().copied())),
             c.fd_rel_tol,
         )
         .note(format!(
@@ -317,13 +315,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             p.etas
         )),
     );
-    let rate_error = worst_of(
+    let rate_error = stats::max(
         cases
             .iter()
             .flat_map(|k| k.runs.iter().map(|r| (r.ratio / r.predicted - 1.0).abs())),
     );
     let runs = || cases.iter().flat_map(|k| k.runs.iter());
-    let log_rate_error = worst_of(runs().map(|r| (r.ratio.ln() / r.predicted.ln() - 1.0).abs()));
+    let log_rate_error = stats::max(runs().map(|r| (r.ratio.ln() / r.predicted.ln() - 1.0).abs()));
     let capped = runs().filter(|r| r.steps >= p.max_steps).count();
     rep.derive("log_rate_rel_error", log_rate_error);
     rep.check(
@@ -345,7 +343,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "contraction: max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1|, ξ_t+1 = Bᵀ(I − (η/N)J²H)Bξ_t",
-            worst_of(runs().map(|r| r.linear_dev)),
+            stats::max(runs().map(|r| r.linear_dev)),
             c.linear_rel_tol,
         )
         .note(

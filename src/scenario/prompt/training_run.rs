@@ -22,6 +22,7 @@ use crate::models::prompt::{Attention, PromptModel};
 use crate::plot::{Figure, LinePanel, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{student, synthetic_draw, TrainName};
 
@@ -236,10 +237,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let last = *losses.last().expect("at least one loss");
     rep.derive("initial_loss", losses[0]);
     // largest relative loss increase of one step (0 for monotone GD; > 0 at the edge of stability)
-    let max_rise = losses
-        .windows(2)
-        .map(|w| w[1] / w[0] - 1.0)
-        .fold(0.0f64, f64::max);
+    let max_rise = stats::max_with(0.0, losses.windows(2).map(|w| w[1] / w[0] - 1.0));
     rep.derive("max_step_increase", max_rise);
     rep.derive("final_loss", last);
     for &k in &p.loss_at {
@@ -299,10 +297,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let found = find_stationary(&model, &theta, &opts)
             .map_err(|e| RunError::Other(format!("Newton polish of the loss floor: {e}")))?;
         let h = &found.hessian_eigenvalues;
-        let top = h.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let top = stats::max_abs(h.iter());
         let eig_rel = h.first().copied().unwrap_or(f64::NAN) / top;
         let l_floor = found.loss;
-        let min_gd = losses.iter().copied().fold(f64::INFINITY, f64::min);
+        let min_gd = stats::min(losses.iter());
         let level = (1.0 + p.floor_within) * l_floor;
         let reached = losses.iter().position(|&l| l <= level);
         rep.derive("floor_loss", l_floor);

@@ -17,6 +17,7 @@ use crate::models::prompt::two_token::{
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 /// One sample (s*, s₀, c).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -172,11 +173,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let (x, exact) = (tr.state(k)[0], cf.deviation_at(t));
             if exact.abs() >= c.closed_form_floor {
                 let e = ((x - exact) / exact).abs();
-                rel_error = if e.is_nan() {
-                    f64::NAN
-                } else {
-                    rel_error.max(e)
-                };
+                rel_error = stats::larger(rel_error, e);
             }
             s_solver.push(1.0 / (1.0 + (-(us + x)).exp()));
             s_closed.push(cf.s_at(t));
@@ -207,11 +204,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let ln_rate: Vec<f64> = measured.iter().map(|m| m.rate.ln()).collect();
     let slope = line_fit(&ln_r, &ln_rate).slope;
     let local = ratios.iter().map(|&r| rate_log_slope(r));
-    let (local_lo, local_hi) = local.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
-        (a.min(s), b.max(s))
-    });
+    let (local_lo, local_hi) = stats::range(local);
 
-    let rel_error = runs.iter().map(|r| r.rel_error).fold(0.0, f64::max);
+    let rel_error = stats::max(runs.iter().map(|r| r.rel_error));
     rep.check(
         Check::at_most(
             "solver vs implicit closed form t(s): max |x − x_cf|/|x_cf|",
@@ -238,7 +233,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .zip(&predicted)
                 .map(|(m, &l)| (m.rate / l - 1.0).abs()),
         );
-    let rate_error = rate_errors.fold(0.0, f64::max);
+    let rate_error = stats::max(rate_errors);
     rep.check(
         Check::at_most(
             "tail rate: max |λ_fit / c(s*(1 − s*))² − 1|",

@@ -13,8 +13,8 @@ use crate::models::token_select::{Example1, GaussianJoint, Instance, TokenError}
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::attention_common::{nan_max, nan_min};
 use super::common::FIRST_FREE_STREAM;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,7 +96,7 @@ fn w_svm_feasible(inst: &Instance) -> Result<bool, RunError> {
     let ones = DVector::from_element(cons.count(), 1.0);
     if let Some(chol) = gram.clone().cholesky() {
         let beta = chol.solve(&ones);
-        let residual = (&gram * &beta - &ones).amax();
+        let residual = stats::max_abs((&gram * &beta - &ones).iter());
         if residual <= 1e-9 {
             return Ok(true);
         }
@@ -112,16 +112,15 @@ fn w_svm_feasible(inst: &Instance) -> Result<bool, RunError> {
 fn opt_norm_ratio(inst: &Instance) -> f64 {
     let sq = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>();
     let data = &inst.data;
-    (0..data.n)
-        .map(|i| {
-            let o = inst.opt[i];
-            let other = (0..data.t)
+    stats::min((0..data.n).map(|i| {
+        let o = inst.opt[i];
+        let other = stats::max(
+            (0..data.t)
                 .filter(|&t| t != o)
-                .map(|t| sq(data.token(i, t)))
-                .fold(0.0, nan_max);
-            sq(data.token(i, o)) / other
-        })
-        .fold(f64::INFINITY, nan_min)
+                .map(|t| sq(data.token(i, t))),
+        );
+        sq(data.token(i, o)) / other
+    }))
 }
 
 /// What one draw gives.
@@ -141,16 +140,6 @@ fn measure(inst: &Instance) -> Result<Draw, RunError> {
     })
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    }
-}
-
 /// Per-d statistics of ρ_orth over the draws: (median, min, max).
 #[derive(Default)]
 struct RhoStats {
@@ -160,19 +149,15 @@ struct RhoStats {
 }
 
 impl RhoStats {
-    fn push(&mut self, mut rhos: Vec<f64>) {
-        self.min
-            .push(rhos.iter().copied().fold(f64::INFINITY, nan_min));
-        self.max.push(rhos.iter().copied().fold(0.0, nan_max));
-        self.median.push(median(&mut rhos));
+    fn push(&mut self, rhos: Vec<f64>) {
+        self.min.push(stats::min(rhos.iter()));
+        self.max.push(stats::max(rhos.iter()));
+        self.median.push(stats::median(&rhos));
     }
 
     /// max over consecutive d of median(d_{j+1})/median(d_j): < 1 means strictly decreasing.
     fn worst_ratio(&self) -> f64 {
-        self.median
-            .windows(2)
-            .map(|w| w[1] / w[0])
-            .fold(0.0, nan_max)
+        stats::max(self.median.windows(2).map(|w| w[1] / w[0]))
     }
 }
 
@@ -217,7 +202,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 } else {
                     f64::NAN
                 };
-                worst_spread = nan_max(worst_spread, m.spread);
+                worst_spread = stats::larger(worst_spread, m.spread);
                 instances += 1;
                 infeasible += usize::from(!m.feasible);
                 match *name {
@@ -227,7 +212,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                         dm_rho.push(m.rho);
                         cond1_ok += usize::from(ratio >= c.cond1_c);
                         if d == *p.dims.last().unwrap() {
-                            cond1_at_max_d = nan_min(cond1_at_max_d, ratio);
+                            cond1_at_max_d = stats::smaller(cond1_at_max_d, ratio);
                         }
                     }
                 }
@@ -246,7 +231,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         dm_stats.push(dm_rho);
         if !orth_rho.is_empty() {
             orth_d.push(d as f64);
-            orth_max.push(orth_rho.iter().copied().fold(0.0, nan_max));
+            orth_max.push(stats::max(orth_rho.iter()));
         }
         cond1_fraction.push(cond1_ok as f64 / p.seeds as f64);
     }
@@ -281,9 +266,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note("< 1: the median decreases with d"),
     );
-    let (lo, hi) = scaled.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &v| {
-        (nan_min(l, v), nan_max(h, v))
-    });
+    let (lo, hi) = stats::range(&scaled);
     rep.check(
         Check::at_least(
             "Lemma 6: min_d median ρ_orth(ex1)·√d",
@@ -297,7 +280,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         hi,
         c.rho_sqrt_d_range[1],
     ));
-    let orth_worst = orth_max.iter().copied().fold(0.0, nan_max);
+    let orth_worst = stats::max(orth_max.iter());
     rep.check(
         Check::at_most("ex1-orth: max ρ_orth", orth_worst, c.orth_max_rho).note(format!(
             "d ∈ {orth_d:?} (ex1-orth needs d ≥ nT + 1 = {})",

@@ -11,6 +11,7 @@ use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::DataName;
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
@@ -86,10 +87,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let pr = v.probe;
         table.push(checkpoint_row(&label, &v));
         let margins = setup.constraints.margins(v.w);
-        let min_margin = margins.iter().copied().fold(f64::INFINITY, f64::min);
+        let min_margin = stats::min(margins.iter());
         let log_ratio = pr.log_excess - lin.log_surrogate(&margins);
         let split = lin.split(v.w, &setup.wmm_unit);
-        drift = drift.max((split.outside.sqrt() - outside0.sqrt()).abs() / pr.norm);
+        drift = stats::larger(
+            drift,
+            (split.outside.sqrt() - outside0.sqrt()).abs() / pr.norm,
+        );
         if v.k > 0 {
             cv.k.push(v.k as f64);
             cv.norm.push(pr.norm);
@@ -112,7 +116,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let worst_ratio = if past_margin.is_empty() {
         f64::NAN
     } else {
-        past_margin.iter().copied().fold(0.0, f64::max)
+        stats::max(past_margin.iter())
     };
     rep.check(
         Check::at_most(
@@ -140,9 +144,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let worst_perp = if late.is_empty() {
         f64::NAN
     } else {
-        late.iter()
-            .map(|&j| (cv.perp[j].total - predicted).abs() / predicted)
-            .fold(0.0, f64::max)
+        stats::max(
+            late.iter()
+                .map(|&j| (cv.perp[j].total - predicted).abs() / predicted),
+        )
     };
     rep.check(
         Check::at_most(

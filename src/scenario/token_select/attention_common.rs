@@ -8,6 +8,7 @@ use rand_distr::StandardNormal;
 
 pub use crate::analysis::fit::line_fit;
 use crate::models::token_select::TokenData;
+use crate::stats;
 
 /// s_{i,t} = x_{i,t}ᵀ W q_i (n × T, row-major) for W column-major d × d.
 pub fn logits(data: &TokenData, w: &[f64]) -> Vec<f64> {
@@ -31,15 +32,12 @@ pub fn logits(data: &TokenData, w: &[f64]) -> Vec<f64> {
 /// min_{i, t≠opt_i} (s_{i,opt} − s_{i,t}): the smallest logit gap, which sets 1 − φ_opt and
 /// the excess loss once attention saturates.
 pub fn min_logit_gap(t: usize, logits: &[f64], opt: &[usize]) -> f64 {
-    opt.iter()
-        .enumerate()
-        .flat_map(|(i, &o)| {
-            let row = &logits[i * t..(i + 1) * t];
-            (0..t)
-                .filter(move |&k| k != o)
-                .map(move |k| row[o] - row[k])
-        })
-        .fold(f64::INFINITY, nan_min)
+    stats::min(opt.iter().enumerate().flat_map(|(i, &o)| {
+        let row = &logits[i * t..(i + 1) * t];
+        (0..t)
+            .filter(move |&k| k != o)
+            .map(move |k| row[o] - row[k])
+    }))
 }
 
 /// L − L* for the exponential loss evaluated the textbook way in f64: a max-shifted softmax,
@@ -52,7 +50,7 @@ pub fn naive_excess(t: usize, logits: &[f64], gamma: &[f64], opt: &[usize]) -> f
     for (i, &o) in opt.iter().enumerate() {
         let row = &logits[i * t..(i + 1) * t];
         let g = &gamma[i * t..(i + 1) * t];
-        let top = row.iter().copied().fold(f64::NEG_INFINITY, nan_max);
+        let top = stats::max(row.iter());
         let weights: Vec<f64> = row.iter().map(|s| (s - top).exp()).collect();
         let total: f64 = weights.iter().sum();
         let margin: f64 = weights.iter().zip(g).map(|(w, g)| w / total * g).sum();
@@ -60,25 +58,6 @@ pub fn naive_excess(t: usize, logits: &[f64], gamma: &[f64], opt: &[usize]) -> f
         loss_star += (-g[o]).exp() / n;
     }
     loss - loss_star
-}
-
-/// max(a, b) that propagates NaN (`f64::max` drops it, which would let a NaN measurement
-/// slip past a check).
-pub fn nan_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
-    }
-}
-
-/// min(a, b) that propagates NaN.
-pub fn nan_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.min(b)
-    }
 }
 
 /// A d × d matrix with iid N(0, std²) entries.

@@ -215,6 +215,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn figure(p: &Params, setup: &Setup, all: &[(String, Curves)]) -> Figure {
+    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
     let top = all
         .iter()
         .flat_map(|(_, cv)| cv.log10_excess.iter().copied())

@@ -13,6 +13,7 @@ use crate::models::token_select::{
     Assumptions, Attention, FixedDecoder, FixedRule, FixedStepper, Loss, StepReport,
 };
 use crate::scenario::{Check, Report, RunContext, RunError};
+use crate::stats;
 
 use super::common::{build_instance, w_svm, DataName, FIRST_FREE_STREAM};
 
@@ -233,11 +234,7 @@ pub struct Probe {
 impl Probe {
     /// min_i φ_{i,opt}.
     pub fn phi_min(&self) -> f64 {
-        self.attention
-            .phi_opt
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min)
+        stats::min(self.attention.phi_opt.iter())
     }
 
     /// mean_i φ_{i,opt}.
@@ -248,11 +245,7 @@ impl Probe {
 
     /// ln(1 − min_i φ_{i,opt}) = max_i ln(1 − φ_{i,opt}).
     pub fn log_one_minus_phi_min(&self) -> f64 {
-        self.attention
-            .log_one_minus_phi_opt
-            .iter()
-            .copied()
-            .fold(f64::NEG_INFINITY, f64::max)
+        stats::max(self.attention.log_one_minus_phi_opt.iter())
     }
 
     /// Whether every measured quantity is a number (ln values may be −∞ only for exact zeros).

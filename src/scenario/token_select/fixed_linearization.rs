@@ -20,6 +20,7 @@ use crate::scenario::RunError;
 
 use super::fixed_common::{dot, trace, Probing, Setup};
 use crate::models::token_select::FixedRule;
+use crate::stats;
 
 /// Projections and the predicted offset of one fixed-decoder problem.
 pub struct Linearization {
@@ -157,7 +158,7 @@ impl Linearization {
 fn orthonormal_columns(rows: &DMatrix<f64>, what: &str) -> Result<DMatrix<f64>, RunError> {
     let qr = rows.transpose().qr();
     let r = qr.r();
-    let top = (0..r.nrows()).map(|j| r[(j, j)].abs()).fold(0.0, f64::max);
+    let top = stats::max((0..r.nrows()).map(|j| r[(j, j)].abs()));
     if (0..r.nrows()).any(|j| r[(j, j)].abs() <= 1e-10 * top) {
         return Err(RunError::Other(format!(
             "the {what} are linearly dependent; the offset w̃ is not unique"

@@ -18,6 +18,7 @@ use crate::models::token_select::{
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::arc_length::{flow_curve, stop_at_arc_lengths, Curve, OnPath};
 use super::common::{w_svm, DATA_STREAM, FIRST_FREE_STREAM};
@@ -264,17 +265,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let mis_ngf = one_minus_cos(&z[..m], &w_mm);
         let (tau_gf, on_gf) = &gf_cp[j];
         let (t_pf, on_pf) = &pf_cp[j];
-        flow_gap = flow_gap
-            .max((on_gf.misalignment - mis_ngf).abs())
-            .max((on_pf.misalignment - mis_ngf).abs());
-        arc_gap = arc_gap
-            .max((on_gf.s - s).abs() / s)
-            .max((on_pf.s - s).abs() / s);
+        flow_gap = stats::max([
+            flow_gap,
+            (on_gf.misalignment - mis_ngf).abs(),
+            (on_pf.misalignment - mis_ngf).abs(),
+        ]);
+        arc_gap = stats::max([arc_gap, (on_gf.s - s).abs() / s, (on_pf.s - s).abs() / s]);
         let psi_s = ngf.log1p_gf_time(z);
         let pf_clock = ngf.pf_time(z);
-        clock_gap = clock_gap
-            .max((tau_gf - psi_s).abs() / psi_s)
-            .max((t_pf - pf_clock).abs() / pf_clock);
+        clock_gap = stats::max([
+            clock_gap,
+            (tau_gf - psi_s).abs() / psi_s,
+            (t_pf - pf_clock).abs() / pf_clock,
+        ]);
         let errors: Vec<(f64, f64)> = ngd_runs
             .iter()
             .map(|(_, run)| {

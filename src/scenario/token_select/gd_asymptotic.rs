@@ -9,6 +9,7 @@ use crate::models::token_select::{FixedRule, LogTimeGradientFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::stats;
 
 use super::common::DataName;
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
@@ -246,13 +247,9 @@ fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut 
             .map(|(&t, &m)| (t, m * t.ln().powi(2)))
             .collect();
     let in_window = scaled.iter().filter(|(t, _)| *t <= b).map(|&(_, v)| v);
-    let early = c.envelope_factor * in_window.clone().fold(0.0f64, f64::max);
-    let floor = c.floor_factor * in_window.fold(f64::INFINITY, f64::min);
-    let (lo, hi) = scaled
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(l, h), &(_, v)| {
-            (l.min(v), h.max(v))
-        });
+    let early = c.envelope_factor * stats::max(in_window.clone());
+    let floor = c.floor_factor * stats::min(in_window);
+    let (lo, hi) = stats::range(scaled.iter().map(|&(_, v)| v));
     let t_end = *r.t.last().unwrap_or(&f64::NAN);
     let at_end = scaled.last().map_or(f64::NAN, |&(_, v)| v);
     rep.check(
@@ -292,11 +289,7 @@ fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut 
             .filter(|(&t, _)| t >= from)
             .map(|(t, n)| n - t.ln() / gamma)
             .collect();
-    let (lo, hi) = offsets
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
-            (l.min(v), h.max(v))
-        });
+    let (lo, hi) = stats::range(&offsets);
     rep.check(
         Check::at_most(
             &format!("[{label}] ‖W‖ − (ln t)/Γ: variation on [{from:.3e}, {t_end:.3e}]"),
@@ -330,10 +323,7 @@ fn figure(p: &Params, setup: &Setup, runs: &[Run], envelopes: &[f64], limit: f64
         .log_x()
         .legend(LegendPosition::LowerRight);
     let [a, b] = p.envelope_window;
-    let t_max = runs
-        .iter()
-        .filter_map(|r| r.t.last().copied())
-        .fold(a, f64::max);
+    let t_max = stats::max_with(a, runs.iter().filter_map(|r| r.t.last().copied()));
     let late = logspace(a, t_max, 200);
     align = align
         .series(

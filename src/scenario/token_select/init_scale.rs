@@ -20,8 +20,9 @@ use crate::models::token_select::{
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::attention_common::{gaussian_matrix, logits, nan_max, nan_min, unit_direction};
+use super::attention_common::{gaussian_matrix, logits, unit_direction};
 use super::common::{build_instance, w_svm, DataName, DATA_STREAM, FIRST_FREE_STREAM};
 use super::svm_common::data_label;
 
@@ -158,17 +159,13 @@ fn lemma3(
         lowest
             .iter_mut()
             .zip(&next)
-            .for_each(|(l, &v)| *l = nan_min(*l, v));
+            .for_each(|(l, &v)| *l = stats::smaller(*l, v));
         phi = next;
     }
     Ok(Lemma3 {
         decreases,
-        bound_ratio: lowest
-            .iter()
-            .zip(&bounds)
-            .map(|(l, b)| l / b)
-            .fold(f64::INFINITY, nan_min),
-        min_phi: lowest.iter().copied().fold(f64::INFINITY, nan_min),
+        bound_ratio: stats::min(lowest.iter().zip(&bounds).map(|(l, b)| l / b)),
+        min_phi: stats::min(lowest.iter()),
     })
 }
 
@@ -231,10 +228,11 @@ fn sweep(
     // every ⟨D_k, D_l⟩ ≥ 0, no step of GD/NGD/PS lowers any gap, so Lemma 3 holds at every
     // scale and step size. The smallest constraint cosine says whether that shortcut applies.
     let gram = cons.gram();
-    let min_constraint_cos = (0..gram.nrows())
-        .flat_map(|k| (0..gram.nrows()).map(move |l| (k, l)))
-        .map(|(k, l)| gram[(k, l)] / (gram[(k, k)] * gram[(l, l)]).sqrt())
-        .fold(f64::INFINITY, nan_min);
+    let min_constraint_cos = stats::min(
+        (0..gram.nrows())
+            .flat_map(|k| (0..gram.nrows()).map(move |l| (k, l)))
+            .map(|(k, l)| gram[(k, l)] / (gram[(k, k)] * gram[(l, l)]).sqrt()),
+    );
     let b = inst.data.assumptions(&inst.decoder, &inst.opt).token_bound;
     let (t, d) = (inst.data.t, inst.data.d);
     let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential)
@@ -278,24 +276,19 @@ fn sweep(
             let w0: Vec<f64> = dir.iter().map(|x| r * x).collect();
             let max_logit = logits(sw.model.data(), &w0)
                 .iter()
-                .fold(0.0f64, |m, s| nan_max(m, s.abs()));
-            let min_phi0 = sw
-                .model
-                .attention(&w0)
-                .phi_opt
-                .into_iter()
-                .fold(f64::INFINITY, nan_min);
+                .fold(0.0f64, |m, s| stats::larger(m, s.abs()));
+            let min_phi0 = stats::min(sw.model.attention(&w0).phi_opt);
             let l3 = lemma3(&sw.model, &w0, p, floor, slack)?;
             let violated = l3.decreases > 0 || l3.bound_ratio < 1.0 - slack;
             if c_r <= c.lemma3_max_c {
                 sw.asserted += 1;
                 sw.violations += usize::from(violated);
             }
-            sw.logit_ratio = nan_max(sw.logit_ratio, max_logit / c_r);
-            sw.phi_ratio = nan_min(sw.phi_ratio, min_phi0 / phi_bound);
-            logit = nan_max(logit, max_logit);
-            phi0_min = nan_min(phi0_min, min_phi0);
-            ratio = nan_min(ratio, l3.bound_ratio);
+            sw.logit_ratio = stats::larger(sw.logit_ratio, max_logit / c_r);
+            sw.phi_ratio = stats::smaller(sw.phi_ratio, min_phi0 / phi_bound);
+            logit = stats::larger(logit, max_logit);
+            phi0_min = stats::smaller(phi0_min, min_phi0);
+            ratio = stats::smaller(ratio, l3.bound_ratio);
             steps = steps.max(l3.decreases);
             rows.push(vec![
                 sw.label.as_str().into(),
@@ -350,17 +343,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             "Lemma 2: max_{starts} max|s_{i,t}(W₀)| / (‖W₀‖B²)",
-            sweeps.iter().map(|s| s.logit_ratio).fold(0.0, nan_max),
+            stats::max(sweeps.iter().map(|s| s.logit_ratio)),
             1.0 + slack,
         )
         .note(format!("{starts} starts (scales × directions × instances)")),
     );
     rep.check(Check::at_least(
         "Lemma 2: min_{starts} min_i φ_{i,opt}(W₀) / (e^{−2‖W₀‖B²}/T)",
-        sweeps
-            .iter()
-            .map(|s| s.phi_ratio)
-            .fold(f64::INFINITY, nan_min),
+        stats::min(sweeps.iter().map(|s| s.phi_ratio)),
         1.0 - slack,
     ));
 

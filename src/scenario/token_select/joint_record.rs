@@ -6,6 +6,7 @@ use crate::flow::{norm, GradientFlow};
 use crate::models::token_select::logdomain::log_sum_exp;
 use crate::models::token_select::{JointModel, JointRule, JointStepper, TokenData};
 use crate::scenario::RunError;
+use crate::stats;
 
 /// One optimizer run's per-iteration record (k = 0..=K).
 pub struct JointRun {
@@ -91,9 +92,7 @@ pub fn run_one(
             .map(|i| {
                 let row = &gamma[i * t..(i + 1) * t];
                 let o = rf.opt[i];
-                let best_other = (0..t)
-                    .filter(|&tau| tau != o)
-                    .fold(f64::NEG_INFINITY, |m, tau| m.max(row[tau]));
+                let best_other = stats::max((0..t).filter(|&tau| tau != o).map(|tau| row[tau]));
                 row[o] - best_other
             })
             .collect();
@@ -119,28 +118,19 @@ pub fn run_one(
         let (nu, nw) = (norm(u), norm(w));
         if let Some((eta, alpha)) = eq10 {
             if k >= 1 {
-                r.u_bound_ratio = r.u_bound_ratio.max(nu / (eta * k as f64));
-                r.w_bound_ratio = r.w_bound_ratio.max(nw / w_bound);
+                r.u_bound_ratio = stats::larger(r.u_bound_ratio, nu / (eta * k as f64));
+                r.w_bound_ratio = stats::larger(r.w_bound_ratio, nw / w_bound);
             }
             // w_bound = ηΣ_{s<k+1}(s+1)^{−α} from here on
             w_bound += eta * ((k + 1) as f64).powf(-alpha);
         }
-        let (m_max, m_min) = att
-            .margins
-            .iter()
-            .fold((f64::NEG_INFINITY, f64::INFINITY), |(a, b), &m| {
-                (a.max(m), b.min(m))
-            });
-        let min_opt_score = (0..n)
-            .map(|i| gamma[i * t + rf.opt[i]])
-            .fold(f64::INFINITY, f64::min);
+        let (m_min, m_max) = stats::range(&att.margins);
+        let min_opt_score = stats::min((0..n).map(|i| gamma[i * t + rf.opt[i]]));
         r.norm_u.push(nu);
         r.norm_w.push(nw);
         r.mean_phi.push(phi.iter().sum::<f64>() / n as f64);
-        r.min_phi
-            .push(phi.iter().copied().fold(f64::INFINITY, f64::min));
-        r.min_gap
-            .push(gaps.iter().copied().fold(f64::INFINITY, f64::min));
+        r.min_phi.push(stats::min(phi.iter()));
+        r.min_gap.push(stats::min(gaps.iter()));
         r.log_loss_ratio.push(m_max - m_min);
         r.mis_w.push(one_minus_cos(w, rf.w_mm));
         r.mis_u.push(one_minus_cos(u, rf.u_mm));

@@ -14,6 +14,7 @@ use crate::models::token_select::{GaussianJoint, JointModel, JointRule, Loss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{w_svm, DATA_STREAM};
 use super::joint_common::{checkpoints, require_iterations};
@@ -182,12 +183,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     // ℓ_i/L → α_i/Σα (u-SVM duals): the u-gradient direction Σ ℓ_i y_i X_iᵀφ_i must tend to
     // u_mm = Σ α_i y_i x_{i,opt} while φ → e_opt; so the loss ratio tends to α_max/α_min
-    let loss_ratio_limit = u_svm_sol.alpha.iter().copied().fold(0.0, f64::max)
-        / u_svm_sol
-            .alpha
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
+    let loss_ratio_limit = stats::max(u_svm_sol.alpha.iter()) / stats::min(u_svm_sol.alpha.iter());
     rep.derive("u_svm_dual_ratio", loss_ratio_limit);
     let limits = Limits {
         loss_ratio: loss_ratio_limit,
@@ -257,7 +253,7 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
             r.norm_w[k_end]
         )),
     );
-    let min_gap = r.min_gap[1..].iter().copied().fold(f64::INFINITY, f64::min);
+    let min_gap = stats::min(r.min_gap[1..].iter());
     rep.check(
         Check::at_least(
             &name("Lem. 11(ii) min_{k≥1,i} (γ_{i,opt} − γ_{i,τ})(u_k)"),
@@ -282,18 +278,13 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
         )
         .note("φ_{i,opt}(θ_{k+1}) ≥ φ_{i,opt}(θ_k), compared in ln(1 − φ) (rel. 1e−12)"),
     );
-    let min_phi = r.min_phi.iter().copied().fold(f64::INFINITY, f64::min);
+    let min_phi = stats::min(r.min_phi.iter());
     rep.check(Check::at_least(
         &name("Lem. 11(iii) min_{k,i} φ_{i,opt}·T"),
         min_phi * p.t as f64,
         1.0 - 1e-12,
     ));
-    let max_ratio = r
-        .log_loss_ratio
-        .iter()
-        .copied()
-        .fold(f64::NEG_INFINITY, f64::max)
-        .exp();
+    let max_ratio = stats::max(r.log_loss_ratio.iter()).exp();
     rep.check(
         Check::at_most(
             &name("Lem. 11(i) max_k loss ratio max_i ℓ_i/min_j ℓ_j"),
@@ -328,9 +319,7 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
         (a - r.log_loss[k] * x, b + x * x)
     });
     let c_fit = num / den;
-    let worst = (w0..=k_end)
-        .map(|k| -r.log_loss[k] / (c_fit * (k as f64).powf(beta)))
-        .fold(f64::INFINITY, f64::min);
+    let worst = stats::min((w0..=k_end).map(|k| -r.log_loss[k] / (c_fit * (k as f64).powf(beta))));
     rep.check(
         Check::at_least(
             &name(&format!("Thm 2 min_{{k≥{w0}}} −ln L_k/(c k^{beta:.3})")),
@@ -363,10 +352,7 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
     );
     // Theorem 4: the decoder's normalized margin is a constant fraction of the max margin
     let from = c.margin_from;
-    let min_ratio = r.margin_ratio[from..]
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min);
+    let min_ratio = stats::min(r.margin_ratio[from..].iter());
     rep.check(
         Check::at_least(
             &name(&format!("Thm 4 min_{{k≥{from}}} ‖u_mm‖·margin(u_k)")),
@@ -424,11 +410,7 @@ fn derive_run(rep: &mut Report, r: &JointRun) {
     rep.derive(&format!("{key}_gap_decreases"), r.gap_decreases);
     rep.derive(
         &format!("{key}_max_loss_ratio"),
-        r.log_loss_ratio
-            .iter()
-            .copied()
-            .fold(f64::NEG_INFINITY, f64::max)
-            .exp(),
+        stats::max(r.log_loss_ratio.iter()).exp(),
     );
 }
 

@@ -10,6 +10,7 @@ use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::stats;
 
 use super::common::DataName;
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
@@ -193,7 +194,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 }
             });
             for (i, &f) in phi.iter().enumerate() {
-                a.lemma3_ratio = a.lemma3_ratio.min(f / a.phi0[i].min(phi_floor));
+                a.lemma3_ratio = stats::smaller(a.lemma3_ratio, f / a.phi0[i].min(phi_floor));
                 let prev = a.phi_prev[i];
                 if f < prev {
                     a.decreases += 1;
@@ -204,17 +205,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             }
             a.phi_prev.clone_from(phi);
             let log_corr_mm = pr.log_grad_norm + pr.rho.ln() + wmm_norm.ln();
-            a.lemma4_lower = a.lemma4_lower.min(log_corr_mm - pr.log_p);
-            a.lemma4_upper = a
-                .lemma4_upper
-                .max(pr.log_grad_norm - (2.0 * b2).ln() - pr.log_p);
-            a.rho_min = a.rho_min.min(pr.rho);
+            a.lemma4_lower = stats::smaller(a.lemma4_lower, log_corr_mm - pr.log_p);
+            a.lemma4_upper = stats::larger(
+                a.lemma4_upper,
+                pr.log_grad_norm - (2.0 * b2).ln() - pr.log_p,
+            );
+            a.rho_min = stats::smaller(a.rho_min, pr.rho);
             let k = v.k as f64;
             if v.k > 0 {
-                a.lemma5_lower = a
-                    .lemma5_lower
-                    .min(pr.proj - (proj0 + eta * gamma * k / (2.0 * b2)));
-                a.lemma5_upper = a.lemma5_upper.max(pr.norm - (norm0 + eta * k));
+                a.lemma5_lower = stats::smaller(
+                    a.lemma5_lower,
+                    pr.proj - (proj0 + eta * gamma * k / (2.0 * b2)),
+                );
+                a.lemma5_upper = stats::larger(a.lemma5_upper, pr.norm - (norm0 + eta * k));
             }
             // the figure shows the skeleton from the last start
             let mut shown = f64::NAN;
@@ -226,7 +229,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 if let Some(num) = sk.numerator {
                     let bound = num / pr.norm;
                     if v.k > sk.start {
-                        sk.worst_ratio = sk.worst_ratio.max(pr.one_minus_corr / bound);
+                        sk.worst_ratio = stats::larger(sk.worst_ratio, pr.one_minus_corr / bound);
                     }
                     if j == last {
                         shown = bound;
@@ -373,15 +376,18 @@ fn run_checks(
         .filter(|(&k, _)| k >= k0)
         .map(|(&k, &m)| (k, m * k.sqrt()))
         .collect();
-    let fitted = scaled
-        .iter()
-        .filter(|(k, _)| *k <= 2.0 * k0)
-        .fold(0.0f64, |m, &(_, v)| m.max(v))
-        * c.envelope_factor;
-    let worst = scaled
-        .iter()
-        .map(|&(k, v)| v / k.sqrt() / (fitted / k.sqrt()).max(c.resolution_floor))
-        .fold(0.0f64, f64::max);
+    let fitted = stats::max_with(
+        0.0,
+        scaled
+            .iter()
+            .filter(|(k, _)| *k <= 2.0 * k0)
+            .map(|&(_, v)| v),
+    ) * c.envelope_factor;
+    let worst = stats::max(
+        scaled
+            .iter()
+            .map(|&(k, v)| v / k.sqrt() / (fitted / k.sqrt()).max(c.resolution_floor)),
+    );
     rep.check(
         Check::at_most(
             &format!(
@@ -438,7 +444,8 @@ fn run_checks(
 fn figure(p: &Params, setup: &Setup, runs: &[(String, Curves, f64)]) -> Figure {
     let (gamma, b2, eta) = (setup.margin, setup.b2(), p.eta);
     let start = p.skeleton_starts.iter().copied().max();
-    // values at rounding level (an init on the W_mm ray) would stretch the log axes
+    // values at rounding level (an init on the W_mm ray) would stretch the log axes; an axis
+    // range, not a measurement (plain fold: a NaN sample must not blank the axis)
     let visible = |values: &dyn Fn(&Curves) -> &[f64], floor: f64| {
         runs.iter()
             .flat_map(|(_, cv, _)| values(cv).iter().copied())

@@ -11,6 +11,7 @@ use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::stats;
 
 use super::common::DataName;
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Cap, Init, Probing, Setup};
@@ -125,23 +126,30 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 let pr = v.probe;
                 let phi_min = pr.phi_min();
                 let log_along_mm = pr.log_grad_norm + pr.rho.ln();
-                acc.lower = acc
-                    .lower
-                    .min(log_along_mm - (gamma * phi_min).ln() - pr.log_excess);
-                acc.upper = acc
-                    .upper
-                    .max(pr.log_grad_norm - upper_factor.ln() - pr.log_excess);
+                acc.lower = stats::smaller(
+                    acc.lower,
+                    log_along_mm - (gamma * phi_min).ln() - pr.log_excess,
+                );
+                acc.upper = stats::larger(
+                    acc.upper,
+                    pr.log_grad_norm - upper_factor.ln() - pr.log_excess,
+                );
                 let eta_eff = (pr.log_excess - pr.log_grad_norm).exp();
-                acc.eta_eff = (acc.eta_eff.0.min(eta_eff), acc.eta_eff.1.max(eta_eff));
+                acc.eta_eff = (
+                    stats::smaller(acc.eta_eff.0, eta_eff),
+                    stats::larger(acc.eta_eff.1, eta_eff),
+                );
                 if v.k == 0 {
                     norm0 = pr.norm;
                     proj0 = pr.proj;
                 } else if cap_value.is_infinite() {
                     let k = v.k as f64;
-                    acc.lemma5_lower = acc
-                        .lemma5_lower
-                        .min(pr.proj - (proj0 + k * gamma / (2.0 * b2) * eta_eff_floor));
-                    acc.lemma5_upper = acc.lemma5_upper.max(pr.norm - (norm0 + ceiling_sum));
+                    acc.lemma5_lower = stats::smaller(
+                        acc.lemma5_lower,
+                        pr.proj - (proj0 + k * gamma / (2.0 * b2) * eta_eff_floor),
+                    );
+                    acc.lemma5_upper =
+                        stats::larger(acc.lemma5_upper, pr.norm - (norm0 + ceiling_sum));
                 }
                 ceiling_sum += 1.0 / (gamma * phi_min);
                 if let Some(step) = v.step {
@@ -299,12 +307,8 @@ fn figure(
     .log_y()
     .legend(LegendPosition::UpperRight)
     .hline(RefLine::new(eta_eff_floor, "1/(2B²(1+Δ̄))"));
-    let top_cap = runs
-        .iter()
-        .map(|r| r.1)
-        .filter(|c| c.is_finite())
-        .fold(1.0f64, f64::max)
-        .log10();
+    let top_cap = stats::max_with(1.0, runs.iter().map(|r| r.1).filter(|c| c.is_finite())).log10();
+    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
     let bottom = runs
         .iter()
         .flat_map(|r| r.2.log10_step.iter().copied())

@@ -10,6 +10,7 @@ use crate::models::token_select::FixedRule;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::stats;
 
 use super::common::DataName;
 use super::fixed_common::{
@@ -66,10 +67,7 @@ struct Path {
 
 impl Path {
     fn log_gap_max(&self, k: usize) -> f64 {
-        self.log_gap[k]
-            .iter()
-            .copied()
-            .fold(f64::NEG_INFINITY, f64::max)
+        stats::max(self.log_gap[k].iter())
     }
 }
 
@@ -100,7 +98,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
         let gaps = &pr.attention.log_one_minus_phi_opt;
         for &g in gaps {
-            worst_excess = worst_excess.max(g - log_bound);
+            worst_excess = stats::larger(worst_excess, g - log_bound);
         }
         path.norm.push(pr.norm);
         path.log_gap.push(gaps.clone());
@@ -153,11 +151,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         })
         .collect();
     let predicted: Vec<f64> = per_sample_margin.iter().map(|m| gamma * m).collect();
-    let worst_sample = sample_slopes
-        .iter()
-        .zip(&predicted)
-        .map(|(s, q)| (s - q).abs() / q)
-        .fold(0.0f64, f64::max);
+    let worst_sample = stats::max(
+        sample_slopes
+            .iter()
+            .zip(&predicted)
+            .map(|(s, q)| (s - q).abs() / q),
+    );
     rep.check(
         Check::at_most(
             "per-sample exponent: max_i |−slope_i − Γ·min_t⟨W_mm, D_{i,t}⟩| / (Γ·min_t⟨W_mm, D_{i,t}⟩)",
@@ -190,7 +189,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn per_sample_min_margin(setup: &Setup) -> Vec<f64> {
     let mut out = vec![f64::INFINITY; setup.n()];
     for (label, &m) in setup.constraints.labels.iter().zip(&setup.svm.margins) {
-        out[label.sequence] = out[label.sequence].min(m);
+        out[label.sequence] = stats::smaller(out[label.sequence], m);
     }
     out
 }
@@ -294,6 +293,7 @@ fn figure(
 /// A y-range for the attention panel that shows the samples and the non-trivial part of the
 /// bound (the bound starts far above 0 while 1 − corr is large).
 fn attn_range(path: &Path) -> (f64, f64) {
+    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
     let lo = path
         .log_gap
         .iter()

@@ -13,10 +13,9 @@ use crate::models::token_select::{FixedDecoder, FixedRule, FixedStepper, Loss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::attention_common::{
-    gaussian_matrix, line_fit, logits, min_logit_gap, naive_excess, nan_max,
-};
+use super::attention_common::{gaussian_matrix, line_fit, logits, min_logit_gap, naive_excess};
 use super::common::{build_instance, w_svm, DataName, FIRST_FREE_STREAM};
 use super::svm_common::data_label;
 
@@ -164,11 +163,11 @@ fn two_token_errors(run: &Run, eta: f64) -> (f64, f64) {
         // L − L* = e^{−1} expm1(σ(−g)), σ(−g) = e^{−softplus(g)}
         let sig = (-softplus(g)).exp();
         let exact = -1.0 + crate::models::token_select::logdomain::log_expm1(sig, -softplus(g));
-        loss_err = nan_max(loss_err, ((run.log_excess[k] - exact) / exact).abs());
+        loss_err = stats::larger(loss_err, ((run.log_excess[k] - exact) / exact).abs());
         let c = c0 + eta * k as f64;
         let root = (c * c + p).sqrt();
         let closed = p / (c * c + p + c * root);
-        dir_err = nan_max(dir_err, (run.one_minus_corr[k] / closed - 1.0).abs());
+        dir_err = stats::larger(dir_err, (run.one_minus_corr[k] / closed - 1.0).abs());
     }
     (loss_err, dir_err)
 }
@@ -232,7 +231,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 run.gap.last().unwrap()
             )),
         );
-        let worst_step = run.step_error.iter().copied().fold(0.0, nan_max);
+        let worst_step = stats::max(run.step_error.iter());
         rep.check(Check::at_most(
             &format!("{label}: max |NGD step length/η − 1|"),
             worst_step,

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use crate::analysis::svm::{solve_l2, L2Solution, MarginConstraints, SvmError, SvmMethod};
 use crate::plot::{LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::{Check, Report};
+use crate::stats;
 
-use super::attention_common::nan_max;
 use super::common::DataName;
 
 /// Acceptance thresholds of a max-margin certificate (spec 003 §3.3).
@@ -152,7 +152,8 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
         .iter()
         .filter_map(|(label, sols)| sols.primal_dual_difference().map(|d| (d, *label)))
         .collect();
-    if let Some(&(worst, at)) = diffs.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+    // the last of equal maxima; a NaN difference is the worst
+    if let Some((worst, at)) = stats::worst(diffs.iter().rev().copied()) {
         rep.check(
             Check::at_most(
                 "‖w_primal − w_dual‖/‖w_dual‖",
@@ -178,9 +179,7 @@ pub fn support_condition<C: MarginConstraints + ?Sized>(c: &C, sol: &L2Solution)
         .select_rows(&sol.support)
         .select_columns(&sol.support);
     let eig = SymmetricEigen::new(g).eigenvalues;
-    let (lo, hi) = eig
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(l, h), &e| (l.min(e), h.max(e)));
+    let (lo, hi) = stats::range(&eig);
     hi / lo
 }
 
@@ -223,14 +222,13 @@ pub fn complementarity_panel(groups: &[(String, &L2Solution)]) -> LinePanel {
         "multiplier α_k",
     );
     // the axes start at 0 so that rounding-level slacks sit on the α axis, where KKT puts them
-    let widest = groups
-        .iter()
-        .flat_map(|(_, s)| s.margins.iter().map(|m| m - 1.0))
-        .fold(0.05, nan_max);
-    let top = groups
-        .iter()
-        .flat_map(|(_, s)| s.alpha.iter().copied())
-        .fold(0.0, nan_max);
+    let widest = stats::max_with(
+        0.05,
+        groups
+            .iter()
+            .flat_map(|(_, s)| s.margins.iter().map(|m| m - 1.0)),
+    );
+    let top = stats::max(groups.iter().flat_map(|(_, s)| s.alpha.iter().copied()));
     panel = panel
         .x_range(-0.05 * widest, 1.05 * widest)
         .y_range(-0.05 * top, 1.1 * top);

@@ -17,6 +17,7 @@ use crate::models::token_select::{FixedDecoder, FixedRule, FixedStepper, Instanc
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
 use super::common::{build_instance, w_svm, DataName};
 use super::joint_common::{checkpoints, log10_from_ln, require_iterations, subscript, thin_log};
@@ -234,11 +235,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // §3.4: W_mm = (2/3, −1/3, 1/3)e₁ᵀ (column 0 of the column-major vec)
     let mut closed = vec![0.0; w_mm.len()];
     closed[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
-    let w_mm_err = w_mm
-        .iter()
-        .zip(&closed)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
+    let w_mm_err = stats::max(w_mm.iter().zip(&closed).map(|(a, b)| (a - b).abs()));
     rep.check(
         Check::at_most(
             "W-SVM = (2/3, −1/3, 1/3)e₁ᵀ (max entry error)",
@@ -260,8 +257,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             runs.push(run_one(&model, &plane, &w_mm, w0, opt, r, p)?);
         }
     }
-    let r_small = p.radii.iter().copied().fold(f64::INFINITY, f64::min);
-    let r_large = p.radii.iter().copied().fold(0.0, f64::max);
+    let r_small = stats::min(p.radii.iter());
+    let r_large = stats::max(p.radii.iter());
     let find = |opt: Optimizer, r: f64| {
         runs.iter()
             .find(|x| x.opt == opt && x.radius == r)

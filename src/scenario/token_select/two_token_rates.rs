@@ -17,8 +17,7 @@ use crate::models::token_select::{
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
-
-use super::attention_common::{nan_max, nan_min};
+use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -163,7 +162,7 @@ fn table_error(
             let half_unit = 0.5 * 10f64.powi(v.abs().log10().floor() as i32 - (digits - 1));
             got(at).map(|g| (g - v).abs() / (tol * v.abs()).max(half_unit))
         })
-        .fold((0.0, 0), |(e, n), x| (nan_max(e, x), n + 1))
+        .fold((0.0, 0), |(e, n), x| (stats::larger(e, x), n + 1))
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -249,10 +248,7 @@ fn run_rule(
 }
 
 fn max_rel(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| ((x - y) / y).abs())
-        .fold(0.0, nan_max)
+    stats::max(a.iter().zip(b).map(|(x, y)| ((x - y) / y).abs()))
 }
 
 /// The value at checkpoint k, if k is one.
@@ -422,11 +418,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .filter(|(&k, _)| k >= c.gd_rate_from)
         .map(|(_, &v)| v)
         .collect();
-    let (lo, hi) = tail
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
-            (nan_min(l, v), nan_max(h, v))
-        });
+    let (lo, hi) = stats::range(&tail);
     let gd_note = format!("k ∈ [{}, {}] (Eq. 3: Θ(1/log²k))", c.gd_rate_from, p.steps);
     rep.check(
         Check::at_least("GD min (1 − corr)·ln²k", lo, c.gd_rate_range[0]).note(gd_note.clone()),

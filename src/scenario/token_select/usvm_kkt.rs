@@ -13,8 +13,8 @@ use crate::models::token_select::GaussianJoint;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::attention_common::{nan_max, nan_min};
 use super::common::{DATA_STREAM, FIRST_FREE_STREAM};
 use super::svm_common::{
     certificate_checks, complementarity_panel, solution_summary, solve_both, BothSolutions,
@@ -121,12 +121,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let sol = &sols.dual;
         let star = &dr.label_direction;
         let star_norm = crate::flow::norm(star);
-        let star_margin = dr
-            .cons
-            .margins(star)
-            .into_iter()
-            .fold(f64::INFINITY, nan_min)
-            / star_norm;
+        let star_margin = stats::min(dr.cons.margins(star)) / star_norm;
         let max_margin = 1.0 / sol.norm;
         if star_margin / max_margin > worst_ratio {
             (worst_ratio, worst_at) = (star_margin / max_margin, j);
@@ -174,7 +169,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .map(|(l, sols)| (l.clone(), &sols.dual))
         .collect();
     let margins = complementarity_panel(&groups).legend(LegendPosition::None);
-    let max_top = max_margins.iter().copied().fold(0.0, nan_max);
+    let max_top = stats::max(max_margins.iter());
     let optimality = LinePanel::new(
         "max margin vs the label direction u*",
         "DM draw",

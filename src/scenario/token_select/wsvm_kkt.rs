@@ -15,8 +15,8 @@ use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::stats;
 
-use super::attention_common::nan_max;
 use super::common::{build_instance, DataName};
 use super::svm_common::{
     certificate_checks, complementarity_panel, data_label, solution_summary, solve_both,
@@ -182,10 +182,6 @@ fn orthogonal_problem() -> Problem {
     }
 }
 
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
-}
-
 /// svm.json: the W-SVM document of [`svm_report`] plus where the data came from and the
 /// primal cross-check.
 fn svm_document(pr: &Problem, sols: &BothSolutions) -> Value {
@@ -216,7 +212,7 @@ fn margin_panel(pr: &Problem, sols: &BothSolutions) -> LinePanel {
         into.0.push((k + 1) as f64);
         into.1.push(m);
     }
-    let top = sol.margins.iter().copied().fold(1.0, nan_max);
+    let top = stats::max_with(1.0, sol.margins.iter().copied());
     let m = sol.margins.len() as f64;
     LinePanel::new(
         format!(
@@ -287,10 +283,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     certificate_checks(&mut rep, &labelled, &c.kkt);
     for (pr, sols) in problems.iter().zip(&solved) {
         if let Some((closed, formula)) = &pr.closed_form {
-            let err = sols
-                .all()
-                .map(|s| max_abs_diff(&s.w, closed))
-                .fold(0.0, nan_max);
+            let err = stats::max(sols.all().map(|s| stats::max_abs_diff(&s.w, closed)));
             rep.check(
                 Check::at_most(
                     &format!("{}: max |W − W_closed-form|", pr.label),

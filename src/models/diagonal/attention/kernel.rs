@@ -11,6 +11,8 @@
 //! δdP = δE Vᵀ + E δVᵀ, δdS = δP ⊙ (dP − rowdot(P, dP)) + P ⊙ (δdP − rowdot(δP, dP) −
 //! rowdot(P, δdP)). Matrices are row-major slices: S, P n×n; V, F, E n×d.
 
+use crate::stats;
+
 /// C = A B with A m×k, B k×n (row-major); `acc` adds to C instead of overwriting it.
 pub(super) fn mat_mul(
     a: &[f64],
@@ -89,7 +91,7 @@ fn softmax_rows(s: &[f64], p: &mut [f64], n: usize) {
     for m in 0..n {
         let row = &s[m * n..(m + 1) * n];
         let out = &mut p[m * n..(m + 1) * n];
-        let max = row.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+        let max = stats::max(row.iter());
         let mut total = 0.0;
         for (o, &x) in out.iter_mut().zip(row) {
             *o = (x - max).exp();

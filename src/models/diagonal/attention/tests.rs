@@ -10,6 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use super::*;
 use crate::flow::GradientFlow;
 use crate::models::diagonal::testing::{autodiff_grad_hvp, rel_err, Reference};
+use crate::stats;
 
 /// L̃ = (1/N) Σ_s κ ‖smax(X A Xᵀ) X M − Y‖² with A, M given entrywise, written directly.
 fn reference_loss<T: DualNum<f64> + Copy>(
@@ -32,10 +33,7 @@ fn reference_loss<T: DualNum<f64> + Copy>(
             let scores: Vec<T> = (0..n)
                 .map(|j| (0..d).fold(T::from(0.0), |acc, l| acc + xa[row * d + l] * x[j * d + l]))
                 .collect();
-            let shift = scores
-                .iter()
-                .map(|s| s.re())
-                .fold(f64::NEG_INFINITY, f64::max);
+            let shift = stats::max(scores.iter().map(|s| s.re()));
             let weights: Vec<T> = scores.iter().map(|s| (*s - shift).exp()).collect();
             let norm = weights.iter().fold(T::from(0.0), |acc, w| acc + *w);
             for col in 0..d {

@@ -120,6 +120,10 @@ struct RunOpts {
     /// Folder of scenario files.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Run configurations estimated to need more than 8 GB of memory or an hour of work on one
+    /// core, and sweeps of more than 10000 points (refused by default).
+    #[arg(long)]
+    allow_large: bool,
 }
 
 impl RunOpts {
@@ -129,6 +133,7 @@ impl RunOpts {
             seed: self.seed,
             method: self.solver,
             quick: self.quick,
+            allow_large: self.allow_large,
         }
     }
     fn dir(&self) -> PathBuf {

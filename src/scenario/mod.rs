@@ -22,6 +22,7 @@
 //! ```
 //! The scenario's name is the file stem.
 
+pub mod cost;
 pub mod diagonal;
 pub mod histogram;
 pub mod kq;
@@ -117,6 +118,8 @@ pub struct Scenario {
     pub quick: bool,
     /// The `--set` overrides applied, as given.
     pub overrides: Vec<String>,
+    /// `--allow-large`: run configurations beyond the size limits (see [`cost`]).
+    pub allow_large: bool,
 }
 
 /// Options a user sets on the command line.
@@ -129,6 +132,8 @@ pub struct Overrides {
     pub method: Option<Method>,
     /// Apply the scenario's `[quick]` table.
     pub quick: bool,
+    /// Lift the memory and work limits (see [`cost`]).
+    pub allow_large: bool,
 }
 
 impl Scenario {
@@ -167,6 +172,7 @@ impl Scenario {
             sweep: file.sweep,
             quick: false,
             overrides: Vec::new(),
+            allow_large: ov.allow_large,
         };
         if ov.quick {
             sc.quick = true;

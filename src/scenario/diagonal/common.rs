@@ -4,11 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flow::{integrate, OdeConfig, Trajectory};
+use crate::flow::{integrate, Method, OdeConfig, Trajectory};
 use crate::models::diagonal::{
     algorithm1, transition_times, Algorithm1Options, BetaLoss, DiagLinear, DiagonalAttention,
     Layout, LogCoordinates, LogFlow, LossScale, Schedule, TransitionEvents,
 };
+use crate::scenario::cost::Cost;
 use crate::scenario::{RunContext, RunError};
 
 /// Random stream of the attention inputs X (the teacher is fixed, spec §5.1).
@@ -32,6 +33,67 @@ pub enum InstanceName {
     Small,
     /// The paper's toy task: n = 10, d = 50, N = 1000, the same sparse teacher (heavy).
     Paper,
+}
+
+impl InstanceName {
+    /// The instance's size for cost estimates (see [`crate::scenario::cost`]): the coordinates
+    /// p of β (a flow's state has 2p) and the floating-point operations of one gradient of L̃ —
+    /// for attention ~6·N·n²·d over the N samples of n tokens in ℝ^d. The instances are fixed,
+    /// so every cost that depends only on the instance is a constant.
+    pub fn size(self) -> InstanceSize {
+        let attention = |tokens: f64, samples: f64, d: f64| InstanceSize {
+            p: 2.0 * d,
+            grad: 6.0 * samples * tokens * tokens * d,
+        };
+        match self {
+            InstanceName::R1 | InstanceName::R2 | InstanceName::R2Degenerate => InstanceSize {
+                p: 5.0,
+                grad: 100.0,
+            },
+            InstanceName::Mini => attention(4.0, 64.0, 6.0),
+            InstanceName::Small => attention(6.0, 256.0, 12.0),
+            InstanceName::Paper => attention(10.0, 1000.0, 50.0),
+        }
+    }
+}
+
+/// See [`InstanceName::size`].
+#[derive(Debug, Clone, Copy)]
+pub struct InstanceSize {
+    pub p: f64,
+    pub grad: f64,
+}
+
+/// Algorithm 1 on `name` (computed once per process and instance, see [`shared_schedule`]): per
+/// stage (at most p) a reduced flow per STAGE_B size ε and a Newton polish on the support.
+pub fn schedule_cost(key: &'static str, name: InstanceName) -> Cost {
+    let InstanceSize { p, grad } = name.size();
+    Cost::new()
+        .ode(
+            key,
+            SCHEDULE_SOLVES_PER_COORDINATE * p,
+            p,
+            grad,
+            Method::Bdf,
+        )
+        .work(key, "Newton polishes", p, p * p * p + p * grad)
+}
+
+/// Reduced flows Algorithm 1 solves per coordinate of β (all STAGE_B sizes ε of all stages).
+const SCHEDULE_SOLVES_PER_COORDINATE: f64 = 1.0;
+
+/// `solves` log-layout flows of `name` (dimension 2p), keeping `samples` states each.
+pub fn flow_cost(
+    key: &'static str,
+    name: InstanceName,
+    solves: f64,
+    samples: f64,
+    method: Method,
+) -> Cost {
+    let InstanceSize { p, grad } = name.size();
+    Cost::new()
+        .ode(key, solves, 2.0 * p, grad, method)
+        .records(key, solves, samples, 2.0 * p)
 }
 
 /// A built instance: its β-loss and, for attention, the head (for KQ/VO names and ranks).

@@ -11,6 +11,7 @@ use crate::analysis::svm::{one_minus_cos, L2Solution, MarginConstraints, VectorC
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::GaussianJoint;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
@@ -212,6 +213,35 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Per trial a DM draw (n·T tokens in ℝ^d), its u-SVM dual (O((nT)²·d)) and, for
+/// d ≤ primal_max_dim, the primal QP in d variables (dense, O(d³)).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let m = &p.model;
+    let (tokens, d) = (n(m.n * m.t), n(m.d));
+    let primal = if m.d <= p.primal_max_dim {
+        d.powi(3)
+    } else {
+        0.0
+    };
+    Cost::new()
+        .doubles(
+            "model.n, model.t, model.d",
+            "one draw's tokens",
+            2.0 * tokens * d,
+        )
+        .work(
+            "trials, model.d",
+            "draws and duals",
+            n(p.trials),
+            10.0 * tokens * tokens * d + 10.0 * primal,
+        )
+        .doubles(
+            "primal_max_dim",
+            "the primal QP",
+            if primal > 0.0 { 4.0 * d * d } else { 0.0 },
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.usvm-kkt",
     paper: "003",
@@ -220,5 +250,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               max margin.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

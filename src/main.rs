@@ -236,6 +236,10 @@ fn describe(name: &str, opts: &RunOpts) -> ExitCode {
         "resolved (defaults and overrides applied):\n{}",
         serde_json::to_string_pretty(&resolved).unwrap_or_default()
     );
+    println!(
+        "estimated cost of one run: {}",
+        ready.prepared.cost.summary()
+    );
     ExitCode::SUCCESS
 }
 

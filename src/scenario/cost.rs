@@ -128,7 +128,7 @@ impl Cost {
         method: Method,
     ) -> Self {
         let what = format!("{solves} ODE solves of dimension {dim} (~{ODE_STEPS} steps each)");
-        if method.is_implicit() {
+        if method.is_implicit() && solves > 0.0 {
             let setup = dim * (rhs_flops + EVAL_OVERHEAD_FLOPS) + dim.powi(3) / 3.0;
             let per_step = 3.0 * rhs_flops + 4.0 * dim * dim + setup / 10.0;
             self.work(key, what, solves * ODE_STEPS, per_step).doubles(
@@ -182,18 +182,30 @@ impl Cost {
         self.terms.iter().map(|t| t.flops).sum()
     }
 
+    /// One line for `describe`: the estimated memory and work.
+    pub fn summary(&self) -> String {
+        format!(
+            "about {} of memory and {}",
+            format_bytes(self.bytes()),
+            format_work(
+                self.flops(),
+                self.largest(|t| t.flops).map_or("nothing", |t| &t.what)
+            )
+        )
+    }
+
+    /// The term with the largest `of`.
+    fn largest(&self, of: fn(&Term) -> f64) -> Option<&Term> {
+        self.terms.iter().max_by(|a, b| of(a).total_cmp(&of(b)))
+    }
+
     /// Refuses the configuration of `sc` if it is beyond a limit (unless `--allow-large`): the
     /// error names the key of the largest contribution, the estimate and the limit.
     pub fn check(&self, sc: &Scenario) -> Result<(), InputError> {
         if sc.allow_large {
             return Ok(());
         }
-        let largest = |of: fn(&Term) -> f64| {
-            self.terms
-                .iter()
-                .max_by(|a, b| of(a).total_cmp(&of(b)))
-                .expect("a cost over a limit has a term")
-        };
+        let largest = |of| self.largest(of).expect("a cost over a limit has a term");
         let key = |t: &Term| {
             t.key
                 .split(',')
@@ -304,17 +316,20 @@ fn format_count(x: f64) -> String {
     }
 }
 
-/// `24.0 GB`, `512.0 MB`, …
+/// `24.0 GB`, `512.0 MB`, … (`3.8e6 TB` for the absurd).
 pub fn format_bytes(b: f64) -> String {
     let units = [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)];
     match units.iter().find(|(_, u)| b >= *u) {
+        Some((name, u)) if b / u >= 1e4 => format!("{:.1e} {name}", b / u),
         Some((name, u)) => format!("{:.1} {name}", b / u),
         None => format!("{b:.0} bytes"),
     }
 }
 
 fn format_seconds(s: f64) -> String {
-    if s >= 3600.0 {
+    if s >= 3600.0 * 1e4 {
+        format!("{:.1e} h", s / 3600.0)
+    } else if s >= 3600.0 {
         format!("{:.1} h", s / 3600.0)
     } else if s >= 60.0 {
         format!("{:.1} min", s / 60.0)

@@ -247,7 +247,6 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
     };
     let etas: Vec<f64> = p.eta_divisors.iter().map(|d| eta_max / d).collect();
-    eprintln!(p.instance, toy.t_last / eta_max);
     let runs: Vec<GdRun> = etas
         .iter()
         .map(|&eta| gradient_descent(loss, schedule, raw_start(), eta, t_end, p.loss_samples))
@@ -397,20 +396,12 @@ fn flow_name(toy: &Toy, k: usize) -> String {
         .map_or_else(String::new, |a| a.name.clone())
 }
 
-/// T_last/η_max of the built-in instances (seed 0): GD at η = η_max takes this many steps per
-/// unit of horizon·Λ.
-fn gd_steps_per_unit(name: InstanceName) -> f64 {
-    match name {
-        _ => 1.0,
-    }
-}
-
 /// Algorithm 1, the flow, and GD on the instance: ⌈t_end/η⌉ steps per step size (and once more
 /// in the log layout), t_end = horizon·T_last·Λ, η = η_max/divisor; only `loss_samples` losses
 /// are kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let lambda = -p.alpha.ln();
-    let per_divisor = p.horizon * lambda * gd_steps_per_unit(p.instance);
+    let per_divisor = p.horizon * lambda * p.instance.gd_steps_per_unit();
     let divisors: f64 = p.eta_divisors.iter().sum::<f64>() + p.eta_divisors[0];
     let grad = p.instance.size().grad;
     schedule_cost("instance", p.instance)

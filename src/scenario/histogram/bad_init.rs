@@ -498,7 +498,10 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let tasks = n(p.tasks.len());
     let probes = tasks * n(p.d) * n(p.delta_probe.len());
     sizes::df_solves(
-        "tasks, samples, d",
+        sizes::Keys {
+            solves: "tasks, d",
+            samples: "tasks, samples, d",
+        },
         tasks + 1.0,
         p.d,
         n(p.samples),

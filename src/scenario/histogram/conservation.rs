@@ -378,7 +378,10 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             n(p.d).powi(3),
         )
         .and(sizes::tf_solves(
-            "samples, d",
+            sizes::Keys {
+                solves: "d",
+                samples: "samples, d",
+            },
             3.0,
             p.d,
             n(p.samples),

@@ -261,7 +261,10 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         .records("t_end, etas", 1.0, steps, dim + n(p.d))
         .table("t_end, etas", steps, 8.0)
         .and(sizes::df_solves(
-            "t_end, etas, d",
+            sizes::Keys {
+                solves: "d",
+                samples: "t_end, etas, d",
+            },
             1.0,
             p.d,
             finest,

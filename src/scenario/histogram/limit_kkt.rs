@@ -352,7 +352,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let runs = n(p.inits.len()) * n(p.tasks.len());
     sizes::df_solves(
-        "inits, tasks, samples, d",
+        sizes::Keys {
+            solves: "inits, tasks, d",
+            samples: "inits, tasks, samples, d",
+        },
         runs,
         p.d,
         n(p.samples),

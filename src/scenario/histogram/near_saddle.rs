@@ -367,7 +367,10 @@ fn figure(p: &Params, runs: &[NearRun], saddle: f64) -> Figure {
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let runs = n(p.epsilons.len());
     sizes::df_solves(
-        "epsilons, samples, d",
+        sizes::Keys {
+            solves: "epsilons, d",
+            samples: "epsilons, samples, d",
+        },
         runs,
         p.d,
         n(p.samples),

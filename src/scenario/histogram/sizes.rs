@@ -21,19 +21,24 @@ pub fn tf_grad(d: usize) -> f64 {
     4.0 * n(d).powi(3)
 }
 
-/// `solves` integrations of ℓ_df (`d` the alphabet size) keeping `samples` states each; `key`
-/// names the parameters they grow with.
-pub fn df_solves(key: &'static str, solves: f64, d: usize, samples: f64, method: Method) -> Cost {
+/// The keys a flow's cost grows with: the solves' (their number and d) and the samples kept.
+pub struct Keys {
+    pub solves: &'static str,
+    pub samples: &'static str,
+}
+
+/// `solves` integrations of ℓ_df (`d` the alphabet size) keeping `samples` states each.
+pub fn df_solves(keys: Keys, solves: f64, d: usize, samples: f64, method: Method) -> Cost {
     Cost::new()
-        .ode(key, solves, dim(d), df_grad(d), method)
-        .records(key, solves, samples, dim(d))
+        .ode(keys.solves, solves, dim(d), df_grad(d), method)
+        .records(keys.samples, solves, samples, dim(d))
 }
 
 /// `solves` integrations of ℓ_tf keeping `samples` states each.
-pub fn tf_solves(key: &'static str, solves: f64, d: usize, samples: f64, method: Method) -> Cost {
+pub fn tf_solves(keys: Keys, solves: f64, d: usize, samples: f64, method: Method) -> Cost {
     Cost::new()
-        .ode(key, solves, dim(d), tf_grad(d), method)
-        .records(key, solves, samples, dim(d))
+        .ode(keys.solves, solves, dim(d), tf_grad(d), method)
+        .records(keys.samples, solves, samples, dim(d))
 }
 
 /// `datasets` transformer datasets of `strings` strings of length `seq_len` held at once: the

@@ -333,11 +333,17 @@ fn figure(
 
 /// One df solve, every sample kept and tabled.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    sizes::df_solves("samples, d", 1.0, p.d, n(p.samples), ctx.ode.method).table(
-        "samples",
+    sizes::df_solves(
+        sizes::Keys {
+            solves: "d",
+            samples: "samples, d",
+        },
+        1.0,
+        p.d,
         n(p.samples),
-        2.0 * n(p.d),
+        ctx.ode.method,
     )
+    .table("samples", n(p.samples), 2.0 * n(p.d))
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -548,14 +548,20 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let (trials, samples, dim) = (n(p.trials), n(p.samples), sizes::dim(p.d));
     sizes::tf_data("n, seq_len", trials, p.d, p.seq_len, p.n)
         .and(sizes::tf_solves(
-            "trials, samples, d",
+            sizes::Keys {
+                solves: "trials, d",
+                samples: "trials, samples, d",
+            },
             trials,
             p.d,
             samples,
             ctx.ode.method,
         ))
         .and(sizes::df_solves(
-            "trials, samples, d",
+            sizes::Keys {
+                solves: "trials, d",
+                samples: "trials, samples, d",
+            },
             trials,
             p.d,
             samples,

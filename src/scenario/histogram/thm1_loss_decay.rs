@@ -569,7 +569,10 @@ fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
 /// One df solve per trial, every sample of every trial kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     sizes::df_solves(
-        "trials, samples, d",
+        sizes::Keys {
+            solves: "trials, d",
+            samples: "trials, samples, d",
+        },
         n(p.trials),
         p.d,
         n(p.samples),

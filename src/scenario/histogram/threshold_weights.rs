@@ -241,7 +241,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// The transformer data and T3, one ℓ_tf solve with every sample kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     sizes::tf_data("n, seq_len", 1.0, p.d, p.seq_len, p.n).and(sizes::tf_solves(
-        "samples, d",
+        sizes::Keys {
+            solves: "d",
+            samples: "samples, d",
+        },
         1.0,
         p.d,
         n(p.samples),

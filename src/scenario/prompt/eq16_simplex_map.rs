@@ -388,7 +388,7 @@ fn figure(p: &Params, etas: &[f64], trials: &[Trial]) -> Figure {
 /// (flow_time/η steps, doubling with each halving) and the invariance run; O(n²) per step.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let trials = n(p.trials);
-    let steps = p.flow_time / p.eta_max * (2f64.powi(p.halvings as i32 + 1) - 1.0);
+    let steps = p.flow_time / p.eta_max * (2f64.powf(n(p.halvings) + 1.0) - 1.0);
     let step = 4.0 * n(p.n) * n(p.n);
     Cost::new()
         .work(

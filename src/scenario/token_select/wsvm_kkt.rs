@@ -339,14 +339,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 /// Per data model (built-in, or the user's file, whose size is bounded by the file) the
-/// W-SVM dual and, when d² ≤ primal_max_dim, the primal QP in d² variables (dense, O(m³)).
+/// W-SVM dual and, when d² ≤ primal_max_dim, the primal QP in m = d² variables with at most
+/// n(T − 1) ≤ 32 constraints (sparse interior point: ~30 iterations of O(m·32²)).
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let problems = n(p.data.len()).max(1.0);
     let m = n(p.primal_max_dim).min(BUILT_IN_W);
     Cost::new()
         .work("data", "W-SVM duals", problems, 10.0 * 32.0 * 32.0 * 64.0)
-        .work("primal_max_dim", "primal QPs", problems, 10.0 * m.powi(3))
-        .doubles("primal_max_dim", "the primal QP", 4.0 * m * m)
+        .work(
+            "primal_max_dim",
+            "primal QPs",
+            problems * 30.0,
+            m * 32.0 * 32.0,
+        )
+        .doubles("primal_max_dim", "the primal QP", 64.0 * m)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

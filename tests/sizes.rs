@@ -49,7 +49,7 @@ fn absurd_sizes_are_refused_before_anything_is_written() {
             "sweep.seeds=1",
         ],
         "params.iterations",
-        "GB of memory",
+        "TB of memory",
     );
     refused(
         &["thm2-trajectory", "--set", "samples=1000000000"],

@@ -142,6 +142,10 @@ struct RunOpts {
     /// Folder of scenario files.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Run configurations estimated to need more than 8 GB of memory or an hour of work on one
+    /// core, and sweeps of more than 10000 points (refused by default).
+    #[arg(long)]
+    allow_large: bool,
 }
 
 impl RunOpts {
@@ -152,6 +156,7 @@ impl RunOpts {
             method: self.solver,
             quick: self.quick,
             dir: self.dir.clone(),
+            allow_large: self.allow_large,
         }
     }
     fn dir(&self) -> PathBuf {
@@ -261,6 +266,10 @@ fn describe(name: &str, opts: &RunOpts) -> ExitCode {
     sayln!(
         "resolved (defaults and overrides applied):\n{}",
         serde_json::to_string_pretty(&resolved).unwrap_or_default()
+    );
+    println!(
+        "estimated cost of one run: {}",
+        ready.prepared.cost.summary()
     );
     ExitCode::SUCCESS
 }

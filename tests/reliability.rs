@@ -406,7 +406,10 @@ fn huge_data_entries_are_refused_for_what_they_are() {
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("overflow") && !err.contains("not finite"), "{err}");
+    assert!(
+        err.contains("overflow") && !err.contains("not finite"),
+        "{err}"
+    );
     assert!(!tmp.path().join("o").exists());
 }
 

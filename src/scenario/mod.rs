@@ -22,6 +22,7 @@
 //! ```
 //! The scenario's name is the file stem.
 
+pub mod cost;
 pub mod diagonal;
 pub mod histogram;
 pub mod kq;
@@ -124,6 +125,8 @@ pub struct Scenario {
     pub quick: bool,
     /// The `--set` overrides applied, as given.
     pub overrides: Vec<String>,
+    /// `--allow-large`: run configurations beyond the size limits (see [`cost`]).
+    pub allow_large: bool,
 }
 
 /// Options a user sets on the command line.
@@ -139,6 +142,8 @@ pub struct Overrides {
     /// The scenario folder (`--dir`; default [`run::default_scenario_dir`]): recorded file paths
     /// are relative to it.
     pub dir: Option<PathBuf>,
+    /// Lift the memory and work limits (see [`cost`]).
+    pub allow_large: bool,
 }
 
 impl Scenario {
@@ -181,6 +186,7 @@ impl Scenario {
             sweep: file.sweep,
             quick: false,
             overrides: Vec::new(),
+            allow_large: ov.allow_large,
         };
         if ov.quick {
             sc.quick = true;

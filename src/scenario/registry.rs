@@ -4,6 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::cost::Cost;
 use super::reduce::SweepRuns;
 use super::sweep::SweepSpec;
 use super::{InputError, Report, RunContext, RunError, Scenario};
@@ -17,6 +18,8 @@ pub struct Prepared {
     pub params: serde_json::Value,
     pub checks: serde_json::Value,
     pub ode: OdeConfig,
+    /// The estimated memory and work (already held to the limits).
+    pub cost: Cost,
     run: RunFn,
 }
 
@@ -61,6 +64,9 @@ pub struct Kind<P, C> {
     pub solver: OdeConfig,
     /// Range and consistency checks beyond the types (negative sizes, impossible combinations).
     pub validate: fn(&P, &C, &Scenario) -> Result<(), InputError>,
+    /// The memory and work of a validated configuration (see [`super::cost`]); it depends on the
+    /// parameters and the integrator, never on the thresholds.
+    pub cost: fn(&P, &RunContext) -> Cost,
     pub run: fn(&P, &C, &RunContext) -> Result<Report, RunError>,
 }
 
@@ -83,11 +89,14 @@ where
         let c: C = sc.typed_checks()?;
         let ode = sc.ode_config(self.solver)?;
         (self.validate)(&p, &c, sc)?;
+        let cost = (self.cost)(&p, &RunContext { scenario: sc, ode });
+        cost.check(sc)?;
         let run = self.run;
         Ok(Prepared {
             params: serde_json::to_value(&p).unwrap_or_default(),
             checks: serde_json::to_value(&c).unwrap_or_default(),
             ode,
+            cost,
             run: Box::new(move |ctx| run(&p, &c, ctx)),
         })
     }

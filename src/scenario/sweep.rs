@@ -210,6 +210,7 @@ impl SweepSpec {
     /// Parses and checks the `[sweep]` table of `sc`, returning the spec and its points.
     pub fn plan(sc: &Scenario, table: &toml::Table) -> Result<(SweepSpec, Vec<Point>), InputError> {
         let spec: SweepSpec = super::deserialize_table(&sc.path, "sweep", table.clone())?;
+        super::cost::check_sweep_points(sc, &spec.factors())?;
         let seeds: Vec<u64> = match &spec.seeds {
             None => vec![sc.seed],
             Some(Seeds::Count(n)) if *n >= 1 => (0..*n as u64).map(|k| sc.seed + k).collect(),
@@ -252,6 +253,23 @@ impl SweepSpec {
             }
         }
         Ok((spec, points))
+    }
+
+    /// The sweep's keys and how many values each takes (`sweep.seeds`, `sweep.grid.KEY`): the
+    /// number of points is their product.
+    pub fn factors(&self) -> Vec<(String, f64)> {
+        let seeds = match &self.seeds {
+            None => 1.0,
+            Some(Seeds::Count(n)) => *n as f64,
+            Some(Seeds::List(v)) => v.len() as f64,
+        };
+        std::iter::once(("sweep.seeds".to_string(), seeds))
+            .chain(
+                self.grid
+                    .iter()
+                    .map(|(k, v)| (format!("sweep.grid.{k}"), v.len() as f64)),
+            )
+            .collect()
     }
 
     /// Checks that each `[[sweep.checks]]` entry selects grid points that exist. Called after every

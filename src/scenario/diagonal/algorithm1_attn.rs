@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 use super::algorithm1_common::{
     flag_text, termination_text, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
 };
-use super::common::InstanceName;
+use super::common::{schedule_cost, InstanceName};
 use crate::flow::linspace;
 use crate::models::diagonal::{Activation, DiagonalAttention, Schedule, Termination};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -391,6 +392,13 @@ fn figure(sched: &Scheduled, ranks: &[(usize, usize)], tau_end: f64) -> Figure {
         .panel(rank_panel)
 }
 
+/// Algorithm 1 on the instance (a constant per instance) and the theory table, one row per τ
+/// sample with every coordinate.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let coords = p.instance.size().p;
+    schedule_cost("instance", p.instance).table("samples", n(p.samples), coords + 2.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.algorithm1-attn",
     paper: "004",
@@ -399,5 +407,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               per stage, teacher recovered; loss_th, b_th and rank staircase.",
     solver: STAGE_B_SOLVER,
     validate,
+    cost,
     run,
 };

@@ -4,11 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flow::{integrate, OdeConfig, Trajectory};
+use crate::flow::{integrate, Method, OdeConfig, Trajectory};
 use crate::models::diagonal::{
     algorithm1, transition_times, Algorithm1Options, BetaLoss, DiagLinear, DiagonalAttention,
     Layout, LogCoordinates, LogFlow, LossScale, Schedule, TransitionEvents,
 };
+use crate::scenario::cost::{Cost, FLOPS_PER_SECOND};
 use crate::scenario::{RunContext, RunError};
 
 /// Random stream of the attention inputs X (the teacher is fixed, spec §5.1).
@@ -33,6 +34,76 @@ pub enum InstanceName {
     /// The paper's toy task: n = 10, d = 50, N = 1000, the same sparse teacher (heavy).
     Paper,
 }
+
+impl InstanceName {
+    /// The instance's size for cost estimates (see [`crate::scenario::cost`]): the coordinates
+    /// p of β (a flow's state has 2p), the floating-point operations of one gradient of L̃ (for
+    /// attention ~6·N·n²·d over the N samples of n tokens in ℝ^d) and the CPU time of
+    /// Algorithm 1, measured (release build, seed 0, on the loaded 2-core development machine):
+    /// its work is a sequence of adaptive reduced flows and Newton polishes whose count no
+    /// formula gives. The instances are fixed, so every cost that depends only on the instance
+    /// is a constant.
+    pub fn size(self) -> InstanceSize {
+        let attention = |tokens: f64, samples: f64, d: f64, schedule_seconds| InstanceSize {
+            p: 2.0 * d,
+            grad: 6.0 * samples * tokens * tokens * d,
+            schedule_seconds,
+        };
+        match self {
+            InstanceName::R1 | InstanceName::R2 | InstanceName::R2Degenerate => InstanceSize {
+                p: 5.0,
+                grad: 100.0,
+                schedule_seconds: 0.01,
+            },
+            InstanceName::Mini => attention(4.0, 64.0, 6.0, 0.4),
+            InstanceName::Small => attention(6.0, 256.0, 12.0, 7.0),
+            InstanceName::Paper => attention(10.0, 1000.0, 50.0, PAPER_SCHEDULE_SECONDS),
+        }
+    }
+
+    /// T_last/η_max (seed 0): gradient descent at η = η_max takes this many steps per unit of
+    /// horizon·Λ (the paper instance, not measured, is taken as `small`'s).
+    pub fn gd_steps_per_unit(self) -> f64 {
+        match self {
+            InstanceName::R1 => 80.0,
+            InstanceName::R2 | InstanceName::R2Degenerate => 878.0,
+            InstanceName::Mini => 46.2,
+            InstanceName::Small | InstanceName::Paper => 61.4,
+        }
+    }
+}
+
+/// See [`InstanceName::size`].
+#[derive(Debug, Clone, Copy)]
+pub struct InstanceSize {
+    pub p: f64,
+    pub grad: f64,
+    pub schedule_seconds: f64,
+}
+
+/// Algorithm 1 on `name` (computed once per process and instance, see [`shared_schedule`]).
+pub fn schedule_cost(key: &'static str, name: InstanceName) -> Cost {
+    let seconds = name.size().schedule_seconds;
+    let what = format!("Algorithm 1 on {name:?} (measured: {seconds} s)");
+    Cost::new().work(key, what, 1.0, seconds * FLOPS_PER_SECOND)
+}
+
+/// `solves` log-layout flows of `name` (dimension 2p), keeping `samples` states each.
+pub fn flow_cost(
+    key: &'static str,
+    name: InstanceName,
+    solves: f64,
+    samples: f64,
+    method: Method,
+) -> Cost {
+    let InstanceSize { p, grad, .. } = name.size();
+    Cost::new()
+        .ode(key, solves, 2.0 * p, grad, method)
+        .records(key, solves, samples, 2.0 * p)
+}
+
+/// Algorithm 1 on the paper instance, measured.
+const PAPER_SCHEDULE_SECONDS: f64 = 155.0;
 
 /// A built instance: its β-loss and, for attention, the head (for KQ/VO names and ranks).
 pub enum Instance {

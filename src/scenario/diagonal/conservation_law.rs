@@ -5,15 +5,16 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, initial_direction, schedule_cost, Instance, InstanceName};
 use crate::flow::{integrate, integrate_flow, linspace, Method, OdeConfig, Trajectory};
 use crate::models::diagonal::{DiagonalNet, LogCoordinates, LogFlow, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::basics_common::{alpha_label, positive_or_nan, stage_times_schedule, validate_alphas};
-use super::common::{initial_direction, Instance, InstanceName};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -269,6 +270,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Per instance, Algorithm 1 and per α a raw and a log-layout run, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let runs = 2.0 * n(p.alphas.len());
+    p.instances.iter().fold(Cost::new(), |cost, &name| {
+        cost.and(schedule_cost("instances", name)).and(flow_cost(
+            "alphas, samples",
+            name,
+            runs,
+            n(p.samples),
+            ctx.ode.method,
+        ))
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.conservation-law",
     paper: "004",
@@ -277,5 +292,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               (u, v) by eq. (7); mini and R2 at α ∈ {0.1, 0.01}.",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-15),
     validate,
+    cost,
     run,
 };

@@ -10,14 +10,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, schedule_cost, InstanceName};
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{BetaLoss, DiagonalAttention, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::InstanceName;
 use super::figures_common::{
     alpha_label, check_alphas, instance_label, predicted_exponent, step_curve, sup_per_plateau,
     support_order, transitions_outside_interiors, Toy, THEORY_COLOR,
@@ -425,6 +426,18 @@ fn run_vo(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> 
 
 const SOLVER: OdeConfig = OdeConfig::new(Method::Tsit45, 1e-10, 1e-10);
 
+/// Algorithm 1 and one log-layout run per α, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let runs = n(p.alphas.len());
+    schedule_cost("instance", p.instance).and(flow_cost(
+        "alphas, samples",
+        p.instance,
+        runs,
+        n(p.samples),
+        ctx.ode.method,
+    ))
+}
+
 pub static KQ_KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.fig8-kq-entries",
     paper: "004",
@@ -432,6 +445,7 @@ pub static KQ_KIND: Kind<Params, Checks> = Kind {
               against Algorithm 1's β_th; plateau errors within 10·α^e_k + 1e−8.",
     solver: SOLVER,
     validate,
+    cost,
     run: run_kq,
 };
 
@@ -442,5 +456,6 @@ pub static VO_KIND: Kind<Params, Checks> = Kind {
               Algorithm 1's β_th; plateau errors within 10·α^e_k + 1e−8.",
     solver: SOLVER,
     validate,
+    cost,
     run: run_vo,
 };

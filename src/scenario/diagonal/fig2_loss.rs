@@ -8,15 +8,16 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, schedule_cost, InstanceName};
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::InstanceName;
 use super::figures_common::{
     alpha_color, alpha_label, check_alphas, instance_label, step_curve, sup_per_plateau,
     transitions_outside_interiors, Toy, THEORY_COLOR,
@@ -367,6 +368,17 @@ fn figure(p: &Params, c: &Checks, results: &[AlphaResult], loss0: f64) -> Result
         .panel(convergence))
 }
 
+/// Algorithm 1 and one log-layout run, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    schedule_cost("instance", p.instance).and(flow_cost(
+        "samples",
+        p.instance,
+        1.0,
+        n(p.samples),
+        ctx.ode.method,
+    ))
+}
+
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
     kind: Kind {
         name: "diagonal.fig2-loss",
@@ -376,6 +388,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   any α); a sweep over α, one α per run.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
+        cost,
         run,
     },
     validate_sweep,

@@ -29,6 +29,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{logspace, Method, OdeConfig};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 
@@ -402,6 +403,30 @@ fn final_table(t_end: f64, runs: &[ScaleRun]) -> Table {
     table
 }
 
+/// The data (N samples of n tokens in ℝ^d, inputs and targets) and per init scale one flow of
+/// the factorized head (dimension 4·d·d_h, gradient ~3·N·(4n·d·d_h + 2n²(d + d_h))) with every
+/// output kept, and the power iterations at its end.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let (d, d_h, tokens, samples) = (n(p.d), n(p.d_h), n(p.tokens), n(p.samples));
+    let dim = 4.0 * d * d_h;
+    let grad = 3.0 * samples * (4.0 * tokens * d * d_h + 2.0 * tokens * tokens * (d + d_h));
+    let runs = n(p.scales.len());
+    Cost::new()
+        .doubles(
+            "samples, tokens, d",
+            "the inputs and targets",
+            2.0 * samples * tokens * d,
+        )
+        .ode("d, d_h, samples, tokens", runs, dim, grad, ctx.ode.method)
+        .records("outputs, d, d_h", runs, n(p.outputs) + 1.0, dim + n(p.top))
+        .work(
+            "power_iterations",
+            "power iterations",
+            runs * n(p.power_iterations),
+            2.0 * grad,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.full-matrix-rank",
     paper: "004",
@@ -412,5 +437,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     // the tail, while an implicit one would assemble dense 512×512 Jacobians from hvps
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

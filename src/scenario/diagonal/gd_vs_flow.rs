@@ -16,11 +16,12 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::coords::beta_and_speed;
 use crate::models::diagonal::{BetaLoss, LogCoordinates, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::InstanceName;
+use super::common::{flow_cost, schedule_cost, InstanceName};
 use super::figures_common::{instance_label, Toy, THEORY_COLOR};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -393,6 +394,35 @@ fn flow_name(toy: &Toy, k: usize) -> String {
         .map_or_else(String::new, |a| a.name.clone())
 }
 
+/// Algorithm 1, the flow, and GD on the instance: ⌈t_end/η⌉ steps per step size (and once more
+/// in the log layout), t_end = horizon·T_last·Λ, η = η_max/divisor; only `loss_samples` losses
+/// are kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let lambda = -p.alpha.ln();
+    let per_divisor = p.horizon * lambda * p.instance.gd_steps_per_unit();
+    let divisors: f64 = p.eta_divisors.iter().sum::<f64>() + p.eta_divisors[0];
+    let grad = p.instance.size().grad;
+    schedule_cost("instance", p.instance)
+        .and(flow_cost(
+            "loss_samples",
+            p.instance,
+            1.0,
+            n(p.loss_samples),
+            ctx.ode.method,
+        ))
+        .work(
+            "alpha, eta_divisors, horizon",
+            "GD steps",
+            per_divisor * divisors,
+            2.0 * grad,
+        )
+        .table(
+            "loss_samples",
+            n(p.eta_divisors.len()) * n(p.loss_samples),
+            4.0,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.diag-gd-vs-flow",
     paper: "004",
@@ -400,6 +430,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               α = 1e−16 reproduces the flow's transition times with O(η) error.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
+    cost,
     run,
 };
 

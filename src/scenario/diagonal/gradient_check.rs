@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{g_vec, BetaLoss, DiagonalAttention};
 use crate::plot::{BarPanel, Figure, LineStyle};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -326,6 +327,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Central differences of the loss in every coordinate at each random β, and the rescaling
+/// test on at most all of the instance's samples: constants per instance apart from `betas`.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let size = p.instance.size();
+    Cost::new()
+        .work(
+            "betas",
+            "central differences",
+            n(p.betas) * 4.0 * size.p,
+            size.grad,
+        )
+        .work(
+            "rescaling_samples",
+            "rescaling tests",
+            n(p.rescaling_samples),
+            size.grad,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.gradient-check",
     paper: "004",
@@ -334,5 +354,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               the teacher's VO support, output invariant under (λw_K, w_Q/λ) rescalings.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -7,16 +7,16 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{schedule_cost, Instance, InstanceName};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::models::diagonal::{
     g_vec, time_until_active, BetaLoss, DiagLinear, Flag, Schedule, Termination,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
-
-use super::common::{Instance, InstanceName};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -516,6 +516,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Algorithm 1 on each (linear) instance and the theory curves on `tau_samples` points.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    p.instances.iter().fold(Cost::new(), |cost, &name| {
+        let coords = name.size().p;
+        cost.and(schedule_cost("instances", name)).table(
+            "tau_samples",
+            n(p.tau_samples),
+            coords + 2.0,
+        )
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.diag-linear-greedy",
     paper: "004",
@@ -524,5 +536,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               sign-constrained minimizer, and the A4.3(iii) flag on R2-degenerate.",
     solver: OdeConfig::new(Method::Bdf, 1e-11, 1e-11),
     validate,
+    cost,
     run,
 };

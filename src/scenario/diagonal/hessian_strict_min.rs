@@ -14,11 +14,12 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use super::algorithm1_common::{validate_instances, Algorithm1Params, Scheduled, STAGE_B_SOLVER};
-use super::common::{InstanceName, FIRST_FREE_STREAM};
+use super::common::{schedule_cost, InstanceName, FIRST_FREE_STREAM};
 use crate::analysis::linearize::{hessian, symmetric_eigen};
 use crate::flow::GradientFlow;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Stage};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -428,6 +429,23 @@ fn figure_row(fig: Figure, label: &str, results: &[StageResult], radii: &[f64]) 
     fig.panel(bars).panel(growth)
 }
 
+/// Per instance, Algorithm 1 and per stage (at most p) the Hessian on the support and the loss
+/// at every sampled direction and radius.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let samples = (n(p.directions) + 2.0) * n(p.radii.len());
+    p.instances.iter().fold(Cost::new(), |cost, &name| {
+        let size = name.size();
+        cost.and(schedule_cost("instances", name))
+            .dense_hessians("instances", size.p, size.p, 2.0 * size.grad)
+            .work(
+                "directions, radii",
+                "losses at sampled points",
+                size.p * samples,
+                size.grad,
+            )
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.hessian-strict-min",
     paper: "004",
@@ -436,5 +454,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               (the paper's form lacks L(θ^k)).",
     solver: STAGE_B_SOLVER,
     validate,
+    cost,
     run,
 };

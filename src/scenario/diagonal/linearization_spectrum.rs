@@ -8,11 +8,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::algorithm1_common::{validate_instances, Algorithm1Params, Scheduled, STAGE_B_SOLVER};
-use super::common::InstanceName;
+use super::common::{schedule_cost, InstanceName};
 use crate::analysis::linearize::{eigenvalues, jacobian};
 use crate::flow::Descent;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Schedule, Stage};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -295,6 +296,20 @@ fn panel(label: &str, spectra: &[StageSpectrum]) -> LinePanel {
     .legend(LegendPosition::UpperRight)
 }
 
+/// Per instance, Algorithm 1 and per stage (at most p) the dense Jacobian of the flow (2p × 2p)
+/// and its spectrum.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    p.instances.iter().fold(Cost::new(), |cost, &name| {
+        let size = name.size();
+        cost.and(schedule_cost("instances", name)).dense_hessians(
+            "instances",
+            size.p,
+            2.0 * size.p,
+            2.0 * size.grad,
+        )
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.linearization-spectrum",
     paper: "004",
@@ -303,5 +318,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               next activation is the fastest unstable direction.",
     solver: STAGE_B_SOLVER,
     validate,
+    cost,
     run,
 };

@@ -11,16 +11,17 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, schedule_cost, AlphaRun, InstanceName};
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{coords::log_scale, g_vec, LogCoordinates};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{CsvTable, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{AlphaRun, InstanceName};
 use super::sweeps_common::{
     alpha_label, farthest_from_one, instance_label, ln_alphas, log10_alpha_sweep,
     validate_ln_alphas, Setup,
@@ -520,6 +521,20 @@ fn loss_name(setup: &Setup, i: usize) -> String {
     setup.instance.loss().coordinate_name(i)
 }
 
+/// Algorithm 1 and one log-layout run, every sample kept and tabled with every coordinate.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let coords = p.instance.size().p;
+    schedule_cost("instance", p.instance)
+        .and(flow_cost(
+            "samples",
+            p.instance,
+            1.0,
+            n(p.samples),
+            ctx.ode.method,
+        ))
+        .table("samples", n(p.samples), 2.0 * coords)
+}
+
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
     kind: Kind {
         name: "diagonal.log-scale-tracking",
@@ -530,6 +545,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   sgn g_i(θ_α) = sgn g_i(θ^k) (eq. 29).",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
+        cost,
         run,
     },
     validate_sweep,

@@ -10,14 +10,15 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
+use super::common::{schedule_cost, Instance, InstanceName, FIRST_FREE_STREAM};
 use crate::flow::{integrate, Events, Method, OdeConfig, SolverStats};
 use crate::models::diagonal::{BalancedFlow, BetaLoss, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{Instance, InstanceName, FIRST_FREE_STREAM};
 use super::figures_common::{instance_label, THEORY_COLOR};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -356,6 +357,19 @@ fn figure(p: &Params, schedule: &Schedule, loss: &dyn BetaLoss, batches: &[Batch
     fig
 }
 
+/// Algorithm 1 and, per stage (at most p) and δ, one flow with hitting events per sample.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let size = p.instance.size();
+    let solves = size.p * n(p.deltas.len()) * n(p.samples);
+    schedule_cost("instance", p.instance).ode(
+        "samples, deltas",
+        solves,
+        2.0 * size.p,
+        size.grad,
+        ctx.ode.method,
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.noise-robustness",
     paper: "004",
@@ -363,5 +377,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               reduced flow reaches β^(k+1); hitting time grows like ln(1/ũ_(i_k))/|g_(i_k)|.",
     solver: OdeConfig::new(Method::Bdf, 1e-11, 1e-11),
     validate,
+    cost,
     run,
 };

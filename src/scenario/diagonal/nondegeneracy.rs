@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 use super::algorithm1_common::{
     label, termination_text, validate_instances, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
 };
-use super::common::{alpha_run, initial_direction, InstanceName};
+use super::common::{alpha_run, flow_cost, initial_direction, schedule_cost, InstanceName};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::models::diagonal::{Activation, Flag, Termination};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -364,6 +365,20 @@ fn figure(all: &[Gaps]) -> Figure {
         .panel(sep.hline(RefLine::new(-32.0, "α = 1e−32 (paper's smallest)")))
 }
 
+/// Algorithm 1 on every instance (and the control) and one log-layout run per instance.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let names = p.instances.iter().chain(p.degenerate_control.iter());
+    names.fold(Cost::new(), |cost, &name| {
+        cost.and(schedule_cost("instances", name)).and(flow_cost(
+            "samples",
+            name,
+            1.0,
+            n(p.samples),
+            ctx.ode.method,
+        ))
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.nondegeneracy",
     paper: "004",
@@ -373,5 +388,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     // the log-layout run of the order check (spec §8.3, §8.5)
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -7,13 +7,14 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, schedule_cost, InstanceName, FIRST_FREE_STREAM};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{InstanceName, FIRST_FREE_STREAM};
 use super::figures_common::{alpha_label, instance_label, Toy};
 use super::perturb_common::{continue_flow, entry_colors, perturb, LogState, Window};
 
@@ -354,6 +355,19 @@ fn figure(p: &Params, toy: &Toy, outcomes: &[Outcome]) -> Figure {
     fig.panel(distances)
 }
 
+/// Algorithm 1, the unperturbed run and one perturbed window per perturbation time, `samples`
+/// each.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let runs = n(p.perturbations) + 1.0;
+    schedule_cost("instance", p.instance).and(flow_cost(
+        "perturbations, samples",
+        p.instance,
+        runs,
+        n(p.samples),
+        ctx.ode.method,
+    ))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.fig10-perturb-plateau",
     paper: "004",
@@ -361,5 +375,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               return to the unperturbed trajectory (compared in β).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -6,13 +6,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, schedule_cost, InstanceName, FIRST_FREE_STREAM};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::diagonal::{Layout, LogFlow, TransitionEvent, TransitionEvents};
 use crate::plot::Figure;
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::common::{InstanceName, FIRST_FREE_STREAM};
 use super::figures_common::{
     alpha_label, best_predicted_time, instance_label, predicted_exponent, Toy, PLATEAU_FLOOR,
 };
@@ -299,6 +300,19 @@ fn figure(p: &Params, c: &Checks, toy: &Toy, outcomes: &[Outcome]) -> Figure {
     fig
 }
 
+/// Algorithm 1, the run with threshold events and one window per stage (at most p), `samples`
+/// each.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let runs = p.instance.size().p + 1.0;
+    schedule_cost("instance", p.instance).and(flow_cost(
+        "samples",
+        p.instance,
+        runs,
+        n(p.samples),
+        ctx.ode.method,
+    ))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.fig11-perturb-stage-start",
     paper: "004",
@@ -306,5 +320,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               non-negligible still reach the next plateau point β^(k+1).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
+    cost,
     run,
 };

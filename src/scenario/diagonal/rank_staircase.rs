@@ -6,8 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, schedule_cost, InstanceName};
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::report::Cell;
@@ -15,7 +17,6 @@ use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::InstanceName;
 use super::sweeps_common::{
     alpha_label, best_separated_time, grid_with_points, instance_label, log10_alpha_sweep,
     runs_by_lambda, validate_ln_alphas, Setup,
@@ -407,6 +408,20 @@ fn panel(
     panel
 }
 
+/// Algorithm 1 and one log-layout run, every sample kept and tabled with every coordinate.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let coords = p.instance.size().p;
+    schedule_cost("instance", p.instance)
+        .and(flow_cost(
+            "samples",
+            p.instance,
+            1.0,
+            n(p.samples),
+            ctx.ode.method,
+        ))
+        .table("samples", n(p.samples), 2.0 * coords)
+}
+
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
     kind: Kind {
         name: "diagonal.rank-staircase",
@@ -418,6 +433,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   one α per run, every stage eligible at some α in the reduction.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
+        cost,
         run,
     },
     validate_sweep,

@@ -12,17 +12,18 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{alpha_run, flow_cost, schedule_cost, InstanceName};
 use crate::flow::{integrate, linspace, Descent, Method, OdeConfig};
 use crate::models::diagonal::network::conserved;
 use crate::models::diagonal::{transition_times, DiagonalNet, Layout, TransitionEvents};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{alpha_run, InstanceName};
 use super::sweeps_common::{
     alpha_label, instance_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
 };
@@ -394,6 +395,17 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     Ok(rep)
 }
 
+/// Algorithm 1 and a raw and a log-layout run, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    schedule_cost("instance", p.instance).and(flow_cost(
+        "samples",
+        p.instance,
+        2.0,
+        n(p.samples),
+        ctx.ode.method,
+    ))
+}
+
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
     kind: Kind {
         name: "diagonal.raw-vs-log",
@@ -404,6 +416,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   sweep over log10 α, one α per run.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
+        cost,
         run,
     },
     validate_sweep,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::models::diagonal::{LogCoordinates, Orientation};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -407,6 +408,26 @@ fn figure(p: &Params) -> Result<Figure, RunError> {
         .panel(exponents))
 }
 
+/// Closed-form evaluations on the (α, c̄, b, margin) grid and the round trips, O(1) each; the
+/// grid's table is held.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let grid = n(p.alphas.len()) * n(p.c_bars.len()) * n(p.b_points);
+    Cost::new()
+        .work(
+            "b_points, alphas, c_bars",
+            "grid evaluations",
+            grid * n(p.margins.len() + 1),
+            100.0,
+        )
+        .table("b_points, alphas, c_bars", grid, 8.0)
+        .work(
+            "round_trip_pairs",
+            "round trips",
+            n(p.round_trip_pairs),
+            100.0,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.reconstruction-lemmas",
     paper: "004",
@@ -415,5 +436,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               orientation (the paper's §C.3 map flips u v).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -5,18 +5,19 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, initial_direction, InstanceName};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::diagonal::{
     logistic_beta, BalancedFlow, BetaLoss, DiagLinear, Layout, LogCoordinates, LogFlow,
     RiccatiCoordinate, TransitionEvent, TransitionEvents,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::basics_common::{alpha_label, positive_or_nan, validate_alphas};
-use super::common::initial_direction;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -309,6 +310,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// One run of R1 per α, every sample kept, and one logistic flow per teacher coordinate.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let runs = n(p.alphas.len());
+    flow_cost(
+        "alphas, samples",
+        InstanceName::R1,
+        runs,
+        n(p.samples),
+        ctx.ode.method,
+    )
+    .table("alphas, samples", runs * n(p.samples), 12.0)
+    .ode("alphas", 5.0, 1.0, 10.0, ctx.ode.method)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.diag-linear-riccati",
     paper: "004",
@@ -317,5 +332,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               times to 1e-6), and the balanced flow vs the logistic curve.",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -5,15 +5,18 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{
+    alpha_run, flow_cost, initial_direction, schedule_cost, Instance, InstanceName,
+};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::models::diagonal::{algorithm1, g_vec, Algorithm1Options, BetaLoss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::basics_common::{alpha_label, positive_or_nan, validate_alphas};
-use super::common::{alpha_run, initial_direction, Instance, InstanceName};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -330,6 +333,17 @@ fn rep_and_figure(
     rep
 }
 
+/// Algorithm 1 and one log-layout run, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    schedule_cost("instance", p.instance).and(flow_cost(
+        "samples",
+        p.instance,
+        1.0,
+        n(p.samples),
+        ctx.ode.method,
+    ))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "diagonal.stage1-linear-regime",
     paper: "004",
@@ -338,5 +352,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               normalized offset of the first transition ≤ 10.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
+    cost,
     run,
 };

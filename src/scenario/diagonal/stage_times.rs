@@ -11,16 +11,17 @@ use std::f64::consts::LN_10;
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, schedule_cost, InstanceName};
 use crate::analysis::fit::line_fit;
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::InstanceName;
 use super::figures_common::{step_curve, support_order};
 use super::sweeps_common::{
     alpha_label, decreases, farthest_from_one, log10_alpha_sweep, runs_by_lambda, spread, Setup,
@@ -555,6 +556,26 @@ fn fmt_list(values: &[f64]) -> String {
         .join(", ")
 }
 
+/// Algorithm 1, the run with transition events and, at a cross-check α, the same run with
+/// `cross_method`.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    schedule_cost("instance", p.instance)
+        .and(flow_cost(
+            "samples",
+            p.instance,
+            1.0,
+            n(p.samples),
+            ctx.ode.method,
+        ))
+        .and(flow_cost(
+            "samples",
+            p.instance,
+            1.0,
+            n(p.samples),
+            p.cross_method,
+        ))
+}
+
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
     kind: Kind {
         name: "diagonal.stage-times",
@@ -565,6 +586,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   solver and halved tolerances agree at every α.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
+        cost,
         run,
     },
     validate_sweep,

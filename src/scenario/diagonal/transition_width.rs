@@ -15,19 +15,20 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{flow_cost, schedule_cost, InstanceName};
 use crate::flow::{integrate, linspace, Event, Events, Method, OdeConfig};
 use crate::models::diagonal::{
     g_vec, BalancedFlow, BetaLoss, Layout, LogCoordinates, LogFlow, Schedule, TransitionEvent,
     TransitionEvents,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::InstanceName;
 use super::sweeps_common::{
     alpha_label, decreases, instance_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
 };
@@ -794,6 +795,21 @@ fn figure(d: &FigureData) -> Figure {
     figure
 }
 
+/// Algorithm 1, the run with race events and per stage (at most p) a stopped run and a window
+/// of `window_samples`.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let windows = 2.0 * p.instance.size().p;
+    schedule_cost("instance", p.instance)
+        .and(flow_cost("instance", p.instance, 1.0, 32.0, ctx.ode.method))
+        .and(flow_cost(
+            "window_samples",
+            p.instance,
+            windows,
+            n(p.window_samples),
+            ctx.ode.method,
+        ))
+}
+
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
     kind: Kind {
         name: "diagonal.transition-width",
@@ -804,6 +820,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   other inactive weights are ≤ 10·α^c and sgn β_(i_k) = σ_k.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
+        cost,
         run,
     },
     validate_sweep,

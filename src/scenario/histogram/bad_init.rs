@@ -5,11 +5,13 @@
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::flow::{integrate_flow, linspace, GradientFlow, Method, OdeConfig, Trajectory};
 use crate::models::histogram::landscape::{bad_init_along_m, bad_init_with_imbalance};
 use crate::models::histogram::theorem2::Imbalance;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow, HistogramError};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -483,6 +485,31 @@ fn figure(p: &Params, runs: &[BadRun], paper_panel: Option<LinePanel>) -> Figure
     fig
 }
 
+/// One df solve per task (and one from the paper's bad set), every sample kept; the existence
+/// probes and root solves are O(d) each.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let tasks = n(p.tasks.len());
+    let probes = tasks * n(p.d) * n(p.delta_probe.len());
+    sizes::df_solves(
+        sizes::Keys {
+            solves: "tasks, d",
+            samples: "tasks, samples, d",
+        },
+        tasks + 1.0,
+        p.d,
+        n(p.samples),
+        ctx.ode.method,
+    )
+    .table("samples", tasks * n(p.samples), 3.0)
+    .work("delta_probe", "existence probes", probes, 10.0 * n(p.d))
+    .work(
+        "root_draws",
+        "root solves",
+        tasks * n(p.root_draws),
+        100.0 * n(p.d),
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.bad-init",
     paper: "000",
@@ -491,5 +518,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               bad on lt.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

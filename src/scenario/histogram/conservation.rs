@@ -6,11 +6,13 @@
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::flow::{
     integrate_flow, linspace, logspace, GradientFlow, Method, OdeConfig, Trajectory,
 };
 use crate::models::histogram::{DfFlow, HistogramData, RowMoments, TfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -367,6 +369,37 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// The transformer data and T3, the generic loss's moment tensor, three flows (the costliest,
+/// ℓ_tf, for all) with every sample kept, and three GD audits recording every iterate.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let steps = n(p.gd_steps);
+    sizes::tf_data("n_strings, seq_len", 1.0, p.d, p.seq_len, p.n_strings)
+        .doubles(
+            "d",
+            "the generic loss's moment tensor (d³ doubles)",
+            n(p.d).powi(3),
+        )
+        .and(sizes::tf_solves(
+            sizes::Keys {
+                solves: "d",
+                samples: "samples, d",
+            },
+            3.0,
+            p.d,
+            n(p.samples),
+            ctx.ode.method,
+        ))
+        .table("samples", 3.0 * n(p.samples), 6.0)
+        .work(
+            "gd_steps, d",
+            "GD steps on three losses",
+            3.0 * steps,
+            3.0 * sizes::tf_grad(p.d),
+        )
+        .records("gd_steps, d", 1.0, steps, sizes::dim(p.d) + n(p.d))
+        .table("gd_steps", 3.0 * steps, 6.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.conservation",
     paper: "000",
@@ -375,5 +408,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               the exact formula of §2.4.",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

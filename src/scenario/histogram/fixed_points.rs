@@ -14,6 +14,7 @@ use crate::flow::{Method, OdeConfig, VectorField};
 use crate::models::histogram::theorem2::FixedPointKind;
 use crate::models::histogram::{task_matrix, Thm2System};
 use crate::plot::{BarPanel, Figure, LineStyle};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -350,6 +351,20 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     );
 }
 
+/// Newton searches on one column (dimension d + 1), ~50 iterations with a dense solve each.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let searches = n(p.betas.len()) * n(p.starts) + n(p.random_starts);
+    let dim = n(p.d) + 1.0;
+    Cost::new()
+        .work(
+            "starts, random_starts",
+            "Newton searches",
+            50.0 * searches,
+            dim.powi(3),
+        )
+        .table("starts", searches, 5.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.fixed-points",
     paper: "000",
@@ -359,5 +374,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               R8e).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

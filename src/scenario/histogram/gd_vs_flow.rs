@@ -4,9 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::flow::{integrate_flow, Method, OdeConfig};
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -243,6 +245,33 @@ fn figure(p: &Params, runs: &[GdAudit], closed: &DfClosedForm, gaps: &[f64]) -> 
         .panel(errors)
 }
 
+/// GD for t_end/η steps per step size, every iterate recorded and tabled, and the flow sampled
+/// at the finest run's iterates.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let steps: f64 = p.etas.iter().map(|eta| p.t_end / eta).sum();
+    let finest = p.etas.iter().map(|eta| p.t_end / eta).fold(0.0, f64::max);
+    let dim = sizes::dim(p.d);
+    Cost::new()
+        .work(
+            "t_end, etas",
+            "GD steps (t_end/η per η)",
+            steps,
+            3.0 * sizes::df_grad(p.d),
+        )
+        .records("t_end, etas", 1.0, steps, dim + n(p.d))
+        .table("t_end, etas", steps, 8.0)
+        .and(sizes::df_solves(
+            sizes::Keys {
+                solves: "d",
+                samples: "t_end, etas, d",
+            },
+            1.0,
+            p.d,
+            finest,
+            ctx.ode.method,
+        ))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.gd-vs-flow",
     paper: "000",
@@ -250,5 +279,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               GD drifts β by the exact per-step formula.",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-14),
     validate,
+    cost,
     run,
 };

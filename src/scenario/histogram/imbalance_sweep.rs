@@ -5,12 +5,14 @@
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig};
 use crate::models::histogram::landscape::imbalanced_init;
 use crate::models::histogram::theorem2::Imbalance;
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -309,6 +311,20 @@ fn figure(p: &Params, c: &Checks, m: &DMatrix<f64>, points: &[Point]) -> Figure 
         .panel(errors)
 }
 
+/// One df solve per sweep point, one trajectory held at a time.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    Cost::new()
+        .ode(
+            "points, d",
+            n(p.points),
+            sizes::dim(p.d),
+            sizes::df_grad(p.d),
+            ctx.ode.method,
+        )
+        .records("samples, d", 1.0, n(p.samples), sizes::dim(p.d))
+        .table("points", n(p.points), 8.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.imbalance-sweep",
     paper: "000",
@@ -316,5 +332,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               α = min(1/ρ(δ_1), 1) on eq, not the paper's ρ(δ_1).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

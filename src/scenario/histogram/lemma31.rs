@@ -9,11 +9,13 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::analysis::linearize::symmetric_eigen;
 use crate::flow::{Method, OdeConfig};
 use crate::models::histogram::data::sample_string;
 use crate::models::histogram::{task_matrix, HistogramData, RowMoments};
 use crate::plot::{Figure, HeatmapPanel, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -323,6 +325,33 @@ fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Ch
         .panel(heat)
 }
 
+/// The strings of the largest dataset, T3 of each swept prefix (with the spectra of its d rows
+/// H_a), and the loss in three forms per trial (the raw form costs N·d² per string).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let n_all = p.n_sweep.iter().copied().fold(p.n, usize::max);
+    let (d, seq_len) = (n(p.d), n(p.seq_len));
+    let prefixes: f64 = p.n_sweep.iter().map(|&k| n(k)).sum();
+    sizes::tf_data("n, n_sweep", 2.0, p.d, p.seq_len, n_all)
+        .work(
+            "n_sweep",
+            "T3 of every prefix",
+            prefixes,
+            seq_len.min(d) * d * d,
+        )
+        .work(
+            "n_sweep, d",
+            "spectra of the H_a",
+            n(p.n_sweep.len()) * d,
+            10.0 * d.powi(3),
+        )
+        .work(
+            "trials, n",
+            "losses in three forms",
+            n(p.trials) * n(p.n),
+            seq_len * d * d,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.lemma31-identity",
     paper: "000",
@@ -332,5 +361,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     // nothing is integrated
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -7,11 +7,13 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::analysis::stationary::brent_root;
 use crate::flow::{integrate_flow, linspace, GradientFlow, Method, OdeConfig, Trajectory};
 use crate::models::histogram::landscape::{kkt_residuals, phi, phi_minimizer};
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{BarPanel, Figure, LineStyle};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -341,6 +343,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// One df solve per (init, task), every sample kept, and the rescaled limits (O(d²) each).
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let runs = n(p.inits.len()) * n(p.tasks.len());
+    sizes::df_solves(
+        sizes::Keys {
+            solves: "inits, tasks, d",
+            samples: "inits, tasks, samples, d",
+        },
+        runs,
+        p.d,
+        n(p.samples),
+        ctx.ode.method,
+    )
+    .work(
+        "rescalings",
+        "rescaled limits",
+        runs * n(p.rescalings),
+        sizes::df_grad(p.d),
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.limit-kkt",
     paper: "000",
@@ -348,5 +371,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               certificate that it minimizes Φ subject to Q Diag(v) = M.",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-14),
     validate,
+    cost,
     run,
 };

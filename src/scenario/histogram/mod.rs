@@ -11,6 +11,7 @@ pub mod lemma31;
 pub mod limit_kkt;
 pub mod near_saddle;
 mod phase;
+mod sizes;
 pub mod small_init_staircase;
 pub mod stiffness_report;
 mod task_param;

@@ -10,12 +10,14 @@ use serde::{Deserialize, Serialize};
 
 use rand::Rng;
 
+use super::sizes;
 use crate::analysis::fit::{first_crossing, log_slope_fit, Direction, Window};
 use crate::analysis::stages::plateaus;
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
 use crate::models::histogram::landscape::bad_init_along_m;
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -358,6 +360,22 @@ fn figure(p: &Params, runs: &[NearRun], saddle: f64) -> Figure {
         .panel(escape)
 }
 
+/// One df solve per ε, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let runs = n(p.epsilons.len());
+    sizes::df_solves(
+        sizes::Keys {
+            solves: "epsilons, d",
+            samples: "epsilons, samples, d",
+        },
+        runs,
+        p.d,
+        n(p.samples),
+        ctx.ode.method,
+    )
+    .table("samples", runs * n(p.samples), 6.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.near-saddle",
     paper: "000",
@@ -365,5 +383,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               ≈ ln(1/ε)/(μρ̄) and then decay at the unchanged rate 2α.",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-14),
     validate,
+    cost,
     run,
 };

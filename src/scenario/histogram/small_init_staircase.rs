@@ -6,11 +6,13 @@ use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::analysis::fit::{first_crossing, Direction, TimeAxis};
 use crate::analysis::stages::{detect_stages, StageOptions, Stages};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig};
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -326,6 +328,21 @@ fn figure(
         .panel(order)
 }
 
+/// One df solve, every sample kept and tabled.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    sizes::df_solves(
+        sizes::Keys {
+            solves: "d",
+            samples: "samples, d",
+        },
+        1.0,
+        p.d,
+        n(p.samples),
+        ctx.ode.method,
+    )
+    .table("samples", n(p.samples), 2.0 * n(p.d))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.small-init-staircase",
     paper: "000",
@@ -333,5 +350,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               t½,i ≈ ln(2/|L_i|)/μ_i, in order of μ_i; on lt the loss is a staircase.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-14),
     validate,
+    cost,
     run,
 };

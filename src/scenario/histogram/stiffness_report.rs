@@ -10,9 +10,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
 use crate::models::histogram::DfClosedForm;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -474,6 +476,21 @@ fn figure(p: &Params, outcomes: &[Outcome]) -> Figure {
         }))
 }
 
+/// Per problem: its dataset (T3 for ℓ_tf), one solve per method (dense Newton matrices for the
+/// implicit ones) and two dense Hessian spectra.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    p.problems.iter().fold(Cost::new(), |cost, pr| {
+        let grad = sizes::grad(pr.flow, pr.d);
+        let methods = pr.methods.as_ref().unwrap_or(&p.methods);
+        let solves = methods.iter().fold(Cost::new(), |c, &m| {
+            c.ode("problems.d", 1.0, sizes::dim(pr.d), grad, m)
+        });
+        cost.and(sizes::tf_data("problems.d, n", 1.0, pr.d, p.seq_len, p.n))
+            .and(solves)
+            .dense_hessians("problems.d", 2.0, sizes::dim(pr.d), grad)
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.stiffness-report",
     paper: "000",
@@ -482,5 +499,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               one tolerance.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

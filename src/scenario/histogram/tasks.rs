@@ -12,6 +12,7 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::histogram::data::{brute_force_targets, model_output, sample_string, targets};
 use crate::models::histogram::{task_matrix, HistogramData, Task};
 use crate::plot::{BarPanel, Figure, LineStyle};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -304,6 +305,27 @@ fn example(p: &Params, chk: &Checks, rep: &mut Report) -> Figure {
     fig
 }
 
+/// Per (d, N, task): `strings` strings with their counts and targets, each output computed in
+/// O(N·d) per rescaling.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let d_max = p.ds.iter().copied().max().unwrap_or(0);
+    let len_max = p.seq_lens.iter().copied().max().unwrap_or(0);
+    let cases = n(p.ds.len()) * n(p.seq_lens.len()) * (n(p.thresholds.len()) + 2.0);
+    let per_string = n(len_max) * n(d_max) * (n(p.rescalings) + 2.0);
+    Cost::new()
+        .doubles(
+            "strings, seq_lens, ds",
+            "one case's strings, counts and targets",
+            n(p.strings) * (n(len_max) + 2.0 * n(d_max)),
+        )
+        .work(
+            "strings, rescalings",
+            "outputs of every string",
+            cases * n(p.strings),
+            per_string,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.histogram-tasks",
     paper: "000",
@@ -313,5 +335,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     // nothing is integrated
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -10,10 +10,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -525,6 +527,34 @@ fn figure(p: &Params, trials: &[Trial]) -> Figure {
         .panel(overlay)
 }
 
+/// Per trial: its dataset and T3, an ℓ_tf and an ℓ_df solve with every sample kept (all trials
+/// are kept for the figure) and two dense Hessian spectra.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let (trials, samples, dim) = (n(p.trials), n(p.samples), sizes::dim(p.d));
+    sizes::tf_data("n, seq_len", trials, p.d, p.seq_len, p.n)
+        .and(sizes::tf_solves(
+            sizes::Keys {
+                solves: "trials, d",
+                samples: "trials, samples, d",
+            },
+            trials,
+            p.d,
+            samples,
+            ctx.ode.method,
+        ))
+        .and(sizes::df_solves(
+            sizes::Keys {
+                solves: "trials, d",
+                samples: "trials, samples, d",
+            },
+            trials,
+            p.d,
+            samples,
+            ctx.ode.method,
+        ))
+        .dense_hessians("trials, d", 2.0 * trials, dim, sizes::tf_grad(p.d))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.tf-vs-df",
     paper: "000",
@@ -533,5 +563,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               ratio; R(t) = ℓ_tf(t)/ℓ_df(σ̂t) bounded; limits equal only modulo column signs (E10).",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -4,10 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -560,6 +562,20 @@ fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
         .panel(ratio)
 }
 
+/// One df solve per trial, every sample of every trial kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    sizes::df_solves(
+        sizes::Keys {
+            solves: "trials, d",
+            samples: "trials, samples, d",
+        },
+        n(p.trials),
+        p.d,
+        n(p.samples),
+        ctx.ode.method,
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.thm1-loss-decay",
     paper: "000",
@@ -567,5 +583,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               T, with the asymptote Σ K_i e^{−2ρ̄_iμ_it}; ODE vs closed form over random inits.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{linspace, Method, OdeConfig, SolverStats};
 use crate::models::histogram::Thm2System;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
@@ -256,6 +257,27 @@ fn figure(
         .panel(errors_panel))
 }
 
+/// One two-dimensional solve per grid case (one trajectory held at a time) and the portrait's
+/// trajectories, `samples` each.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let cases = p.grid.case_count() + n(p.portrait_starts);
+    Cost::new()
+        .ode(
+            "grid.points, grid.c, grid.c1",
+            cases,
+            2.0,
+            20.0,
+            ctx.ode.method,
+        )
+        .records(
+            "portrait_starts, samples",
+            n(p.portrait_starts) + 1.0,
+            n(p.samples),
+            4.0,
+        )
+        .doubles("grid.points", "per-case errors", 8.0 * cases)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.thm2-closed-form",
     paper: "000",
@@ -264,5 +286,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               saddle's error amplification near the bad line.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -81,6 +81,12 @@ impl Thm2Grid {
         Ok(())
     }
 
+    /// How many cases [`Thm2Grid::cases`] makes (counted without building them).
+    pub fn case_count(&self) -> f64 {
+        let systems = (self.c.len() * self.c1.len()) as f64;
+        systems * ((self.points as f64).powi(2) + SPECIAL_POINTS as f64)
+    }
+
     /// All cases, system by system.
     pub fn cases(&self) -> Vec<Thm2Case> {
         let axis = linspace(-self.half_width, self.half_width, self.points);
@@ -121,6 +127,9 @@ pub fn special_points(sys: Thm2System, x0: f64) -> Vec<Thm2Case> {
         case(x0, on_bad_line - NEAR_BAD_LINE, "L = -1e-6"),
     ]
 }
+
+/// How many special points [`special_points`] gives per system.
+const SPECIAL_POINTS: usize = 6;
 
 /// How far one integrated trajectory is from the closed form.
 pub struct Comparison {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{integrate, linspace, Method, OdeConfig, SolverStats};
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -341,6 +342,25 @@ fn bad_line_panel(
         .series(Series::theory("closed form", vec![0.0], vec![1.0]).color(6)))
 }
 
+/// One two-dimensional solve per case of the grid and of each basin panel (basin_points²).
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let basin = n(p.basin_c.len()) * n(p.basin_points).powi(2);
+    let cases = p.grid.case_count() + basin + n(p.bad_line_c.len());
+    Cost::new()
+        .ode(
+            "grid.points, basin_points",
+            cases,
+            2.0,
+            20.0,
+            ctx.ode.method,
+        )
+        .doubles(
+            "grid.points, basin_points",
+            "per-case limits and classes",
+            8.0 * cases,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.thm2-limits",
     paper: "000",
@@ -348,5 +368,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               L = ρ̄x₀ + y₀ = 0, decay into the saddle on it (spec 000 R8b, D2; E4, E13).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{integrate, linspace, Events, Method, OdeConfig, SolverStats};
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -336,6 +337,32 @@ fn trace_panel(
     Ok((panel, tr.stats))
 }
 
+/// The closed form at `grid_samples` times per case (one case held at a time) and
+/// `ode_cases` two-dimensional solves with events.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let cases = n(p.cases);
+    Cost::new()
+        .work(
+            "cases, grid_samples",
+            "closed-form samples",
+            cases * n(p.grid_samples),
+            100.0,
+        )
+        .doubles(
+            "grid_samples",
+            "one case's sample times",
+            2.0 * n(p.grid_samples),
+        )
+        .doubles("cases", "per-case onset times", 8.0 * cases)
+        .ode(
+            "ode_cases",
+            n(p.ode_cases) + n(p.traces.len()),
+            2.0,
+            20.0,
+            ctx.ode.method,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.thm2-onset-time",
     paper: "000",
@@ -344,5 +371,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               the printed T differs, is NaN or negative (spec 000 R8d, E6).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

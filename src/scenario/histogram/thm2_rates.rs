@@ -14,6 +14,7 @@ use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::histogram::theorem2::Thm2State;
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
@@ -501,6 +502,15 @@ fn summary_panel(p: &Params, measured: &[Measured]) -> LinePanel {
         )
 }
 
+/// One two-dimensional solve per c, every sample kept with its residues.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let runs = n(p.c.len());
+    Cost::new()
+        .ode("c", runs, 2.0, 20.0, ctx.ode.method)
+        .records("c, samples", runs, n(p.samples), 8.0)
+        .table("c, samples", runs * n(p.samples), 8.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.thm2-rates",
     paper: "000",
@@ -509,5 +519,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               (spec 000 R8c); closed form far in the tail and the integrated trajectory.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::histogram::Thm2System;
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -175,6 +176,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// One two-dimensional solve; per sample the state, the closed form, a table row and the
+/// figure's copies.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    Cost::new()
+        .ode("t_end", 1.0, 2.0, 20.0, ctx.ode.method)
+        .records("samples", 1.0, n(p.samples), 2.0 + 12.0)
+        .table("samples", n(p.samples), 5.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.thm2-trajectory",
     paper: "000",
@@ -183,5 +193,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               invariant lines, the onset time T (corrected) and the paper's T.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

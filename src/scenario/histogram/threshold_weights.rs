@@ -7,10 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::flow::{integrate_flow, Method, OdeConfig, TimeGrid};
 use crate::models::histogram::layout::column;
 use crate::models::histogram::{state_to_qv, DfClosedForm};
 use crate::plot::{Figure, HeatmapPanel};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -236,6 +238,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// The transformer data and T3, one ℓ_tf solve with every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    sizes::tf_data("n, seq_len", 1.0, p.d, p.seq_len, p.n).and(sizes::tf_solves(
+        sizes::Keys {
+            solves: "d",
+            samples: "samples, d",
+        },
+        1.0,
+        p.d,
+        n(p.samples),
+        ctx.ode.method,
+    ))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.threshold-weights",
     paper: "000",
@@ -244,6 +260,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               q_i ∝ m_i (R5).",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };
 

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sizes;
 use crate::analysis::fit::{log_log_slope_fit, Window};
 use crate::flow::{
     gradient_descent, integrate_flow, linspace, DiscreteConfig, Method, OdeConfig, Recording,
@@ -18,6 +19,7 @@ use crate::flow::{
 };
 use crate::models::histogram::DfClosedForm;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -526,6 +528,31 @@ fn figure(p: &Params, studies: &[Study]) -> Figure {
     fig
 }
 
+/// Per problem: its dataset, the reference and check solves and one solve per (method, rtol),
+/// each on `grid_points` samples (the reference's held twice), and GD for t_end/η steps per η.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let samples = n(p.grid_points);
+    p.problems.iter().fold(Cost::new(), |cost, pr| {
+        let (dim, grad) = (sizes::dim(pr.d), sizes::grad(pr.flow, pr.d));
+        let rtols = n(p.rtols.len());
+        let solves = p.methods.iter().fold(Cost::new(), |c, &m| {
+            c.ode("problems.d, rtols", rtols, dim, grad, m)
+        });
+        let gd_steps: f64 = pr.etas.iter().map(|eta| pr.t_end / eta).sum();
+        cost.and(sizes::tf_data("problems.d, n", 1.0, pr.d, p.seq_len, p.n))
+            .ode("problems.d", 1.0, dim, grad, p.reference.method)
+            .ode("problems.d", 1.0, dim, grad, p.reference_check.method)
+            .and(solves)
+            .records("grid_points, problems.d", 3.0, samples, dim)
+            .work(
+                "problems.t_end, problems.etas",
+                "GD steps (t_end/η per η)",
+                gd_steps,
+                grad,
+            )
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "histogram.work-precision",
     paper: "000",
@@ -534,6 +561,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               over η; error vs gradient evaluations, hvps and wall time.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };
 

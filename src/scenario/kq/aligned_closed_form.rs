@@ -16,13 +16,15 @@ use crate::models::kq::assumptions::{
 };
 use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{build_instance, data_label, instance_svms, DataName, FIRST_FREE_STREAM};
 use super::full_common::{
-    frobenius_distance, gaussian_matrix, run_log_time, tau_grid, DirectionSample,
+    frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid, tau_grid_len,
+    DirectionSample,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -351,6 +353,20 @@ fn figure(cases: &[Case], n: usize, label: &str) -> Figure {
         .panel(res)
 }
 
+/// One full-model flow per embedding width d_e on the log-time grid, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let samples = tau_grid_len(p.tau_max, p.per_decade);
+    p.des.iter().fold(Cost::new(), |cost, &de| {
+        cost.and(full_flow_cost(
+            "des, tau_max, per_decade",
+            1.0,
+            de,
+            samples,
+            ctx.ode.method,
+        ))
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.aligned-closed-form",
     paper: "001",
@@ -359,5 +375,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               W_F-SVM solution and is nuclear-optimal.",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
     validate,
+    cost,
     run,
 };

@@ -12,12 +12,16 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::kq::assumptions::alignment_frames;
 use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{build_instance, data_label, instance_svms, FIRST_FREE_STREAM};
-use super::full_common::{gaussian_matrix, run_log_time, tau_grid, DirectionSample, FlowRunParams};
+use super::full_common::{
+    full_flow_cost, gaussian_matrix, run_log_time, tau_grid, tau_grid_len, DirectionSample,
+    FlowRunParams,
+};
 
 /// The seeded flow parameters shared with the other full-model scenario.
 pub type Params = FlowRunParams;
@@ -187,6 +191,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// One full-model flow per seed on the log-time grid, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let samples = tau_grid_len(p.tau_max, p.per_decade);
+    full_flow_cost(
+        "seeds, de, tau_max, per_decade",
+        n(p.seeds),
+        p.de,
+        samples,
+        ctx.ode.method,
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.aligned-random-init",
     paper: "001",
@@ -195,5 +211,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               in the continuum W(η), η ≠ 0, away from the Frobenius solution (beyond Theorem 5.1).",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
     validate,
+    cost,
     run,
 };

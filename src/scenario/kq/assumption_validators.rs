@@ -18,6 +18,7 @@ use crate::models::kq::generators::{RandomA2, RandomA4};
 use crate::models::kq::toys;
 use crate::models::token_select::Instance;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -463,6 +464,35 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// The threshold Δ*(n, L) curves (a grid search of ~4·10³ evaluations per point), the raw
+/// random draws (n·L tokens in ℝ^d) with their pairwise checks, and the factors of width d_e.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let curves = n(p.threshold_n.len()) * (n(p.threshold_l_max) + 6.0);
+    let a2 = &p.random_a2;
+    let a4 = &p.random_a4;
+    let tokens = n(a2.n * a2.tokens).max(n(a4.n * a4.tokens));
+    let d = n(a2.d.max(a4.d));
+    Cost::new()
+        .work(
+            "threshold_n, threshold_l_max",
+            "threshold gaps",
+            curves,
+            1e5,
+        )
+        .doubles(
+            "random_a2, random_a4",
+            "the random tokens",
+            2.0 * tokens * d,
+        )
+        .work(
+            "random_a2, random_a4",
+            "pairwise assumption checks",
+            tokens * tokens,
+            10.0 * d,
+        )
+        .doubles("embedding_dim", "the factors", 4.0 * d * n(p.embedding_dim))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.assumption-validators",
     paper: "001",
@@ -471,5 +501,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               controls (spec 001 §1.4, §4, §7).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

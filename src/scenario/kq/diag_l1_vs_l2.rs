@@ -10,6 +10,7 @@
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
+use super::full_common::BUILT_IN_D;
 use crate::analysis::fit::line_fit;
 use crate::analysis::svm::{
     l1_complementarity_margin, l1_solution_ranges, solve_l1, solve_l2, L1Kkt, L1Solution,
@@ -20,6 +21,7 @@ use crate::models::kq::assumptions::a3_report;
 use crate::models::kq::diagonal::{DiagonalLoss, ReducedKq};
 use crate::models::kq::log_time::LogTimeDescent;
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -631,6 +633,16 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
     fig
 }
 
+/// Per dataset one reduced KQ flow per ω₀ and a W flow (dimension d of the built-in data) on
+/// the log-time grid, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let samples = p.tau_max.log10() * n(p.per_decade) + 2.0;
+    let solves = n(p.data.len()) * (n(p.omega0.len()) + 1.0);
+    Cost::new()
+        .ode("data, omega0", solves, BUILT_IN_D, 100.0, ctx.ode.method)
+        .records("tau_max, per_decade", solves, samples, BUILT_IN_D)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.diag-l1-vs-l2",
     paper: "001",
@@ -639,5 +651,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               τ = ln(1+t) to 1e8, exact HVP); sparsity, A3, L → L*, off-support exponent.",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
     validate,
+    cost,
     run,
 };

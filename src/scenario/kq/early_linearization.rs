@@ -14,12 +14,13 @@ use crate::analysis::linearize::{jacobian, symmetric_eigenvalues};
 use crate::flow::{integrate, linspace, Descent, Method, OdeConfig};
 use crate::models::kq::full::{origin_gradient, FullKq, OriginLinearization};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{build_instance, data_label, DataName, FIRST_FREE_STREAM};
-use super::full_common::gaussian_matrix;
+use super::full_common::{full_flow_cost, gaussian_matrix};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -312,6 +313,17 @@ fn figure(runs: &[ScaleRun], slope: f64, label: &str) -> Figure {
         .panel(scaling)
 }
 
+/// One full-model flow per init scale (dimension 2·d·d_e), every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    full_flow_cost(
+        "scales, de, samples",
+        n(p.scales.len()),
+        p.de,
+        n(p.samples),
+        ctx.ode.method,
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.early-linearization",
     paper: "001",
@@ -320,5 +332,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               says); the Jacobian at 0 has eigenvalues ±s_k(G_0) (spec §2.6(d), E8).",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-16),
     validate,
+    cost,
     run,
 };

@@ -8,10 +8,11 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
-use crate::flow::{integrate, logspace, FlowError, OdeConfig, Trajectory};
+use crate::flow::{integrate, logspace, FlowError, Method, OdeConfig, Trajectory};
 use crate::models::kq::full::normalized_direction;
 use crate::models::kq::log_time::{LogTimeDescent, ScaledGradient};
 use crate::models::token_select::FixedDecoder;
+use crate::scenario::cost::Cost;
 
 use super::common::DataName;
 use crate::scenario::{Check, InputError, Report, Scenario};
@@ -183,4 +184,31 @@ pub fn frobenius_distance(a: &[f64], b: &[f64]) -> f64 {
         .map(|(x, y)| (x - y).powi(2))
         .sum::<f64>()
         .sqrt()
+}
+
+/// How many samples [`tau_grid`] makes (counted without building them).
+pub fn tau_grid_len(tau_max: f64, per_decade: usize) -> f64 {
+    let decades = (tau_max / 0.1).log10().max(1.0);
+    (decades * per_decade as f64).ceil() + 2.0
+}
+
+/// The largest dimension d of the built-in datasets (toy-*, random-a2 and random-a4 at their
+/// defaults: d ≤ 5, n·L ≤ 6 tokens): costs that depend only on the dataset are constants.
+pub const BUILT_IN_D: f64 = 5.0;
+const BUILT_IN_TOKENS: f64 = 6.0;
+
+/// `solves` log-time flows of the full model K, Q ∈ ℝ^{d×d_e} (dimension 2·d·d_e) on a built-in
+/// dataset, keeping `samples` states each.
+pub fn full_flow_cost(
+    key: &'static str,
+    solves: f64,
+    de: usize,
+    samples: f64,
+    method: Method,
+) -> Cost {
+    let dim = 2.0 * BUILT_IN_D * de as f64;
+    let grad = 4.0 * BUILT_IN_TOKENS * BUILT_IN_D * dim;
+    Cost::new()
+        .ode(key, solves, dim, grad, method)
+        .records(key, solves, samples, dim)
 }

@@ -11,13 +11,15 @@ use crate::analysis::svm::NuclearSettings;
 use crate::flow::{Method, OdeConfig};
 use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{build_instance, data_label, instance_svms, FIRST_FREE_STREAM};
 use super::full_common::{
-    frobenius_distance, gaussian_matrix, run_log_time, tau_grid, DirectionSample, FlowRunParams,
+    frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid, tau_grid_len,
+    DirectionSample, FlowRunParams,
 };
 
 /// The seeded flow parameters shared with the other full-model scenario.
@@ -400,6 +402,18 @@ fn figure(
         .panel(sing)
 }
 
+/// Per seed a KQ and a W flow on the log-time grid, every sample kept.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let samples = tau_grid_len(p.tau_max, p.per_decade);
+    full_flow_cost(
+        "seeds, de, tau_max, per_decade",
+        2.0 * n(p.seeds),
+        p.de,
+        samples,
+        ctx.ode.method,
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.full-nuclear-vs-frobenius",
     paper: "001",
@@ -408,5 +422,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               and the singular values of the limits (Theorem 1.1, E2).",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
     validate,
+    cost,
     run,
 };

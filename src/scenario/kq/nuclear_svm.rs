@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::full_common::BUILT_IN_D;
 use crate::analysis::svm::{
     l1_solution_ranges, nuclear_svm_report, read_token_problem, solve_l2, solve_nuclear_diagonal,
     L1Solution, NuclearSettings, SvmError, SvmMethod,
@@ -18,6 +19,7 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::kq::assumptions::{a4_report, a4_solution};
 use crate::models::token_select::{Instance, TokenData};
 use crate::plot::{BarPanel, Figure, LineStyle};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -456,6 +458,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Per dataset (built-in, or the user's file, whose size is bounded by the file) the SVMs and
+/// up to `pdhg_max_iterations` primal–dual iterations with a d × d SVD each.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let problems = n(p.data.len()).max(1.0);
+    Cost::new().work(
+        "pdhg_max_iterations",
+        "primal–dual iterations",
+        problems * n(p.pdhg_max_iterations),
+        40.0 * BUILT_IN_D.powi(3),
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.nuclear-svm",
     paper: "001",
@@ -465,5 +479,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               ranks and certificates.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -8,12 +8,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::full_common::BUILT_IN_D;
 use crate::flow::{integrate, Method, OdeConfig, SolverStats, Trajectory, VectorField};
 use crate::models::kq::diagonal::{
     init5, wpm_matched, DiagonalLoss, Factored, Factorization, KeyQuery, PlusMinus, ReducedKq,
 };
 use crate::models::kq::log_time::{t_of, tau_of, LogTimeDescent};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -406,6 +408,14 @@ fn figure(cases: &[Case], taus: &[f64], c: &Checks) -> Figure {
         .panel(inv)
 }
 
+/// A handful of flows (dimension ≤ 2d of the built-in data) sampled at the comparison times.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let samples = n(p.t_points.len() + p.tau_points.len() + 1);
+    Cost::new()
+        .ode("data", 8.0, 2.0 * BUILT_IN_D, 100.0, ctx.ode.method)
+        .records("t_points, tau_points", 8.0, samples, 2.0 * BUILT_IN_D)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.param-equivalence",
     paper: "001",
@@ -415,5 +425,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     // their drift scales with the tolerance (1.0e−9 at rtol 1e−10, over the 1e−9 bound)
     solver: OdeConfig::new(Method::Bdf, 1e-12, 1e-14),
     validate,
+    cost,
     run,
 };

@@ -13,6 +13,7 @@ use crate::analysis::svm::{
 };
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -402,6 +403,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Per dataset the SVMs, the primal–dual iterations (bounded by their tolerance on the small
+/// built-in data) and up to `cuts_max_lps` LP solves of column generation.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    Cost::new().work(
+        "cuts_max_lps, data",
+        "LP solves",
+        n(p.data.len()) * n(p.cuts_max_lps),
+        1e6,
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "kq.svm-solvers",
     paper: "001",
@@ -410,5 +422,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               generation): exact toy values, duality gaps, solver agreement, LP uniqueness.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

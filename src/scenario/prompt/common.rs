@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::models::prompt::{Attention, PromptModel, Synthetic, SyntheticDraw, Trained};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::RunContext;
 
 /// Random stream of trial k is `TRIAL_STREAM + k`: the same for every σ_p, so only the
@@ -61,4 +62,20 @@ pub fn student(
 /// The teacher's parameters as a state of `model` (for Hessians at the teacher).
 pub fn teacher_state(model: &PromptModel, draw: &SyntheticDraw) -> Vec<f64> {
     model.state(&draw.p_teacher, &draw.v_teacher)
+}
+
+/// The cost (see [`crate::scenario::cost`]) of `count` synthetic draws of N samples X_i ∈ ℝ^{d×d}
+/// held at once (N·d² doubles each; `key` names the keys they grow with).
+pub fn synthetic_data(key: &'static str, count: f64, d: usize, samples: usize) -> Cost {
+    Cost::new().doubles(
+        key,
+        "the samples X_i (N·d² doubles)",
+        count * n(samples) * n(d) * n(d),
+    )
+}
+
+/// Floating-point operations of one loss and gradient of the prompt model on N samples of
+/// `tokens` tokens in ℝ^d (the logits X_i p, the softmax, the output and their adjoints).
+pub fn prompt_grad(tokens: usize, d: usize, samples: usize) -> f64 {
+    6.0 * n(samples) * n(tokens) * n(d)
 }

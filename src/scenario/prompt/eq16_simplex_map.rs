@@ -14,6 +14,7 @@ use crate::models::prompt::simplex::{
 };
 use crate::models::prompt::softmax::{jacobian_apply, softmax_into};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -382,6 +383,33 @@ fn figure(p: &Params, etas: &[f64], trials: &[Trial]) -> Figure {
         .panel(gd)
 }
 
+/// Per trial: the map at every step size, one logit flow, GD to `flow_time` at every step size
+/// (flow_time/η steps, doubling with each halving) and the invariance run; O(n²) per step.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let trials = n(p.trials);
+    let steps = p.flow_time / p.eta_max * (2f64.powf(n(p.halvings) + 1.0) - 1.0);
+    let step = 4.0 * n(p.n) * n(p.n);
+    Cost::new()
+        .work(
+            "halvings, flow_time, trials",
+            "GD steps of the map",
+            trials * steps,
+            step,
+        )
+        .work(
+            "invariance_steps, trials",
+            "invariance steps",
+            trials * n(p.invariance_steps),
+            step,
+        )
+        .ode("trials", trials, n(p.n), step, ctx.ode.method)
+        .doubles(
+            "trials, halvings",
+            "per-trial errors",
+            trials * 4.0 * n(p.halvings + 1),
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.eq16-simplex-map",
     paper: "002",
@@ -390,5 +418,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               the crude bound of (41), and GD converges to the simplex flow at first order.",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-14),
     validate,
+    cost,
     run,
 };

@@ -7,17 +7,18 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{prompt_grad, synthetic_data, synthetic_draw, TrainName};
 use crate::analysis::fit::line_fit;
 use crate::flow::{Method, OdeConfig};
 use crate::models::prompt::jacobian_spectrum::secular_eigenvalues;
 use crate::models::prompt::softmax::softmax_into;
 use crate::models::prompt::{Attention, PromptModel, Trained};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{synthetic_draw, TrainName};
 use super::hessian_common::{hessian_eigenvalues, kappa};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -339,6 +340,19 @@ fn figure(p: &Params, means: &[Mean]) -> Figure {
     Figure::single(panel).title("κ at the teacher vs attention ratio R")
 }
 
+/// Per (σ_p, trial): a synthetic draw and three dense Hessian spectra over p, (p, v) and the
+/// linear model (dimension ≤ 2d).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let runs = n(p.sigma_ps.len()) * n(p.trials);
+    let grad = prompt_grad(p.d, p.d, p.samples);
+    synthetic_data("samples, d", 1.0, p.d, p.samples).dense_hessians(
+        "sigma_ps, trials, d",
+        3.0 * runs,
+        2.0 * n(p.d),
+        2.0 * grad,
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.hessian-conditioning-vs-r",
     paper: "002",
@@ -347,5 +361,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               of σ_p, κ_p grows only ~10× over 14 decades of R, κ(J|_T) ∝ R^~0.9.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -14,6 +14,7 @@ use crate::models::prompt::jacobian_spectrum::{
 };
 use crate::models::prompt::softmax::softmax_into;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -428,6 +429,28 @@ fn figure(p: &Params, shown: Option<&[f64]>, all: &[Measured]) -> Result<Figure,
     Ok(fig)
 }
 
+/// Per n in n_min..=n_max: (scales + 1) × draws dense n × n Jacobians with their spectra and
+/// central differences (O(n³) each); every instance's measurements are kept.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let per_n = n(p.draws) * (n(p.scales.len()) + 1.0);
+    // Σ_{k=n_min}^{n_max} k³ in closed form: n_max may be absurd
+    let cube_sum = |m: f64| (m * (m + 1.0) / 2.0).powi(2);
+    let cubes = cube_sum(n(p.n_max)) - cube_sum(n(p.n_min) - 1.0);
+    Cost::new()
+        .work(
+            "n_max, draws, scales",
+            "dense Jacobians and spectra",
+            per_n * cubes,
+            20.0,
+        )
+        .doubles(
+            "n_max, draws, scales",
+            "the kept measurements",
+            16.0 * per_n * n(p.n_max.saturating_sub(p.n_min) + 1),
+        )
+        .dense_hessians("tail_n", n(p.tails.len()), n(p.tail_n), n(p.tail_n))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.lemma1-softmax-jacobian",
     paper: "002",
@@ -436,5 +459,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               secular equation (relative accuracy at any sparsity).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

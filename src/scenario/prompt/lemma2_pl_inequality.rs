@@ -8,9 +8,11 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use super::common::prompt_grad;
 use crate::flow::{Method, OdeConfig};
 use crate::models::prompt::pl_theory::{f_row_norms_closed_form, f_sigma_min, pl_ratio};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -229,6 +231,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// The C-orth data (N samples of n tokens in ℝ^{nN}) and at every random p a gradient and the
+/// smallest singular value of F (N × d).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let d = p.tokens * p.samples;
+    let grad = prompt_grad(p.tokens, d, p.samples);
+    Cost::new()
+        .doubles(
+            "tokens, samples",
+            "the tokens",
+            n(p.samples) * n(p.tokens) * n(d),
+        )
+        .work(
+            "points",
+            "gradients and σ_min(F)",
+            n(p.points),
+            grad + 10.0 * n(p.samples).powi(2) * n(d),
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.lemma2-pl-inequality",
     paper: "002",
@@ -236,5 +257,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               derived (attained) mNσ²_min(F); σ_min(F) = (1/N)min‖J(z_i)a_i‖ under A2.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

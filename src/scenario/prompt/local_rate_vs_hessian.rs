@@ -5,16 +5,19 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{
+    prompt_grad, student, synthetic_data, synthetic_draw, teacher_state, TrainName,
+};
 use crate::analysis::fit::line_fit;
 use crate::analysis::linearize::{hessian, symmetric_eigen};
 use crate::flow::{norm, Method, OdeConfig};
 use crate::models::prompt::Attention;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{student, synthetic_draw, teacher_state, TrainName};
 use super::hessian_common::{gd_until, kappa};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -386,6 +389,32 @@ fn figure(p: &Params, runs: &[Run]) -> Figure {
     Figure::single(panel).title("GD tail vs ∇²L(p_T): dashed (max|1 − ηλ|)^{2k}")
 }
 
+/// Per (σ_p, trial): a synthetic draw, the dense Hessian at p_T and GD for up to
+/// `max_iterations` steps with every loss kept (all runs are kept for the figure).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let runs = n(p.sigma_ps.len()) * n(p.trials);
+    let grad = prompt_grad(p.d, p.d, p.samples);
+    let iterations = n(p.max_iterations);
+    synthetic_data("samples, d", 1.0, p.d, p.samples)
+        .dense_hessians("sigma_ps, trials, d", runs, n(p.d), 2.0 * grad)
+        .work(
+            "max_iterations, sigma_ps, trials",
+            "GD steps",
+            runs * iterations,
+            2.0 * grad,
+        )
+        .doubles(
+            "max_iterations, sigma_ps, trials",
+            "the GD losses",
+            runs * iterations,
+        )
+        .table(
+            "max_iterations, record_every",
+            runs * iterations / n(p.record_every),
+            4.0,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.local-rate-vs-hessian",
     paper: "002",
@@ -393,5 +422,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               2 ln max|1 − ηλ| from the analytic Hessian ∇²L(p_T) (assembled from exact HVPs).",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

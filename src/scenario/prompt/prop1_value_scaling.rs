@@ -9,11 +9,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::prompt_grad;
 use crate::flow::{GradientFlow, Method, OdeConfig};
 use crate::models::prompt::data::labelled;
 use crate::models::prompt::pl_theory::{c_sigma, f_sigma_min, Reading, Thm1Inputs};
 use crate::models::prompt::{Attention, PromptModel, Trained};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
@@ -279,6 +281,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// The C-orth data and, per α, the constants of Proposition 1 from a few gradients and a
+/// singular value decomposition of F (N × d).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let d = p.tokens * p.samples;
+    let grad = prompt_grad(p.tokens, d, p.samples);
+    Cost::new()
+        .doubles(
+            "tokens, samples",
+            "the tokens",
+            n(p.samples) * n(p.tokens) * n(d),
+        )
+        .work(
+            "alphas",
+            "constants per α",
+            n(p.alphas.len()),
+            10.0 * grad + 10.0 * n(p.samples).powi(2) * n(d),
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.prop1-value-scaling",
     paper: "002",
@@ -286,5 +307,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               hypothesis scales like α with a negative limit (counterexample); corrected scaling checked.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -7,14 +7,17 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{
+    prompt_grad, student, synthetic_data, synthetic_draw, teacher_state, TrainName,
+};
 use crate::analysis::stationary::{find_stationary, NewtonOptions, Target};
 use crate::flow::{integrate_flow, norm, Method, OdeConfig, TimeGrid};
 use crate::models::prompt::Attention;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::common::{student, synthetic_draw, teacher_state, TrainName};
 use super::hessian_common::{hessian_eigenvalues, kappa};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -275,6 +278,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// A synthetic draw, one (p, v) flow (dimension 2d) keeping `samples_t` states, a Newton
+/// polish on the exact Hessian and two dense spectra.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let dim = 2.0 * n(p.d);
+    let grad = prompt_grad(p.d, p.d, p.samples);
+    synthetic_data("samples, d", 1.0, p.d, p.samples)
+        .ode("d, samples", 1.0, dim, grad, ctx.ode.method)
+        .records("samples_t, d", 1.0, n(p.samples_t), dim)
+        .dense_hessians("max_newton, d", n(p.max_newton) + 2.0, dim, 2.0 * grad)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.spurious-sparse-minimum",
     paper: "002",
@@ -283,5 +297,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               > 0, loss > 0.1 (teacher 0), geometric-mean log10 R > 10.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -9,15 +9,18 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::{
+    prompt_grad, student, synthetic_data, synthetic_draw, teacher_state, TrainName,
+};
 use crate::analysis::fit::line_fit;
 use crate::flow::{integrate, Descent, Events, FlowError, GradientFlow, Method, OdeConfig};
 use crate::models::prompt::Attention;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost as SizeCost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{student, synthetic_draw, teacher_state, TrainName};
 use super::hessian_common::{gd_until, hessian_eigenvalues};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -416,6 +419,32 @@ fn figure(p: &Params, points: &[Point]) -> Figure {
     Figure::single(panel).title("Work to tolerance vs stiffness κ (dashed: slopes 1, 0)")
 }
 
+/// Per σ_p: the dense spectrum at p_T, one solve per implicit method, Tsit45 for up to
+/// `explicit_max_steps` steps and GD for up to `gd_max_iterations` (every loss kept).
+fn cost(p: &Params, _: &RunContext) -> SizeCost {
+    let runs = n(p.sigma_ps.len());
+    let (dim, grad) = (n(p.d), prompt_grad(p.d, p.d, p.samples));
+    let implicit = p.implicit.iter().fold(SizeCost::new(), |c, &m| {
+        c.ode("d, samples", runs, dim, grad, m)
+    });
+    synthetic_data("samples, d", 1.0, p.d, p.samples)
+        .dense_hessians("sigma_ps, d", runs, dim, 2.0 * grad)
+        .and(implicit)
+        .work(
+            "explicit_max_steps",
+            "Tsit45 steps",
+            runs * 6.0 * n(p.explicit_max_steps),
+            grad,
+        )
+        .work(
+            "gd_max_iterations",
+            "GD steps",
+            runs * n(p.gd_max_iterations),
+            2.0 * grad,
+        )
+        .doubles("gd_max_iterations", "the GD losses", n(p.gd_max_iterations))
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.stiffness-attention-flow",
     paper: "002",
@@ -424,5 +453,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               stay nearly flat (fitted log–log slopes).",
     solver: OdeConfig::new(Method::Bdf, 1e-6, 1e-9),
     validate,
+    cost,
     run,
 };

@@ -19,6 +19,7 @@ use crate::analysis::fit::line_fit;
 use crate::flow::{integrate, FlowError, Method, OdeConfig, VectorField};
 use crate::models::prompt::two_token::{s_star_from_ratio, stiffness_ratio, TwoToken};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -554,6 +555,27 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
     Figure::single(panel).title("Stiffness (two-token model): explicit work ∝ κ, implicit flat")
 }
 
+/// Per slow ratio R₂: one two-dimensional solve per method (the explicit one capped at
+/// `explicit_max_steps`) and GD for up to `gd_max_iters`, O(N) per evaluation.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let runs = n(p.r2s.len());
+    let eval = 20.0 * n(p.samples);
+    Cost::new()
+        .work(
+            "explicit_max_steps, r2s",
+            "Tsit45 steps",
+            runs * 6.0 * n(p.explicit_max_steps),
+            eval,
+        )
+        .ode("r2s", runs * n(p.methods.len()), 2.0, eval, Method::Bdf)
+        .work(
+            "gd_max_iters, r2s",
+            "GD steps",
+            runs * n(p.gd_max_iters),
+            eval,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.stiffness-two-token",
     paper: "002",
@@ -561,5 +583,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               grows ∝ κ, implicit BDF/ESDIRK34/TR-BDF2 (exact Jacobian) stays flat.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::prompt_grad;
 use crate::analysis::fit::line_fit;
 use crate::flow::{GradientFlow, Method, OdeConfig};
 use crate::models::prompt::pl_theory::{
@@ -15,6 +16,7 @@ use crate::models::prompt::pl_theory::{
 };
 use crate::models::prompt::PromptModel;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -454,6 +456,32 @@ fn figure(p: &Params, runs: &[GdRun], instances: &[Instance]) -> Figure {
         .panel(right)
 }
 
+/// The C-orth data and per ε one GD run of `steps` steps keeping the loss, ‖p‖ and ‖p − p₀‖ of
+/// every step (all runs are kept for the figure).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let d = p.tokens * p.samples;
+    let runs = n(p.epsilons.len());
+    let steps = n(p.steps);
+    Cost::new()
+        .doubles(
+            "tokens, samples",
+            "the tokens",
+            n(p.samples) * n(p.tokens) * n(d),
+        )
+        .work(
+            "steps, epsilons",
+            "GD steps",
+            runs * steps,
+            2.0 * prompt_grad(p.tokens, d, p.samples),
+        )
+        .doubles(
+            "steps, epsilons",
+            "loss, ‖p‖ and ‖p − p₀‖ per step",
+            runs * 5.0 * steps,
+        )
+        .table("steps", runs * steps, 4.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.thm1-linear-rate",
     paper: "002",
@@ -461,5 +489,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               the hypothesis holds, GD satisfies (14) and ‖p_t‖ ≤ M_p; measured rate vs 1 − ημ.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

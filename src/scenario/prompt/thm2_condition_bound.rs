@@ -17,6 +17,7 @@ use crate::models::prompt::attention_families::Attention;
 use crate::models::prompt::jacobian_spectrum::secular_eigenvalues;
 use crate::models::prompt::simplex::random_spd;
 use crate::models::prompt::simplex_linearization::ConditionReport;
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -431,6 +432,43 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Dense n × n condition numbers (O(n³)) for the random sweep, the Gaussian-logit curves and
+/// the dominant-token curve.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let sweep = n(p.sweep_instances) * n(p.sweep_n[1]).powi(3);
+    let gaussian = n(p.gaussian_draws) * n(p.gaussian_points) * n(p.gaussian_n).powi(3);
+    let tail = n(p.tail_points) * n(p.tail_n).powi(3);
+    Cost::new()
+        .work(
+            "sweep_instances, sweep_n",
+            "sweep spectra",
+            1.0,
+            40.0 * sweep,
+        )
+        .work(
+            "gaussian_draws, gaussian_points, gaussian_n",
+            "Gaussian-logit spectra",
+            1.0,
+            40.0 * gaussian,
+        )
+        .work(
+            "tail_points, tail_n",
+            "dominant-token spectra",
+            1.0,
+            40.0 * tail,
+        )
+        .doubles(
+            "sweep_instances, gaussian_points",
+            "the kept points",
+            8.0 * (n(p.sweep_instances) + n(p.gaussian_draws) * n(p.gaussian_points)),
+        )
+        .doubles(
+            "sweep_n",
+            "one instance's matrices",
+            4.0 * n(p.sweep_n[1]).powi(2),
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.thm2-condition-bound",
     paper: "002",
@@ -439,5 +477,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               vs R for Gaussian logits (slope ≈ 2) and a dominant token (κ → n²).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -16,6 +16,7 @@ use crate::models::prompt::simplex_linearization::{
     tangent_basis, tangent_eigenvalues_svd, tangent_linearization,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -427,6 +428,23 @@ fn figure(p: &Params, cases: &[Case]) -> Figure {
     fig
 }
 
+/// Per (n, c): the Hessian and two dense Jacobians (n × n), and per η a contraction run of up
+/// to `max_steps` steps of O(n²) keeping one norm per step.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let cases = n(p.cs.len()) * n(p.etas.len());
+    p.sizes.iter().fold(Cost::new(), |cost, &size| {
+        let step = 4.0 * n(size) * n(size) * n(p.samples);
+        cost.dense_hessians("sizes", 3.0 * n(p.cs.len()), n(size), step)
+            .work(
+                "max_steps, sizes",
+                "contraction steps",
+                cases * n(p.max_steps),
+                step,
+            )
+            .doubles("max_steps", "norms per step", cases * n(p.max_steps))
+    })
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.thm2-linearization",
     paper: "002",
@@ -435,5 +453,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               predicted contraction rate max|1 − (η/N)λ|.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
+    cost,
     run,
 };

@@ -15,6 +15,7 @@ use crate::models::prompt::two_token::{
     logit, rate_log_slope, s_star_from_ratio, tail_rate, tail_rate_from_ratio, ClosedForm, TwoToken,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -373,6 +374,21 @@ fn figure(
         .panel(right)
 }
 
+/// One-dimensional solves per case (the grid and the tail fit) and per ratio R, with their
+/// samples.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let solves = 2.0 * n(p.cases.len()) + n(p.ratio_count);
+    Cost::new()
+        .ode("cases, ratio_count", solves, 1.0, 20.0, ctx.ode.method)
+        .records(
+            "grid_points, tail_points",
+            solves,
+            n(p.grid_points.max(p.tail_points)),
+            1.0,
+        )
+        .table("grid_points", n(p.cases.len()) * n(p.grid_points), 6.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "prompt.two-token-closed-form",
     paper: "002",
@@ -380,5 +396,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               rate vs c(s*(1 − s*))², and the log–log slope of the rate vs R (→ −2).",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-14),
     validate,
+    cost,
     run,
 };

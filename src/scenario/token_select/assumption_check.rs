@@ -11,6 +11,7 @@ use crate::analysis::svm::{solve_l2, MarginConstraints, RankOneConstraints, SvmE
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::{Example1, GaussianJoint, Instance, TokenError};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -420,6 +421,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Per d and draw, three data models of ≤ 32 tokens in ℝ^d with their W-SVM Gram matrices
+/// (O((nT)²·d)); the dual's solution W is a d × d matrix.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let tokens = 32.0;
+    let d_max = n(p.dims.iter().copied().max().unwrap_or(0));
+    let d_sum: f64 = p.dims.iter().map(|&d| n(d)).sum();
+    Cost::new()
+        .work(
+            "dims, seeds",
+            "draws and W-SVM Gram matrices",
+            3.0 * n(p.seeds),
+            10.0 * tokens * tokens * d_sum,
+        )
+        .doubles(
+            "dims",
+            "three draws' tokens and constraints",
+            3.0 * 3.0 * tokens * d_max,
+        )
+        .doubles("dims", "the W-SVM solution W (d × d)", d_max * d_max)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.assumption-check",
     paper: "003",
@@ -428,5 +450,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               feasible, DM's optimal tokens the larger ones.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

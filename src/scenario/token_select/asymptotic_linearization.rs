@@ -9,11 +9,12 @@ use crate::analysis::svm::MarginConstraints;
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::DataName;
+use super::common::{optimizer_runs, DataName};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
 use super::fixed_linearization::{Linearization, PerpSplit};
 
@@ -313,6 +314,11 @@ fn figure(
         .panel(offsets)
 }
 
+/// NGD for `steps` iterations on a built-in data model.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    optimizer_runs("steps", 1.0, p.steps)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.asymptotic-linearization",
     paper: "003",
@@ -321,5 +327,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               (1 − corr ≈ ‖w̃_⊥‖²/(2‖W‖²)).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::svm::{solve_l2, L2Solution, RankOneConstraints, SvmMethod};
 use crate::models::token_select::generators::{bad_init, two_token};
 use crate::models::token_select::{Example1, GaussianJoint, Instance};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::{RunContext, RunError};
 
 /// Random stream of the data (tokens, labels, decoder).
@@ -49,4 +50,27 @@ pub fn w_svm(instance: &Instance) -> Result<(RankOneConstraints, L2Solution), Ru
     let sol =
         solve_l2(&cons, SvmMethod::Dual).map_err(|e| RunError::Other(format!("W-SVM: {e}")))?;
     Ok((cons, sol))
+}
+
+/// The largest built-in data model for cost estimates (see [`crate::scenario::cost`]): dm has
+/// W ∈ ℝ^{64×64}; one loss and gradient of a fixed-decoder or joint run costs a few n·d² (the
+/// products W z_i and the outer products of the gradient; ex1: n = 8, d = 32; dm: n = 6,
+/// d = 64), so costs that depend only on the data model are constants.
+pub const BUILT_IN_W: f64 = 4096.0;
+pub const BUILT_IN_GRAD: f64 = 5e4;
+
+/// `runs` optimizer runs of `steps` iterations each on a built-in data model: the iterations,
+/// and the checkpoints (every step up to 1000, then ~60 per decade) with their table rows.
+pub fn optimizer_runs(key: &'static str, runs: f64, steps: usize) -> Cost {
+    let steps = n(steps);
+    let checkpoints = steps.min(1000.0) + 60.0 * steps.max(1.0).log10();
+    Cost::new()
+        .work(key, "optimizer iterations", runs * steps, BUILT_IN_GRAD)
+        .work(
+            key,
+            "checkpoint probes",
+            runs * checkpoints,
+            2.0 * BUILT_IN_GRAD,
+        )
+        .table(key, runs * checkpoints, 12.0)
 }

@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{Method, OdeConfig, SolverStats};
 use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 
-use super::common::DataName;
+use super::common::{optimizer_runs, DataName};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
 
 /// One curve of the figure: a label and its update rule.
@@ -268,6 +269,11 @@ fn figure(p: &Params, setup: &Setup, all: &[(String, Curves)]) -> Figure {
         .panel(align)
 }
 
+/// One run of `steps` iterations per optimizer on a built-in data model.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    optimizer_runs("steps, optimizers", n(p.optimizers.len()), p.steps)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.fig2-fixed-decoder",
     paper: "003",
@@ -276,5 +282,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               checks the qualitative orderings at k = K (also the Fig. 1 claim, synthetically).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -16,6 +16,7 @@ use crate::models::token_select::{
     PolyakFlow,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -582,6 +583,20 @@ fn figure(c: &FlowCurves, ngd: &[(f64, Vec<OnPath>)], gamma: f64, p: &Params) ->
         .panel(loss)
 }
 
+/// Example 1 with W ∈ ℝ^{d×d} (gradient ~4·n·T·d²): three flows (dimension d²) sampled every
+/// `grid_step` of arc length and at `flow_samples` points, and NGD for s_end/η steps per η.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let dim = n(p.d) * n(p.d);
+    let grad = 4.0 * n(p.n) * n(p.t) * dim;
+    let grid = p.s_end / p.grid_step + n(p.flow_samples);
+    let ngd: f64 = p.ngd_etas.iter().map(|eta| p.s_end / eta).sum();
+    Cost::new()
+        .doubles("n, t, d", "the tokens", n(p.n) * n(p.t) * n(p.d))
+        .ode("d", 3.0, dim, grad, ctx.ode.method)
+        .records("s_end, grid_step, flow_samples, d", 3.0, grid, dim)
+        .work("s_end, ngd_etas", "NGD steps", ngd, grad)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.flow-path-equivalence",
     paper: "003",
@@ -590,5 +605,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               NGD deviates from the path by O(η).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

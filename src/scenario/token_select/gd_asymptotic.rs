@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{integrate, logspace, Method, OdeConfig, SolverStats};
 use crate::models::token_select::{FixedRule, LogTimeGradientFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::DataName;
+use super::common::{optimizer_runs, DataName, BUILT_IN_GRAD, BUILT_IN_W};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
 use super::fixed_linearization::Linearization;
 
@@ -395,6 +396,28 @@ fn figure(p: &Params, setup: &Setup, runs: &[Run], envelopes: &[f64], limit: f64
         .panel(offset)
 }
 
+/// GD for `steps` and the NGD reference for `reference_steps` iterations, and the gradient
+/// flow (dimension d² ≤ 4096) on a log grid, on a built-in data model.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let decades = p.flow_t_end.max(1.0).log10() + 1.0;
+    let flow = if p.flow_t_end > 0.0 { 1.0 } else { 0.0 };
+    optimizer_runs("steps", 1.0, p.steps)
+        .and(optimizer_runs("reference_steps", 1.0, p.reference_steps))
+        .ode(
+            "flow_t_end",
+            flow,
+            BUILT_IN_W,
+            BUILT_IN_GRAD,
+            ctx.ode.method,
+        )
+        .records(
+            "flow_points_per_decade",
+            flow,
+            decades * n(p.flow_points_per_decade),
+            BUILT_IN_W,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.gd-asymptotic",
     paper: "003",
@@ -403,5 +426,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               ‖W‖ − (ln t)/Γ bounded.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -18,12 +18,15 @@ use crate::models::token_select::{
     Example1, FixedDecoder, FixedRule, FixedStepper, Instance, Loss, OptPosition,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::attention_common::{gaussian_matrix, logits, unit_direction};
-use super::common::{build_instance, w_svm, DataName, DATA_STREAM, FIRST_FREE_STREAM};
+use super::common::{
+    build_instance, optimizer_runs, w_svm, DataName, BUILT_IN_GRAD, DATA_STREAM, FIRST_FREE_STREAM,
+};
 use super::svm_common::data_label;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -476,6 +479,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// NGD for `steps` from every start (scales × directions, and the anti-aligned ones) per
+/// optimal-token position, and the Gaussian draws of W₀.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let starts = n(p.scales.len()) * (n(p.directions) + f64::from(u8::from(p.anti_aligned)));
+    let runs = n(p.opt_positions.len()) * starts;
+    optimizer_runs("steps, scales, directions", runs, p.steps).work(
+        "gaussian_trials",
+        "Gaussian draws of W₀",
+        n(p.gaussian_trials),
+        BUILT_IN_GRAD,
+    )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.init-scale",
     paper: "003",
@@ -484,5 +500,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               largest scale at which Lemma 3 still holds.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

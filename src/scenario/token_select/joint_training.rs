@@ -12,6 +12,7 @@ use crate::analysis::svm::{solve_l2, SvmMethod, VectorConstraints};
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::{GaussianJoint, JointModel, JointRule, Loss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -567,6 +568,20 @@ fn figure(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> Figur
         .panel(ratio)
 }
 
+/// DM with (u, W) ∈ ℝ^d × ℝ^{d×d} (gradient ~4·n·T·d²): one run of `iterations` per α, GD and
+/// the Polyak step, recording every step to `dense_until` then `per_decade` per decade.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let dim = n(p.d) * (n(p.d) + 1.0);
+    let grad = 4.0 * n(p.n) * n(p.t) * dim;
+    let runs = n(p.alphas.len()) + 2.0;
+    let records = n(p.dense_until) + n(p.per_decade) * n(p.iterations).max(1.0).log10();
+    Cost::new()
+        .doubles("n, t, d", "the tokens", n(p.n) * n(p.t) * n(p.d))
+        .work("iterations", "iterations", runs * n(p.iterations), grad)
+        .table("dense_until, per_decade", runs * records, 12.0)
+        .doubles("d", "a few copies of W", 8.0 * dim)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.joint-training",
     paper: "003",
@@ -575,5 +590,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               invariants, Thm 2 loss rate, Thm 4 decoder margin, and W's alignment ordering.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -8,11 +8,12 @@ use crate::analysis::fit::{log_log_slope_fit, Window};
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::DataName;
+use super::common::{optimizer_runs, DataName};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -568,6 +569,11 @@ fn figure(p: &Params, setup: &Setup, runs: &[(String, Curves, f64)]) -> Figure {
         .panel(loss)
 }
 
+/// NGD for `steps` iterations from every initialization on a built-in data model.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    optimizer_runs("steps, inits", n(p.inits.len()), p.steps)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.ngd-fixed-decoder",
     paper: "003",
@@ -576,5 +582,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               k^{−1/2} envelope and global alignment with W_mm.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{Method, OdeConfig, SolverStats};
 use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::DataName;
+use super::common::{optimizer_runs, DataName};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Cap, Init, Probing, Setup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -373,6 +374,11 @@ fn figure(
         .panel(loss)
 }
 
+/// One Polyak-step run of `steps` iterations per cap on a built-in data model.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    optimizer_runs("steps, caps", n(p.caps.len()), p.steps)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.polyak-step",
     paper: "003",
@@ -381,5 +387,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               from the switch iterate k_sw on.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

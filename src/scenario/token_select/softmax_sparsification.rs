@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::FixedRule;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::DataName;
+use super::common::{optimizer_runs, DataName};
 use super::fixed_common::{
     checkpoint_row, checkpoint_table, least_squares_slope, trace, Init, Probing, Setup,
 };
@@ -303,6 +304,11 @@ fn attn_range(path: &Path) -> (f64, f64) {
     (lo * 1.05, 5.0)
 }
 
+/// NGD for `steps` iterations on a built-in data model.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    optimizer_runs("steps", 1.0, p.steps)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.softmax-sparsification",
     paper: "003",
@@ -310,5 +316,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               every iterate and the exponents of 1 − min φ_opt and L − L* against ‖W‖ (= −Γ).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

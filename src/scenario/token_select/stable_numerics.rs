@@ -11,12 +11,13 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::logdomain::softplus;
 use crate::models::token_select::{FixedDecoder, FixedRule, FixedStepper, Loss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::attention_common::{gaussian_matrix, line_fit, logits, min_logit_gap, naive_excess};
-use super::common::{build_instance, w_svm, DataName, FIRST_FREE_STREAM};
+use super::common::{build_instance, w_svm, DataName, BUILT_IN_GRAD, FIRST_FREE_STREAM};
 use super::svm_common::data_label;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -427,6 +428,24 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Per data model NGD until ‖W‖ ≥ target_norm: each step has length η, so at least
+/// target_norm/η steps, with a probe per step.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let steps = p.target_norm / p.eta;
+    Cost::new()
+        .work(
+            "target_norm, eta",
+            "NGD steps",
+            n(p.data.len()) * steps,
+            2.0 * BUILT_IN_GRAD,
+        )
+        .doubles(
+            "target_norm, eta",
+            "the per-step norms and losses",
+            4.0 * steps,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.stable-numerics",
     paper: "003",
@@ -435,5 +454,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               evaluation (negative control) breaks near logit gap 37.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -15,6 +15,7 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::generators::bad_direction;
 use crate::models::token_select::{FixedDecoder, FixedRule, FixedStepper, Instance, Loss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -549,6 +550,20 @@ fn figure(
         .panel(loss)
 }
 
+/// A GD and an NGD run of `iterations` per radius on the bad-initialization instance (2 × 2).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let runs = 2.0 * n(p.radii.len());
+    let records = n(p.dense_until) + n(p.per_decade) * n(p.iterations).max(1.0).log10();
+    Cost::new()
+        .work(
+            "iterations, radii",
+            "iterations",
+            runs * n(p.iterations),
+            100.0,
+        )
+        .table("dense_until, per_decade", runs * records, 10.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.tokens-bad-init",
     paper: "003",
@@ -557,5 +572,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               not NGD; φ_{i,opt} never decreases (⟨D₁, D₂⟩ > 0).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

@@ -15,6 +15,7 @@ use crate::models::token_select::{
     FixedDecoder, FixedRule, FixedStepper, LogTimeGradientFlow, Loss,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -523,6 +524,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// GD and NGD for `steps` iterations on the two-token instance (2 × 2) and the matrix flow to
+/// the last table time.
+fn cost(p: &Params, ctx: &RunContext) -> Cost {
+    let checkpoints = 100.0 + n(p.checkpoints_per_decade) * n(p.steps).max(1.0).log10();
+    Cost::new()
+        .work("steps", "GD and NGD iterations", 2.0 * n(p.steps), 100.0)
+        .ode("gf_times", 1.0, 4.0, 50.0, ctx.ode.method)
+        .table("checkpoints_per_decade", 2.0 * checkpoints, 10.0)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.two-token-gd-vs-ngd",
     paper: "003",
@@ -531,6 +542,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               (1 − corr)k² → p/(2η²), GD (1 − corr)·ln²k bounded.",
     solver: OdeConfig::new(Method::Tsit45, 1e-11, 1e-13),
     validate,
+    cost,
     run,
 };
 

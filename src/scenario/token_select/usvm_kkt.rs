@@ -11,6 +11,7 @@ use crate::analysis::svm::{one_minus_cos, L2Solution, MarginConstraints, VectorC
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::GaussianJoint;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -207,6 +208,31 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Per trial a DM draw (n·T tokens in ℝ^d), its u-SVM dual (O((nT)²·d)) and, for
+/// d ≤ primal_max_dim, the primal QP in d variables with n constraints (sparse interior point:
+/// ~30 iterations of O(d·n²)).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let m = &p.model;
+    let (tokens, d) = (n(m.n * m.t), n(m.d));
+    let primal = if m.d <= p.primal_max_dim {
+        30.0 * d * n(m.n).powi(2)
+    } else {
+        0.0
+    };
+    Cost::new()
+        .doubles(
+            "model.n, model.t, model.d",
+            "one draw's tokens and constraints",
+            4.0 * tokens * d,
+        )
+        .work(
+            "trials, model.d",
+            "draws, duals and primals",
+            n(p.trials),
+            10.0 * tokens * tokens * d + primal,
+        )
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.usvm-kkt",
     paper: "003",
@@ -215,5 +241,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               max margin.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

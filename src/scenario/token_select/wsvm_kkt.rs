@@ -13,11 +13,12 @@ use crate::analysis::svm::{
 };
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{build_instance, DataName};
+use super::common::{build_instance, DataName, BUILT_IN_W};
 use super::svm_common::{
     certificate_checks, complementarity_panel, data_label, solution_summary, solve_both,
     BothSolutions, KktChecks,
@@ -330,6 +331,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     Ok(rep)
 }
 
+/// Per data model (built-in, or the user's file, whose size is bounded by the file) the
+/// W-SVM dual and, when d² ≤ primal_max_dim, the primal QP in m = d² variables with at most
+/// n(T − 1) ≤ 32 constraints (sparse interior point: ~30 iterations of O(m·32²)).
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let problems = n(p.data.len()).max(1.0);
+    let m = n(p.primal_max_dim).min(BUILT_IN_W);
+    Cost::new()
+        .work("data", "W-SVM duals", problems, 10.0 * 32.0 * 32.0 * 64.0)
+        .work(
+            "primal_max_dim",
+            "primal QPs",
+            problems * 30.0,
+            m * 32.0 * 32.0,
+        )
+        .doubles("primal_max_dim", "the primal QP", 64.0 * m)
+}
+
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.wsvm-kkt",
     paper: "003",
@@ -338,5 +356,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
               and svm.json with W_mm, its norm, the active constraints and the residuals.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
+    cost,
     run,
 };

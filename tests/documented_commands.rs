@@ -9,18 +9,22 @@
 //!   folder; and every inline `` `attnflow …` `` span that is a complete command. Synopses (a
 //!   placeholder such as DIR, PATH, K/N or `<name>`, or a subcommand named alone) are listed and
 //!   counted, not run; every subcommand has a concrete example that is run.
-//! - every scenario file: each `# Explore: attnflow …` line (a long one continues on the next
-//!   comment line after a trailing `\`). A note before the colon, `# Explore (note): …`, says
-//!   what happens when it is not "every check passes": a note starting `checks fail` expects exit
-//!   1, `run fails` exit 3, `refused` exit 2; any other note is commentary (exit 0).
+//! - every scenario file: each `# Explore: attnflow …` line (one complete command; a long one
+//!   continues on the next comment line after a trailing `\`; values with `[`, `{`, `*` quoted,
+//!   as a shell needs). A note before the colon, `# Explore (note): …`, says what happens when it
+//!   is not "every check passes": its tags before the first colon, `checks fail` (exit 1), `run
+//!   fails` (3) or `refused` (2), and `heavy` (minutes even in the fast configuration); any
+//!   other note is commentary.
 //!
-//! Each command runs with the crate's binary, unchanged except for `--quick` appended to `run`
-//! and `check`, in a temporary folder where `scenarios/` is a link to the shipped scenario
-//! folder (the commands name scenarios by name or by `scenarios/…` path, as a user in the
-//! repository would). So this test proves that every documented command is accepted and ends as
-//! documented on the fast configurations; the full configurations of the shipped scenarios are
-//! what the main job (`attnflow run --all`) runs, and `documented_commands_full` (ignored: tens of
-//! minutes) runs every documented command exactly as written.
+//! Each command runs with the crate's binary in a temporary folder where `scenarios/` links to
+//! the shipped scenario folder (the commands name scenarios by name or by `scenarios/…` path, as
+//! a user in the repository does), unchanged except that `run` and `check` get `--quick`: the
+//! fast configurations keep the whole test to a few minutes on 2 cores. The full configurations
+//! of the shipped scenarios are what the main job (`attnflow run --all`) runs; here a `run` of
+//! named scenarios is also validated in its full configuration (`describe` with the same
+//! options: a refusal there is what a user would meet), and a heavy one only validated.
+//! `documented_commands_full` (ignored: tens of minutes) runs every command exactly as written,
+//! heavy ones included.
 #![cfg(unix)]
 
 use std::io::{BufRead, BufReader};

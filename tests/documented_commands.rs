@@ -714,6 +714,13 @@ fn run_all(quick: bool) {
     for s in &skipped {
         println!("  {}: `{}`: {}", s.source, s.span, s.reason);
     }
+    if quick {
+        let heavy: Vec<&Step> = jobs.iter().flat_map(|j| &j.steps).filter(|s| s.heavy).collect();
+        println!("{} heavy commands, validated only:", heavy.len());
+        for s in heavy {
+            println!("  {}: `{}`", s.source, s.line);
+        }
+    }
     // a concrete, tested example of every subcommand
     for sub in ["list", "describe", "run", "check", "merge"] {
         let tested = jobs

@@ -137,8 +137,12 @@ impl Window<'_> {
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
                     (a.min(x), b.max(x))
                 });
-            let span = (hi - lo).max(1e-3);
-            panel = panel.y_range(lo - 1.1 * span, hi + 0.05 * span);
+            // a window with no entries (a time before the first transition, drawn by `draw =
+            // "uniform"`) has no curves: its range is the automatic one
+            if lo <= hi {
+                let span = (hi - lo).max(1e-3);
+                panel = panel.y_range(lo - 1.1 * span, hi + 0.05 * span);
+            }
         }
         for &(i, color) in &self.entries {
             panel = panel.series(

@@ -24,6 +24,7 @@
 
 pub mod diagonal;
 pub mod histogram;
+pub mod html;
 pub mod kq;
 pub mod output;
 pub mod prompt;

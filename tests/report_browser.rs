@@ -18,7 +18,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Fast configurations, one per paper; stage-times is a sweep (with a reduction).
@@ -120,13 +120,36 @@ fn the_report_opens_in_chromium_with_every_figure_loaded_and_no_console_error() 
     }
 }
 
-/// Runs the CLI from the crate's scenario folder; panics with its stderr if it fails.
-fn attnflow(args: &[&str]) {
-    let o = Command::new(env!("CARGO_BIN_EXE_attnflow"))
+#[test]
+fn a_report_of_a_missing_or_empty_folder_exits_2_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (dir, reason) in [
+        ("missing", "cannot read the output folder"),
+        ("", "no scenario outputs"),
+    ] {
+        let dir = tmp.path().join(dir);
+        let o = cli(&["report", "--out", dir.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&dir.display().to_string()) && stderr.contains(reason),
+            "{stderr}"
+        );
+        assert!(!dir.join("index.html").exists());
+    }
+}
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_attnflow"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
-        .expect("the binary runs");
+        .expect("the binary runs")
+}
+
+/// Runs the CLI from the crate's scenario folder; panics with its stderr if it fails.
+fn attnflow(args: &[&str]) {
+    let o = cli(args);
     assert!(
         o.status.success(),
         "attnflow {args:?}: {}",

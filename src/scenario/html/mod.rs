@@ -112,8 +112,13 @@ impl Folder {
 }
 
 fn read_outputs(dir: &Path) -> Result<Vec<Folder>, ReportError> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| ReportError::NoOutputs(format!("{}: {e}", dir.display())))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        ReportError::NoOutputs(format!(
+            "{}: cannot read the output folder ({e}); write it with `attnflow run ... --out {}`",
+            dir.display(),
+            dir.display()
+        ))
+    })?;
     let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
     let mut folders = Vec::new();

@@ -59,12 +59,12 @@ pub(super) fn render(folders: &[Folder]) -> String {
     h.push_str(STYLE);
     h.push_str("</style>\n</head>\n<body>\n<h1>attnflow report</h1>\n");
     let failing: Vec<&Folder> = folders.iter().filter(|f| !f.all_pass()).collect();
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<div class=\"summary-box\"><p><b>{}</b> ({}), {} not run; \
          <b>{}/{} checks passed</b>. Report written by attnflow {} from the files in this \
          folder: every check compares a measured value with a bound from the theory; where a \
-         paper states something else, its claim is shown beside the corrected statement.</p>\n",
+         paper states something else, its claim is shown beside the corrected statement.</p>",
         counted(s.scenarios, "scenario"),
         counted(folders.iter().filter(|f| f.is_sweep).count(), "sweep"),
         s.not_run,

@@ -4,12 +4,15 @@
 //! - [`flow`]: the engine — vector fields, gradient flows, diffsol integration, discrete optimizers.
 //! - [`analysis`]: model-agnostic mathematics (linearization, stationary points, fits, spectra).
 //! - [`models`]: one module per paper.
-//! - [`scenario`]: scenario files, the registry of runners, checks and output writing.
+//! - [`scenario`]: scenario files, the registry of runners, checks, output writing and the HTML
+//!   report (`index.html`).
 //! - [`plot`]: paper-style SVG figures.
 //! - [`stats`]: NaN-propagating statistics (max, min, median, …) for every measured value.
+//! - [`papers`]: the five papers, cited by title, authors and venue.
 pub mod analysis;
 pub mod flow;
 pub mod models;
+pub mod papers;
 pub mod plot;
 pub mod scenario;
 pub mod stats;

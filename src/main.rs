@@ -1,4 +1,4 @@
-//! The attnflow command line: list, describe, run and check scenarios.
+//! The attnflow command line: list, describe, run and check scenarios, write the report.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -7,12 +7,12 @@ use clap::{Args, Parser, Subcommand};
 use rayon::prelude::*;
 
 use attnflow::flow::Method;
-use attnflow::scenario::registry;
 use attnflow::scenario::run::{
     check_outputs, default_scenario_dir, execute, load_and_validate, merge, resolve,
     scenario_files, ExecOptions, Outcome, Ready, INTERRUPTED,
 };
 use attnflow::scenario::sweep::Shard;
+use attnflow::scenario::{html, registry};
 use attnflow::scenario::{InputError, Overrides, RunError};
 
 /// Prints to stdout; a closed pipe (`attnflow list | head -1`) is not an error: the command
@@ -98,6 +98,13 @@ enum Command {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
         /// Where the merged outputs go.
+        #[arg(long, default_value = "out", value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Write <out>/index.html: one page with every scenario's claim, verdicts, figures,
+    /// parameters and data links, grouped by paper. Reads the output files; runs nothing.
+    Report {
+        /// Output folder of `run` or `check`.
         #[arg(long, default_value = "out", value_name = "DIR")]
         out: PathBuf,
     },
@@ -220,6 +227,7 @@ fn main() -> ExitCode {
                 ExitCode::from(3)
             }
         },
+        Command::Report { out } => report(&out),
     }
 }
 
@@ -364,7 +372,44 @@ fn run(
             }
         }
     }
-    exit_code(&outcomes, &failures)
+    let code = exit_code(&outcomes, &failures);
+    // `run --all` (the main job writes figures/ this way) and `check` cover every scenario, so
+    // they end by rewriting the report: the index.html committed with the figures always
+    // describes the outputs beside it. A run of a few scenarios leaves the report alone (it is
+    // exploration; `attnflow report` writes one on demand), and so does a shard, whose folder
+    // holds a slice of each sweep: the report belongs to the merged folder.
+    if all && exec.shard == Shard::ALL {
+        let written = report(out);
+        if code == ExitCode::SUCCESS {
+            return written;
+        }
+    }
+    code
+}
+
+/// Writes `<out>/index.html` and says so; exit 2 when the folder holds no scenario outputs.
+fn report(out: &Path) -> ExitCode {
+    match html::write_report(out) {
+        Ok(s) => {
+            println!(
+                "report written to {} ({} scenarios, {} not run; {}/{} checks passed)",
+                out.join(html::INDEX).display(),
+                s.scenarios,
+                s.not_run,
+                s.passed,
+                s.checks
+            );
+            ExitCode::SUCCESS
+        }
+        Err(html::ReportError::NoOutputs(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Err(html::ReportError::Io(e)) => {
+            eprintln!("error: writing the report: {e}");
+            ExitCode::from(3)
+        }
+    }
 }
 
 fn exit_code(outcomes: &[Outcome], failures: &[(String, RunError)]) -> ExitCode {

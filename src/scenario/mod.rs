@@ -25,6 +25,7 @@
 pub mod cost;
 pub mod diagonal;
 pub mod histogram;
+pub mod html;
 pub mod kq;
 pub mod output;
 pub mod prompt;

@@ -392,7 +392,7 @@ fn figure(sched: &Scheduled, ranks: &[(usize, usize)], tau_end: f64) -> Figure {
             sched.label(),
             sequence.join(" → ")
         ))
-        .panel_size(500, 420)
+        .aspect(0.84)
         .panel(loss_panel)
         .panel(b_panel)
         .panel(rank_panel)

@@ -415,7 +415,7 @@ fn overlay_figure(
         &supported,
         true,
     ))
-    .panel_size(720, 420)
+    .aspect(0.58)
 }
 
 fn run_kq(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {

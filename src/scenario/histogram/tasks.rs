@@ -248,7 +248,7 @@ fn example(p: &Params, chk: &Checks, rep: &mut Report) -> Figure {
         "paper",
     ]);
     let mut worst = 0.0f64;
-    let mut fig = Figure::new(3).panel_size(560, 360).title(format!(
+    let mut fig = Figure::new(3).aspect(0.64).title(format!(
         "Histogram tasks on \"{}\" (d = {d}): y = X M c, brute-force counts and the paper's \
          printed outputs (spec 000 §1.2, R1)",
         p.example

@@ -392,7 +392,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.figure = Some(
         Figure::new(3)
-            .panel_size(620, 400)
+            .aspect(0.65)
             .title("Max-margin solvers (spec 001 §3): certified brackets of two independent nuclear-norm solvers, and the ℓ1 uniqueness certificate")
             .panel(gap_panel("W_*: primal–dual (SVT) iteration", "iteration", &solved, |s| &s.suite.nuclear))
             .panel(gap_panel("W_*: column generation (clarabel LPs)", "LP solves", &solved, |s| &s.cuts))

@@ -6,7 +6,9 @@ use super::frame::{draw_axes, draw_grid, AxesPlan, AxesRequest, Frame, Grid, Mar
 use super::geometry::{sample_area, Area, Pt};
 use super::legend::{Entry, Glyph, LegendPlan};
 use super::render::check_length;
-use super::style::{palette, Ink, Stroke, AXIS, FRAME_WIDTH, MARKER_RADIUS, NUMERICS_WIDTH};
+use super::style::{
+    palette, Ink, Stroke, AXIS, FAINT_ALPHA, FRAME_WIDTH, MARKER_RADIUS, NUMERICS_WIDTH,
+};
 use super::svg::Svg;
 use super::{BarPanel, LegendPosition, LineStyle, PlotError};
 
@@ -36,7 +38,13 @@ pub(super) struct BarPlan {
 }
 
 impl BarPlan {
-    pub fn new(panel: &BarPanel, cell_width: f64, plot_height: f64) -> Result<Self, PlotError> {
+    /// `explained`: legend entries earlier panels of the figure show.
+    pub fn new(
+        panel: &BarPanel,
+        cell_width: f64,
+        plot_height: f64,
+        explained: &mut Vec<Entry>,
+    ) -> Result<Self, PlotError> {
         for (label, values, _) in &panel.groups {
             let what = || format!("values of bar group \"{label}\"");
             check_length(what, panel.categories.len(), values.len())?;
@@ -118,6 +126,7 @@ impl BarPlan {
         }
         let legend = LegendPlan::new(
             &entries,
+            explained,
             &frame.plot,
             &samples,
             LegendPosition::Best,
@@ -178,6 +187,7 @@ pub(super) fn draw_bar(svg: &mut Svg, area: Area, look: BarLook) {
     } = look;
     match style {
         LineStyle::Solid | LineStyle::SolidMarkers => svg.fill_rect(area, ink),
+        LineStyle::Faint => svg.fill_rect(area, ink.alpha(FAINT_ALPHA)),
         LineStyle::Dashed => svg.hatched_rect(
             area,
             ink,

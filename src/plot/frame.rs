@@ -18,8 +18,10 @@ const MINOR_TICK_LENGTH: f64 = 1.8;
 const TICK_GAP: f64 = 1.5;
 const LABEL_GAP: f64 = 3.0;
 const TITLE_GAP: f64 = 4.0;
-/// Horizontal room between neighbouring x tick labels, and vertical between y tick labels.
+/// Horizontal room between neighbouring x tick labels (numbers, categories), and vertical
+/// between y tick labels.
 const X_LABEL_SPACE: f64 = 5.0;
+const CATEGORY_SPACE: f64 = 2.5;
 const Y_LABEL_SPACE: f64 = 3.0;
 /// Lines a title, an axis label may wrap into.
 const TITLE_LINES: usize = 3;
@@ -165,13 +167,14 @@ fn thinned(labels: &[String], slot: f64, room: f64) -> Axis {
     Axis::categorical(labels, labels.len().div_ceil(stride))
 }
 
-/// Category labels under an x axis: on one line if they fit their slots, else wrapped in two,
-/// else turned to read upwards (and thinned if even that is too tight).
+/// Category labels under an x axis: on one line if they fit their slots; else wrapped in two;
+/// else on one line for every k-th category if turning them upwards would thin them as much;
+/// else turned to read upwards (thinned if even that is too tight).
 fn category_x_labels(labels: &[String], length: f64) -> (Axis, TickLabels) {
     let slot = length / labels.len().max(1) as f64;
     let all = Axis::categorical(labels, labels.len().max(1));
     let one_line = TickLabels::new(&all);
-    if one_line.widest() <= slot - X_LABEL_SPACE {
+    if one_line.widest() <= slot - CATEGORY_SPACE {
         return (all, one_line);
     }
     let wrapped: Vec<(f64, Fitted)> = all
@@ -180,13 +183,13 @@ fn category_x_labels(labels: &[String], length: f64) -> (Axis, TickLabels) {
         .map(|t| {
             (
                 t.at,
-                Fitted::new(&t.label, TICK_PT, slot - X_LABEL_SPACE, 2),
+                Fitted::new(&t.label, TICK_PT, slot - CATEGORY_SPACE, 2),
             )
         })
         .collect();
     if wrapped
         .iter()
-        .all(|(_, f)| f.lines.len() <= 2 && f.width() <= slot - X_LABEL_SPACE)
+        .all(|(_, f)| f.lines.len() <= 2 && f.width() <= slot - CATEGORY_SPACE)
     {
         let labels = TickLabels {
             labels: wrapped,
@@ -194,7 +197,14 @@ fn category_x_labels(labels: &[String], length: f64) -> (Axis, TickLabels) {
         };
         return (all, labels);
     }
-    let axis = thinned(labels, slot, TICK_PT + Y_LABEL_SPACE);
+    let upright_room = TICK_PT + Y_LABEL_SPACE;
+    let flat_room = one_line.widest() + CATEGORY_SPACE;
+    if (flat_room / slot).ceil() <= (upright_room / slot).ceil() {
+        let axis = thinned(labels, slot, flat_room);
+        let flat = TickLabels::new(&axis);
+        return (axis, flat);
+    }
+    let axis = thinned(labels, slot, upright_room);
     let mut upright = TickLabels::new(&axis);
     upright.rotated = true;
     (axis, upright)
@@ -410,7 +420,9 @@ pub(super) fn draw_axes(svg: &mut Svg, frame: &Frame, plan: &AxesPlan, cell: &Ar
     for (at, label) in &plan.x_ticks.labels {
         if plan.x_ticks.rotated {
             // Read upwards, right-aligned under the tick.
-            let line = &label.lines[0];
+            let Some(line) = label.lines.first() else {
+                continue;
+            };
             let x = x_at(*at) + (line.ascent(label.size) - line.descent(label.size)) / 2.0;
             svg.text(
                 line,

@@ -46,7 +46,8 @@ const INSIDE_MAX_HIDDEN: f64 = 0.01;
 const INSIDE_MAX_AREA: f64 = 0.4;
 const LABEL_LINES: usize = 3;
 
-/// Entries fitted into columns: the legend's content and size.
+/// Entries fitted into columns (filled top to bottom, then left to right): the legend's content
+/// and size.
 #[derive(Debug, Clone)]
 pub(super) struct LegendBlock {
     entries: Vec<(Fitted, Glyph)>,
@@ -78,10 +79,13 @@ impl LegendBlock {
             .collect();
         let column_width =
             GLYPH_WIDTH + GLYPH_GAP + fitted.iter().map(|(f, _)| f.width()).fold(0.0, f64::max);
-        let row_heights = fitted
-            .chunks(columns)
-            .map(|row| {
-                row.iter()
+        let rows = fitted.len().div_ceil(columns);
+        let row_heights = (0..rows)
+            .map(|r| {
+                fitted
+                    .iter()
+                    .skip(r)
+                    .step_by(rows.max(1))
                     .map(|(f, _)| f.height())
                     .fold(LEGEND_PT, f64::max)
             })
@@ -94,21 +98,27 @@ impl LegendBlock {
         }
     }
 
+    /// The entry in `row` of `column`.
+    fn entry(&self, row: usize, column: usize) -> Option<&(Fitted, Glyph)> {
+        self.entries.get(column * self.row_heights.len() + row)
+    }
+
     /// In one column, for inside a plot `width` wide.
     pub fn inside(entries: &[Entry], width: f64) -> LegendBlock {
         LegendBlock::new(entries, width - 2.0 * INSET, 1)
     }
 
-    /// In as many columns as fit across `width` (below the axes).
+    /// In as many columns as fit across `width` with every label on one line at full size
+    /// (below the axes).
     pub fn across(entries: &[Entry], width: f64) -> LegendBlock {
         let mut block = LegendBlock::new(entries, width, 1);
         for columns in 2..=entries.len() {
             let wider = LegendBlock::new(entries, width, columns);
-            if wider.columns < columns || wider.size().0 > width {
-                break;
-            }
-            let single_lines = wider.entries.iter().all(|(f, _)| f.lines.len() <= 1);
-            if !single_lines {
+            let unshrunk = wider
+                .entries
+                .iter()
+                .all(|(f, _)| f.lines.len() <= 1 && f.size == LEGEND_PT);
+            if wider.columns < columns || wider.size().0 > width || !unshrunk {
                 break;
             }
             block = wider;
@@ -228,8 +238,11 @@ fn draw_legend(svg: &mut Svg, block: &LegendBlock, area: Area) {
         Some("legend-box"),
     );
     let mut top = area.top + PADDING;
-    for (row, height) in block.entries.chunks(block.columns).zip(&block.row_heights) {
-        for (column, (label, glyph)) in row.iter().enumerate() {
+    for (row, height) in block.row_heights.iter().enumerate() {
+        for column in 0..block.columns {
+            let Some((label, glyph)) = block.entry(row, column) else {
+                continue;
+            };
             let left = area.left + PADDING + column as f64 * (block.column_width + COLUMN_GAP);
             // The glyph sits on the middle of the first line.
             let first = label.lines.first();
@@ -284,17 +297,30 @@ pub(super) struct LegendPlan {
 
 impl LegendPlan {
     /// The legend of `entries` for a plot of `plot` (page points, any origin) showing `samples`,
-    /// in a cell `cell_width` wide; `None` without entries or when the runner asked for none.
+    /// in a cell `cell_width` wide. Entries an earlier panel's legend already shows (in
+    /// `explained`) are left out — a figure explains each style once — and the new ones are
+    /// added. `None` without entries left or when the runner asked for none.
     pub fn new(
         entries: &[Entry],
+        explained: &mut Vec<Entry>,
         plot: &Area,
         samples: &[Pt],
         hint: LegendPosition,
         cell_width: f64,
     ) -> Option<LegendPlan> {
-        if entries.is_empty() || hint == LegendPosition::None {
+        if hint == LegendPosition::None {
             return None;
         }
+        let entries: Vec<Entry> = entries
+            .iter()
+            .filter(|e| !explained.contains(e))
+            .cloned()
+            .collect();
+        if entries.is_empty() {
+            return None;
+        }
+        explained.extend(entries.iter().cloned());
+        let entries = &entries[..];
         let block = LegendBlock::inside(entries, plot.width());
         let placement = place(&block, plot, samples, hint);
         let block = match placement {

@@ -33,9 +33,19 @@ const SAMPLE_STEP: f64 = 1.0;
 /// Distance of a reference line's label from the line and the frame, pt.
 const LABEL_OFFSET: f64 = 2.5;
 
+/// Drawing order: references, faint comparison curves, numerics, theory on top.
+fn layer(style: LineStyle) -> u8 {
+    match (style, Role::of(style)) {
+        (_, Role::Reference) => 0,
+        (LineStyle::Faint, _) => 1,
+        (_, Role::Numerics) => 2,
+        (_, Role::Theory) => 3,
+    }
+}
+
 /// One curve as drawn, in page points relative to the plot's top-left corner.
 struct DrawnCurve {
-    role: Role,
+    layer: u8,
     stroke: Option<Stroke>,
     marker: Option<Ink>,
     pieces: Vec<Vec<Pt>>,
@@ -68,7 +78,13 @@ pub(super) struct LinePlan {
 }
 
 impl LinePlan {
-    pub fn new(panel: &LinePanel, cell_width: f64, plot_height: f64) -> Result<Self, PlotError> {
+    /// `explained`: legend entries earlier panels of the figure show.
+    pub fn new(
+        panel: &LinePanel,
+        cell_width: f64,
+        plot_height: f64,
+        explained: &mut Vec<Entry>,
+    ) -> Result<Self, PlotError> {
         check_lengths(panel)?;
         let data = AxisData::new(panel);
         let ((x0, x1), (y0, y1)) = data.fit_ranges(panel)?;
@@ -117,6 +133,7 @@ impl LinePlan {
         }
         let legend = LegendPlan::new(
             &looks.legend_entries(panel),
+            explained,
             &frame.plot,
             &samples,
             panel.legend,
@@ -133,7 +150,7 @@ impl LinePlan {
             .map(|l| l.area(&frame.plot, &frame.plot, frame.plot.bottom))
             .filter(|a| frame.plot.intersects(a))
             .collect();
-        let references = drawn_references(panel, &frame, &mut taken);
+        let references = drawn_references(panel, &frame, &samples, &mut taken);
         Ok(LinePlan {
             axes,
             bands,
@@ -177,9 +194,8 @@ impl LinePlan {
         for &(from, to, head) in &self.arrows {
             draw_arrow(svg, shift(&[from])[0], shift(&[to])[0], head);
         }
-        // References, then numerics, then theory on top.
-        for role in [Role::Reference, Role::Numerics, Role::Theory] {
-            for curve in self.curves.iter().filter(|c| c.role == role) {
+        for layer in 0..=3 {
+            for curve in self.curves.iter().filter(|c| c.layer == layer) {
                 if let Some(stroke) = &curve.stroke {
                     for piece in &curve.pieces {
                         let piece = shift(piece);
@@ -249,7 +265,11 @@ impl Looks {
             .map(|s| match Role::of(s.style) {
                 Role::Numerics => {
                     let ink = palette(series_colors.pick(s.color));
-                    let stroke = (s.style != LineStyle::Markers).then(|| Stroke::numerics(ink));
+                    let stroke = match s.style {
+                        LineStyle::Markers => None,
+                        LineStyle::Faint => Some(Stroke::faint(ink)),
+                        _ => Some(Stroke::numerics(ink)),
+                    };
                     let marker = matches!(s.style, LineStyle::Markers | LineStyle::SolidMarkers)
                         .then_some(ink);
                     (stroke, marker)
@@ -357,7 +377,7 @@ fn drawn_curves(
                 }
             }
             DrawnCurve {
-                role: Role::of(series.style),
+                layer: layer(series.style),
                 stroke,
                 marker,
                 pieces,
@@ -396,10 +416,11 @@ fn draw_arrow(svg: &mut Svg, p: Pt, q: Pt, head: bool) {
 }
 
 /// Reference lines inside the plot, each label where it overlaps nothing placed before it
-/// (`taken`: the legend and earlier labels).
+/// (`taken`: the legend and earlier labels) and hides the fewest data `samples`.
 fn drawn_references(
     panel: &LinePanel,
     frame: &Frame,
+    samples: &[Pt],
     taken: &mut Vec<Area>,
 ) -> Vec<DrawnReference> {
     let plot = frame.plot;
@@ -431,7 +452,7 @@ fn drawn_references(
         );
         let label = (!text.is_empty()).then(|| {
             let size = (text.width(), text.height());
-            let corner = label_corner(vertical, at, size, &plot, taken);
+            let corner = label_corner(vertical, at, size, &plot, taken, samples);
             taken.push(Area::sized(corner.0, corner.1, size.0, size.1));
             PlacedLabel { text, corner }
         });
@@ -445,10 +466,18 @@ fn drawn_references(
     out
 }
 
-/// Top-left corner of a label of `(w, h)` for the line at `at`: beside a vertical line near the
-/// top (stepping down), above or below a horizontal one near the right end (then the left) —
-/// the first place inside the plot that overlaps nothing `taken`; the first place if none.
-fn label_corner(vertical: bool, at: f64, (w, h): (f64, f64), plot: &Area, taken: &[Area]) -> Pt {
+/// Top-left corner of a label of `(w, h)` for the line at `at`, beside a vertical line (from
+/// the top down) or above or below a horizontal one (right end, left end, middle): of the places
+/// inside the plot that overlap nothing `taken`, the one that hides the fewest `samples`, the
+/// earliest on a tie; the first place inside if every one overlaps.
+fn label_corner(
+    vertical: bool,
+    at: f64,
+    (w, h): (f64, f64),
+    plot: &Area,
+    taken: &[Area],
+    samples: &[Pt],
+) -> Pt {
     let step = h + 1.0;
     let rows = ((plot.height() - 2.0 * LABEL_OFFSET) / step)
         .floor()
@@ -480,10 +509,20 @@ fn label_corner(vertical: bool, at: f64, (w, h): (f64, f64), plot: &Area, taken:
         let b = Area::sized(x, y, w, h);
         !taken.iter().any(|t| t.intersects(&b))
     };
+    let hidden = |&(x, y): &Pt| {
+        let b = Area::sized(x, y, w, h);
+        samples.iter().filter(|&&p| b.contains(p)).count()
+    };
     candidates
         .iter()
         .copied()
-        .find(|c| inside(c) && free(c))
+        .filter(|c| inside(c) && free(c))
+        .map(|c| (hidden(&c), c))
+        .fold(None, |best: Option<(usize, Pt)>, c| match best {
+            Some(b) if b.0 <= c.0 => Some(b),
+            _ => Some(c),
+        })
+        .map(|(_, c)| c)
         .or_else(|| candidates.iter().copied().find(inside))
         .unwrap_or_else(|| {
             // Wider or taller than the plot: keep it in the plot's top-left corner.

@@ -133,6 +133,9 @@ pub enum LineStyle {
     Markers,
     /// Numerical result: solid line with circle markers at the data points.
     SolidMarkers,
+    /// A second numerical curve of the same quantity to compare with (an unperturbed run, the
+    /// other model): its colour, light and wide, beneath the solid curves.
+    Faint,
 }
 
 /// One curve of a line panel.

@@ -9,6 +9,7 @@ use super::font::FONT_FAMILY;
 use super::frame::{nominal_decoration, Margins, PAD};
 use super::geometry::Area;
 use super::heatmap::HeatmapPlan;
+use super::legend::Entry;
 use super::lines::LinePlan;
 use super::style::{COLUMN_WIDTH_PT, FULL_WIDTH_PT, SUPER_TITLE_PT};
 use super::svg::{Align, Svg, TextRole};
@@ -70,11 +71,16 @@ enum Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    fn new(panel: &'a Panel, cell_width: f64, plot_height: f64) -> Result<Self, PlotError> {
+    fn new(
+        panel: &'a Panel,
+        cell_width: f64,
+        plot_height: f64,
+        explained: &mut Vec<Entry>,
+    ) -> Result<Self, PlotError> {
         Ok(match panel {
-            Panel::Lines(p) => Plan::Lines(LinePlan::new(p, cell_width, plot_height)?),
+            Panel::Lines(p) => Plan::Lines(LinePlan::new(p, cell_width, plot_height, explained)?),
             Panel::Heatmap(p) => Plan::Heatmap(HeatmapPlan::new(p, cell_width, plot_height)?),
-            Panel::Bars(p) => Plan::Bars(BarPlan::new(p, cell_width, plot_height)?),
+            Panel::Bars(p) => Plan::Bars(BarPlan::new(p, cell_width, plot_height, explained)?),
         })
     }
     fn margins(&self) -> Margins {
@@ -113,10 +119,11 @@ pub fn render_svg(fig: &Figure) -> Result<String, PlotError> {
         .min(fig.panels.len().max(1));
     let cell_width = width / columns as f64;
     let plot_height = (cell_width * fig.aspect - nominal_decoration()).max(MIN_PLOT_HEIGHT);
+    let mut explained = Vec::new();
     let plans = fig
         .panels
         .iter()
-        .map(|p| Plan::new(p, cell_width, plot_height))
+        .map(|p| Plan::new(p, cell_width, plot_height, &mut explained))
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut svg = Svg::default();

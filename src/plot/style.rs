@@ -23,6 +23,8 @@ pub(super) const LINE_SPACING: f64 = 1.2;
 
 /// Stroke widths and marker radius in points.
 pub(super) const NUMERICS_WIDTH: f64 = 1.2;
+pub(super) const FAINT_WIDTH: f64 = 2.6;
+pub(super) const FAINT_ALPHA: f64 = 0.4;
 pub(super) const THEORY_WIDTH: f64 = 0.8;
 pub(super) const REFERENCE_WIDTH: f64 = 0.7;
 pub(super) const FRAME_WIDTH: f64 = 0.5;
@@ -131,7 +133,9 @@ pub(super) enum Role {
 impl Role {
     pub fn of(style: LineStyle) -> Role {
         match style {
-            LineStyle::Solid | LineStyle::SolidMarkers | LineStyle::Markers => Role::Numerics,
+            LineStyle::Solid | LineStyle::SolidMarkers | LineStyle::Markers | LineStyle::Faint => {
+                Role::Numerics
+            }
             LineStyle::Dashed => Role::Theory,
             LineStyle::Dotted => Role::Reference,
         }
@@ -164,6 +168,10 @@ impl Stroke {
     }
     pub fn numerics(ink: Ink) -> Self {
         Stroke::solid(ink, NUMERICS_WIDTH)
+    }
+    /// A comparison curve: light and wide, so that a solid curve on it stays visible.
+    pub fn faint(ink: Ink) -> Self {
+        Stroke::solid(ink.alpha(FAINT_ALPHA), FAINT_WIDTH)
     }
     /// The `variant`-th theory dash pattern.
     pub fn theory(variant: usize) -> Self {

@@ -279,9 +279,16 @@ impl Svg {
         // The baseline of the text so far, in pt below the label's baseline (rounded as written,
         // so that the shifts add up to exactly zero).
         let mut written_drop = 0.0;
-        for run in &label.runs {
+        for (i, run) in label.runs.iter().enumerate() {
             let drop = (-run.rise * size * 100.0).round() / 100.0;
-            let escaped = escape(&run.text);
+            let mut escaped = escape(&run.text);
+            // Renderers drop a space at the edge of a <tspan>: a no-break space stays.
+            if i > 0 && escaped.starts_with(' ') {
+                escaped.replace_range(..1, "\u{A0}");
+            }
+            if i + 1 < label.runs.len() && escaped.ends_with(' ') {
+                escaped.replace_range(escaped.len() - 1.., "\u{A0}");
+            }
             if run.scale == 1.0 && drop == written_drop && written_drop == 0.0 {
                 self.body.push_str(&escaped);
                 continue;

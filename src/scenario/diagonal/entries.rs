@@ -19,7 +19,7 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use super::common::InstanceName;
 use super::figures_common::{
     alpha_label, check_alphas, instance_label, predicted_exponent, step_curve, sup_per_plateau,
-    support_order, transitions_outside_interiors, Toy, THEORY_COLOR,
+    support_order, transitions_outside_interiors, Toy,
 };
 
 /// Which diagonal product of the head.
@@ -346,8 +346,8 @@ fn entry_panel(
     }
     for (n, &i) in supported.iter().enumerate() {
         let step = step_curve(schedule, tau_end, |k| schedule.stages[k].beta[i]);
-        let label = if n == 0 { "β_th (Algorithm 1)" } else { "" };
-        panel = panel.series(Series::theory(label, step.x, step.y).color(THEORY_COLOR));
+        let label = if n == 0 { "β_{th} (Algorithm 1)" } else { "" };
+        panel = panel.series(Series::theory(label, step.x, step.y));
     }
     panel
 }

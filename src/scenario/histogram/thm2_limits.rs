@@ -260,9 +260,7 @@ fn basin_panel(sys: Thm2System, half_width: f64, classes: [(Vec<f64>, Vec<f64>);
         "y₀",
     )
     .x_range(-half_width * 1.05, half_width * 1.05)
-    // room below the points for the legend
-    .y_range(-half_width * 2.35, half_width * 1.05)
-    .legend(LegendPosition::LowerLeft)
+    .y_range(-half_width * 1.05, half_width * 1.05)
     .series(Series::new("→ +(√ρ̄, √ρ)", plus.0, plus.1, LineStyle::Markers).color(0))
     .series(Series::new("→ −(√ρ̄, √ρ)", minus.0, minus.1, LineStyle::Markers).color(1));
     if !on_line.0.is_empty() {

@@ -715,7 +715,11 @@ fn run_all(quick: bool) {
         println!("  {}: `{}`: {}", s.source, s.span, s.reason);
     }
     if quick {
-        let heavy: Vec<&Step> = jobs.iter().flat_map(|j| &j.steps).filter(|s| s.heavy).collect();
+        let heavy: Vec<&Step> = jobs
+            .iter()
+            .flat_map(|j| &j.steps)
+            .filter(|s| s.heavy)
+            .collect();
         println!("{} heavy commands, validated only:", heavy.len());
         for s in heavy {
             println!("  {}: `{}`", s.source, s.line);

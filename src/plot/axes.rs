@@ -2,7 +2,7 @@
 //! axis, its log10 on a log axis, so that a log axis is a linear axis of exponents (1e-300..1 is
 //! just -300..0) and all drawing code is scale-agnostic.
 
-use super::style::text_width;
+use super::text::Label;
 use super::PlotError;
 
 /// A labelled tick at an axis-space position.
@@ -124,20 +124,17 @@ impl Axis {
         }
     }
 
-    /// The label of the tick at `at` (plotters hands back the key points we gave it).
-    pub fn label_at(&self, at: f64) -> String {
+    /// Width of the widest tick label at `size`.
+    pub fn widest_label(&self, size: f64) -> f64 {
         self.ticks
             .iter()
-            .min_by(|a, b| (a.at - at).abs().total_cmp(&(b.at - at).abs()))
-            .map(|t| t.label.clone())
-            .unwrap_or_default()
+            .map(|t| Label::parse(&t.label).width(size))
+            .fold(0.0, f64::max)
     }
 
-    pub fn widest_label(&self, px: f64) -> f64 {
-        self.ticks
-            .iter()
-            .map(|t| text_width(&t.label, px))
-            .fold(0.0, f64::max)
+    /// Position of axis-space `v` as a fraction of the axis, 0 at `lo` and 1 at `hi`.
+    pub fn fraction(&self, v: f64) -> f64 {
+        (v - self.lo) / (self.hi - self.lo)
     }
 }
 
@@ -270,22 +267,9 @@ fn log_ticks(lo: f64, hi: f64, max_ticks: usize) -> (Vec<Tick>, Vec<f64>) {
     (ticks, Vec::new())
 }
 
-/// "10" followed by the exponent in Unicode superscripts (10⁻⁸): reads like a paper's 10^k with
-/// plain SVG text.
+/// 10ᵏ as markup (a real superscript, with a typographic minus).
 pub(super) fn power_of_ten(k: i64) -> String {
-    format!("10{}", superscript(k))
-}
-
-fn superscript(k: i64) -> String {
-    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
-    let sign = if k < 0 { "⁻" } else { "" };
-    let digits: String = k
-        .unsigned_abs()
-        .to_string()
-        .chars()
-        .map(|c| DIGITS[c.to_digit(10).unwrap_or(0) as usize])
-        .collect();
-    format!("{sign}{digits}")
+    format!("10^{{{}}}", k.to_string().replace('-', "−"))
 }
 
 /// Labels for tick values that are multiples of `step`: m×10ᵏ, or fixed decimals (as many as
@@ -299,7 +283,7 @@ fn format_values(values: &[f64], step: f64, scientific: bool) -> Vec<String> {
             } else {
                 format!("{:.*}", decimals_for(step), v)
             };
-            // A typographic minus, as in a typeset paper.
+            // A typographic minus, as in a typeset paper (exponents have theirs already).
             label.replace('-', "−")
         })
         .collect()
@@ -326,7 +310,7 @@ fn scientific_label(v: f64) -> String {
     let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
     match mantissa {
         "1" => power_of_ten(exponent),
-        "-1" => format!("-{}", power_of_ten(exponent)),
+        "-1" => format!("−{}", power_of_ten(exponent)),
         m => format!("{m}×{}", power_of_ten(exponent)),
     }
 }
@@ -348,7 +332,7 @@ mod tests {
         let axis = Axis::new(0.0, 10.0, false, 6);
         assert_eq!(labels(&axis), ["0", "2", "4", "6", "8", "10"]);
         let axis = Axis::new(-1.0, 3.0e6, false, 4);
-        assert_eq!(labels(&axis), ["0", "10⁶", "2×10⁶", "3×10⁶"]);
+        assert_eq!(labels(&axis), ["0", "10^{6}", "2×10^{6}", "3×10^{6}"]);
         // The -0 that rounding would give is printed as 0; minus signs are typographic.
         let axis = Axis::new(-0.3, 0.3, false, 7);
         assert_eq!(
@@ -368,7 +352,10 @@ mod tests {
     #[test]
     fn log_axes_get_decade_ticks_thinned_on_huge_ranges() {
         let axis = Axis::new(-8.2, 0.1, true, 6);
-        assert_eq!(labels(&axis), ["10⁻⁸", "10⁻⁶", "10⁻⁴", "10⁻²", "10⁰"]);
+        assert_eq!(
+            labels(&axis),
+            ["10^{−8}", "10^{−6}", "10^{−4}", "10^{−2}", "10^{0}"]
+        );
         assert!(axis.minor.contains(&-7.0));
         let axis = Axis::new(-300.0, 0.0, true, 7);
         assert!(
@@ -384,14 +371,14 @@ mod tests {
             axis.minor.len()
         );
         let axis = Axis::new(0.0, 2.0, true, 6);
-        assert_eq!(labels(&axis), ["10⁰", "10¹", "10²"]);
+        assert_eq!(labels(&axis), ["10^{0}", "10^{1}", "10^{2}"]);
         assert_eq!(axis.minor.len(), 16);
     }
 
     #[test]
     fn narrow_log_ranges_fall_back_to_125_then_linear_ticks() {
         let axis = Axis::new(-3.5, -2.5, true, 6);
-        assert_eq!(labels(&axis), ["5×10⁻⁴", "10⁻³", "2×10⁻³"]);
+        assert_eq!(labels(&axis), ["5×10^{−4}", "10^{−3}", "2×10^{−3}"]);
         let axis = Axis::new(0.1, 0.2, true, 5);
         assert!(axis.ticks.len() >= 2, "{:?}", labels(&axis));
         assert!(axis.ticks.iter().all(|t| (0.1..=0.2).contains(&t.at)));

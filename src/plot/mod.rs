@@ -1,30 +1,66 @@
 //! Paper-style SVG figures. The scenario runners describe a [`Figure`] as data (curves, heatmaps,
 //! bars, markers); this module draws it in one consistent style and computes nothing about the
-//! science: theory is dashed, numerics solid, log axes where rates are shown, a legend per panel.
+//! science.
+//!
+//! The conventions every figure follows:
+//! - **Print size.** A figure is one column (3.3 in) or the full text width (6.9 in) wide; the
+//!   SVG says so (`width="6.9in"`, viewBox in points) and all sizes are points at that size:
+//!   tick labels and legends 7 pt, axis labels and panel titles 8 pt. Panels sit on a grid of at
+//!   most three columns (two in one column).
+//! - **Measured text.** Text is measured with the font's advance widths ([`font`]); titles and
+//!   labels shrink a little, then wrap, to fit. Nothing is clipped.
+//! - **Math text.** Labels may write `x_i`, `W_{mm}`, `e^{−2αt}`: real sub- and superscripts in
+//!   the SVG (see `text.rs`); Greek, hats and primes are Unicode.
+//! - **One overlay style, from the curve's role.** Numerics ([`Series::numerics`], solid and
+//!   marker styles) are coloured, solid and drawn first; theory ([`Series::theory`], dashed) is
+//!   dark, thin, dashed and drawn on top, so that agreement shows as dashes along the coloured
+//!   curve; bounds, thresholds and claims (dotted, [`RefLine`]) are grey and dotted.
+//! - **Legends** have an opaque box and go where they hide the fewest data points: inside the
+//!   plot if some corner or edge is nearly free, else below the axes.
+//! - Dense curves are simplified to within a tenth of a line width (extremes kept); theory bars
+//!   are hatched with an SVG `<pattern>`.
+//!
+//! `tests/figure_lint.rs` holds every committed figure to these rules.
 
 mod axes;
-mod backend;
 mod bars;
 mod clip;
+pub mod font;
 mod frame;
+mod geometry;
 mod heatmap;
 mod legend;
 mod lines;
 mod render;
 mod style;
+mod svg;
+mod text;
 
 pub use render::{render_svg, PlotError};
+
+/// How wide a figure prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FigureWidth {
+    /// One column of a two-column paper, 3.3 in (at most two panel columns).
+    Column,
+    /// The full text width, 6.9 in (at most three panel columns).
+    Full,
+}
 
 /// A whole figure: panels laid out on a grid, row-major.
 #[derive(Debug, Clone)]
 pub struct Figure {
     /// Optional super-title drawn above all panels.
     pub title: Option<String>,
-    /// Number of panel columns; rows follow from `panels.len()`.
+    /// Number of panel columns (at most 3 at full width, 2 at column width); rows follow from
+    /// `panels.len()`.
     pub columns: usize,
     pub panels: Vec<Panel>,
-    /// Size of one panel in pixels (width, height). Default (480, 360): readable at column width.
-    pub panel_size: (u32, u32),
+    /// `None`: one column for a single panel, the full width for more.
+    pub width: Option<FigureWidth>,
+    /// Height of a panel over its width (with a one-line title and axis labels; longer ones add
+    /// height). Default 0.78.
+    pub aspect: f64,
 }
 
 impl Figure {
@@ -33,7 +69,8 @@ impl Figure {
             title: None,
             columns: columns.max(1),
             panels: Vec::new(),
-            panel_size: (480, 360),
+            width: None,
+            aspect: 0.78,
         }
     }
     pub fn single(panel: impl Into<Panel>) -> Self {
@@ -49,8 +86,13 @@ impl Figure {
         self.panels.push(panel.into());
         self
     }
-    pub fn panel_size(mut self, w: u32, h: u32) -> Self {
-        self.panel_size = (w, h);
+    pub fn width(mut self, width: FigureWidth) -> Self {
+        self.width = Some(width);
+        self
+    }
+    /// Panel height over width.
+    pub fn aspect(mut self, aspect: f64) -> Self {
+        self.aspect = aspect;
         self
     }
 }
@@ -78,19 +120,22 @@ impl From<BarPanel> for Panel {
     }
 }
 
-/// How a curve is drawn. Theory is dashed, numerics solid; markers for scattered points.
+/// What a curve is, and so how it is drawn (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineStyle {
-    /// Numerical result: solid line.
+    /// Numerical result: coloured solid line.
     Solid,
-    /// Theory / closed form / bound: dashed line.
+    /// Theory / closed form: dark, thin, dashed, on top (bars: hatched).
     Dashed,
-    /// Dotted line (secondary reference, e.g. a paper's wrong claim).
+    /// Bound, threshold, reference or a paper's claim: grey (or the colour asked for), dotted.
     Dotted,
-    /// Filled circles only, no line.
+    /// Numerical result as filled circles only, no line.
     Markers,
-    /// Solid line with circle markers at the data points.
+    /// Numerical result: solid line with circle markers at the data points.
     SolidMarkers,
+    /// A second numerical curve of the same quantity to compare with (an unperturbed run, the
+    /// other model): its colour, light and wide, beneath the solid curves.
+    Faint,
 }
 
 /// One curve of a line panel.
@@ -115,11 +160,11 @@ impl Series {
             color: None,
         }
     }
-    /// A numerical curve (solid).
+    /// A numerical curve (coloured, solid).
     pub fn numerics(label: impl Into<String>, x: Vec<f64>, y: Vec<f64>) -> Self {
         Self::new(label, x, y, LineStyle::Solid)
     }
-    /// A theory curve (dashed).
+    /// A theory curve (dark, thin, dashed, drawn on top; an explicit colour is ignored).
     pub fn theory(label: impl Into<String>, x: Vec<f64>, y: Vec<f64>) -> Self {
         Self::new(label, x, y, LineStyle::Dashed)
     }
@@ -155,7 +200,8 @@ impl Band {
     }
 }
 
-/// A vertical or horizontal reference line with a short label (e.g. the onset time T).
+/// A vertical or horizontal reference line with a short label (e.g. the onset time T, a bound):
+/// grey and dotted unless told otherwise (`Dashed`: a theory value, drawn dark).
 #[derive(Debug, Clone)]
 pub struct RefLine {
     pub at: f64,
@@ -169,7 +215,7 @@ impl RefLine {
         RefLine {
             at,
             label: label.into(),
-            style: LineStyle::Dashed,
+            style: LineStyle::Dotted,
             color: None,
         }
     }
@@ -196,8 +242,11 @@ impl Arrow {
     }
 }
 
+/// Where a panel's legend goes. `Best` (the default) picks the inside corner or edge that hides
+/// the fewest data points, or below the axes; a corner is a preference that wins ties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LegendPosition {
+    Best,
     UpperRight,
     UpperLeft,
     LowerRight,
@@ -244,7 +293,7 @@ impl LinePanel {
             vlines: Vec::new(),
             hlines: Vec::new(),
             arrows: Vec::new(),
-            legend: LegendPosition::UpperRight,
+            legend: LegendPosition::Best,
         }
     }
     pub fn log_x(mut self) -> Self {

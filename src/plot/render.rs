@@ -1,13 +1,20 @@
-//! The figure: panels on a grid under an optional super-title, written as one SVG document.
+//! The figure: panels on a grid of at most three columns (two at column width) under an
+//! optional super-title, laid out in printed points and written as one SVG document.
+//!
+//! Every panel in a row shares the plot height; the rows's panels are aligned on their plots'
+//! top edges, and each row is as tall as its tallest title and deepest axis labels need.
 
-use plotters::style::text_anchor::{HPos, VPos};
-
-use super::backend::{units, Anchor, Canvas, UNITS_PER_PX};
-use super::bars::draw_bar_panel;
-use super::heatmap::draw_heatmap_panel;
-use super::lines::draw_line_panel;
-use super::style::{SUPER_TITLE_PX, TEXT, WHITE};
-use super::{Figure, Panel};
+use super::bars::BarPlan;
+use super::font::FONT_FAMILY;
+use super::frame::{nominal_decoration, Margins, PAD};
+use super::geometry::Area;
+use super::heatmap::HeatmapPlan;
+use super::legend::Entry;
+use super::lines::LinePlan;
+use super::style::{COLUMN_WIDTH_PT, FULL_WIDTH_PT, SUPER_TITLE_PT};
+use super::svg::{Align, Svg, TextRole};
+use super::text::Fitted;
+use super::{Figure, FigureWidth, Panel};
 
 /// Why a figure could not be drawn: only input no figure can show.
 #[derive(Debug, thiserror::Error)]
@@ -27,23 +34,8 @@ pub enum PlotError {
     },
     #[error("heatmap colour limit {limit} must be finite and positive")]
     InvalidLimit { limit: f64 },
-    #[error("panel size {width}×{height} px is below the minimum {min_width}×{min_height}")]
-    PanelTooSmall {
-        width: u32,
-        height: u32,
-        min_width: u32,
-        min_height: u32,
-    },
-    #[error("SVG drawing failed: {0}")]
-    Drawing(String),
-}
-
-impl<E: std::error::Error + Send + Sync> From<plotters::drawing::DrawingAreaErrorKind<E>>
-    for PlotError
-{
-    fn from(error: plotters::drawing::DrawingAreaErrorKind<E>) -> Self {
-        PlotError::Drawing(error.to_string())
-    }
+    #[error("panel aspect ratio {aspect} must lie in [{MIN_ASPECT}, {MAX_ASPECT}]")]
+    InvalidAspect { aspect: f64 },
 }
 
 /// `Ok` when `found` values came where `expected` were due; `what` names them for the error.
@@ -62,71 +54,129 @@ pub(super) fn check_length(
     })
 }
 
-/// Smallest panel that still holds axes, labels and some plot.
-const MIN_PANEL: (u32, u32) = (160, 120);
-const SUPER_TITLE_HEIGHT: u32 = 34;
+/// Panel height over width: flatter or taller panels than this have no room for their plot.
+const MIN_ASPECT: f64 = 0.35;
+const MAX_ASPECT: f64 = 2.0;
+/// The plot of any panel is at least this tall, pt.
+const MIN_PLOT_HEIGHT: f64 = 40.0;
+/// Between the super-title and the first row, pt.
+const SUPER_TITLE_GAP: f64 = 3.0;
+const SUPER_TITLE_LINES: usize = 3;
 
-/// Draws `fig` as a standalone SVG document.
-pub fn render_svg(fig: &Figure) -> Result<String, PlotError> {
-    let (panel_w, panel_h) = fig.panel_size;
-    if panel_w < MIN_PANEL.0 || panel_h < MIN_PANEL.1 {
-        return Err(PlotError::PanelTooSmall {
-            width: panel_w,
-            height: panel_h,
-            min_width: MIN_PANEL.0,
-            min_height: MIN_PANEL.1,
-        });
-    }
-    let columns = fig.columns.clamp(1, fig.panels.len().max(1));
-    let rows = fig.panels.len().div_ceil(columns).max(1);
-    let title_h = if fig.title.is_some() {
-        SUPER_TITLE_HEIGHT
-    } else {
-        0
-    };
-    let size = (panel_w * columns as u32, panel_h * rows as u32 + title_h);
+/// A panel laid out for its cell.
+enum Plan<'a> {
+    Lines(LinePlan),
+    Heatmap(HeatmapPlan<'a>),
+    Bars(BarPlan),
+}
 
-    let canvas = Canvas::new(size);
-    canvas.fill_rect((0.0, 0.0), (size.0 as f64, size.1 as f64), WHITE)?;
-    let (title_area, panels_area) = canvas.root.split_vertically(units(title_h as f64));
-    if let Some(title) = &fig.title {
-        let anchor = Anchor(HPos::Center, VPos::Center);
-        let at = (size.0 as f64 / 2.0, title_h as f64 / 2.0 + 2.0);
-        canvas.text(title, at, SUPER_TITLE_PX, anchor, TEXT, false)?;
+impl<'a> Plan<'a> {
+    fn new(
+        panel: &'a Panel,
+        cell_width: f64,
+        plot_height: f64,
+        explained: &mut Vec<Entry>,
+    ) -> Result<Self, PlotError> {
+        Ok(match panel {
+            Panel::Lines(p) => Plan::Lines(LinePlan::new(p, cell_width, plot_height, explained)?),
+            Panel::Heatmap(p) => Plan::Heatmap(HeatmapPlan::new(p, cell_width, plot_height)?),
+            Panel::Bars(p) => Plan::Bars(BarPlan::new(p, cell_width, plot_height, explained)?),
+        })
     }
-    for (panel, area) in fig
-        .panels
-        .iter()
-        .zip(panels_area.split_evenly((rows, columns)))
-    {
-        match panel {
-            Panel::Lines(p) => draw_line_panel(&canvas, &area, p)?,
-            Panel::Heatmap(p) => draw_heatmap_panel(&canvas, &area, p)?,
-            Panel::Bars(p) => draw_bar_panel(&canvas, &area, p)?,
+    fn margins(&self) -> Margins {
+        match self {
+            Plan::Lines(p) => p.margins(),
+            Plan::Heatmap(p) => p.margins(),
+            Plan::Bars(p) => p.margins(),
         }
     }
-    drop((title_area, panels_area));
-    Ok(document(size, fig.title.as_deref(), &canvas.into_body()))
+    fn draw(&self, svg: &mut Svg, cell: &Area, plot: Area) {
+        match self {
+            Plan::Lines(p) => p.draw(svg, cell, plot),
+            Plan::Heatmap(p) => p.draw(svg, cell, plot),
+            Plan::Bars(p) => p.draw(svg, cell, plot),
+        }
+    }
 }
 
-/// The SVG document around the drawn elements: `width`×`height` px showing the backend units
-/// through the viewBox, round joins so that steep, dense curves don't spike, and the
-/// super-title as the document title.
-fn document((width, height): (u32, u32), title: Option<&str>, body: &str) -> String {
-    let title = title
-        .map(|t| format!("<title>{}</title>\n", escape(t)))
-        .unwrap_or_default();
-    let (view_w, view_h) = (width as f64 * UNITS_PER_PX, height as f64 * UNITS_PER_PX);
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
-         viewBox=\"0 0 {view_w} {view_h}\">\n{title}<g stroke-linejoin=\"round\">\n{body}</g>\n</svg>\n"
-    )
-}
+/// Draws `fig` as a standalone SVG document of its printed size.
+pub fn render_svg(fig: &Figure) -> Result<String, PlotError> {
+    if !(MIN_ASPECT..=MAX_ASPECT).contains(&fig.aspect) {
+        return Err(PlotError::InvalidAspect { aspect: fig.aspect });
+    }
+    let class = fig.width.unwrap_or(if fig.panels.len() <= 1 {
+        FigureWidth::Column
+    } else {
+        FigureWidth::Full
+    });
+    let (width, max_columns) = match class {
+        FigureWidth::Column => (COLUMN_WIDTH_PT, 2),
+        FigureWidth::Full => (FULL_WIDTH_PT, 3),
+    };
+    let columns = fig
+        .columns
+        .clamp(1, max_columns)
+        .min(fig.panels.len().max(1));
+    let cell_width = width / columns as f64;
+    let plot_height = (cell_width * fig.aspect - nominal_decoration()).max(MIN_PLOT_HEIGHT);
+    let mut explained = Vec::new();
+    let plans = fig
+        .panels
+        .iter()
+        .map(|p| Plan::new(p, cell_width, plot_height, &mut explained))
+        .collect::<Result<Vec<_>, _>>()?;
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    let mut svg = Svg::default();
+    let title = Fitted::new(
+        fig.title.as_deref().unwrap_or(""),
+        SUPER_TITLE_PT,
+        width - 2.0 * PAD,
+        SUPER_TITLE_LINES,
+    );
+    let mut y = 0.0;
+    if !title.is_empty() {
+        y = PAD;
+        for (line, baseline) in title.lines.iter().zip(title.baselines()) {
+            let at = (width / 2.0, y + baseline);
+            svg.text(
+                line,
+                at,
+                title.size,
+                Align::Middle,
+                TextRole::SuperTitle,
+                false,
+            );
+        }
+        y += title.height() + SUPER_TITLE_GAP;
+    }
+    for row in plans.chunks(columns) {
+        let margins: Vec<Margins> = row.iter().map(Plan::margins).collect();
+        let top = margins.iter().map(|m| m.top).fold(0.0, f64::max);
+        let bottom = margins.iter().map(|m| m.bottom).fold(0.0, f64::max);
+        let row_height = top + plot_height + bottom;
+        // A short last row is centred.
+        let first = (width - row.len() as f64 * cell_width) / 2.0;
+        for (c, (plan, m)) in row.iter().zip(&margins).enumerate() {
+            let cell = Area::sized(first + c as f64 * cell_width, y, cell_width, row_height);
+            let plot = Area::new(
+                cell.left + m.left,
+                y + top,
+                cell.right - m.right,
+                y + top + plot_height,
+            );
+            svg.open_group("panel", Some(cell));
+            plan.draw(&mut svg, &cell, plot);
+            svg.close_group();
+        }
+        y += row_height;
+    }
+    let plain_title = title
+        .lines
+        .iter()
+        .map(|l| l.plain())
+        .collect::<Vec<_>>()
+        .join(" ");
+    Ok(svg.document(width, y, &plain_title, FONT_FAMILY))
 }
 
 #[cfg(test)]
@@ -136,58 +186,25 @@ mod tests {
         Arrow, Band, BarPanel, HeatmapPanel, LegendPosition, LinePanel, LineStyle, RefLine, Series,
     };
 
-    /// Checks that `svg` is one balanced `<svg>` element: every tag closed in order, every
-    /// attribute value quoted, no stray `<` or `&` in text. Returns the number of elements.
+    /// Parses `svg` (it must be well-formed XML); returns its number of elements.
     fn check_well_formed(svg: &str) -> usize {
-        assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
-        let mut open: Vec<&str> = Vec::new();
-        let mut elements = 0;
-        let mut rest = svg;
-        while let Some(start) = rest.find('<') {
-            let text = &rest[..start];
-            assert!(!text.contains('>'), "stray '>' in text {text:?}");
-            for (i, _) in text.match_indices('&') {
-                let entity = &text[i..text.len().min(i + 6)];
-                assert!(
-                    ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"]
-                        .iter()
-                        .any(|e| entity.starts_with(e)),
-                    "bare & in {text:?}"
-                );
-            }
-            let end = start + rest[start..].find('>').expect("unterminated tag");
-            let tag = &rest[start + 1..end];
-            assert_eq!(
-                tag.matches('"').count() % 2,
-                0,
-                "unbalanced quotes in <{tag}>"
-            );
-            if let Some(name) = tag.strip_prefix('/') {
-                assert_eq!(open.pop(), Some(name.trim()), "mismatched </{name}>");
-            } else {
-                elements += 1;
-                let name = tag
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or("")
-                    .trim_end_matches('/');
-                assert!(
-                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric()),
-                    "bad tag <{tag}>"
-                );
-                if !tag.ends_with('/') {
-                    assert!(
-                        !open.is_empty() || elements == 1,
-                        "second root element <{tag}>"
-                    );
-                    open.push(name);
-                }
-            }
-            rest = &rest[end + 1..];
-        }
-        assert!(open.is_empty(), "unclosed {open:?}");
-        assert!(rest.trim().is_empty());
-        elements
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        doc.descendants().filter(|n| n.is_element()).count()
+    }
+
+    /// The visible text of every `<text>` element (scripts run together).
+    fn texts(svg: &str) -> Vec<String> {
+        let doc = roxmltree::Document::parse(svg).unwrap();
+        doc.descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .map(|n| {
+                n.descendants()
+                    .filter(|t| t.is_text())
+                    .filter_map(|t| t.text())
+                    .collect()
+            })
+            .collect()
     }
 
     fn log_space(lo: f64, hi: f64, n: usize) -> Vec<f64> {
@@ -294,9 +311,8 @@ mod tests {
         write_demo("attnflow_showcase.svg", &svg);
         let elements = check_well_formed(&svg);
         assert!(elements > 200, "only {elements} elements");
-        assert!(
-            svg.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="960" height="754""#)
-        );
+        assert!(svg.contains(r#"width="6.9in""#), "{}", &svg[..200]);
+        let shown = texts(&svg);
         for text in [
             "attnflow showcase",
             "time t",
@@ -306,39 +322,33 @@ mod tests {
             "min–max over seeds",
             "onset T",
             "tolerance",
-            "10⁻⁴",
-            "10⁶",
+            "10−4",
+            "106",
             "key",
             "query",
             "measured",
             "d=64",
             "κ",
         ] {
-            assert!(
-                svg.contains(&format!(">\n{text}\n</text>")),
-                "missing text {text:?}"
-            );
+            assert!(shown.iter().any(|t| t == text), "missing text {text:?}");
         }
-        // Theory is dashed, the claim dotted; both in the curves and in their legend samples.
-        assert!(
-            svg.matches(r##"stroke-dasharray="70,40" fill="none" opacity="1" stroke="#D55E00""##)
-                .count()
-                >= 2
-        );
-        assert!(svg.matches(r#"stroke-dasharray="1,40""#).count() >= 3);
+        // Theory is dark and dashed, the claim dotted; in the curves and their legend samples.
+        let dashed = r##"stroke="#1A1A1A" stroke-width="0.8" stroke-dasharray="3.2 1.6""##;
+        assert!(svg.matches(dashed).count() >= 2);
+        assert!(svg.matches(r#"stroke-dasharray="0 1.7""#).count() >= 3);
         // The gap at the NaN / zero loss splits the numerical curve in two.
-        let numerics = svg.lines().filter(|l| {
-            l.starts_with(
-                r##"<polyline fill="none" opacity="1" stroke="#0072B2" stroke-width="18""##,
-            )
-        });
+        let numerics = r##"<polyline fill="none" stroke="#0072B2" stroke-width="1.2""##;
         assert_eq!(
-            numerics.count(),
+            svg.matches(numerics).count(),
             2 + 1,
             "two pieces of curve and one legend sample"
         );
-        // 48 heatmap cells + 64 colorbar steps, and arrows with heads.
-        assert!(svg.matches("<rect").count() >= 48 + 64);
+        // Theory is drawn after (on top of) the numerics.
+        assert!(svg.find(numerics) < svg.find(dashed));
+        // 48 heatmap cells, a gradient colorbar, hatched theory bars, arrows with heads.
+        assert!(svg.matches("<rect").count() >= 48);
+        assert_eq!(svg.matches("<linearGradient").count(), 1);
+        assert!(svg.contains("fill=\"url(#hatch-D55E00)\""));
         assert!(svg.matches("<polygon").count() >= 40);
     }
 
@@ -472,7 +482,7 @@ mod tests {
         assert!(svg.contains("leaves and returns"));
         let empty = render_svg(&Figure::new(3)).unwrap();
         check_well_formed(&empty);
-        assert!(empty.contains(r#"width="480" height="360""#));
+        assert!(empty.contains(r#"width="3.3in" height="0in""#), "{empty}");
     }
 
     #[test]
@@ -515,26 +525,11 @@ mod tests {
             render_svg(&Figure::single(bad_bars)),
             Err(PlotError::LengthMismatch { .. })
         ));
-        let tiny = Figure::single(LinePanel::new("", "", "")).panel_size(50, 50);
+        let flat = Figure::single(LinePanel::new("", "", "")).aspect(0.1);
         assert!(matches!(
-            render_svg(&tiny),
-            Err(PlotError::PanelTooSmall { .. })
+            render_svg(&flat),
+            Err(PlotError::InvalidAspect { .. })
         ));
-    }
-
-    /// The value of attribute `name` on the first element of `svg` whose line contains `marker`.
-    fn attribute(svg: &str, marker: &str, name: &str) -> f64 {
-        let line = svg
-            .lines()
-            .find(|l| l.contains(marker))
-            .unwrap_or_else(|| panic!("no {marker}"));
-        let value = line
-            .split(&format!(" {name}=\""))
-            .nth(1)
-            .and_then(|v| v.split('"').next());
-        value
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {line}"))
     }
 
     #[test]
@@ -542,14 +537,16 @@ mod tests {
         let heat = HeatmapPanel::new("", vec![2.0, -2.0], 2, 1)
             .row_labels(vec!["first".into(), "second".into()]);
         let svg = render_svg(&Figure::single(heat)).unwrap();
-        // ±max |value| map to the ends of the colormap: dark red on top, dark blue below.
-        let red_y = attribute(&svg, r##"fill="#67001F""##, "y");
-        let blue_y = attribute(&svg, r##"fill="#053061""##, "y");
-        assert!(red_y < blue_y, "row 0 at y {red_y}, row 1 at y {blue_y}");
-        let label_y = |label: &str| {
-            let line = svg.lines().position(|l| l == label).unwrap();
-            attribute(svg.lines().nth(line - 1).unwrap(), "<text", "y")
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let y_of = |pick: &dyn Fn(roxmltree::Node) -> bool| -> f64 {
+            let node = doc.descendants().find(|n| pick(*n)).unwrap();
+            node.attribute("y").unwrap().parse().unwrap()
         };
+        // ±max |value| map to the ends of the colormap: dark red on top, dark blue below.
+        let red_y = y_of(&|n| n.attribute("fill") == Some("#67001F"));
+        let blue_y = y_of(&|n| n.attribute("fill") == Some("#053061"));
+        assert!(red_y < blue_y, "row 0 at y {red_y}, row 1 at y {blue_y}");
+        let label_y = |label: &str| y_of(&|n| n.has_tag_name("text") && n.text() == Some(label));
         assert!(label_y("first") < label_y("second"));
     }
 
@@ -572,6 +569,10 @@ mod tests {
         assert_eq!(
             hidden.matches("<rect").count() + 1,
             shown.matches("<rect").count()
+        );
+        assert_eq!(
+            hidden.matches("<polyline").count() + 1,
+            shown.matches("<polyline").count()
         );
     }
 }

@@ -1,34 +1,38 @@
-//! The one look shared by every figure: palette, fonts, line widths, the diverging colormap.
+//! The one look shared by every figure: print sizes in points, the palette, and the overlay
+//! convention that follows from a curve's role — numerics coloured, solid and beneath; theory
+//! dark, thin, dashed and on top; bounds and references grey and dotted.
 
-use plotters::style::{FontDesc, RGBAColor, ShapeStyle, TextStyle};
-use plotters_backend::BackendColor;
-
-use super::backend::{Dash, UNITS_PER_PX};
 use super::LineStyle;
 
-/// Sans-serif stack: Helvetica/Arial where installed, DejaVu Sans on bare Linux.
-const FONT_FAMILY: &str = "Helvetica, Arial, DejaVu Sans, Liberation Sans, sans-serif";
-/// plotters-svg writes `font-size = size / 1.24`; sizes here are figure pixels.
-const PLOTTERS_FONT_SCALE: f64 = 1.24;
-/// Average advance of a character in em; generous for the widest of the fonts above (DejaVu Sans).
-const CHAR_WIDTH_EM: f64 = 0.6;
+/// Printed widths of a figure in points (1/72 in): one column of a two-column paper, or the full
+/// text width.
+pub(super) const COLUMN_WIDTH_PT: f64 = 3.3 * 72.0;
+pub(super) const FULL_WIDTH_PT: f64 = 6.9 * 72.0;
 
-/// Font sizes in px for a 480×360 panel (≈ 8 pt when the panel is printed at column width).
-pub(super) const SUPER_TITLE_PX: f64 = 18.0;
-pub(super) const TITLE_PX: f64 = 16.0;
-pub(super) const AXIS_LABEL_PX: f64 = 15.0;
-pub(super) const TICK_PX: f64 = 13.5;
-pub(super) const LEGEND_PX: f64 = 13.0;
-pub(super) const ANNOTATION_PX: f64 = 12.0;
+/// Font sizes in printed points.
+pub(super) const SUPER_TITLE_PT: f64 = 9.0;
+pub(super) const TITLE_PT: f64 = 8.0;
+pub(super) const AXIS_LABEL_PT: f64 = 8.0;
+pub(super) const TICK_PT: f64 = 7.0;
+pub(super) const LEGEND_PT: f64 = 7.0;
+pub(super) const ANNOTATION_PT: f64 = 7.0;
+/// No text is shrunk below this to make it fit (it wraps instead).
+pub(super) const MIN_TEXT_PT: f64 = 6.5;
+/// Baseline-to-baseline distance of wrapped lines, in em.
+pub(super) const LINE_SPACING: f64 = 1.2;
 
-/// Stroke widths and marker size in px.
-pub(super) const CURVE_WIDTH: f64 = 1.8;
-pub(super) const REFERENCE_WIDTH: f64 = 1.3;
-pub(super) const THIN_WIDTH: f64 = 1.0;
-pub(super) const GRID_WIDTH: f64 = 0.8;
-pub(super) const MARKER_RADIUS: f64 = 3.0;
+/// Stroke widths and marker radius in points.
+pub(super) const NUMERICS_WIDTH: f64 = 1.2;
+pub(super) const FAINT_WIDTH: f64 = 2.6;
+pub(super) const FAINT_ALPHA: f64 = 0.4;
+pub(super) const THEORY_WIDTH: f64 = 0.8;
+pub(super) const REFERENCE_WIDTH: f64 = 0.7;
+pub(super) const FRAME_WIDTH: f64 = 0.5;
+pub(super) const GRID_WIDTH: f64 = 0.35;
+pub(super) const ARROW_WIDTH: f64 = 0.5;
+pub(super) const MARKER_RADIUS: f64 = 1.6;
 
-/// A colour with opacity; `Copy`, unlike plotters' borrowed text colours.
+/// An opaque colour, or one with opacity.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Ink {
     pub rgb: (u8, u8, u8),
@@ -45,33 +49,26 @@ impl Ink {
     pub fn alpha(self, alpha: f64) -> Self {
         Ink { alpha, ..self }
     }
-    pub fn style(self) -> ShapeStyle {
+    /// `#RRGGBB`.
+    pub fn hex(self) -> String {
         let (r, g, b) = self.rgb;
-        ShapeStyle {
-            color: RGBAColor(r, g, b, self.alpha),
-            filled: false,
-            stroke_width: 1,
-        }
-    }
-    fn backend(self) -> BackendColor {
-        BackendColor {
-            rgb: self.rgb,
-            alpha: self.alpha,
-        }
+        format!("#{r:02X}{g:02X}{b:02X}")
     }
 }
 
-pub(super) const TEXT: Ink = Ink::rgb(0, 0, 0);
 pub(super) const AXIS: Ink = Ink::rgb(0, 0, 0);
-pub(super) const GRID: Ink = Ink::rgb(0xE3, 0xE3, 0xE3);
-pub(super) const REFERENCE: Ink = Ink::rgb(0x55, 0x55, 0x55);
-pub(super) const ARROW: Ink = Ink::rgb(0x33, 0x33, 0x33);
-pub(super) const LEGEND_FRAME: Ink = Ink::rgb(0xBB, 0xBB, 0xBB);
+pub(super) const GRID: Ink = Ink::rgb(0xE4, 0xE4, 0xE4);
+/// Theory curves: near-black, so that they read on top of every palette colour.
+pub(super) const THEORY: Ink = Ink::rgb(0x1A, 0x1A, 0x1A);
+/// Bounds, thresholds and reference lines.
+pub(super) const REFERENCE: Ink = Ink::rgb(0x70, 0x70, 0x70);
+pub(super) const ARROW: Ink = Ink::rgb(0x40, 0x40, 0x40);
+pub(super) const LEGEND_FRAME: Ink = Ink::rgb(0xA0, 0xA0, 0xA0);
 pub(super) const WHITE: Ink = Ink::rgb(0xFF, 0xFF, 0xFF);
 /// Heatmap cells without a finite value.
 pub(super) const MISSING: Ink = Ink::rgb(0xC8, 0xC8, 0xC8);
 
-/// Okabe–Ito, ordered so that the first colours are the most distinct on white (yellow last).
+/// Okabe–Ito without its black (black is theory's), a wine red in its place, yellow last.
 const PALETTE: [Ink; 8] = [
     Ink::rgb(0x00, 0x72, 0xB2), // blue
     Ink::rgb(0xD5, 0x5E, 0x00), // vermillion
@@ -79,7 +76,7 @@ const PALETTE: [Ink; 8] = [
     Ink::rgb(0xCC, 0x79, 0xA7), // reddish purple
     Ink::rgb(0xE6, 0x9F, 0x00), // orange
     Ink::rgb(0x56, 0xB4, 0xE9), // sky blue
-    Ink::rgb(0x00, 0x00, 0x00), // black
+    Ink::rgb(0x88, 0x22, 0x55), // wine
     Ink::rgb(0xF0, 0xE4, 0x42), // yellow
 ];
 
@@ -122,30 +119,78 @@ impl ColorCycle {
     }
 }
 
-/// The dash pattern of a line style (markers-only styles draw no line at all).
-pub(super) fn dash_of(style: LineStyle) -> Dash {
-    match style {
-        LineStyle::Solid | LineStyle::SolidMarkers | LineStyle::Markers => Dash::Solid,
-        LineStyle::Dashed => Dash::Dashed,
-        LineStyle::Dotted => Dash::Dotted,
+/// What a curve is, which decides how it is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    /// A computed result: coloured, solid, beneath.
+    Numerics,
+    /// A closed form or prediction: dark, thin, dashed, on top.
+    Theory,
+    /// A bound, threshold or paper's claim: grey (or the colour asked for), thin, dotted.
+    Reference,
+}
+
+impl Role {
+    pub fn of(style: LineStyle) -> Role {
+        match style {
+            LineStyle::Solid | LineStyle::SolidMarkers | LineStyle::Markers | LineStyle::Faint => {
+                Role::Numerics
+            }
+            LineStyle::Dashed => Role::Theory,
+            LineStyle::Dotted => Role::Reference,
+        }
     }
 }
 
-/// Text style of `px` CSS pixels in the figure font.
-pub(super) fn font(px: f64, ink: Ink) -> TextStyle<'static> {
-    let size = px * UNITS_PER_PX * PLOTTERS_FONT_SCALE;
-    let mut style = TextStyle::from(FontDesc::from((FONT_FAMILY, size)));
-    style.color = ink.backend();
-    style
+/// Dash patterns of theory curves in points; a panel's theory curves with different labels
+/// take them in turn so that the legend tells them apart.
+const THEORY_DASHES: [&str; 4] = ["3.2 1.6", "6.5 1.8", "3.6 1.4 0.9 1.4", "1.8 1.4"];
+/// Dots: zero-length dashes with round caps.
+const DOTS: &str = "0 1.7";
+
+/// How a stroke is drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Stroke {
+    pub ink: Ink,
+    pub width: f64,
+    pub dash: Option<&'static str>,
+    pub round_caps: bool,
 }
 
-/// Estimated width in px of `text` at `px` (no font metrics exist at run time; errs wide).
-pub(super) fn text_width(text: &str, px: f64) -> f64 {
-    text.chars().count() as f64 * CHAR_WIDTH_EM * px
+impl Stroke {
+    pub const fn solid(ink: Ink, width: f64) -> Self {
+        Stroke {
+            ink,
+            width,
+            dash: None,
+            round_caps: false,
+        }
+    }
+    pub fn numerics(ink: Ink) -> Self {
+        Stroke::solid(ink, NUMERICS_WIDTH)
+    }
+    /// A comparison curve: light and wide, so that a solid curve on it stays visible.
+    pub fn faint(ink: Ink) -> Self {
+        Stroke::solid(ink.alpha(FAINT_ALPHA), FAINT_WIDTH)
+    }
+    /// The `variant`-th theory dash pattern.
+    pub fn theory(variant: usize) -> Self {
+        Stroke {
+            dash: Some(THEORY_DASHES[variant % THEORY_DASHES.len()]),
+            ..Stroke::solid(THEORY, THEORY_WIDTH)
+        }
+    }
+    pub fn reference(ink: Ink) -> Self {
+        Stroke {
+            dash: Some(DOTS),
+            round_caps: true,
+            ..Stroke::solid(ink, REFERENCE_WIDTH)
+        }
+    }
 }
 
 /// ColorBrewer RdBu (reversed): negative blue, zero near-white, positive red.
-const DIVERGING: [(u8, u8, u8); 11] = [
+pub(super) const DIVERGING: [(u8, u8, u8); 11] = [
     (0x05, 0x30, 0x61),
     (0x21, 0x66, 0xAC),
     (0x43, 0x93, 0xC3),
@@ -195,5 +240,14 @@ mod tests {
         assert_eq!(cycle.pick(None), 3);
         let mut all_taken = ColorCycle::new(0..8);
         assert_eq!(all_taken.pick(None), 0);
+    }
+
+    #[test]
+    fn roles_follow_the_line_style() {
+        assert_eq!(Role::of(LineStyle::SolidMarkers), Role::Numerics);
+        assert_eq!(Role::of(LineStyle::Dashed), Role::Theory);
+        assert_eq!(Role::of(LineStyle::Dotted), Role::Reference);
+        assert_eq!(Ink::rgb(0, 0x72, 0xB2).hex(), "#0072B2");
+        assert!(Stroke::theory(0).width < Stroke::numerics(palette(0)).width);
     }
 }

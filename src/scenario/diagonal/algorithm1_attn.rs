@@ -10,7 +10,7 @@ use super::algorithm1_common::{
 use super::common::{schedule_cost, InstanceName};
 use crate::flow::linspace;
 use crate::models::diagonal::{Activation, DiagonalAttention, Schedule, Termination};
-use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -316,8 +316,8 @@ fn figure(sched: &Scheduled, ranks: &[(usize, usize)], tau_end: f64) -> Figure {
     let times = s.stage_times();
     let losses: Vec<f64> = s.stages.iter().map(|st| st.loss).collect();
     let (lx, ly) = steps(&times, &losses, tau_end);
-    let mut loss_panel = LinePanel::new("(a) loss_th(τ) = L̃(β^k)", "τ = t / ln(1/α)", "L̃")
-        .series(Series::theory("Algorithm 1", lx, ly).color(0))
+    let mut loss_panel = LinePanel::new("(a) loss_{th}(τ) = L̃(β^k)", "τ = t / ln(1/α)", "L̃")
+        .series(Series::numerics("Algorithm 1", lx, ly).color(0))
         .x_range(0.0, tau_end);
     // unlabelled: stage times can be closer than a label is wide; the title names them
     for &t in &times[1..] {
@@ -345,14 +345,11 @@ fn figure(sched: &Scheduled, ranks: &[(usize, usize)], tau_end: f64) -> Figure {
             v
         });
     let mut b_panel = LinePanel::new(
-        "(b) log-scale b_th(τ) = log_α w (0: active +, 2: active −)",
+        "(b) log-scale b_{th}(τ) = log_α w (0: active +, 2: active −)",
         "τ",
-        "b_th",
+        "b_{th}",
     )
-    // room below b = 0, where no curve goes, for the legend
-    .y_range(-1.6, 2.1)
     .x_range(0.0, tau_end)
-    .legend(LegendPosition::LowerLeft)
     .hline(RefLine::new(1.0, "b⁰ = 1"));
     let (mut ox, mut oy) = (Vec::new(), Vec::new());
     let p = sched.instance.loss().p();
@@ -365,10 +362,10 @@ fn figure(sched: &Scheduled, ranks: &[(usize, usize)], tau_end: f64) -> Figure {
     }
     for (n, &i) in activated.iter().enumerate() {
         let y = b_at.iter().map(|b| b[i]).collect();
-        b_panel = b_panel.series(Series::theory(sched.coordinate(i), knots.clone(), y).color(n));
+        b_panel = b_panel.series(Series::numerics(sched.coordinate(i), knots.clone(), y).color(n));
     }
     if !ox.is_empty() {
-        b_panel = b_panel.series(Series::theory("never activated", ox, oy).color(7));
+        b_panel = b_panel.series(Series::new("never activated", ox, oy, LineStyle::Dotted));
     }
 
     let kq: Vec<f64> = ranks.iter().map(|r| r.0 as f64).collect();
@@ -376,17 +373,16 @@ fn figure(sched: &Scheduled, ranks: &[(usize, usize)], tau_end: f64) -> Figure {
     let (kx, ky) = steps(&times, &kq, tau_end);
     let (vx, vy) = steps(&times, &vo, tau_end);
     let rank_panel = LinePanel::new("(c) rank staircase of θ^k", "τ", "rank")
-        .series(Series::theory("rank W_K W_Qᵀ = |S_k ∩ KQ|", kx, ky).color(0))
-        .series(Series::theory("rank W_V W_Oᵀ = |S_k ∩ VO|", vx, vy).color(1))
-        .x_range(0.0, tau_end)
-        .legend(LegendPosition::UpperLeft);
+        .series(Series::numerics("rank W_K W_Qᵀ = |S_k ∩ KQ|", kx, ky).color(0))
+        .series(Series::numerics("rank W_V W_Oᵀ = |S_k ∩ VO|", vx, vy).color(1))
+        .x_range(0.0, tau_end);
     Figure::new(3)
         .title(format!(
             "Algorithm 1 on the diagonal attention head ({} instance), α → 0: {}",
             sched.label(),
             sequence.join(" → ")
         ))
-        .panel_size(500, 420)
+        .aspect(0.84)
         .panel(loss_panel)
         .panel(b_panel)
         .panel(rank_panel)

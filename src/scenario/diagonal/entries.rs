@@ -21,7 +21,7 @@ use crate::stats;
 
 use super::figures_common::{
     alpha_label, check_alphas, instance_label, predicted_exponent, step_curve, sup_per_plateau,
-    support_order, transitions_outside_interiors, Toy, THEORY_COLOR,
+    support_order, transitions_outside_interiors, Toy,
 };
 
 /// Which diagonal product of the head.
@@ -344,8 +344,8 @@ fn entry_panel(
     }
     for (n, &i) in supported.iter().enumerate() {
         let step = step_curve(schedule, tau_end, |k| schedule.stages[k].beta[i]);
-        let label = if n == 0 { "β_th (Algorithm 1)" } else { "" };
-        panel = panel.series(Series::theory(label, step.x, step.y).color(THEORY_COLOR));
+        let label = if n == 0 { "β_{th} (Algorithm 1)" } else { "" };
+        panel = panel.series(Series::theory(label, step.x, step.y));
     }
     panel
 }
@@ -413,7 +413,7 @@ fn overlay_figure(
         &supported,
         true,
     ))
-    .panel_size(720, 420)
+    .aspect(0.58)
 }
 
 fn run_kq(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {

@@ -20,7 +20,7 @@ use crate::stats;
 
 use super::figures_common::{
     alpha_color, alpha_label, check_alphas, instance_label, step_curve, sup_per_plateau,
-    transitions_outside_interiors, Toy, THEORY_COLOR,
+    transitions_outside_interiors, Toy,
 };
 
 /// The most α curves panel (a) can tell apart (the palette without black).
@@ -183,7 +183,7 @@ fn run(p: &Params, _c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     Series::numerics(alpha_label(p.alpha), taus[..losses.len()].to_vec(), losses)
                         .color(alpha_color(0, 1)),
                 )
-                .series(Series::theory("Algorithm 1: L̃(β^k)", step.x, step.y).color(THEORY_COLOR)),
+                .series(Series::theory("Algorithm 1: L̃(β^k)", step.x, step.y)),
             ),
     );
     Ok(rep)
@@ -318,14 +318,11 @@ fn figure(p: &Params, c: &Checks, results: &[AlphaResult], loss0: f64) -> Result
     }
     // loss_th(τ) is the same step curve in every run (the α-independent limit)
     let series = results[0].run.table("series").map_err(other)?;
-    curves = curves.series(
-        Series::theory(
-            "Algorithm 1: L̃(β^k)",
-            series.column("tau").map_err(other)?,
-            series.column("loss_theory").map_err(other)?,
-        )
-        .color(THEORY_COLOR),
-    );
+    curves = curves.series(Series::theory(
+        "Algorithm 1: L̃(β^k)",
+        series.column("tau").map_err(other)?,
+        series.column("loss_theory").map_err(other)?,
+    ));
 
     let lambdas: Vec<f64> = results.iter().map(|r| r.lambda).collect();
     let sups: Vec<f64> = results.iter().map(|r| r.sup).collect();

@@ -17,11 +17,8 @@ use super::common::{
 const INIT_MARGIN: f64 = 1e-3;
 
 /// Palette indices of the α curves, smallest α first (the strongest colours go to the curves
-/// closest to the theory); black (6) is kept for the theory.
-const ALPHA_COLORS: [usize; 7] = [1, 0, 3, 2, 4, 5, 7];
-
-/// Palette index of the theory curves (black).
-pub const THEORY_COLOR: usize = 6;
+/// closest to the theory, which the plot draws dark and dashed on top); yellow last.
+const ALPHA_COLORS: [usize; 7] = [1, 0, 3, 2, 4, 5, 6];
 
 /// An instance with its theory (Algorithm 1) and its initial direction θ_0.
 pub struct Toy {

@@ -22,7 +22,7 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{flow_cost, schedule_cost, InstanceName};
-use super::figures_common::{instance_label, Toy, THEORY_COLOR};
+use super::figures_common::{instance_label, Toy};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -359,17 +359,18 @@ fn figure(
     // slope 1, below the smallest error at the largest η
     let (lo, hi) = (*etas.last().unwrap(), etas[0]);
     let at_hi = 0.6 * smallest;
-    errors = errors.series(
-        Series::theory("slope 1 (O(η))", vec![lo, hi], vec![at_hi * lo / hi, at_hi])
-            .color(THEORY_COLOR),
-    );
+    errors = errors.series(Series::theory(
+        "slope 1 (O(η))",
+        vec![lo, hi],
+        vec![at_hi * lo / hi, at_hi],
+    ));
     let taus = flow.taus();
     let flow_loss: Vec<f64> = (0..flow.traj.len())
         .map(|j| toy.loss().loss(&flow.beta(j)))
         .collect();
     let mut curves = LinePanel::new("(b) loss vs τ = t/ln(1/α)", "τ", "L")
         .legend(LegendPosition::LowerLeft)
-        .series(Series::theory("gradient flow", taus, flow_loss).color(THEORY_COLOR));
+        .series(Series::theory("gradient flow", taus, flow_loss));
     for (n, run) in runs.iter().enumerate() {
         let (t, l): (Vec<f64>, Vec<f64>) = run.loss.iter().map(|(t, l)| (t / lambda, *l)).unzip();
         curves = curves.series(

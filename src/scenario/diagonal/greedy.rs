@@ -12,7 +12,7 @@ use crate::flow::{linspace, Method, OdeConfig};
 use crate::models::diagonal::{
     g_vec, time_until_active, BetaLoss, DiagLinear, Flag, Schedule, Termination,
 };
-use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -399,21 +399,24 @@ fn theory_panels(
     }
     let suffix = if zoom { " (zoom)" } else { "" };
     let mut loss_panel = LinePanel::new(
-        format!("{label}{suffix}: loss_th(τ) = L̃(β^k)"),
+        format!("{label}{suffix}: loss_{{th}}(τ) = L̃(β^k)"),
         "τ",
         "L̃(β^k)",
     )
     .x_range(0.0, tau_end)
-    .series(Series::theory("loss_th (Algorithm 1)", step_x, step_y).color(6));
-    let mut b_panel = LinePanel::new(format!("{label}{suffix}: b_th(τ) = log_α w"), "τ", "b_i")
-        .x_range(0.0, tau_end)
-        .y_range(-0.2, 2.2)
-        .legend(LegendPosition::UpperRight)
-        .hline(RefLine::new(0.0, "").style(LineStyle::Dotted))
-        .hline(RefLine::new(1.0, "").style(LineStyle::Dotted))
-        .hline(RefLine::new(2.0, "").style(LineStyle::Dotted));
+    .series(Series::numerics("loss_{th} (Algorithm 1)", step_x, step_y).color(6));
+    let mut b_panel = LinePanel::new(
+        format!("{label}{suffix}: b_{{th}}(τ) = log_α w"),
+        "τ",
+        "b_i",
+    )
+    .x_range(0.0, tau_end)
+    .y_range(-0.2, 2.2)
+    .hline(RefLine::new(0.0, "").style(LineStyle::Dotted))
+    .hline(RefLine::new(1.0, "").style(LineStyle::Dotted))
+    .hline(RefLine::new(2.0, "").style(LineStyle::Dotted));
     for (i, col) in b_cols.into_iter().enumerate() {
-        b_panel = b_panel.series(Series::theory(format!("b_{i}"), grid.clone(), col).color(i));
+        b_panel = b_panel.series(Series::numerics(format!("b_{i}"), grid.clone(), col).color(i));
     }
     for &t in times.iter().skip(1).filter(|t| **t < tau_end) {
         loss_panel = loss_panel.vline(RefLine::new(t, "").style(LineStyle::Dotted));
@@ -510,7 +513,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         figure = figure.panel(panel);
     }
     rep.figure = Some(figure.title(
-        "Algorithm 1 on diagonal linear networks: loss plateaus L̃(β^k) and log-scales b_th(τ) \
+        "Algorithm 1 on diagonal linear networks: loss plateaus L̃(β^k) and log-scales b_{th}(τ) \
          (dotted: T_k)",
     ));
     Ok(rep)

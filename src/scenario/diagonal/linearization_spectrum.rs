@@ -12,7 +12,7 @@ use super::common::{schedule_cost, InstanceName};
 use crate::analysis::linearize::{eigenvalues, jacobian};
 use crate::flow::Descent;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Schedule, Stage};
-use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -146,7 +146,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "fastest_rate",
     ]);
     let mut fig = Figure::new(p.instances.len().min(2)).title(
-        "Spectrum of the raw-flow Jacobian at the plateau points θ^k: predicted (×) vs computed (○)",
+        "Spectrum of the raw-flow Jacobian at the plateau points θ^k: predicted (dashed) and computed (●)",
     );
     for &name in &p.instances {
         let sched = Scheduled::with_options(name, &p.algorithm1.options(&STAGE_B_SOLVER), ctx)?;
@@ -246,15 +246,16 @@ fn instance_checks(rep: &mut Report, sched: &Scheduled, spectra: &[StageSpectrum
     );
 }
 
-/// Eigenvalues per stage: computed as circles, predicted as crosses (NaN-separated strokes),
-/// the rate |g_{i_k}| of the direction Algorithm 1 takes as a separate marker.
+/// Eigenvalues per stage: computed as dots, predicted as short theory levels (NaN-separated
+/// strokes) through them, the rate |g_{i_k}| of the direction Algorithm 1 takes as a separate
+/// marker.
 fn panel(label: &str, spectra: &[StageSpectrum]) -> LinePanel {
     let all = spectra
         .iter()
         .flat_map(|s| s.computed.iter().chain(&s.predicted));
     let (lo, hi) = all.fold((0.0_f64, 0.0_f64), |(a, b), &x| (a.min(x), b.max(x)));
     let span = (hi - lo).max(f64::MIN_POSITIVE);
-    let (dx, dy) = (0.12, 0.02 * span);
+    let half_width = 0.3;
     let (mut cx, mut cy) = (Vec::new(), Vec::new());
     let (mut px, mut py) = (Vec::new(), Vec::new());
     let (mut tx, mut ty) = (Vec::new(), Vec::new());
@@ -265,21 +266,20 @@ fn panel(label: &str, spectra: &[StageSpectrum]) -> LinePanel {
             cy.push(l);
         }
         for &l in &s.predicted {
-            px.extend([k - dx, k + dx, f64::NAN, k - dx, k + dx, f64::NAN]);
-            py.extend([l - dy, l + dy, f64::NAN, l + dy, l - dy, f64::NAN]);
+            px.extend([k - half_width, k + half_width, f64::NAN]);
+            py.extend([l, l, f64::NAN]);
         }
         if let Some((_, g)) = s.taken {
             tx.push(k);
             ty.push(g);
         }
     }
-    // crosses first so that the circles stay visible on top; room above the data for the legend
     LinePanel::new(
         format!("{label}: Jacobian eigenvalues at θ^k"),
         "plateau k",
         "eigenvalue of ∂(v⊙g, u⊙g)/∂(u, v)",
     )
-    .series(Series::numerics("predicted (spec §2.5)", px, py).color(1))
+    .series(Series::theory("predicted", px, py))
     .series(Series::new("computed (exact Jacobian)", cx, cy, LineStyle::Markers).color(0))
     .series(
         Series::new(
@@ -292,8 +292,7 @@ fn panel(label: &str, spectra: &[StageSpectrum]) -> LinePanel {
     )
     .hline(RefLine::new(0.0, ""))
     .x_range(-0.5, spectra.len() as f64 - 0.5)
-    .y_range(lo - 0.05 * span, hi + 0.6 * span)
-    .legend(LegendPosition::UpperRight)
+    .y_range(lo - 0.05 * span, hi + 0.05 * span)
 }
 
 /// Per instance, Algorithm 1 and per stage (at most p) the dense Jacobian of the flow (2p × 2p)

@@ -19,7 +19,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::figures_common::{instance_label, THEORY_COLOR};
+use super::figures_common::instance_label;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -343,14 +343,11 @@ fn figure(p: &Params, schedule: &Schedule, loss: &dyn BetaLoss, batches: &[Batch
                     (a.min(*v), c.max(*v))
                 });
             let s = 1.0 / act.escape_rate;
-            panel = panel.series(
-                Series::theory(
-                    "slope 1/|g_(i_k)(θ^k)|",
-                    vec![lo, hi],
-                    vec![my + s * (lo - mx), my + s * (hi - mx)],
-                )
-                .color(THEORY_COLOR),
-            );
+            panel = panel.series(Series::theory(
+                "slope 1/|g_{i_k}(θ^k)|",
+                vec![lo, hi],
+                vec![my + s * (lo - mx), my + s * (hi - mx)],
+            ));
         }
         fig = fig.panel(panel);
     }

@@ -313,10 +313,7 @@ fn figure(all: &[Gaps]) -> Figure {
         "stage k (activation i_k ends it)",
         "Δ-gap (rescaled time)",
     )
-    .log_y()
-    // room above the gaps for the legend
-    .y_range(1e-7, 1e6)
-    .legend(LegendPosition::UpperRight);
+    .log_y();
     let mut sep = LinePanel::new(
         "separation α_sep = exp(−5/(gap_k |g_{i_k}|))",
         "stage k (activation i_k ends it)",

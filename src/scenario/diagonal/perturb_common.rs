@@ -11,7 +11,7 @@ use crate::models::diagonal::{BetaLoss, LogCoordinates, LogFlow, Schedule};
 use crate::plot::{LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::RunError;
 
-use super::figures_common::{support_order, THEORY_COLOR};
+use super::figures_common::support_order;
 
 /// A log state (side data and ζ).
 #[derive(Debug, Clone)]
@@ -93,8 +93,8 @@ pub fn continue_flow(
 }
 
 /// One perturbation window for the figure: the selected entries of the perturbed (solid) and
-/// unperturbed (dashed) runs against t − t_j, one colour per entry (`colors` by index), and
-/// optional reference levels drawn dashed black.
+/// unperturbed (light) runs against t − t_j, one colour per entry (`colors` by index), and
+/// optional theory levels.
 pub struct Window<'a> {
     pub title: String,
     /// t − t_j of the samples.
@@ -113,37 +113,11 @@ impl Window<'_> {
     pub fn panel(&self, loss: &dyn BetaLoss, legend: Option<&[(usize, usize)]>) -> LinePanel {
         let mut panel = LinePanel::new(self.title.clone(), "t − t_j (unrescaled)", "entries β_i")
             .legend(if legend.is_some() {
-                LegendPosition::LowerRight
+                LegendPosition::Best
             } else {
                 LegendPosition::None
             });
         let column = |rows: &[Vec<f64>], i: usize| rows.iter().map(|b| b[i]).collect::<Vec<_>>();
-        if legend.is_some() {
-            // room below the curves for the legend
-            let (lo, hi) = self
-                .entries
-                .iter()
-                .flat_map(|&(i, _)| {
-                    self.perturbed
-                        .iter()
-                        .chain(self.original)
-                        .map(move |b| b[i])
-                })
-                .chain(
-                    self.levels
-                        .into_iter()
-                        .flat_map(|l| self.entries.iter().map(|&(i, _)| l[i])),
-                )
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-                    (a.min(x), b.max(x))
-                });
-            // a window with no entries (a time before the first transition, drawn by `draw =
-            // "uniform"`) has no curves: its range is the automatic one
-            if lo <= hi {
-                let span = (hi - lo).max(1e-3);
-                panel = panel.y_range(lo - 1.1 * span, hi + 0.05 * span);
-            }
-        }
         for &(i, color) in &self.entries {
             panel = panel.series(
                 Series::numerics(
@@ -167,22 +141,29 @@ impl Window<'_> {
         }
         for (n, &(i, color)) in self.entries.iter().enumerate() {
             let label = if n == 0 {
-                "perturbed (solid), unperturbed (dashed)"
+                "perturbed (solid), unperturbed (light)"
             } else {
                 ""
             };
             panel = panel.series(
-                Series::theory(label, self.dt.clone(), column(self.original, i)).color(color),
+                Series::new(
+                    label,
+                    self.dt.clone(),
+                    column(self.original, i),
+                    LineStyle::Faint,
+                )
+                .color(color),
             );
         }
         if let Some(levels) = self.levels {
             let ends = vec![self.dt[0], *self.dt.last().unwrap()];
             for (n, &(i, _)) in self.entries.iter().enumerate() {
-                let label = if n == 0 { "β^(k+1) (Algorithm 1)" } else { "" };
-                panel = panel.series(
-                    Series::new(label, ends.clone(), vec![levels[i]; 2], LineStyle::Dotted)
-                        .color(THEORY_COLOR),
-                );
+                let label = if n == 0 {
+                    "β^{(k+1)} (Algorithm 1)"
+                } else {
+                    ""
+                };
+                panel = panel.series(Series::theory(label, ends.clone(), vec![levels[i]; 2]));
             }
         }
         panel

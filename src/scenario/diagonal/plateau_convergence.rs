@@ -197,7 +197,6 @@ fn run_figure(
         "‖β_α(τ) − β^(k(τ))‖_∞",
     )
     .log_y()
-    .y_range(0.01 * floor, 1e3) // headroom for the legend
     .hline(RefLine::new(floor, "integrator floor").style(LineStyle::Dotted))
     .legend(LegendPosition::UpperLeft)
     .series(Series::numerics(

@@ -349,8 +349,7 @@ fn figure(p: &Params) -> Result<Figure, RunError> {
             * 1e-3,
         abs_u.iter().fold(0.0_f64, |m, x| m.max(*x)) * 1e3,
     );
-    // room below the tip of the V (b = 1) for the legend
-    let lo = (lo * 1e-25).max(1e-300);
+    let lo = lo.max(1e-300);
     let mut magnitudes = LinePanel::new(
         format!(
             "|u|, |v| at {}, c̄ = {} (|u| ≈ |v| away from b = 1)",

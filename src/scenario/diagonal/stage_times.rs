@@ -492,15 +492,6 @@ fn instance_panels(g: &InstanceRows) -> (LinePanel, LinePanel) {
     )
     .log_x()
     .legend(LegendPosition::UpperLeft);
-    let all_offsets: Vec<f64> = g
-        .stages
-        .iter()
-        .flat_map(|s| s.normalized_offset.iter().copied())
-        .filter(|v| v.is_finite())
-        .collect();
-    if let Some((lo, hi)) = headroom(&all_offsets, 0.9) {
-        offsets = offsets.y_range(lo, hi);
-    }
     let mut extrapolation = LinePanel::new(
         format!("{label}: τ̂_k/T_k vs 1/Λ, fit extrapolated to α → 0"),
         "1/Λ",
@@ -536,16 +527,6 @@ fn instance_panels(g: &InstanceRows) -> (LinePanel, LinePanel) {
             );
     }
     (offsets, extrapolation)
-}
-
-/// A y-range around `values` with `top` × (their range) of free space above them for the legend.
-fn headroom(values: &[f64], top: f64) -> Option<(f64, f64)> {
-    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
-    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let range = (hi - lo).max(0.1 * hi.abs().max(1.0));
-    lo.is_finite()
-        .then_some((lo - 0.1 * range, hi + top * range))
 }
 
 fn fmt_list(values: &[f64]) -> String {

@@ -735,12 +735,6 @@ fn figure(d: &FigureData) -> Figure {
         // one α (a single run): STAGE_B's level still spans the panel
         (lo, hi) = (lo / 1.5, hi * 1.5);
     }
-    // room above the curves for the legend; an axis range, not a measurement (plain folds: a
-    // NaN sample must not blank the axis)
-    let top = d.stage_b.iter().map(|w| w.0).fold(0.0_f64, f64::max);
-    if top.is_finite() && top > 0.0 {
-        widths = widths.y_range(0.0, 1.7 * top);
-    }
     for k in 0..kk {
         let (x, y): (Vec<f64>, Vec<f64>) = (0..lambdas.len())
             .map(|j| (lambdas[j], d.widths[j][k]))

@@ -261,9 +261,8 @@ fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Ch
         "eigenvalue",
     )
     .log_y()
-    // room below λ_min for the legend (λ_min ≤ 0 only happens for n < d)
-    .y_range((0.02 * lowest).max(1e-4 * highest), 2.0 * highest)
-    .legend(LegendPosition::LowerRight)
+    // λ_min ≤ 0 (only for n < d) is drawn at the bottom edge
+    .y_range((0.5 * lowest).max(1e-4 * highest), 1.5 * highest)
     .series(
         Series::new(
             "λ_max(H_a)",

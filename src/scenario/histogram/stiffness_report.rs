@@ -450,7 +450,7 @@ fn figure(p: &Params, outcomes: &[Outcome]) -> Figure {
         panel
     };
     Figure::new(2)
-        .panel_size(640, 420)
+        .aspect(0.66)
         .title(format!(
             "Stiffness of the df and tf flows (spec §7): Hessian spectra and solver work at \
              rtol {:e}, atol {:e}",

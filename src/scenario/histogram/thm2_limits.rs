@@ -238,9 +238,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     let decay_panel = bad_line_panel(p, c, ctx, &mut rep)?;
-    let mut fig = Figure::new(basin_panels.len() + 1)
-        .panel_size(480, 440)
-        .title(
+    let mut fig = Figure::new(basin_panels.len() + 1).aspect(0.92).title(
         "Theorem 2 limits: sign(L)·(√ρ̄, √ρ) off the bad line, the saddle on it (spec 000 R8b, D2)",
     );
     for panel in basin_panels {
@@ -264,9 +262,7 @@ fn basin_panel(sys: Thm2System, half_width: f64, classes: [(Vec<f64>, Vec<f64>);
         "y₀",
     )
     .x_range(-half_width * 1.05, half_width * 1.05)
-    // room below the points for the legend
-    .y_range(-half_width * 2.35, half_width * 1.05)
-    .legend(LegendPosition::LowerLeft)
+    .y_range(-half_width * 1.05, half_width * 1.05)
     .series(Series::new("→ +(√ρ̄, √ρ)", plus.0, plus.1, LineStyle::Markers).color(0))
     .series(Series::new("→ −(√ρ̄, √ρ)", minus.0, minus.1, LineStyle::Markers).color(1));
     if !on_line.0.is_empty() {

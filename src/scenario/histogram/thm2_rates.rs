@@ -13,7 +13,7 @@ use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::histogram::theorem2::Thm2State;
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
-use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::plot::{Figure, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -402,14 +402,27 @@ fn rates_panel(
     let anchor = at_t1(&one_minus_xy);
     let mut panel = LinePanel::new(format!("c = {}", sys.c), "t", "residue, ℓ")
         .log_y()
-        .legend(LegendPosition::LowerLeft)
-        .series(Series::theory("|1 − xy|", times.to_vec(), one_minus_xy.clone()).color(0))
-        .series(Series::numerics("", times.to_vec(), ode_residues[0].clone()).color(0))
         .series(
-            Series::theory("|ρ̄ − x²|", times.to_vec(), pick(|s| s.rhob_minus_x2.abs())).color(1),
+            Series::numerics("|1 − xy| (ODE)", times.to_vec(), ode_residues[0].clone()).color(0),
         )
-        .series(Series::numerics("", times.to_vec(), ode_residues[1].clone()).color(1))
-        .series(Series::theory("ℓ", times.to_vec(), loss.clone()).color(2));
+        .series(
+            Series::numerics("|ρ̄ − x²| (ODE)", times.to_vec(), ode_residues[1].clone()).color(1),
+        )
+        .series(Series::theory(
+            "closed form",
+            times.to_vec(),
+            one_minus_xy.clone(),
+        ))
+        .series(Series::theory(
+            "closed form",
+            times.to_vec(),
+            pick(|s| s.rhob_minus_x2.abs()),
+        ))
+        .series(Series::theory(
+            "ℓ (closed form)",
+            times.to_vec(),
+            loss.clone(),
+        ));
     let (xs, ys) = line(corrected, anchor);
     let same = (corrected - paper).abs() <= 1e-12 * paper;
     let label = if same {
@@ -417,28 +430,17 @@ fn rates_panel(
     } else {
         format!("slope −2Ac₁ = −{corrected:.3}")
     };
-    panel = panel.series(Series::new(label, xs, ys, LineStyle::Dashed).color(6));
+    panel = panel.series(Series::theory(label, xs, ys));
     if !same {
         let (xs, ys) = line(paper, anchor);
-        panel = panel.series(
-            Series::new(
-                format!("paper −2ρ̄c₁ = −{paper:.3}"),
-                xs,
-                ys,
-                LineStyle::Dotted,
-            )
-            .color(3),
-        );
+        panel = panel.series(Series::new(
+            format!("paper: −2ρ̄c₁ = −{paper:.3}"),
+            xs,
+            ys,
+            LineStyle::Dotted,
+        ));
     }
-    // legend entry for the integrated residues (solid), drawn as one point on the curve
-    panel.series(
-        Series::numerics(
-            "ODE (solid, same colour)",
-            vec![times[0]],
-            vec![one_minus_xy[0]],
-        )
-        .color(6),
-    )
+    panel
 }
 
 /// Measured slopes against c with the corrected and the paper's rate curves.
@@ -462,17 +464,17 @@ fn summary_panel(p: &Params, measured: &[Measured]) -> LinePanel {
         rate(Thm2System::paper_residue_rate),
     );
     LinePanel::new("measured log-slopes against c", "c", "d ln(·)/dt")
-        .legend(LegendPosition::LowerRight)
-        .series(Series::theory("−2min(ρ̄, A)c₁ (corrected)", cs.clone(), corrected).color(0))
-        .series(
-            Series::new(
-                "−2ρ̄c₁ (paper's residue rate; loss rate)",
-                cs,
-                paper,
-                LineStyle::Dotted,
-            )
-            .color(3),
-        )
+        .series(Series::theory(
+            "−2min(ρ̄, A)c₁ (corrected)",
+            cs.clone(),
+            corrected,
+        ))
+        .series(Series::new(
+            "−2ρ̄c₁ (paper's residue rate; loss rate)",
+            cs,
+            paper,
+            LineStyle::Dotted,
+        ))
         .series(
             Series::new(
                 "|1 − xy|, closed form at t ≈ 30/c₁",

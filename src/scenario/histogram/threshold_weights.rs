@@ -214,7 +214,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let one = m.amax().max(product.amax());
     rep.figure = Some(
         Figure::new(2)
-            .panel_size(600, 540)
+            .aspect(0.9)
             .title(format!(
                 "Fig. 1: weights learned by gradient flow on ℓ_tf ({}, D = {}, d = {d}, N = {}, \
                  n = {}, σ = {}, t = {})",

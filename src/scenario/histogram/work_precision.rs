@@ -469,7 +469,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn figure(p: &Params, studies: &[Study]) -> Figure {
-    let mut fig = Figure::new(3).panel_size(460, 440).title(format!(
+    let mut fig = Figure::new(3).aspect(0.96).title(format!(
         "Work-precision (max error on a {}-point grid vs work): integrators over rtol ∈ [{:e}, \
          {:e}], GD over η",
         p.grid_points,

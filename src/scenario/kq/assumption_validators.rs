@@ -456,7 +456,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(
         Figure::new(3)
             .title("Assumption validators (spec 001 §1.4): A3 threshold gap Δ*(n, L) and initial-loss slack")
-            .panel_size(560, 400)
+            .aspect(0.71)
             .panel(threshold_panel(p))
             .panel(asymptote_panel(p))
             .panel(bars),

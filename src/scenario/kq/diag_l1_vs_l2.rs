@@ -20,7 +20,7 @@ use crate::flow::{integrate, logspace, Method, OdeConfig, SolverStats, VectorFie
 use crate::models::kq::assumptions::a3_report;
 use crate::models::kq::diagonal::{DiagonalLoss, ReducedKq};
 use crate::models::kq::log_time::LogTimeDescent;
-use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
+use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -552,8 +552,7 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
             "‖β̂ − β*‖₂",
         )
         .log_x()
-        .log_y()
-        .legend(LegendPosition::LowerLeft);
+        .log_y();
         let mut color = 0;
         let runs = cs
             .kq
@@ -592,10 +591,11 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
                         .iter()
                         .map(|&k| y_end * (r.mu[k] / r.mu[k_end]).powf(-exponent))
                         .collect();
-                    dpanel = dpanel.series(
-                        Series::theory(format!("µ^−{exponent:.3}"), x.clone(), theory)
-                            .color(if is_kq { color } else { color + 1 }),
-                    );
+                    dpanel = dpanel.series(Series::theory(
+                        format!("∝ µ^{{−{exponent:.3}}}"),
+                        x.clone(),
+                        theory,
+                    ));
                 }
             }
             color += 2;
@@ -604,14 +604,13 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
         // components of β̂ for the first KQ scale and W, SVM values as reference lines
         let mut cpanel = LinePanel::new(
             format!(
-                "{}: components of β̂ (KQ ω₀ = {} solid, W dashed)",
+                "{}: components of β̂ (KQ ω₀ = {} solid, W light)",
                 cs.label, p.omega0[0]
             ),
             "τ = ln(1 + t)",
             "β̂_j",
         )
-        .log_x()
-        .legend(LegendPosition::UpperRight);
+        .log_x();
         let ks: Vec<usize> = (1..taus.len())
             .filter(|&k| cs.kq[0].mu[k] > 0.0 && cs.w.mu[k] > 0.0)
             .collect();
@@ -621,7 +620,7 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
             let w: Vec<f64> = ks.iter().map(|&k| cs.w.beta_hat[k][j]).collect();
             cpanel = cpanel
                 .series(Series::numerics(format!("β̂_{j} KQ"), x.clone(), kq).color(j))
-                .series(Series::theory(format!("β̂_{j} W"), x.clone(), w).color(j));
+                .series(Series::new(format!("β̂_{j} W"), x.clone(), w, LineStyle::Faint).color(j));
         }
         for (j, &v) in cs.l1.iter().enumerate() {
             if v.abs() > 1e-12 {

@@ -397,9 +397,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     checks(&mut rep, &solved, c);
     let mut summary = serde_json::Map::new();
     let mut norms = (vec![], vec![], vec![]);
-    let mut fig = Figure::new((solved.len() + 1).min(3))
-        .panel_size(520, 380)
-        .title(
+    let mut fig = Figure::new((solved.len() + 1).min(3)).aspect(0.73).title(
         "Max-margin solutions (spec 001 §3): singular values of the nuclear-norm SVM W_* vs the \
          Frobenius SVM W_F",
     );

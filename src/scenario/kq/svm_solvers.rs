@@ -12,7 +12,7 @@ use crate::analysis::svm::{
     NuclearSolution, SvmError,
 };
 use crate::flow::{Method, OdeConfig};
-use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::plot::{BarPanel, Figure, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -302,13 +302,7 @@ fn gap_panel(
     solved: &[Solved],
     pick: fn(&Solved) -> &NuclearSolution,
 ) -> LinePanel {
-    let mut panel = LinePanel::new(
-        title,
-        x_label,
-        "certified relative gap (upper − lower)/upper",
-    )
-    .log_y()
-    .legend(LegendPosition::UpperRight);
+    let mut panel = LinePanel::new(title, x_label, "relative gap (upper − lower)/upper").log_y();
     for (k, s) in solved.iter().enumerate() {
         let h = &pick(s).gap_history;
         let x = h.iter().map(|p| p.0 as f64).collect();
@@ -374,9 +368,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .max()
         .unwrap_or(0);
     let mut bars = BarPanel::new(
-        "ℓ1 LP: β_j range over the optimal face (unique: all < 1e−7)",
+        "ℓ1 LP: β_j range over the optimal face (unique: all < 10^{−7})",
         "instance",
-        "max β_j − min β_j (floor 1e−16)",
+        "max β_j − min β_j (floored at 10^{−16})",
         with_ranges.iter().map(|s| s.label.clone()).collect(),
     )
     .log_y();
@@ -390,12 +384,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .map_or(f64::NAN, |&v| v.max(1e-16))
             })
             .collect();
-        bars = bars.group(format!("β{}", j + 1), values, LineStyle::Solid);
+        bars = bars.group(format!("β_{}", j + 1), values, LineStyle::Solid);
     }
     rep.figure = Some(
         Figure::new(3)
-            .panel_size(620, 400)
-            .title("Max-margin solvers (spec 001 §3): certified brackets of two independent nuclear-norm solvers, and the ℓ1 uniqueness certificate")
+            .title("Max-margin solvers: certified brackets of two independent nuclear-norm solvers, and the ℓ1 uniqueness certificate")
             .panel(gap_panel("W_*: primal–dual (SVT) iteration", "iteration", &solved, |s| &s.suite.nuclear))
             .panel(gap_panel("W_*: column generation (clarabel LPs)", "LP solves", &solved, |s| &s.cuts))
             .panel(bars),

@@ -525,33 +525,22 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
         } else {
             name.clone()
         };
-        let style = if name == "gd" {
-            LineStyle::Dashed
-        } else {
-            LineStyle::SolidMarkers
-        };
-        panel = panel.series(Series::new(label, x, y, style).color(k));
+        panel = panel.series(Series::new(label, x, y, LineStyle::SolidMarkers).color(k));
     }
     let (k0, k1) = (kappas[0], *kappas.last().unwrap());
     panel = panel
-        .series(
-            Series::new(
-                "reference slopes 1 and 0",
-                vec![k0, k1],
-                vec![reference, reference * k1 / k0],
-                LineStyle::Dotted,
-            )
-            .color(names.len()),
-        )
-        .series(
-            Series::new(
-                "",
-                vec![k0, k1],
-                vec![reference, reference],
-                LineStyle::Dotted,
-            )
-            .color(names.len()),
-        );
+        .series(Series::new(
+            "reference slopes 1 and 0",
+            vec![k0, k1],
+            vec![reference, reference * k1 / k0],
+            LineStyle::Dotted,
+        ))
+        .series(Series::new(
+            "",
+            vec![k0, k1],
+            vec![reference, reference],
+            LineStyle::Dotted,
+        ));
     Figure::single(panel).title("Stiffness (two-token model): explicit work ∝ κ, implicit flat")
 }
 

@@ -170,19 +170,15 @@ pub(super) fn figure(
         );
     Figure::new(2)
         .title("Theorem 2.2: κ of J²H on T vs R — (18) dotted, corrected two-sided bound dashed")
-        .panel(
-            family_panel(
-                format!(
-                    "Gaussian logits z* = φ(s·g), n = {}, one draw",
-                    p.gaussian_n
-                ),
-                &gaussian[0],
-                p,
-                LegendPosition::UpperLeft,
-            )
-            // head room above the curves for the legend
-            .y_range(1e-2, p.curve_kappa_max * 1e8),
-        )
+        .panel(family_panel(
+            format!(
+                "Gaussian logits z* = φ(s·g), n = {}, one draw",
+                p.gaussian_n
+            ),
+            &gaussian[0],
+            p,
+            LegendPosition::UpperLeft,
+        ))
         .panel(family_panel(
             format!(
                 "dominant token + uniform tail, n = {} (lines as left)",

@@ -390,7 +390,7 @@ fn figure(p: &Params, setup: &Setup, runs: &[Run], envelopes: &[f64], limit: f64
             "GD (η = {}) and gradient flow on {:?}: Γ = {gamma:.4}",
             p.eta, setup.data
         ))
-        .panel_size(440, 360)
+        .aspect(0.82)
         .panel(align)
         .panel(scaled)
         .panel(offset)

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::svm::{solve_l2, SvmMethod, VectorConstraints};
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::{GaussianJoint, JointModel, JointRule, Loss};
-use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
+use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -217,7 +217,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let ks = checkpoints(p.iterations, p.dense_until, p.per_decade);
     rep.series = series_table(&runs, &ks);
-    rep.figure = Some(figure(&runs, &ks, &limits, p));
+    let (training, bias) = figures(&runs, &ks, &limits, p);
+    rep.figure = Some(training);
+    rep.figures.push(("figure-b".into(), bias));
     Ok(rep)
 }
 
@@ -451,9 +453,10 @@ fn series_table(runs: &[JointRun], ks: &[usize]) -> Table {
     t
 }
 
-/// Fig. 3: loss, ‖W_k‖, ‖u_k‖, mean φ_opt, the alignments of W and u, plus the decoder's
-/// margin ratio (Thm 4) and the loss ratio (Lem. 11(i)).
-fn figure(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> Figure {
+/// Fig. 3 in two figures, as a paper would print it: the training (loss, ‖W_k‖, ‖u_k‖, mean
+/// φ_opt), then the implicit bias (the alignments of W and u, the decoder's margin ratio
+/// (Thm 4) and the loss ratio (Lem. 11(i))).
+fn figures(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> (Figure, Figure) {
     let x: Vec<f64> = ks[1..].iter().map(|&k| k as f64).collect();
     let panel = |title: &str, y_label: &str, v: &dyn Fn(&JointRun, usize) -> f64| {
         let mut panel = LinePanel::new(title, "iteration k", y_label);
@@ -463,10 +466,8 @@ fn figure(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> Figur
         }
         panel
     };
-    let eq10 = || runs.iter().enumerate().filter(|(_, r)| r.alpha.is_some());
-    let mut norm_w =
-        panel("(b) ‖W_k‖", "‖W_k‖_F", &|r, k| r.norm_w[k]).legend(LegendPosition::UpperLeft);
-    for (color, r) in eq10() {
+    let mut norm_w = panel("(b) ‖W_k‖", "‖W_k‖_F", &|r, k| r.norm_w[k]);
+    for r in runs.iter().filter(|r| r.alpha.is_some()) {
         let alpha = r.alpha.expect("Eq. (10) run");
         let mut acc = 0.0;
         let bound: Vec<f64> = (0..=p.iterations)
@@ -476,69 +477,53 @@ fn figure(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> Figur
                 b
             })
             .collect();
-        norm_w = norm_w.series(
-            Series::theory(
-                format!("Lem. 10 bound, α = {alpha:.3}"),
-                x.clone(),
-                ks[1..].iter().map(|&k| bound[k]).collect(),
-            )
-            .color(color),
-        );
+        norm_w = norm_w.series(Series::theory(
+            format!("Lem. 10 bound, α = {alpha:.3}"),
+            x.clone(),
+            ks[1..].iter().map(|&k| bound[k]).collect(),
+        ));
     }
-    let norm_u = panel("(c) ‖u_k‖", "‖u_k‖", &|r, k| r.norm_u[k])
-        .legend(LegendPosition::UpperLeft)
-        .series(
-            Series::theory(
-                "Lem. 10 bound ηk",
-                x.clone(),
-                x.iter().map(|k| p.ngd_eta * k).collect(),
-            )
-            .color(1),
-        );
+    let norm_u = panel("(c) ‖u_k‖", "‖u_k‖", &|r, k| r.norm_u[k]).series(Series::theory(
+        "Lem. 10 bound ηk",
+        x.clone(),
+        x.iter().map(|k| p.ngd_eta * k).collect(),
+    ));
     let loss = panel("(a) training loss", "L(u_k, W_k)", &|r, k| {
         r.log_loss[k].exp()
     })
     .log_y()
-    .legend(LegendPosition::LowerLeft)
-    .series(
-        Series::theory(
-            "exp(−ηk/‖u_mm‖) (§8.1)",
-            x.clone(),
-            x.iter()
-                .map(|k| (-p.ngd_eta * k / limits.u_mm_norm).exp())
-                .collect(),
-        )
-        .color(1),
-    );
+    .series(Series::theory(
+        "e^{−ηk/‖u_{mm}‖}",
+        x.clone(),
+        x.iter()
+            .map(|k| (-p.ngd_eta * k / limits.u_mm_norm).exp())
+            .collect(),
+    ));
     let phi = panel(
         "(d) mean optimal-token attention",
-        "mean φ_opt",
+        "mean φ_{opt}",
         &|r, k| r.mean_phi[k],
-    )
-    .legend(LegendPosition::LowerRight);
+    );
     let align_w = panel(
-        "(e) alignment of W with W_mm",
-        "1 − corr(W_k, W_mm)",
+        "(e) alignment of W with W_{mm}",
+        "1 − corr(W_k, W_{mm})",
         &|r, k| r.mis_w[k],
     )
     .log_x()
-    .log_y()
-    .legend(LegendPosition::LowerLeft);
+    .log_y();
     let align_u = panel(
-        "(f) alignment of u with u_mm",
-        "1 − corr(u_k, u_mm)",
+        "(f) alignment of u with u_{mm}",
+        "1 − corr(u_k, u_{mm})",
         &|r, k| r.mis_u[k],
     )
     .log_x()
-    .log_y()
-    .legend(LegendPosition::LowerLeft);
+    .log_y();
     let margin = panel(
         "(g) decoder margin (Thm 4)",
-        "‖u_mm‖·min_i y_i u_kᵀx_i,opt/‖u_k‖",
+        "‖u_{mm}‖·min_i y_i u_kᵀx_{i,opt}/‖u_k‖",
         &|r, k| r.margin_ratio[k],
     )
     .log_x()
-    .legend(LegendPosition::LowerRight)
     .hline(RefLine::new(1.0, "max margin").style(LineStyle::Dashed))
     .hline(RefLine::new(0.25, "checked bound 0.25").style(LineStyle::Dotted));
     let ratio = panel(
@@ -548,24 +533,26 @@ fn figure(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> Figur
     )
     .log_x()
     .log_y()
-    .legend(LegendPosition::LowerRight)
     .hline(RefLine::new(
         limits.loss_ratio,
-        "limit α_max/α_min (u-SVM duals)",
+        "limit α_{max}/α_{min} (u-SVM duals)",
     ));
-    Figure::new(4)
-        .title(format!(
-            "Joint training of (u, W) on DM (Fig. 3): n = {}, T = {}, d = {}, u₀ = 0, W₀ = 0",
-            p.n, p.t, p.d
-        ))
+    let setup = format!("n = {}, T = {}, d = {}, u₀ = 0, W₀ = 0", p.n, p.t, p.d);
+    let training = Figure::new(2)
+        .title(format!("Joint training of (u, W) on DM (Fig. 3): {setup}"))
         .panel(loss)
         .panel(norm_w)
         .panel(norm_u)
-        .panel(phi)
+        .panel(phi);
+    let bias = Figure::new(2)
+        .title(format!(
+            "Joint training on DM (Fig. 3), implicit bias: {setup}"
+        ))
         .panel(align_w)
         .panel(align_u)
         .panel(margin)
-        .panel(ratio)
+        .panel(ratio);
+    (training, bias)
 }
 
 /// DM with (u, W) ∈ ℝ^d × ℝ^{d×d} (gradient ~4·n·T·d²): one run of `iterations` per α, GD and

@@ -416,8 +416,7 @@ fn figure(
     )
     .legend(LegendPosition::LowerRight)
     .x_range(-1.25, 1.25)
-    // room below the rays for the legend
-    .y_range(-3.0, 1.25);
+    .y_range(-1.25, 1.25);
     for i in 0..data.n {
         for t in 0..data.t {
             let (a, b) = plane.coords(data.token(i, t));

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use attnflow::scenario::registry;
+use attnflow::scenario::sweep::wildcard_match;
+
 /// Files that hold wall-clock measurements by design.
 const TIMED: [&str; 3] = [
     "stiffness-report/work.csv",
@@ -65,4 +68,40 @@ fn all_quick_outputs_are_byte_identical_across_thread_counts() {
         differ.is_empty(),
         "outputs differ between 1 and 2 threads: {differ:?}"
     );
+    // every scalar a run derives is one its kind declares (what a sweep check may name)
+    let undeclared = undeclared_quantities(&one);
+    assert!(undeclared.is_empty(), "{}", undeclared.join("\n"));
+}
+
+/// The full configurations (the committed main job's outputs) derive only declared quantities.
+#[test]
+fn committed_runs_derive_only_declared_quantities() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("figures");
+    let undeclared = undeclared_quantities(&files(&root));
+    assert!(undeclared.is_empty(), "{}", undeclared.join("\n"));
+}
+
+/// Scalar derived quantities of the runs among `outputs` (every `params.json`) that their kind's
+/// `quantities` patterns do not match.
+fn undeclared_quantities(outputs: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, bytes) in outputs {
+        if !path.ends_with("params.json") {
+            continue;
+        }
+        let doc: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        let kind = doc["kind"].as_str().unwrap_or_default();
+        let Some(k) = registry::find(kind) else {
+            found.push(format!("{}: unknown kind `{kind}`", path.display()));
+            continue;
+        };
+        let derived = doc["derived"].as_object().cloned().unwrap_or_default();
+        for (name, value) in derived {
+            let scalar = value.is_null() || value.is_number();
+            if scalar && !k.quantities().iter().any(|p| wildcard_match(p, &name)) {
+                found.push(format!("{}: {kind} records `{name}`", path.display()));
+            }
+        }
+    }
+    found
 }

@@ -294,10 +294,37 @@ fn fence_jobs(block: &[(usize, String)]) -> Vec<Job> {
         expect,
         heavy: false,
     };
+    // `a && b`: b runs after a succeeded, in a's folder; the documented outcome is b's
+    let chain = |n: usize, line: &str, expect: &Expect| -> Vec<Step> {
+        let parts: Vec<&str> = line.split(" && ").map(str::trim).collect();
+        let last = parts.len() - 1;
+        parts
+            .into_iter()
+            .enumerate()
+            .map(|(k, part)| {
+                let e = if k == last {
+                    expect.clone()
+                } else {
+                    Expect::SUCCESS
+                };
+                step(n, part.to_string(), e)
+            })
+            .collect()
+    };
     match recipe_variable(block) {
         None => steps
             .into_iter()
-            .map(|(n, line, expect)| Job::single(step(n, line, expect)))
+            .map(|(n, line, expect)| {
+                let steps = chain(n, &line, &expect);
+                if steps.len() == 1 {
+                    Job::single(steps.into_iter().next().expect("one step"))
+                } else {
+                    Job {
+                        steps,
+                        also: Vec::new(),
+                    }
+                }
+            })
             .collect(),
         Some((var, first, last)) => {
             // the tasks for every value in order, then what follows them, in one folder
@@ -310,7 +337,7 @@ fn fence_jobs(block: &[(usize, String)]) -> Vec<Job> {
                     recipe.push(step(*n, line, expect.clone()));
                 }
             }
-            recipe.extend(after.into_iter().map(|(n, l, e)| step(n, l, e)));
+            recipe.extend(after.iter().flat_map(|(n, l, e)| chain(*n, l, e)));
             vec![Job {
                 steps: recipe,
                 also: Vec::new(),

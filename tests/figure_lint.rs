@@ -3,7 +3,7 @@
 //!
 //! Rules (each violation names its file and the offending text or box):
 //! - `physical-size`: the document has no physical width (`width="…in"`), so it has no print size.
-//! - `font-size`: a text prints below 6.5 pt (the base size of a `<text>`; sub- and superscripts
+//! - `font-size`: a text prints below 7 pt (the base size of a `<text>`; sub- and superscripts
 //!   are a fixed fraction of it, as in typeset mathematics).
 //! - `outside-canvas`: a text's box leaves the viewBox (it would be clipped).
 //! - `outside-panel`: a text's box leaves the panel it belongs to.
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use attnflow::plot::font::{text_width, ASCENT_EM, DESCENT_EM};
 
-const MIN_PRINT_PT: f64 = 6.5;
+const MIN_PRINT_PT: f64 = 7.0;
 const MAX_LEGEND_COVER: f64 = 0.03;
 const MAX_BYTES: u64 = 400 * 1024;
 /// Boxes may touch (or overlap by rounding) this much, in printed points.

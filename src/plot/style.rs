@@ -16,8 +16,9 @@ pub(super) const AXIS_LABEL_PT: f64 = 8.0;
 pub(super) const TICK_PT: f64 = 7.0;
 pub(super) const LEGEND_PT: f64 = 7.0;
 pub(super) const ANNOTATION_PT: f64 = 7.0;
-/// No text is shrunk below this to make it fit (it wraps instead).
-pub(super) const MIN_TEXT_PT: f64 = 6.5;
+/// No text is shrunk below this to make it fit (it wraps instead): 7 pt, the smallest size a
+/// printed figure's text should have.
+pub(super) const MIN_TEXT_PT: f64 = 7.0;
 /// Baseline-to-baseline distance of wrapped lines, in em.
 pub(super) const LINE_SPACING: f64 = 1.2;
 

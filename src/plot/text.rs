@@ -197,7 +197,7 @@ impl Fitted {
             (0..=steps).map(move |k| size - 0.25 * k as f64)
         };
         let fits = |lines: &[Label], s: f64| lines.iter().all(|l| l.width(s) <= width + 1e-9);
-        let attempts = sizes(size * GENTLE_SHRINK)
+        let attempts = sizes((size * GENTLE_SHRINK).max(min))
             .map(|s| (1, s))
             .chain((2..=max_lines.max(1)).flat_map(|n| sizes(min).map(move |s| (n, s))));
         for (max, s) in attempts {

@@ -123,17 +123,34 @@ impl Cost {
         rhs_flops: f64,
         method: Method,
     ) -> Self {
-        let what = format!("{solves} ODE solves of dimension {dim} (~{ODE_STEPS} steps each)");
+        self.ode_steps(key, solves, ODE_STEPS, dim, rhs_flops, method)
+    }
+
+    /// As [`Cost::ode`] with `steps` steps per solve, for a kind that knows more (e.g. an
+    /// explicit method held by stability to a step per fixed time unit over a long horizon).
+    pub fn ode_steps(
+        self,
+        key: &'static str,
+        solves: f64,
+        steps: f64,
+        dim: f64,
+        rhs_flops: f64,
+        method: Method,
+    ) -> Self {
+        let what = format!(
+            "{solves} ODE solves of dimension {dim} (~{} steps each)",
+            format_count(steps.round())
+        );
         if method.is_implicit() && solves > 0.0 {
             let setup = dim * (rhs_flops + EVAL_OVERHEAD_FLOPS) + dim.powi(3) / 3.0;
             let per_step = 3.0 * rhs_flops + 4.0 * dim * dim + setup / 10.0;
-            self.work(key, what, solves * ODE_STEPS, per_step).doubles(
+            self.work(key, what, solves * steps, per_step).doubles(
                 key,
                 "the Newton matrix and its LU factors",
                 3.0 * dim * dim,
             )
         } else {
-            self.work(key, what, solves * ODE_STEPS * 6.0, rhs_flops)
+            self.work(key, what, solves * steps * 6.0, rhs_flops)
         }
     }
 

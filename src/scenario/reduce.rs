@@ -192,6 +192,9 @@ where
     fn summary(&self) -> &'static str {
         self.kind.summary
     }
+    fn quantities(&self) -> &'static [&'static str] {
+        self.kind.quantities
+    }
     fn prepare(&self, sc: &Scenario) -> Result<Prepared, InputError> {
         self.kind.prepare(sc)
     }

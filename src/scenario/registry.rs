@@ -37,6 +37,8 @@ pub trait ScenarioKind: Sync {
     fn paper(&self) -> &'static str;
     /// One line: what it reproduces or verifies.
     fn summary(&self) -> &'static str;
+    /// Patterns of the scalar derived quantities a run records (see [`Kind::quantities`]).
+    fn quantities(&self) -> &'static [&'static str];
     /// Parses and validates the scenario's parameters and thresholds.
     fn prepare(&self, sc: &Scenario) -> Result<Prepared, InputError>;
     /// Checks a `[sweep]` against what the kind's reduction needs (nothing by default).
@@ -67,6 +69,11 @@ pub struct Kind<P, C> {
     /// The memory and work of a validated configuration (see [`super::cost`]); it depends on the
     /// parameters and the integrator, never on the thresholds.
     pub cost: fn(&P, &RunContext) -> Cost,
+    /// The scalar derived quantities a run records, as patterns (`*` matches any text, e.g.
+    /// `stage_*.err`): what a sweep check's `quantity` or a band label's `{quantity:statistic}`
+    /// may name, so a misspelt one is refused before anything runs. `tests/determinism.rs`
+    /// holds every run of every kind to its list.
+    pub quantities: &'static [&'static str],
     pub run: fn(&P, &C, &RunContext) -> Result<Report, RunError>,
 }
 
@@ -83,6 +90,9 @@ where
     }
     fn summary(&self) -> &'static str {
         self.summary
+    }
+    fn quantities(&self) -> &'static [&'static str] {
+        self.quantities
     }
     fn prepare(&self, sc: &Scenario) -> Result<Prepared, InputError> {
         let p: P = sc.typed_params()?;

@@ -134,7 +134,7 @@ pub fn load_and_validate(path: &Path, ov: &Overrides) -> Result<Ready, InputErro
             }
             let costs = prepared_points.iter().map(|p| &p.prepared.cost);
             super::cost::check_sweep_work(&scenario, &spec.factors(), costs)?;
-            spec.validate_checks(&scenario)?;
+            spec.validate_checks(&scenario, kind.quantities())?;
             kind.validate_sweep(&scenario, &spec)?;
             Some((spec, prepared_points))
         }

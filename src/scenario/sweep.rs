@@ -272,15 +272,21 @@ impl SweepSpec {
             .collect()
     }
 
-    /// Checks that each `[[sweep.checks]]` entry selects grid points that exist. Called after every
-    /// point has been validated by its kind, so that a bad grid value is reported as such first.
-    pub fn validate_checks(&self, sc: &Scenario) -> Result<(), InputError> {
+    /// Checks that each `[[sweep.checks]]` entry names a quantity the kind records and selects
+    /// grid points that exist, and that the band label names only grid keys and recorded
+    /// quantities, so that a misspelt name is refused before anything runs. `quantities` are the
+    /// kind's patterns ([`super::registry::Kind::quantities`]). A check's measured value
+    /// (`check: <name>`) is accepted by its prefix: check names are known only once a run has
+    /// made them. Called after every point has been validated by its kind, so that a bad grid
+    /// value is reported as such first.
+    pub fn validate_checks(&self, sc: &Scenario, quantities: &[&str]) -> Result<(), InputError> {
         let spec = self;
         for (i, c) in spec.checks.iter().enumerate() {
             let key = format!("sweep.checks[{i}]");
             if c.at_most.is_none() && c.at_least.is_none() {
                 return Err(sc.invalid(&key, "give at_most and/or at_least"));
             }
+            known_quantity(sc, &format!("{key}.quantity"), &c.quantity, quantities)?;
             for at in std::iter::once(&c.at).chain(c.ratio_to.iter()) {
                 for (k, v) in at {
                     match spec.grid.get(k) {
@@ -293,8 +299,97 @@ impl SweepSpec {
                 }
             }
         }
+        if let Some(label) = spec.band.as_ref().and_then(|b| b.label.as_deref()) {
+            const KEY: &str = "sweep.band.label";
+            for field in label_fields(label) {
+                match field.split_once(':') {
+                    Some((q, stat)) => {
+                        if Statistic::parse(stat).is_none() {
+                            return Err(sc.invalid(
+                                KEY,
+                                format!(
+                                    "`{{{field}}}`: `{stat}` is not a statistic (mean, median, \
+                                     min, max, geomean)"
+                                ),
+                            ));
+                        }
+                        known_quantity(sc, KEY, q, quantities)?;
+                    }
+                    None if spec.grid.contains_key(field) => {}
+                    None => {
+                        return Err(sc.invalid(
+                            KEY,
+                            format!(
+                                "`{{{field}}}` is not a grid key (give {{key}} for a grid \
+                                 value or {{quantity:statistic}} for an aggregate)"
+                            ),
+                        ))
+                    }
+                }
+            }
+        }
         Ok(())
     }
+}
+
+/// Refuses `quantity` unless one of the kind's `patterns` (`*` = any text) matches it or it is
+/// a check's measured value (`check: <name>`).
+fn known_quantity(
+    sc: &Scenario,
+    key: &str,
+    quantity: &str,
+    patterns: &[&str],
+) -> Result<(), InputError> {
+    if quantity.starts_with("check: ") || patterns.iter().any(|p| wildcard_match(p, quantity)) {
+        return Ok(());
+    }
+    let recorded = if patterns.is_empty() {
+        "none".to_string()
+    } else {
+        patterns.join(", ")
+    };
+    Err(sc.invalid(
+        key,
+        format!(
+            "`{quantity}` is not a quantity this kind records (its runs record: {recorded}; \
+             `*` stands for a data set, method or index; a check's measured value is \
+             `check: <check name>`)"
+        ),
+    ))
+}
+
+/// Whether `text` matches `pattern`, where `*` matches any (possibly empty) text.
+pub fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The `{…}` fields of a band label, in order.
+fn label_fields(template: &str) -> Vec<&str> {
+    let mut fields = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        fields.push(&rest[open + 1..open + close]);
+        rest = &rest[open + close + 1..];
+    }
+    fields
 }
 
 /// Every combination of the grid's values, keys in order, the last key varying fastest.
@@ -880,7 +975,7 @@ mod tests {
         let text = format!("kind = \"k\"\ntitle = \"t\"\nseed = 5\n[params]\na = 1\n{sweep}");
         let sc = Scenario::parse(Path::new("x/s.toml"), &text, &Overrides::default())?;
         let (spec, points) = SweepSpec::plan(&sc, sc.sweep.as_ref().expect("has a sweep"))?;
-        spec.validate_checks(&sc)?;
+        spec.validate_checks(&sc, &["q", "stage_*.err"])?;
         Ok((spec, points))
     }
 
@@ -933,6 +1028,63 @@ mod tests {
         assert!(e.reason.contains("at_most"), "{e}");
         let e = scenario("[sweep]\nseeds = 1").unwrap_err();
         assert_eq!(e.key, "sweep");
+    }
+
+    #[test]
+    fn names_the_kind_does_not_record_are_refused_before_running() {
+        let check = |quantity: &str| {
+            scenario(&format!(
+                "[sweep]\ngrid = {{ a = [1, 2] }}\n[[sweep.checks]]\nname = \"n\"\n\
+                 quantity = \"{quantity}\"\nstatistic = \"mean\"\nat_most = 1.0"
+            ))
+        };
+        assert!(check("q").is_ok());
+        assert!(check("stage_3.err").is_ok());
+        assert!(check("check: whatever the run names it").is_ok());
+        for bad in ["final_los", "stage_3.tau", "err"] {
+            let e = check(bad).unwrap_err();
+            assert_eq!(e.key, "sweep.checks[0].quantity", "{e}");
+            assert!(e.reason.contains(&format!("`{bad}`")), "{e}");
+            assert!(e.reason.contains("q, stage_*.err"), "{e}");
+        }
+        let band = |label: &str| {
+            scenario(&format!(
+                "[sweep]\ngrid = {{ a = [1, 2] }}\n[sweep.band]\nx = \"t\"\ny = \"l\"\n\
+                 label = \"{label}\""
+            ))
+        };
+        assert!(band("a = {a}: {q:mean}, {stage_1.err:max}").is_ok());
+        for (bad, says) in [
+            ("{b}", "not a grid key"),
+            ("{q:average}", "not a statistic"),
+            ("{qq:mean}", "`qq` is not a quantity"),
+        ] {
+            let e = band(bad).unwrap_err();
+            assert_eq!(e.key, "sweep.band.label", "{e}");
+            assert!(e.reason.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn wildcards_match_any_text() {
+        for (p, t) in [
+            ("q", "q"),
+            ("*", ""),
+            ("stage_*.err", "stage_12.err"),
+            ("[*] k_switch", "[NGD cap 1e6] k_switch"),
+            ("*_t_gap", "toy_w_t_gap"),
+            ("a*b*c", "abXbc"),
+        ] {
+            assert!(wildcard_match(p, t), "{p} ~ {t}");
+        }
+        for (p, t) in [
+            ("q", "qq"),
+            ("stage_*.err", "stage_1.er"),
+            ("a*b*c", "acb"),
+            ("ab*ba", "aba"),
+        ] {
+            assert!(!wildcard_match(p, t), "{p} !~ {t}");
+        }
     }
 
     #[test]

@@ -404,5 +404,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: STAGE_B_SOLVER,
     validate,
     cost,
+    quantities: &["kappa_loss", "scale_max_abs_g0", "tol_g"],
     run,
 };

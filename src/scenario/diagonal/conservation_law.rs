@@ -293,5 +293,10 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-15),
     validate,
     cost,
+    quantities: &[
+        "max_rel_c_drift",
+        "max_rel_loss_increase",
+        "max_rel_reconstruction_error",
+    ],
     run,
 };

@@ -446,6 +446,7 @@ pub static KQ_KIND: Kind<Params, Checks> = Kind {
     solver: SOLVER,
     validate,
     cost,
+    quantities: &[],
     run: run_kq,
 };
 
@@ -457,5 +458,6 @@ pub static VO_KIND: Kind<Params, Checks> = Kind {
     solver: SOLVER,
     validate,
     cost,
+    quantities: &[],
     run: run_vo,
 };

@@ -386,6 +386,13 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
         cost,
+        quantities: &[
+            "lambda",
+            "loss0",
+            "sup_plateau_error",
+            "sup_plateau_error_rel",
+            "transitions_outside_interiors",
+        ],
         run,
     },
     validate_sweep,

@@ -355,5 +355,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
     cost,
+    quantities: &["max_abs_g0", "t1_closed_form"],
     run,
 };

@@ -540,5 +540,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-11, 1e-11),
     validate,
     cost,
+    quantities: &[],
     run,
 };

@@ -455,5 +455,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: STAGE_B_SOLVER,
     validate,
     cost,
+    quantities: &["*.min_lambda_min", "*.paper_form_min_ratio"],
     run,
 };

@@ -318,5 +318,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: STAGE_B_SOLVER,
     validate,
     cost,
+    quantities: &[],
     run,
 };

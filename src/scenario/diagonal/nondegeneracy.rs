@@ -386,5 +386,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
     cost,
+    quantities: &["*.ln_alpha_order_check", "*.min_relative_gap"],
     run,
 };

@@ -465,6 +465,12 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
         cost,
+        quantities: &[
+            "max_err",
+            "stage_*.err",
+            "stage_*.predicted_exponent",
+            "stage_*.tau_best",
+        ],
         run,
     },
     validate_sweep,

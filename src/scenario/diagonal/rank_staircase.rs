@@ -434,6 +434,12 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
         cost,
+        quantities: &[
+            "eligible_stages",
+            "fixed_threshold_mismatches",
+            "is_attention",
+            "max_added",
+        ],
         run,
     },
     validate_sweep,

@@ -417,6 +417,13 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
         cost,
+        quantities: &[
+            "lambda",
+            "log_offset_max",
+            "max_beta_difference",
+            "raw_c_drift",
+            "raw_reentry_rel_error",
+        ],
         run,
     },
     validate_sweep,

@@ -436,5 +436,10 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "paper_orientation_sign_flips",
+        "round_trip_pairs",
+        "round_trip_small_log_pairs",
+    ],
     run,
 };

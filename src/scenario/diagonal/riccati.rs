@@ -333,5 +333,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-12),
     validate,
     cost,
+    quantities: &[],
     run,
 };

@@ -353,5 +353,16 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "T1",
+        "T1_closed_form",
+        "lambda",
+        "max_linear_deviation",
+        "normalized_offset",
+        "normalized_offset_logistic",
+        "normalized_offset_signed",
+        "normalized_offset_spec_linear_extrapolation",
+        "t_hat_*",
+    ],
     run,
 };

@@ -568,6 +568,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
         cost,
+        quantities: &["Lambda", "normalized_offset_*", "tau_hat_*"],
         run,
     },
     validate_sweep,

@@ -815,6 +815,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
         validate,
         cost,
+        quantities: &["Lambda", "missing_races", "transitions", "widths_measured"],
         run,
     },
     validate_sweep,

@@ -519,5 +519,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
     cost,
+    quantities: &[],
     run,
 };

@@ -409,5 +409,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-12),
     validate,
     cost,
+    quantities: &["*_gd_total_beta_drift", "*_loss0", "*_loss_end"],
     run,
 };

@@ -384,5 +384,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-14),
     validate,
     cost,
+    quantities: &[],
     run,
 };

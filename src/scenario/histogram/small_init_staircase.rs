@@ -351,5 +351,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-14),
     validate,
     cost,
+    quantities: &["drops", "pairs_out_of_mu_order"],
     run,
 };

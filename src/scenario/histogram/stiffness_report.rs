@@ -500,5 +500,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[],
     run,
 };

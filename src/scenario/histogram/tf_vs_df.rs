@@ -564,5 +564,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-12),
     validate,
     cost,
+    quantities: &[],
     run,
 };

@@ -584,5 +584,13 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
     cost,
+    quantities: &[
+        "K_sup_median",
+        "T_median",
+        "alpha_median",
+        "near_ties_skipped",
+        "paper_T_undefined_or_nonpositive",
+        "r9d_from_T_failures",
+    ],
     run,
 };

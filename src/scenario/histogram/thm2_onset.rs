@@ -372,5 +372,12 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
     cost,
+    quantities: &[
+        "paper_T_differs",
+        "paper_T_equal",
+        "paper_T_nan",
+        "paper_T_negative",
+        "paper_T_violates_sign_rule",
+    ],
     run,
 };

@@ -261,6 +261,13 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-12),
     validate,
     cost,
+    quantities: &[
+        "cond_H",
+        "lambda_max_H",
+        "lambda_min_H",
+        "loss_final",
+        "loss_initial",
+    ],
     run,
 };
 

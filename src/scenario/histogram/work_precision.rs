@@ -562,6 +562,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &["* reference_error_estimate"],
     run,
 };
 

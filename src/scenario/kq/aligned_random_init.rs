@@ -212,5 +212,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
     validate,
     cost,
+    quantities: &["nuclear_gap"],
     run,
 };

@@ -651,5 +651,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
     validate,
     cost,
+    quantities: &["*_exponent", "*_l1_distance", "*_l2_distance", "*_t_gap"],
     run,
 };

@@ -333,5 +333,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-16),
     validate,
     cost,
+    quantities: &["err_per_w", "err_slope_in_s", "err_slope_in_w", "t_end"],
     run,
 };

@@ -423,5 +423,12 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
     validate,
     cost,
+    quantities: &[
+        "kq_dist_nuclear",
+        "kq_nuclear_gap",
+        "kq_rank_ratio",
+        "svm_distance",
+        "w_dist_frobenius",
+    ],
     run,
 };

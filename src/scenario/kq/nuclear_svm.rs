@@ -478,5 +478,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[],
     run,
 };

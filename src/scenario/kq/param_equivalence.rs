@@ -426,5 +426,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-12, 1e-14),
     validate,
     cost,
+    quantities: &["control_min_diff", "invariant_drift", "max_rel_diff"],
     run,
 };

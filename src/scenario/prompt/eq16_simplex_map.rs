@@ -419,5 +419,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-14),
     validate,
     cost,
+    quantities: &["literal_c_t_min_deviation", "loss_c"],
     run,
 };

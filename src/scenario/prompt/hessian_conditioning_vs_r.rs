@@ -362,5 +362,14 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "jacobian_slope",
+        "kappa_p_growth",
+        "lambda_max_p_sigma*",
+        "log10_kappa_j_sigma*",
+        "log10_kappa_p_sigma*",
+        "log10_kappa_pv_sigma*",
+        "log10_r_sigma*",
+    ],
     run,
 };

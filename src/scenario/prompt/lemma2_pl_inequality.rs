@@ -258,5 +258,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &["min_ratio_over_n", "tight_ratio"],
     run,
 };

@@ -423,5 +423,13 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "kappa_sigma*",
+        "lambda_max_sigma*",
+        "lambda_min_sigma*",
+        "max_linearization_rel_error",
+        "max_single_mode_rel_error_all_runs",
+        "max_slope_rel_error",
+    ],
     run,
 };

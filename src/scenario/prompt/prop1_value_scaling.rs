@@ -308,5 +308,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &["intended_margin_over_alpha_limit", "literal_margin_over_alpha_limit"],
     run,
 };

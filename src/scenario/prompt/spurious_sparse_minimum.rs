@@ -298,5 +298,15 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "kappa",
+        "kappa_teacher",
+        "lambda_max",
+        "lambda_min",
+        "log10_r_geometric",
+        "loss",
+        "p_norm",
+        "saturated_fraction",
+    ],
     run,
 };

@@ -454,5 +454,13 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-6, 1e-9),
     validate,
     cost,
+    quantities: &[
+        "explicit_over_implicit_at_max_kappa",
+        "max_kappa",
+        "slope_bdf",
+        "slope_esdirk34",
+        "slope_gd",
+        "slope_tsit45",
+    ],
     run,
 };

@@ -573,5 +573,14 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "*_iterations_slope",
+        "bdf_rhs_slope",
+        "esdirk34_rhs_slope",
+        "kappa_formula_rel_error",
+        "min_tsit45_over_bdf_rhs",
+        "tr_bdf2_rhs_slope",
+        "tsit45_steps_slope",
+    ],
     run,
 };

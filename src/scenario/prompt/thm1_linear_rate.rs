@@ -490,5 +490,12 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "intended_holding",
+        "literal_holding",
+        "max_dist_over_cp_printed",
+        "max_dist_over_cp_sqrt_n",
+        "min_rate_looseness",
+    ],
     run,
 };

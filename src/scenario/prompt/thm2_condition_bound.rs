@@ -478,5 +478,12 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "counterexample_paper_bound",
+        "gaussian_slope_fit",
+        "sweep_full_kappa_h_over_r2_violations",
+        "sweep_paper_violations",
+        "sweep_valid",
+    ],
     run,
 };

@@ -397,5 +397,12 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-14),
     validate,
     cost,
+    quantities: &[
+        "local_slope_at_ratio_max",
+        "local_slope_at_ratio_min",
+        "max_closed_form_rel_error",
+        "max_rate_rel_error",
+        "rate_vs_ratio_slope",
+    ],
     run,
 };

@@ -606,5 +606,12 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "gamma_margin",
+        "gf_time_at_s_end",
+        "one_minus_corr_at_s_end",
+        "pf_time_at_s_end",
+        "w_mm_norm",
+    ],
     run,
 };

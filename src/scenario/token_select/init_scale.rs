@@ -501,5 +501,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &["lemma2_gaussian_failures", "lemma2_sigma*"],
     run,
 };

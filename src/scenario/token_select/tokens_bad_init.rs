@@ -572,5 +572,15 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
+    quantities: &[
+        "*_first_k_misalignment_below_half",
+        "*_first_k_phi1_above_half",
+        "*_misalignment_at_K",
+        "*_norm_at_K",
+        "corr_w_bad_w_mm",
+        "gamma_margin",
+        "loss_star",
+        "w_mm_norm",
+    ],
     run,
 };

@@ -543,6 +543,14 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-11, 1e-13),
     validate,
     cost,
+    quantities: &[
+        "*_final_gap",
+        "c0",
+        "g0",
+        "ngd_limit_p_over_2eta2",
+        "ngd_scaled_at_rate_k",
+        "p",
+    ],
     run,
 };
 

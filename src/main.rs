@@ -275,9 +275,18 @@ fn describe(name: &str, opts: &RunOpts) -> ExitCode {
         "resolved (defaults and overrides applied):\n{}",
         serde_json::to_string_pretty(&resolved).unwrap_or_default()
     );
-    println!(
+    sayln!(
         "estimated cost of one run: {}",
         ready.prepared.cost.summary()
+    );
+    let quantities = ready.kind.quantities();
+    sayln!(
+        "quantities a run records (what a sweep check may name): {}",
+        if quantities.is_empty() {
+            "none besides its checks' measured values".to_string()
+        } else {
+            quantities.join(", ")
+        }
     );
     ExitCode::SUCCESS
 }

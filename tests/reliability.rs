@@ -439,3 +439,29 @@ fn interrupted_run_all_reports_never_started_scenarios() {
     assert!(out.contains("NOT STARTED"), "{out}");
     assert!(!out.contains("RUN FAILED"), "{out}");
 }
+
+// 7. A sweep check or band label naming a quantity the kind does not record is refused before
+// any point runs (it used to fail after all of them, exit 3, outputs written).
+#[test]
+fn a_sweep_naming_an_unknown_quantity_is_refused_before_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(data("trajectory-grid.toml")).unwrap();
+    for (from, to, key) in [
+        (
+            "quantity = \"rhob\"",
+            "quantity = \"rho_bar\"",
+            "sweep.checks[0].quantity",
+        ),
+        ("{rhob:mean}", "{rho_bar:mean}", "sweep.band.label"),
+    ] {
+        let bad = tmp.path().join("bad.toml");
+        std::fs::write(&bad, text.replace(from, to)).unwrap();
+        let o = attnflow(&["run", bad.to_str().unwrap(), "--out", "o"], tmp.path());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        for want in [key, "`rho_bar`", "rhob"] {
+            assert!(err.contains(want), "`{want}` missing in {err}");
+        }
+        assert!(!tmp.path().join("o").exists(), "{err}");
+    }
+}

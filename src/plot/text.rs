@@ -68,9 +68,15 @@ impl Label {
                 '_' | '^' if *at < chars.len() && chars[*at] != ' ' => {
                     let shift = if c == '^' { SUPER_RISE } else { -SUB_DROP };
                     let (scale, rise) = (scale * SCRIPT_SCALE, rise + shift * scale);
+                    let word = subscript_word(chars, *at);
                     if chars[*at] == '{' {
                         *at += 1;
                         self.parse_sequence(chars, at, scale, rise, true);
+                    } else if c == '_' && word > 1 {
+                        for &w in &chars[*at..*at + word] {
+                            self.push(w, scale, rise);
+                        }
+                        *at += word;
                     } else {
                         self.push(chars[*at], scale, rise);
                         *at += 1;
@@ -123,6 +129,23 @@ impl Label {
             .iter()
             .map(|r| (DESCENT_EM * r.scale - r.rise) * size)
             .fold(DESCENT_EM * size, f64::max)
+    }
+}
+
+/// Length of a subscript word at `chars[at..]`: a run of two or more ASCII letters not
+/// followed by a digit (`λ_max`, `ℓ_tf`, `W_mm`, `H_SS` read as in plain-text mathematics, where
+/// TeX would need braces); 0 otherwise, and the subscript is one character as in TeX (`x_iy`
+/// needs `x_i y`).
+fn subscript_word(chars: &[char], at: usize) -> usize {
+    let run = chars[at..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .count();
+    let digit_after = chars.get(at + run).is_some_and(|c| c.is_ascii_digit());
+    if run >= 2 && !digit_after {
+        run
+    } else {
+        0
     }
 }
 
@@ -238,22 +261,27 @@ impl Fitted {
 
     /// Height of the text block from the top of its first line to the bottom of its last.
     pub fn height(&self) -> f64 {
-        match (self.lines.first(), self.lines.last()) {
-            (Some(first), Some(last)) => {
-                first.ascent(self.size)
-                    + LINE_SPACING * self.size * (self.lines.len() - 1) as f64
-                    + last.descent(self.size)
-            }
+        match (self.baselines().last(), self.lines.last()) {
+            (Some(baseline), Some(last)) => baseline + last.descent(self.size),
             _ => 0.0,
         }
     }
 
-    /// Baseline offsets of the lines from the top of the block.
+    /// Baseline offsets of the lines from the top of the block: `LINE_SPACING` apart, or further
+    /// where a subscript above and a superscript below would otherwise touch.
     pub fn baselines(&self) -> Vec<f64> {
-        let first = self.lines.first().map_or(0.0, |l| l.ascent(self.size));
-        (0..self.lines.len())
-            .map(|i| first + LINE_SPACING * self.size * i as f64)
-            .collect()
+        let mut out: Vec<f64> = Vec::with_capacity(self.lines.len());
+        for (i, line) in self.lines.iter().enumerate() {
+            let baseline = match out.last() {
+                None => line.ascent(self.size),
+                Some(&above) => {
+                    let clear = self.lines[i - 1].descent(self.size) + line.ascent(self.size);
+                    above + (LINE_SPACING * self.size).max(clear)
+                }
+            };
+            out.push(baseline);
+        }
+        out
     }
 }
 
@@ -290,6 +318,22 @@ mod tests {
         // A lone or trailing marker is just a character.
         assert_eq!(Label::parse("a _ b_").plain(), "a _ b_");
         assert!(Label::parse("").is_empty());
+    }
+
+    #[test]
+    fn a_subscript_word_is_one_subscript() {
+        let sub = |runs: Vec<(&str, f64, f64)>| -> Vec<String> {
+            runs.into_iter()
+                .filter(|r| r.2 < 0.0)
+                .map(|r| r.0.to_string())
+                .collect()
+        };
+        assert_eq!(sub(shape(&Label::parse("λ_max/λ_min"))), ["max", "min"]);
+        assert_eq!(sub(shape(&Label::parse("ℓ_tf(t)"))), ["tf"]);
+        assert_eq!(sub(shape(&Label::parse("x_i y_i"))), ["i", "i"]);
+        // a run followed by a digit stays TeX-like: one character
+        assert_eq!(sub(shape(&Label::parse("x_ab2"))), ["a"]);
+        assert_eq!(Label::parse(r"tr\_bdf2").plain(), "tr_bdf2");
     }
 
     #[test]

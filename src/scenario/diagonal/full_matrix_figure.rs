@@ -123,9 +123,7 @@ fn rank_panel(inst: &Instance, runs: &[ScaleRun], p: Product, tag: &str) -> Line
     }
     panel
         .hline(RefLine::new(teacher_rank, "sr(teacher)"))
-        .hline(
-            RefLine::new(sigma_star.len() as f64 + 1.0, "rank + 1 (spec)").style(LineStyle::Dotted),
-        )
+        .hline(RefLine::new(sigma_star.len() as f64 + 1.0, "rank + 1").style(LineStyle::Dotted))
 }
 
 fn final_rank_panel(inst: &Instance, runs: &[ScaleRun], small_scale: f64) -> LinePanel {
@@ -153,7 +151,7 @@ fn final_rank_panel(inst: &Instance, runs: &[ScaleRun], small_scale: f64) -> Lin
     }
     let rank = inst.teacher_sigma[0].len().max(inst.teacher_sigma[1].len()) as f64;
     panel
-        .hline(RefLine::new(rank + 1.0, "rank + 1 (spec)").style(LineStyle::Dotted))
+        .hline(RefLine::new(rank + 1.0, "rank + 1").style(LineStyle::Dotted))
         .vline(RefLine::new(small_scale, "small s"))
 }
 

@@ -374,7 +374,7 @@ fn figure(
     for (n, run) in runs.iter().enumerate() {
         let (t, l): (Vec<f64>, Vec<f64>) = run.loss.iter().map(|(t, l)| (t / lambda, *l)).unzip();
         curves = curves.series(
-            Series::numerics(format!("GD, η = η_max/{}", p.eta_divisors[n]), t, l).color(n),
+            Series::numerics(format!("GD, η = η_{{max}}/{}", p.eta_divisors[n]), t, l).color(n),
         );
     }
     Figure::new(2)

@@ -408,7 +408,7 @@ fn figure_row(fig: Figure, label: &str, results: &[StageResult], radii: &[f64]) 
     )
     .series(
         Series::theory(
-            "bound ½c_k (A4.4 check)",
+            "bound ½c_k",
             x.clone(),
             c_k.iter().map(|c| c / 2.0).collect(),
         )

@@ -315,9 +315,9 @@ fn figure(all: &[Gaps]) -> Figure {
     )
     .log_y();
     let mut sep = LinePanel::new(
-        "separation α_sep = exp(−5/(gap_k |g_{i_k}|))",
+        "separation α_{sep} = exp(−5/(gap_k |g_{i_k}|))",
         "stage k (activation i_k ends it)",
-        "log₁₀ α_sep",
+        "log₁₀ α_{sep}",
     )
     .legend(LegendPosition::LowerRight);
     for (n, g) in all.iter().enumerate() {

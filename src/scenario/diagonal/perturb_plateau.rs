@@ -310,7 +310,7 @@ fn figure(p: &Params, toy: &Toy, outcomes: &[Outcome]) -> Figure {
     let mut distances = LinePanel::new(
         "return to the unperturbed flow",
         "t − t_j (unrescaled)",
-        "‖β_pert − β_orig‖_∞",
+        "‖β_{pert} − β_{orig}‖_∞",
     )
     .log_y()
     .y_range(1e-11, 1.0)

@@ -145,7 +145,7 @@ fn alpha_panel(
 fn figure_title(p: &Params) -> String {
     format!(
         "{}: β_{} in the raw (u, v) vs the log layout (f64): for α ≲ 1e−8 the raw layout \
-         re-enters early or not at all (spec §8.2)",
+         re-enters early or not at all",
         instance_label(p.instance),
         p.shown_coordinate
     )
@@ -303,7 +303,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("transition_times".into(), timing));
     let tau_shown: Vec<f64> = taus[..beta_log_i.len()].to_vec();
     let title = format!(
-        "{}: β_{}, raw (u, v) vs log layout (spec §8.2)",
+        "{}: β_{}, raw (u, v) vs log layout",
         instance_label(p.instance),
         p.shown_coordinate
     );

@@ -366,7 +366,7 @@ fn figure(p: &Params) -> Result<Figure, RunError> {
     .series(Series::numerics("|u|", bs.clone(), abs_u).color(6))
     .series(Series::numerics("|v|, v > 0", bs.clone(), v_part(true)).color(1))
     .series(Series::numerics("|v|, v < 0", bs.clone(), v_part(false)).color(3))
-    .hline(RefLine::new(1.0, "D.2: |u| > 1 outside (−c, 2+c)"))
+    .hline(RefLine::new(1.0, "D.2: |u| = 1"))
     .vline(RefLine::new(1.0, "D.3: sgn v flips").style(LineStyle::Dotted));
     for (j, &m) in p.margins.iter().enumerate() {
         magnitudes = magnitudes
@@ -381,7 +381,7 @@ fn figure(p: &Params) -> Result<Figure, RunError> {
             )
             .hline(RefLine::new(
                 (0.5 * m * ln_alpha).exp(),
-                format!("D.1 bound α^(c/2), c = {m}"),
+                format!("D.1 bound α^{{c/2}}, c = {m}"),
             ));
     }
     let mut exponents = LinePanel::new(

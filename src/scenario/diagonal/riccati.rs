@@ -194,7 +194,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut error_panel = LinePanel::new(
         "CF1: ‖β_num(t) − β_exact(t)‖_∞ (log layout)",
         "τ = t / ln(1/α)",
-        "‖β_num − β_exact‖_∞",
+        "‖β_{num} − β_{exact}‖_∞",
     )
     .log_y()
     // before the activations β ~ α² and so is its error: show the range that matters

@@ -376,7 +376,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .sum();
         rep.check(
             Check::at_most(
-                "lt, paper's set q_iᵀm_i + ρ̄_iv_i = 0: ℓ(T + h/α) / ½Σ_bad μ_i²",
+                "lt, paper's set q_iᵀm_i + ρ̄_i v_i = 0: ℓ(T + h/α) / ½Σ_{bad} μ_i²",
                 traj.loss[traj.len() - 1] / saddle_loss,
                 c.paper_set_tol,
             )
@@ -389,7 +389,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .map(|&col| closed.columns()[col - 1].bad_set_value())
                     .collect::<Vec<_>>()
             ))
-            .paper_claim("Theorem 1 / Remark 1.1: q_iᵀm_i = −ρ̄_iv_i is a bad initialization (E5)"),
+            .paper_claim("Theorem 1 / Remark 1.1: q_iᵀm_i = −ρ̄_i v_i is a bad initialization (E5)"),
         );
         let lt_run = runs.iter().find(|r| r.task == TaskName::Lt);
         paper_panel = Some(paper_figure_panel(&traj, lt_run, saddle_loss));
@@ -410,17 +410,17 @@ fn paper_figure_panel(traj: &Trajectory, lt_run: Option<&BadRun>, saddle_loss: f
         .legend(LegendPosition::LowerLeft)
         .series(
             Series::numerics(
-                "from q_iᵀm_i + ρ̄_iv_i = 0 (paper)",
+                "from q_iᵀm_i + ρ̄_i v_i = 0 (paper)",
                 traj.t.clone(),
                 traj.loss.clone(),
             )
             .color(2),
         )
-        .hline(RefLine::new(saddle_loss, "½Σ_bad μ_i²"));
+        .hline(RefLine::new(saddle_loss, "½Σ_{bad} μ_i²"));
     if let Some(r) = lt_run {
         panel = panel.series(
             Series::numerics(
-                "from q_iᵀm_i + ρ̄_iμ_iv_i = 0 (corrected)",
+                "from q_iᵀm_i + ρ̄_iμ_i v_i = 0 (corrected)",
                 r.traj.t.clone(),
                 r.traj.loss.clone(),
             )
@@ -444,7 +444,7 @@ fn figure(p: &Params, runs: &[BadRun], paper_panel: Option<LinePanel>) -> Figure
             .series(Series::numerics(name, r.traj.t.clone(), r.traj.loss.clone()).color(color))
             .series(
                 Series::theory(
-                    format!("½Σ_bad μ_i² ({name})"),
+                    format!("½Σ_{{bad}} μ_i² ({name})"),
                     vec![0.0, r.traj.last_t()],
                     vec![r.saddle_loss; 2],
                 )

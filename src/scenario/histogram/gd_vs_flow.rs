@@ -189,7 +189,7 @@ fn figure(p: &Params, runs: &[GdAudit], closed: &DfClosedForm, gaps: &[f64]) -> 
     let mut losses = LinePanel::new("GD vs gradient flow", "t = kη", "ℓ")
         .log_y()
         .legend(LegendPosition::UpperRight);
-    let mut differences = LinePanel::new("ln ℓ_GD(k) − ln ℓ_GF(kη)", "t = kη", "difference")
+    let mut differences = LinePanel::new("ln ℓ_{GD}(k) − ln ℓ_{GF}(kη)", "t = kη", "difference")
         .legend(LegendPosition::LowerLeft);
     for (j, (eta, gd)) in p.etas.iter().zip(runs).enumerate() {
         losses = losses.series(
@@ -220,7 +220,7 @@ fn figure(p: &Params, runs: &[GdAudit], closed: &DfClosedForm, gaps: &[f64]) -> 
         .color(6),
     );
     let (eta_last, gap_last) = (p.etas[p.etas.len() - 1], gaps[gaps.len() - 1]);
-    let errors = LinePanel::new("max |ln ℓ_GD − ln ℓ_GF| vs η", "η", "gap")
+    let errors = LinePanel::new("max |ln ℓ_{GD} − ln ℓ_{GF}| vs η", "η", "gap")
         .log_x()
         .log_y()
         .legend(LegendPosition::UpperLeft)

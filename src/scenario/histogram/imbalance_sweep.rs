@@ -271,36 +271,40 @@ fn figure(p: &Params, c: &Checks, m: &DMatrix<f64>, points: &[Point]) -> Figure 
             )
             .color(2),
         );
-    let errors = LinePanel::new("relative error of the measured α", "δ₁", "|α/α_theory − 1|")
-        .log_y()
-        .y_range(1e-17, 1e4)
-        .legend(LegendPosition::UpperRight)
-        .hline(RefLine::new(c.slope_tol, "tolerance"))
-        .series(
-            Series::new(
-                "closed-form tail fit",
-                deltas.clone(),
-                points
-                    .iter()
-                    .map(|pt| (pt.alpha_tail / pt.alpha_theory - 1.0).abs())
-                    .collect(),
-                LineStyle::SolidMarkers,
-            )
-            .color(0),
+    let errors = LinePanel::new(
+        "relative error of the measured α",
+        "δ₁",
+        "|α/α_{theory} − 1|",
+    )
+    .log_y()
+    .y_range(1e-17, 1e4)
+    .legend(LegendPosition::UpperRight)
+    .hline(RefLine::new(c.slope_tol, "tolerance"))
+    .series(
+        Series::new(
+            "closed-form tail fit",
+            deltas.clone(),
+            points
+                .iter()
+                .map(|pt| (pt.alpha_tail / pt.alpha_theory - 1.0).abs())
+                .collect(),
+            LineStyle::SolidMarkers,
         )
-        .series(
-            Series::new(
-                format!("{ode_label} (checked one-sided)"),
-                deltas,
-                points
-                    .iter()
-                    .zip(&ode_alpha)
-                    .map(|(pt, a)| (a / pt.alpha_theory - 1.0).abs())
-                    .collect(),
-                LineStyle::Markers,
-            )
-            .color(4),
-        );
+        .color(0),
+    )
+    .series(
+        Series::new(
+            format!("{ode_label} (checked one-sided)"),
+            deltas,
+            points
+                .iter()
+                .zip(&ode_alpha)
+                .map(|(pt, a)| (a / pt.alpha_theory - 1.0).abs())
+                .collect(),
+            LineStyle::Markers,
+        )
+        .color(4),
+    );
     Figure::new(2)
         .title(format!(
             "Remark 1.2: the rate is set by the largest imbalance, α = 1/ρ(δ₁) ({} task, d = {})",

@@ -265,7 +265,7 @@ fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Ch
     .y_range((0.5 * lowest).max(1e-4 * highest), 1.5 * highest)
     .series(
         Series::new(
-            "λ_max(H_a)",
+            "λ_{max}(H_a)",
             rows.clone(),
             spectra.iter().map(|s| s.lambda_max).collect(),
             LineStyle::SolidMarkers,
@@ -274,7 +274,7 @@ fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Ch
     )
     .series(
         Series::new(
-            "λ_min(H_a)",
+            "λ_{min}(H_a)",
             rows,
             spectra.iter().map(|s| s.lambda_min).collect(),
             LineStyle::SolidMarkers,
@@ -284,7 +284,7 @@ fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Ch
     let sweep_panel = LinePanel::new(
         "definiteness against the number of strings",
         "n (strings)",
-        "min_a |λ_min(H_a)| / max λ",
+        "min_a |λ_{min}(H_a)| / max λ",
     )
     .log_x()
     .log_y()
@@ -315,7 +315,7 @@ fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Ch
     .axis_labels("b'", "b");
     Figure::new(3)
         .title(format!(
-            "Lemma 3.1 and the solution set: {} task, d = {d}, N = {} (spec 000 R2, R3, E16)",
+            "Lemma 3.1 and the solution set: {} task, d = {d}, N = {}",
             p.task.task(p.d_thr).name(),
             p.seq_len
         ))

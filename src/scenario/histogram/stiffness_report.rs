@@ -452,7 +452,7 @@ fn figure(p: &Params, outcomes: &[Outcome]) -> Figure {
     Figure::new(2)
         .aspect(0.66)
         .title(format!(
-            "Stiffness of the df and tf flows (spec §7): Hessian spectra and solver work at \
+            "Stiffness of the df and tf flows: Hessian spectra and solver work at \
              rtol {:e}, atol {:e}",
             p.rtol, p.atol
         ))

@@ -462,12 +462,14 @@ fn figure(p: &Params, trials: &[Trial]) -> Figure {
     )
     .log_y();
     let mut grad = LinePanel::new("(b) gradient norm", "iteration k", "‖∇ℓ‖").log_y();
-    let mut ratio = LinePanel::new("(c) R(t) = ℓ_tf(t) / ℓ_df(σ̂t)", "t (tf time)", "R(t)")
+    let mut ratio = LinePanel::new("(c) R(t) = ℓ_{tf}(t) / ℓ_{df}(σ̂t)", "t (tf time)", "R(t)")
         .log_y()
         .vline(RefLine::new(p.ratio_from, "T₀"));
     for (k, t) in trials.iter().enumerate() {
-        for (tr, eta, color, name) in [(&t.tf, p.eta_tf, 0, "ℓ_tf"), (&t.df, p.eta_df, 1, "ℓ_df")]
-        {
+        for (tr, eta, color, name) in [
+            (&t.tf, p.eta_tf, 0, "ℓ_{tf}"),
+            (&t.df, p.eta_df, 1, "ℓ_{df}"),
+        ] {
             // drawn down to the loss floor: below it rounding in Δ = Q Diag(v) − M shows
             let shown = above_floor(tr, p.loss_floor);
             let iterations: Vec<f64> = tr.t[..shown].iter().map(|x| x / eta).collect();
@@ -507,8 +509,8 @@ fn figure(p: &Params, trials: &[Trial]) -> Figure {
     .log_y()
     .x_range(0.0, p.t_end_df)
     .legend(LegendPosition::UpperRight)
-    .series(Series::numerics("ℓ_df(t)", t0.df.t.clone(), t0.df.loss.clone()).color(1))
-    .series(Series::theory("ℓ_tf(t/σ̂)/C", scaled_t, scaled_loss).color(0))
+    .series(Series::numerics("ℓ_{df}(t)", t0.df.t.clone(), t0.df.loss.clone()).color(1))
+    .series(Series::theory("ℓ_{tf}(t/σ̂)/C", scaled_t, scaled_loss).color(0))
     .vline(RefLine::new(p.ratio_from * t0.sigma_hat, "σ̂T₀"));
     Figure::new(2)
         .title(format!(

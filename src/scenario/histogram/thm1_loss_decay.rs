@@ -467,7 +467,7 @@ fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
     let after_onset = |t: f64, v: f64| if t >= fig.onset { v } else { f64::NAN };
     let mut fig3 = LinePanel::new(
         format!(
-            "ℓ_df from a Gaussian init (trial {}): α = {:.4}",
+            "ℓ_{{df}} from a Gaussian init (trial {}): α = {:.4}",
             p.figure_trial, fig.alpha
         ),
         "t",
@@ -486,7 +486,7 @@ fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
     )
     .series(
         Series::theory(
-            format!("Thm 1 bound, K_sup = {:.3}", fig.k_sup),
+            format!("Thm 1 bound, K_{{sup}} = {:.3}", fig.k_sup),
             fine.clone(),
             fine.iter()
                 .map(|&t| after_onset(t, fig.closed.theorem1_bound(t, fig.k_sup)))
@@ -510,7 +510,7 @@ fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
     }
     if fig.escape > fig.onset {
         fig3 = fig3.vline(
-            RefLine::new(fig.escape, "T_esc (all x_iy_i ≥ ½)")
+            RefLine::new(fig.escape, "T_{esc} (all x_i y_i ≥ ½)")
                 .style(LineStyle::Dotted)
                 .color(4),
         );
@@ -519,7 +519,7 @@ fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
         fig3 = fig3.vline(RefLine::new(fig.paper_onset, "T (paper)").style(LineStyle::Dotted));
     }
     let mut ratio = LinePanel::new(
-        format!("ℓ(t)·exp(2αt) / Σ_argmin K_i, {} trials", trials.len()),
+        format!("ℓ(t)·exp(2αt) / Σ_{{argmin}} K_i, {} trials", trials.len()),
         "α(t − T)",
         "ratio",
     )
@@ -553,7 +553,7 @@ fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
     }
     Figure::new(2)
         .title(format!(
-            "Theorem 1: ℓ_df decays at rate 2α after T ({} task, d = {}, σ = {:.3})",
+            "Theorem 1: ℓ_{{df}} decays at rate 2α after T ({} task, d = {}, σ = {:.3})",
             p.task.label(),
             p.d,
             p.sigma

@@ -250,7 +250,7 @@ fn figure(
     .series(Series::theory("bound (R8a)", bound_l, bound).color(1));
     Ok(Figure::new(2)
         .title(format!(
-            "Theorem 2 system: ODE ({}) vs closed form (spec 000 §2.6, R8a)",
+            "Theorem 2 system: ODE ({}) vs closed form",
             ctx.ode.method.name()
         ))
         .panel(portrait)

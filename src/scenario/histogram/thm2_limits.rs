@@ -238,9 +238,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     let decay_panel = bad_line_panel(p, c, ctx, &mut rep)?;
-    let mut fig = Figure::new(basin_panels.len() + 1).aspect(0.92).title(
-        "Theorem 2 limits: sign(L)·(√ρ̄, √ρ) off the bad line, the saddle on it (spec 000 R8b, D2)",
-    );
+    let mut fig = Figure::new(basin_panels.len() + 1)
+        .aspect(0.92)
+        .title("Theorem 2 limits: sign(L)·(√ρ̄, √ρ) off the bad line, the saddle on it");
     for panel in basin_panels {
         fig = fig.panel(panel);
     }

@@ -253,7 +253,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("paper_T_violates_sign_rule", paper.violating);
 
     let mut fig = Figure::new(2)
-        .title("Onset time T of Theorem 2: corrected vs printed (spec 000 R8d, E6)")
+        .title("Onset time T of Theorem 2: corrected vs printed")
         .panel(scatter_panel(scatter, paper.nan));
     let mut trace_stats = SolverStats::default();
     for trace in &p.traces {

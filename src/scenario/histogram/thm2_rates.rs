@@ -366,7 +366,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     panels.push(summary_panel(p, &measured));
     let mut fig = Figure::new(3).title(format!(
         "Theorem 2 rates (c₁ = {c1}, (x₀, y₀) = ({}, {})): residues decay at 2min(ρ̄, A)c₁, \
-         not the paper's 2ρ̄c₁ (spec 000 R8c, E7)",
+         not the paper's 2ρ̄c₁",
         p.x0, p.y0
     ));
     for panel in panels {

@@ -489,13 +489,6 @@ fn figure(p: &Params, studies: &[Study]) -> Figure {
     let mut names: Vec<String> = p.methods.iter().map(|m| m.name().to_string()).collect();
     names.push("gd".into());
     for s in studies {
-        // five empty decades below the data hold the legend of the first panel of the row
-        let (lo, hi) = s
-            .points
-            .iter()
-            .fold((f64::INFINITY, 0.0f64), |(lo, hi), q| {
-                (lo.min(q.error_grid), hi.max(q.error_grid))
-            });
         for (column, (x_label, work)) in axes.into_iter().enumerate() {
             let legend = if column == 0 {
                 LegendPosition::LowerLeft
@@ -509,16 +502,16 @@ fn figure(p: &Params, studies: &[Study]) -> Figure {
             )
             .log_x()
             .log_y()
-            .y_range(lo * 1e-5, hi * 3.0)
             .legend(legend);
             for (i, name) in names.iter().enumerate() {
                 let curve = s.curve(name);
                 let x = curve.iter().map(|q| work(q, s.problem.hvp_cost)).collect();
                 let y = curve.iter().map(|q| q.error_grid).collect();
+                // TR-BDF2 is written with a hyphen in print
                 let label = if name == "gd" {
-                    "GD (η)"
+                    "GD (η)".to_string()
                 } else {
-                    name.as_str()
+                    name.replace('_', "-")
                 };
                 panel = panel.series(Series::new(label, x, y, LineStyle::SolidMarkers).color(i));
             }

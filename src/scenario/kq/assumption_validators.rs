@@ -373,7 +373,7 @@ fn threshold_panel(p: &Params) -> LinePanel {
         .iter()
         .map(|&((_, l), v)| (l as f64, v))
         .unzip();
-    panel.series(Series::new("spec §1.4 table", x, y, LineStyle::Markers).color(7))
+    panel.series(Series::new("tabulated values", x, y, LineStyle::Markers).color(7))
 }
 
 /// Δ*(n, L) − L ln n: how fast the threshold approaches its asymptote.
@@ -455,7 +455,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.figure = Some(
         Figure::new(3)
-            .title("Assumption validators (spec 001 §1.4): A3 threshold gap Δ*(n, L) and initial-loss slack")
+            .title("Assumption validators: A3 threshold gap Δ*(n, L) and initial-loss slack")
             .aspect(0.71)
             .panel(threshold_panel(p))
             .panel(asymptote_panel(p))

@@ -306,7 +306,7 @@ fn figure(runs: &[ScaleRun], slope: f64, label: &str) -> Figure {
         e,
     ))
     .series(Series::theory("∝ s² (∝ max‖W‖)", s.clone(), refline(2.0)).color(1))
-    .series(Series::theory("∝ s (spec §7 claim)", s.clone(), refline(1.0)).color(3));
+    .series(Series::theory("∝ s (claimed)", s.clone(), refline(1.0)).color(3));
     Figure::new(2)
         .title("E8: early phase of the KQ flow near the origin saddle")
         .panel(curves)

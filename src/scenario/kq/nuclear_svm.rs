@@ -398,7 +398,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut summary = serde_json::Map::new();
     let mut norms = (vec![], vec![], vec![]);
     let mut fig = Figure::new((solved.len() + 1).min(3)).aspect(0.73).title(
-        "Max-margin solutions (spec 001 §3): singular values of the nuclear-norm SVM W_* vs the \
+        "Max-margin solutions: singular values of the nuclear-norm SVM W_* vs the \
          Frobenius SVM W_F",
     );
     for (pr, s) in &solved {

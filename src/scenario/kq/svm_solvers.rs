@@ -368,9 +368,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .max()
         .unwrap_or(0);
     let mut bars = BarPanel::new(
-        "ℓ1 LP: β_j range over the optimal face (unique: all < 10^{−7})",
-        "instance",
-        "max β_j − min β_j (floored at 10^{−16})",
+        "ℓ1 LP: range of β_j over the optimal face (unique if < 10^{−7})",
+        "instance (a zero range is drawn at 10^{−16})",
+        "max β_j − min β_j",
         with_ranges.iter().map(|s| s.label.clone()).collect(),
     )
     .log_y();

@@ -520,10 +520,12 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
             reference = y[0];
         }
         let capped = runs.iter().any(|w| w.capped);
+        // TR-BDF2 is written with a hyphen in print
+        let shown = name.replace('_', "-");
         let label = if capped {
-            format!("{name} (capped: extrapolated)")
+            format!("{shown} (capped: extrapolated)")
         } else {
-            name.clone()
+            shown
         };
         panel = panel.series(Series::new(label, x, y, LineStyle::SolidMarkers).color(k));
     }

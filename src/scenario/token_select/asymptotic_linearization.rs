@@ -254,7 +254,7 @@ fn figure(
         cv.norm.first().copied().unwrap_or(1.0),
         cv.norm.last().copied().unwrap_or(1.0),
     ];
-    let perp = LinePanel::new("Offset from the W_mm ray", "‖W_k‖", "squared norm")
+    let perp = LinePanel::new("Offset from the W_{mm} ray", "‖W_k‖", "squared norm")
         .log_x()
         .log_y()
         .legend(LegendPosition::LowerRight)
@@ -279,7 +279,7 @@ fn figure(
             .color(2),
         );
     let law: Vec<f64> = cv.norm.iter().map(|r| predicted / (2.0 * r * r)).collect();
-    let align = LinePanel::new("IB-vs-norm law", "‖W_k‖", "1 − corr(W_k, W_mm)")
+    let align = LinePanel::new("IB-vs-norm law", "‖W_k‖", "1 − corr(W_k, W_{mm})")
         .log_x()
         .log_y()
         .legend(LegendPosition::UpperRight)

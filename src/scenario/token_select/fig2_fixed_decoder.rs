@@ -236,10 +236,14 @@ fn figure(p: &Params, setup: &Setup, all: &[(String, Curves)]) -> Figure {
     .legend(LegendPosition::LowerRight)
     .y_range(0.0, 1.02)
     .hline(RefLine::new(1.0 / setup.t() as f64, "1/T").style(LineStyle::Dotted));
-    let mut align = LinePanel::new("Alignment with W_mm", "iteration k", "1 − corr(W_k, W_mm)")
-        .log_x()
-        .log_y()
-        .legend(LegendPosition::LowerLeft);
+    let mut align = LinePanel::new(
+        "Alignment with W_{mm}",
+        "iteration k",
+        "1 − corr(W_k, W_{mm})",
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::LowerLeft);
     for (color, (label, cv)) in all.iter().enumerate() {
         let positive: Vec<usize> = (0..cv.k.len()).filter(|&j| cv.k[j] > 0.0).collect();
         let pick = |v: &[f64]| positive.iter().map(|&j| v[j]).collect::<Vec<f64>>();

@@ -483,8 +483,8 @@ fn figure(c: &FlowCurves, ngd: &[(f64, Vec<OnPath>)], gamma: f64, p: &Params) ->
     let clocks = LinePanel::new("(b) the clocks along the path", "arc length s", "time")
         .log_y()
         .legend(LegendPosition::UpperLeft)
-        .series(Series::numerics("t_GF(s) = ∫ds/‖∇L‖", s.clone(), t_gf).color(1))
-        .series(Series::numerics("t_PF(s)", s.clone(), c.pf_clock[1..].to_vec()).color(2))
+        .series(Series::numerics("t_{GF}(s) = ∫ds/‖∇L‖", s.clone(), t_gf).color(1))
+        .series(Series::numerics("t_{PF}(s)", s.clone(), c.pf_clock[1..].to_vec()).color(2))
         .series(
             Series::theory(
                 "∝ exp(Γs), Γ = 1/‖W_mm‖ (through the end)",

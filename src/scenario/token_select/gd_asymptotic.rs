@@ -313,10 +313,14 @@ fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut 
 
 fn figure(p: &Params, setup: &Setup, runs: &[Run], envelopes: &[f64], limit: f64) -> Figure {
     let gamma = setup.margin;
-    let mut align = LinePanel::new("Alignment with W_mm (Thm 6)", "t = ηk", "1 − corr(W, W_mm)")
-        .log_x()
-        .log_y()
-        .legend(LegendPosition::LowerLeft);
+    let mut align = LinePanel::new(
+        "Alignment with W_{mm} (Thm 6)",
+        "t = ηk",
+        "1 − corr(W, W_{mm})",
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::LowerLeft);
     let mut scaled = LinePanel::new("Logarithmic rate", "t = ηk", "(1 − corr)·ln²t")
         .log_x()
         .legend(LegendPosition::UpperLeft);
@@ -337,7 +341,7 @@ fn figure(p: &Params, setup: &Setup, runs: &[Run], envelopes: &[f64], limit: f64
         )
         .series(
             Series::new(
-                "early fit × 2 / ln²t (spec)",
+                "early fit × 2 / ln²t",
                 late.clone(),
                 late.iter().map(|t| envelopes[0] / t.ln().powi(2)).collect(),
                 LineStyle::Dotted,
@@ -379,7 +383,7 @@ fn figure(p: &Params, setup: &Setup, runs: &[Run], envelopes: &[f64], limit: f64
         .log_y()
         .hline(RefLine::new(limit, "limit Γ²‖w̃_⊥‖²/2").color(6))
         .hline(
-            RefLine::new(envelopes[0], "early fit × 2 (spec)")
+            RefLine::new(envelopes[0], "early fit × 2")
                 .color(3)
                 .style(LineStyle::Dotted),
         )

@@ -454,7 +454,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .log_x()
     .y_range(-0.05, 1.05)
-    .vline(RefLine::new(c.lemma3_max_c / b2, "c_max").style(LineStyle::Dotted))
+    .vline(RefLine::new(c.lemma3_max_c / b2, "c_{max}").style(LineStyle::Dotted))
     .legend(LegendPosition::UpperLeft);
     for (j, s) in sweeps.iter().enumerate() {
         let fraction = s

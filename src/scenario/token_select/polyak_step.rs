@@ -295,10 +295,14 @@ fn figure(
     runs: &[(String, f64, Curves, Option<usize>)],
     eta_eff_floor: f64,
 ) -> Figure {
-    let mut align = LinePanel::new("Alignment with W_mm", "iteration k", "1 − corr(W_k, W_mm)")
-        .log_x()
-        .log_y()
-        .legend(LegendPosition::LowerLeft);
+    let mut align = LinePanel::new(
+        "Alignment with W_{mm}",
+        "iteration k",
+        "1 − corr(W_k, W_{mm})",
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::LowerLeft);
     let mut eff = LinePanel::new(
         "Effective NGD step (Thm 7 sandwich)",
         "iteration k",
@@ -349,7 +353,7 @@ fn figure(
             steps = steps.hline(RefLine::new(cap.log10(), label.clone()).color(color));
             if let Some(k) = k_sw.filter(|&k| k > 0) {
                 steps = steps.vline(
-                    RefLine::new(k as f64, "k_sw")
+                    RefLine::new(k as f64, "k_{sw}")
                         .color(color)
                         .style(LineStyle::Dotted),
                 );

@@ -447,8 +447,8 @@ fn figure(
         tokens =
             tokens.series(Series::numerics(format!("W₀q{}", subscript(i + 1)), x, y).color(2 * i));
         let (x, y) = ray(w_mm, i);
-        tokens =
-            tokens.series(Series::theory(format!("W_mm q{}", subscript(i + 1)), x, y).color(2 * i));
+        tokens = tokens
+            .series(Series::theory(format!("W_{{mm}} q{}", subscript(i + 1)), x, y).color(2 * i));
     }
 
     let x_of = || -> Vec<f64> { ks.iter().skip(1).map(|&k| k as f64).collect() };

@@ -469,7 +469,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         |t: f64| misalignment(c_of_gap((G0.exp() + 2.0 * t / std::f64::consts::E).ln()));
     let gd_rate: Vec<f64> = kf.iter().map(|&k| gf_asymptote(p.eta_gd * k)).collect();
     let gf_k: Vec<f64> = gf_t.iter().map(|t| t / p.eta_gd).collect();
-    let rates = LinePanel::new("alignment error", "iteration k (GF: t/η_GD)", "1 − corr")
+    let rates = LinePanel::new("alignment error", "iteration k (GF: t/η_{GD})", "1 − corr")
         .log_x()
         .log_y()
         .series(Series::numerics(format!("GD η = {}", p.eta_gd), kf.clone(), gd.clone()).color(0))

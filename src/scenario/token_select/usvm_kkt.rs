@@ -199,7 +199,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(
         Figure::new(2)
             .title(format!(
-                "u-SVM (spec 003 §3.5) on {} DM draws (n = {}, d = {})",
+                "u-SVM on {} DM draws (n = {}, d = {})",
                 p.trials, p.model.n, p.model.d
             ))
             .panel(margins)

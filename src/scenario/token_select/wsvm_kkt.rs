@@ -315,9 +315,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.derive("instances", summary);
     // margins per constraint where there are enough to see, then complementary slackness of all
-    let mut fig = Figure::new(panels.len() + 1).title(
-        "W-SVM (spec 003 §3): margins ⟨W_mm, D_k⟩ (support highlighted) and complementary slackness",
-    );
+    let mut fig = Figure::new(panels.len() + 1)
+        .title("W-SVM: margins ⟨W_mm, D_k⟩ (support highlighted) and complementary slackness");
     for panel in panels {
         fig = fig.panel(panel);
     }

@@ -400,7 +400,7 @@ fn run(
 fn report(out: &Path) -> ExitCode {
     match html::write_report(out) {
         Ok(s) => {
-            println!(
+            sayln!(
                 "report written to {} ({} scenarios, {} not run; {}/{} checks passed)",
                 out.join(html::INDEX).display(),
                 s.scenarios,
@@ -411,11 +411,11 @@ fn report(out: &Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(html::ReportError::NoOutputs(e)) => {
-            eprintln!("error: {e}");
+            warn!("error: {e}");
             ExitCode::from(2)
         }
         Err(html::ReportError::Io(e)) => {
-            eprintln!("error: writing the report: {e}");
+            warn!("error: writing the report: {e}");
             ExitCode::from(3)
         }
     }

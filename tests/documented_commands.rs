@@ -753,7 +753,7 @@ fn run_all(quick: bool) {
         }
     }
     // a concrete, tested example of every subcommand
-    for sub in ["list", "describe", "run", "check", "merge"] {
+    for sub in ["list", "describe", "run", "check", "merge", "report"] {
         let tested = jobs
             .iter()
             .flat_map(|j| &j.steps)
@@ -762,7 +762,9 @@ fn run_all(quick: bool) {
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, Duration, Result<(), String>)>> = Mutex::new(Vec::new());
+    // (job index, its time, its verdict)
+    type Outcome = (usize, Duration, Result<(), String>);
+    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {

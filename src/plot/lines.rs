@@ -524,10 +524,8 @@ fn label_corner(
         })
         .map(|(_, c)| c)
         .or_else(|| candidates.iter().copied().find(inside))
-        .unwrap_or_else(|| {
-            // Wider or taller than the plot: keep it in the plot's top-left corner.
-            (plot.left + LABEL_OFFSET, plot.top + LABEL_OFFSET)
-        })
+        // Wider or taller than the plot: keep it in the plot's top-left corner.
+        .unwrap_or((plot.left + LABEL_OFFSET, plot.top + LABEL_OFFSET))
 }
 
 /// A band sample: x, lower, upper (axis space).

@@ -64,7 +64,9 @@ pub(super) fn render(folders: &[Folder]) -> String {
         "<div class=\"summary-box\"><p><b>{}</b> ({}), {} not run; \
          <b>{}/{} checks passed</b>. Report written by attnflow {} from the files in this \
          folder: every check compares a measured value with a bound from the theory; where a \
-         paper states something else, its claim is shown beside the corrected statement.</p>",
+         paper states something else, its claim is shown beside the corrected statement. \
+         \u{201c}spec NNN \u{a7}x\u{201d} in a note refers to attnflow's implementation note \
+         on paper NNN (<code>docs/papers/</code> in the repository).</p>",
         counted(s.scenarios, "scenario"),
         counted(folders.iter().filter(|f| f.is_sweep).count(), "sweep"),
         s.not_run,

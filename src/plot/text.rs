@@ -72,6 +72,10 @@ impl Label {
                     if chars[*at] == '{' {
                         *at += 1;
                         self.parse_sequence(chars, at, scale, rise, true);
+                    } else if let Some(close) = closing_parenthesis(chars, *at) {
+                        // plain-text mathematics: e^(−2t), β^(k+1) — the parenthesised group
+                        // is the script, parentheses kept
+                        self.parse_sequence(&chars[..=close], at, scale, rise, false);
                     } else if c == '_' && word > 1 {
                         for &w in &chars[*at..*at + word] {
                             self.push(w, scale, rise);
@@ -130,6 +134,27 @@ impl Label {
             .map(|r| (DESCENT_EM * r.scale - r.rise) * size)
             .fold(DESCENT_EM * size, f64::max)
     }
+}
+
+/// The index of the `)` matching a `(` at `chars[at]`, if any.
+fn closing_parenthesis(chars: &[char], at: usize) -> Option<usize> {
+    if chars.get(at) != Some(&'(') {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (i, &c) in chars.iter().enumerate().skip(at) {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Length of a subscript word at `chars[at..]`: a run of two or more ASCII letters not
@@ -334,6 +359,18 @@ mod tests {
         // a run followed by a digit stays TeX-like: one character
         assert_eq!(sub(shape(&Label::parse("x_ab2"))), ["a"]);
         assert_eq!(Label::parse(r"tr\_bdf2").plain(), "tr_bdf2");
+        // a parenthesised script keeps its parentheses and its own scripts
+        let shifted = |l: &str| -> Vec<String> {
+            shape(&Label::parse(l))
+                .into_iter()
+                .filter(|r| r.2 != 0.0)
+                .map(|r| r.0.to_string())
+                .collect()
+        };
+        assert_eq!(shifted("e^(−2t) + 1"), ["(−2t)"]);
+        assert_eq!(shifted("α^(m_k/2)"), ["(m", "k", "/2)"]);
+        assert_eq!(Label::parse("f(x^(2)").plain(), "f(x(2)");
+        assert_eq!(Label::parse("x^(open").plain(), "x(open");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Clipping in axis coordinates. plotters does not clip, and out-of-range points would be drawn
-//! over the labels, so every curve, band and arrow is cut to the plot rectangle first.
+//! Clipping in axis coordinates. The SVG writer draws polylines as given, and out-of-range
+//! points would be drawn over the labels, so every curve, band and arrow is cut to the plot
+//! rectangle first.
 
 pub(super) type Point = (f64, f64);
 

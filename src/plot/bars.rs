@@ -2,7 +2,7 @@
 //! with dots, markers-only groups as lollipops.
 
 use super::axes::{fit_range, to_axis};
-use super::frame::{draw_axes, draw_grid, AxesPlan, AxesRequest, Frame, Grid, Margins, Scale};
+use super::frame::{draw_axes, draw_grid, AxesPlan, AxesRequest, Grid, Margins, Scale};
 use super::geometry::{sample_area, Area, Pt};
 use super::legend::{Entry, Glyph, LegendPlan};
 use super::render::check_length;
@@ -79,11 +79,7 @@ impl BarPlan {
             extra_bottom: 0.0,
         };
         let mut axes = AxesPlan::new(&request, cell_width, plot_height);
-        let frame = Frame {
-            plot: Area::sized(0.0, 0.0, axes.plot_width, axes.plot_height),
-            x: axes.x.clone(),
-            y: axes.y.clone(),
-        };
+        let frame = axes.frame(Area::sized(0.0, 0.0, axes.plot_width, axes.plot_height));
         let base = if log { y0 } else { 0.0f64.clamp(y0, y1) };
         let bar_width = GROUP_WIDTH / panel.groups.len().max(1) as f64;
         let mut bars = Vec::new();
@@ -151,11 +147,7 @@ impl BarPlan {
     }
 
     pub fn draw(&self, svg: &mut Svg, cell: &Area, plot: Area) {
-        let frame = Frame {
-            plot,
-            x: self.axes.x.clone(),
-            y: self.axes.y.clone(),
-        };
+        let frame = self.axes.frame(plot);
         draw_grid(svg, &frame, Grid::Horizontal);
         svg.open_group("data", None);
         for (area, look) in &self.bars {

@@ -229,6 +229,17 @@ fn ticked(scale: Scale, length: f64, horizontal: bool) -> (Axis, TickLabels) {
 }
 
 impl AxesPlan {
+    /// The map from axis space onto `plot` (a page rectangle).
+    pub fn frame(&self, plot: Area) -> Frame {
+        Frame {
+            plot,
+            x: self.x.clone(),
+            y: self.y.clone(),
+        }
+    }
+}
+
+impl AxesPlan {
     pub fn new(request: &AxesRequest, cell_width: f64, plot_height: f64) -> AxesPlan {
         let text_width = cell_width - 2.0 * PAD;
         let title = Fitted::new(request.title, TITLE_PT, text_width, TITLE_LINES);

@@ -2,7 +2,7 @@
 //! centred at 0 and a colorbar on the right.
 
 use super::axes::Axis;
-use super::frame::{draw_axes, numeric_axis, AxesPlan, AxesRequest, Frame, Margins, Scale};
+use super::frame::{draw_axes, numeric_axis, AxesPlan, AxesRequest, Margins, Scale};
 use super::geometry::Area;
 use super::render::check_length;
 use super::style::{diverging, Stroke, AXIS, FRAME_WIDTH, TICK_PT};
@@ -107,11 +107,7 @@ impl<'a> HeatmapPlan<'a> {
     pub fn draw(&self, svg: &mut Svg, cell: &Area, plot: Area) {
         let (rows, cols) = (self.panel.rows, self.panel.cols);
         let grid = Area::sized(plot.left + self.offset, plot.top, self.grid.0, self.grid.1);
-        let frame = Frame {
-            plot: grid,
-            x: self.axes.x.clone(),
-            y: self.axes.y.clone(),
-        };
+        let frame = self.axes.frame(grid);
         svg.open_group("cells", None);
         for (index, &value) in self.panel.values.iter().enumerate() {
             let (i, j) = (index / cols, index % cols);

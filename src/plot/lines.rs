@@ -106,11 +106,7 @@ impl LinePlan {
             extra_bottom: 0.0,
         };
         let mut axes = AxesPlan::new(&request, cell_width, plot_height);
-        let frame = Frame {
-            plot: Area::sized(0.0, 0.0, axes.plot_width, axes.plot_height),
-            x: axes.x.clone(),
-            y: axes.y.clone(),
-        };
+        let frame = axes.frame(Area::sized(0.0, 0.0, axes.plot_width, axes.plot_height));
         let looks = Looks::new(panel);
         let curves = drawn_curves(panel, &data, &frame, &looks);
         let arrows = drawn_arrows(&data, &frame);
@@ -166,11 +162,7 @@ impl LinePlan {
     }
 
     pub fn draw(&self, svg: &mut Svg, cell: &Area, plot: Area) {
-        let frame = Frame {
-            plot,
-            x: self.axes.x.clone(),
-            y: self.axes.y.clone(),
-        };
+        let frame = self.axes.frame(plot);
         let (dx, dy) = (plot.left, plot.top);
         let shift =
             |points: &[Pt]| -> Vec<Pt> { points.iter().map(|&(x, y)| (x + dx, y + dy)).collect() };

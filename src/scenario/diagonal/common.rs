@@ -88,6 +88,15 @@ pub fn schedule_cost(key: &'static str, name: InstanceName) -> Cost {
     Cost::new().work(key, what, 1.0, seconds * FLOPS_PER_SECOND)
 }
 
+/// Algorithm 1 and one log-layout run of `name`, every one of `samples` states kept and tabled
+/// with every coordinate (the shape of the α-sweep runners).
+pub fn sampled_run_cost(name: InstanceName, samples: usize, method: Method) -> Cost {
+    let coords = name.size().p;
+    schedule_cost("instance", name)
+        .and(flow_cost("samples", name, 1.0, samples as f64, method))
+        .table("samples", samples as f64, 2.0 * coords)
+}
+
 /// `solves` log-layout flows of `name` (dimension 2p), keeping `samples` states each.
 pub fn flow_cost(
     key: &'static str,

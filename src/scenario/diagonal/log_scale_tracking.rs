@@ -11,11 +11,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, AlphaRun, InstanceName};
+use super::common::{sampled_run_cost, AlphaRun, InstanceName};
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{coords::log_scale, g_vec, LogCoordinates};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
-use crate::scenario::cost::{n, Cost};
+use crate::scenario::cost::Cost;
 use crate::scenario::reduce::{CsvTable, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
@@ -521,18 +521,8 @@ fn loss_name(setup: &Setup, i: usize) -> String {
     setup.instance.loss().coordinate_name(i)
 }
 
-/// Algorithm 1 and one log-layout run, every sample kept and tabled with every coordinate.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let coords = p.instance.size().p;
-    schedule_cost("instance", p.instance)
-        .and(flow_cost(
-            "samples",
-            p.instance,
-            1.0,
-            n(p.samples),
-            ctx.ode.method,
-        ))
-        .table("samples", n(p.samples), 2.0 * coords)
+    sampled_run_cost(p.instance, p.samples, ctx.ode.method)
 }
 
 pub static KIND: SweptKind<Params, Checks> = SweptKind {

@@ -12,10 +12,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName};
+use super::common::{sampled_run_cost, InstanceName};
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
-use crate::scenario::cost::{n, Cost};
+use crate::scenario::cost::Cost;
 use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
@@ -440,18 +440,8 @@ fn figure(
         .panel(panel))
 }
 
-/// Algorithm 1 and one log-layout run, every sample kept and tabled with every coordinate.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let coords = p.instance.size().p;
-    schedule_cost("instance", p.instance)
-        .and(flow_cost(
-            "samples",
-            p.instance,
-            1.0,
-            n(p.samples),
-            ctx.ode.method,
-        ))
-        .table("samples", n(p.samples), 2.0 * coords)
+    sampled_run_cost(p.instance, p.samples, ctx.ode.method)
 }
 
 pub static KIND: SweptKind<Params, Checks> = SweptKind {

@@ -3,6 +3,8 @@
 //!
 //! - [`flow`]: the engine — vector fields, gradient flows, diffsol integration, discrete optimizers.
 //! - [`analysis`]: model-agnostic mathematics (linearization, stationary points, fits, spectra).
+//! - [`instance`]: instance files (`.npz` as `np.savez` writes them, or JSON): a run's data and
+//!   initial state, read with key-path errors and written by every run as `instance.npz`.
 //! - [`models`]: one module per paper.
 //! - [`scenario`]: scenario files, the registry of runners, checks, output writing and the HTML
 //!   report (`index.html`).
@@ -11,6 +13,7 @@
 //! - [`papers`]: the five papers, cited by title, authors and venue.
 pub mod analysis;
 pub mod flow;
+pub mod instance;
 pub mod models;
 pub mod papers;
 pub mod plot;

@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
 
-pub use report::{Cell, Check, Report, Table};
+pub use report::{Cell, Check, Report, Skipped, Table};
 
 /// Bad input: which file, which key, and why. The CLI exits with code 2 on it.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -294,6 +294,42 @@ impl Scenario {
         }
     }
 
+    /// The file named by parameter `key` (e.g. `data_file`): a relative path written in the
+    /// scenario file is relative to that file's folder (so a scenario and its data move
+    /// together); one given with `--set` is relative to the working directory.
+    pub fn input_path(&self, key: &str, value: &Path) -> PathBuf {
+        if value.is_absolute() {
+            return value.to_path_buf();
+        }
+        let from_command_line = self.overrides.iter().any(|kv| {
+            let k = kv.split_once('=').map_or(kv.as_str(), |(k, _)| k).trim();
+            k == key || k.strip_prefix("params.") == Some(key)
+        });
+        match self.path.parent() {
+            Some(folder) if !from_command_line => folder.join(value),
+            _ => value.to_path_buf(),
+        }
+    }
+
+    /// Reads the instance file named by parameter `key` as a family's layout; errors name the
+    /// file, the array (or entry) and the reason, and say which parameter named the file.
+    pub fn read_instance<T: crate::instance::InstanceFile>(
+        &self,
+        key: &str,
+        value: &Path,
+    ) -> Result<T, InputError> {
+        let path = self.input_path(key, value);
+        crate::instance::Arrays::read(&path)
+            .and_then(|a| T::from_arrays(&a))
+            .map_err(|e| {
+                InputError::new(
+                    &path,
+                    e.key,
+                    format!("{} (file given by params.{key})", e.reason),
+                )
+            })
+    }
+
     /// An error about one parameter, for the kinds' own range checks.
     pub fn invalid(&self, key: &str, reason: impl Into<String>) -> InputError {
         InputError::new(&self.path, key, reason)
@@ -495,5 +531,18 @@ mod tests {
         let c: u64 = ctx.rng(2).random();
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn input_paths_follow_the_file_or_the_command_line() {
+        let sc = load(&[], false).unwrap();
+        let p = Path::new("data/mine.npz");
+        assert_eq!(sc.input_path("data_file", p), Path::new("x/data/mine.npz"));
+        assert_eq!(sc.input_path("data_file", Path::new("/abs.npz")), Path::new("/abs.npz"));
+        let sc = load(&["data_file=data/mine.npz"], false).unwrap();
+        assert_eq!(sc.input_path("data_file", p), p);
+        assert_eq!(sc.input_path("init_file", p), Path::new("x/data/mine.npz"));
+        let sc = load(&["params.init_file=w.json"], false).unwrap();
+        assert_eq!(sc.input_path("init_file", p), p);
     }
 }

@@ -181,12 +181,18 @@ fn write_files(dir: &Path, meta: &RunMeta, report: &Report) -> Result<(), String
     for (stem, table) in &report.tables {
         write_csv(&dir.join(format!("{stem}.csv")), table)?;
     }
-    let checks = json!({
+    let mut checks = json!({
         "scenario": sc.name,
         "all_pass": report.all_pass(),
         "checks": report.checks,
     });
+    if !report.skipped.is_empty() {
+        checks["skipped"] = json!(report.skipped);
+    }
     write_json(&dir.join("checks.json"), &checks)?;
+    if let Some(instance) = &report.instance {
+        write_bytes(&dir.join("instance.npz"), &instance.to_npz_bytes())?;
+    }
     for (stem, value) in &report.json {
         write_json(&dir.join(format!("{stem}.json")), value)?;
     }
@@ -274,6 +280,9 @@ pub fn verdict_text(sc: &Scenario, report: &Report, seconds: f64) -> String {
         if let Some(claim) = &c.paper_claim {
             s.push_str(&format!("        paper: {claim}\n"));
         }
+    }
+    for k in &report.skipped {
+        s.push_str(&format!("  SKIP  {}: {}\n", k.name, k.reason));
     }
     s
 }

@@ -207,6 +207,19 @@ pub struct Report {
     pub derived: serde_json::Map<String, serde_json::Value>,
     /// Work of every integration or optimizer run: (label, stats).
     pub solver_stats: Vec<(String, SolverStats)>,
+    /// Checks that do not apply to this run's instance (e.g. a closed form of the built-in
+    /// data on a user's data file), with the reason; listed in checks.json, never counted.
+    pub skipped: Vec<Skipped>,
+    /// The data and initial state the run used, written as `instance.npz`: feeding it back as
+    /// `data_file`/`init_file` reproduces the run.
+    pub instance: Option<crate::instance::Arrays>,
+}
+
+/// A check left out of a run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub name: String,
+    pub reason: String,
 }
 
 impl Report {
@@ -221,6 +234,13 @@ impl Report {
     }
     pub fn stats(&mut self, label: impl Into<String>, stats: &SolverStats) {
         self.solver_stats.push((label.into(), stats.clone()));
+    }
+    /// Leaves check `name` out of this run because `reason` (it does not apply here).
+    pub fn skip(&mut self, name: impl Into<String>, reason: impl Into<String>) {
+        self.skipped.push(Skipped {
+            name: name.into(),
+            reason: reason.into(),
+        });
     }
     pub fn all_pass(&self) -> bool {
         self.checks.iter().all(|c| c.pass)

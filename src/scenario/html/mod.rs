@@ -18,7 +18,7 @@ mod page;
 
 use super::output::write_atomic;
 use super::registry;
-use super::report::Check;
+use super::report::{Check, Skipped};
 use crate::papers::{Paper, PAPERS};
 
 /// The report's file name inside the output folder.
@@ -72,6 +72,8 @@ enum Verdicts {
     Unreadable(String),
     Checks {
         checks: Vec<Check>,
+        /// Checks that did not apply to the run's instance, with the reason.
+        skipped: Vec<Skipped>,
         /// Sweeps: runs on disk, runs planned, missing point ids.
         sweep: Option<(usize, usize, Vec<String>)>,
     },
@@ -100,7 +102,7 @@ impl Folder {
     /// Everything ran, every check passed, nothing is missing.
     fn all_pass(&self) -> bool {
         match &self.verdicts {
-            Verdicts::Checks { checks, sweep } => {
+            Verdicts::Checks { checks, sweep, .. } => {
                 checks.iter().all(|c| c.pass)
                     && sweep
                         .as_ref()
@@ -183,7 +185,13 @@ fn read_folder(path: &Path, name: String) -> Result<Option<Folder>, ReportError>
                         .unwrap_or_default();
                     (runs, planned.unwrap_or(runs + missing.len()), missing)
                 });
-                Verdicts::Checks { checks, sweep }
+                let skipped =
+                    serde_json::from_value::<Vec<Skipped>>(doc["skipped"].clone()).unwrap_or_default();
+                Verdicts::Checks {
+                    checks,
+                    skipped,
+                    sweep,
+                }
             }
         },
     };
@@ -203,7 +211,7 @@ fn read_folder(path: &Path, name: String) -> Result<Option<Folder>, ReportError>
             figures.insert(0, f);
         } else if f.ends_with(".svg") {
             figures.push(f);
-        } else if f.ends_with(".csv") || f.ends_with(".json") {
+        } else if f.ends_with(".csv") || f.ends_with(".json") || f.ends_with(".npz") {
             data.push(f);
         }
     }

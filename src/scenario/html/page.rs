@@ -195,7 +195,11 @@ fn render_scenario(h: &mut String, f: &Folder) {
         Verdicts::Unreadable(e) => {
             let _ = writeln!(h, "<p class=\"missing\">Unreadable checks: {}</p>", esc(e));
         }
-        Verdicts::Checks { checks, sweep } => {
+        Verdicts::Checks {
+            checks,
+            skipped,
+            sweep,
+        } => {
             if let Some((runs, planned, missing)) = sweep {
                 let _ = write!(
                     h,
@@ -211,6 +215,13 @@ fn render_scenario(h: &mut String, f: &Folder) {
                 h.push_str("</p>\n");
             }
             render_checks(h, checks);
+            if !skipped.is_empty() {
+                h.push_str("<p class=\"note\">Not checked on this instance:</p>\n<ul>\n");
+                for k in skipped {
+                    let _ = writeln!(h, "<li>{}: {}</li>", esc(&k.name), esc(&k.reason));
+                }
+                h.push_str("</ul>\n");
+            }
         }
     }
     if f.figures.is_empty() {

@@ -3,6 +3,8 @@
 //!
 //! - [`flow`]: the engine — vector fields, gradient flows, diffsol integration, discrete optimizers.
 //! - [`analysis`]: model-agnostic mathematics (linearization, stationary points, fits, spectra).
+//! - [`attention`]: softmax attention over token sequences (data, log-domain losses, the
+//!   fixed-decoder model), shared by the models of two papers.
 //! - [`models`]: one module per paper.
 //! - [`scenario`]: scenario files, the registry of runners, checks, output writing and the HTML
 //!   report (`index.html`).
@@ -10,6 +12,7 @@
 //! - [`stats`]: NaN-propagating statistics (max, min, median, …) for every measured value.
 //! - [`papers`]: the five papers, cited by title, authors and venue.
 pub mod analysis;
+pub mod attention;
 pub mod flow;
 pub mod models;
 pub mod papers;

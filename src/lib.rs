@@ -3,6 +3,8 @@
 //!
 //! - [`flow`]: the engine — vector fields, gradient flows, diffsol integration, discrete optimizers.
 //! - [`analysis`]: model-agnostic mathematics (linearization, stationary points, fits, spectra).
+//! - [`attention`]: softmax attention over token sequences (data, log-domain losses, the
+//!   fixed-decoder model), shared by the models of two papers.
 //! - [`instance`]: instance files (`.npz` as `np.savez` writes them, or JSON): a run's data and
 //!   initial state, read with key-path errors and written by every run as `instance.npz`.
 //! - [`models`]: one module per paper.
@@ -12,6 +14,7 @@
 //! - [`stats`]: NaN-propagating statistics (max, min, median, …) for every measured value.
 //! - [`papers`]: the five papers, cited by title, authors and venue.
 pub mod analysis;
+pub mod attention;
 pub mod flow;
 pub mod instance;
 pub mod models;

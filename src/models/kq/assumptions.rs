@@ -11,7 +11,7 @@ use crate::analysis::svm::{
     l1_complementarity_margin, l1_solution_ranges, solve_l1, solve_nuclear, MarginConstraints,
     NuclearSettings, RankOneConstraints, SvmError, VectorConstraints,
 };
-use crate::models::token_select::{FixedDecoder, Instance, Loss};
+use crate::attention::{FixedDecoder, Instance, Loss};
 use crate::stats;
 
 /// A3: L(W(0)) ≤ min_j [e^{−γ_j,nopt} + Σ_{i≠j} e^{−γ_i,opt}]/n.

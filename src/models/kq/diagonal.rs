@@ -18,8 +18,8 @@ use std::marker::PhantomData;
 
 use super::log_time::ScaledGradient;
 use crate::analysis::svm::{MarginConstraints, RankOneConstraints, VectorConstraints};
+use crate::attention::{FixedDecoder, Instance, Loss, TokenError};
 use crate::flow::{GradientFlow, VectorField};
-use crate::models::token_select::{FixedDecoder, Instance, Loss, TokenError};
 use crate::stats;
 
 #[derive(Debug)]

@@ -5,11 +5,11 @@
 use num_dual::DualNum;
 
 use super::*;
+use crate::attention::{testing, Loss};
 use crate::autodiff::{ad_grad_hvp, rel_err};
 use crate::flow::{integrate, Method, OdeConfig};
 use crate::models::kq::log_time::LogTimeDescent;
 use crate::models::kq::toys;
-use crate::models::token_select::{testing, Loss};
 
 /// L(β) = (1/n) Σ_i exp(−γ_iᵀ softmax(X_i Diag(β) z_i)): seed 003's loss written from its
 /// definition at W = Diag(β) (the independent AD reference).

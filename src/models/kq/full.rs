@@ -19,8 +19,8 @@ use std::cell::RefCell;
 use nalgebra::DMatrix;
 
 use super::log_time::ScaledGradient;
+use crate::attention::{FixedDecoder, Instance, Loss, TokenError};
 use crate::flow::GradientFlow;
-use crate::models::token_select::{FixedDecoder, Instance, Loss, TokenError};
 use crate::stats;
 
 #[derive(Debug)]

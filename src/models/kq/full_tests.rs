@@ -5,12 +5,12 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 use super::*;
+use crate::attention::testing;
 use crate::autodiff::{ad_grad_hvp, rel_err};
 use crate::flow::{integrate, Method, OdeConfig, VectorField};
 use crate::models::kq::generators::RandomA2;
 use crate::models::kq::log_time::LogTimeDescent;
 use crate::models::kq::toys;
-use crate::models::token_select::testing;
 
 /// L(K, Q) = (1/n) Σ exp(−γ_iᵀ softmax(X_i KQᵀ z_i)): W = KQᵀ formed in dual numbers and
 /// passed to seed 003's loss written from its definition (the independent AD reference).

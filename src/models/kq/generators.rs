@@ -7,7 +7,7 @@ use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use super::assumptions::{validate, AssumptionReport};
-use crate::models::token_select::{Instance, TokenData, TokenError};
+use crate::attention::{Instance, TokenData, TokenError};
 
 fn gaussian(rng: &mut impl Rng) -> f64 {
     rng.sample(StandardNormal)

@@ -9,8 +9,8 @@
 //! K, Q factorization (any parameterization θ ↦ W(θ) composed with the W-model's log-domain
 //! gradient).
 
+use crate::attention::FixedDecoder;
 use crate::flow::VectorField;
-use crate::models::token_select::FixedDecoder;
 
 /// A loss with its gradient and Hessian-vector product at a chosen scale (log domain).
 pub trait ScaledGradient {

@@ -3,7 +3,7 @@
 //! nuclear-norm max-margin solution (the combined W = KQᵀ goes to the Frobenius one instead).
 //!
 //! The combined-W model with exponential loss is seed 003's fixed-decoder model
-//! ([`crate::models::token_select::FixedDecoder`] with [`crate::models::token_select::Loss`]
+//! ([`crate::attention::FixedDecoder`] with [`crate::attention::Loss`]
 //! `Exponential`), so this module adds only what separate training brings:
 //! - [`toys`]: the canonical datasets toy-1 … toy-4 of spec §5.1 (exact SVM values known).
 //! - [`generators`]: the random-A2 and random-A4 datasets of spec §5.1 and the resampling

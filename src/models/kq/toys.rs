@@ -2,7 +2,7 @@
 //! labels, queries z_i, decoder v, optimal tokens) whose max-margin solutions are known in
 //! closed form, so they serve as hard-threshold tests.
 
-use crate::models::token_select::{Instance, TokenData};
+use crate::attention::{Instance, TokenData};
 
 fn instance(
     n: usize,

@@ -2,8 +2,9 @@
 //! reference values of spec 003 §4.2, and the path-equivalence fact of §2.3.
 
 use super::generators::{self, Example1};
-use super::testing::{gaussian_vec, rel_err, rng};
 use super::*;
+use crate::attention::testing::{gaussian_vec, rel_err, rng};
+use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{integrate, GradientFlow, Method, OdeConfig, VectorField};
 
 /// Central difference of the field's rhs, the check of its analytic Jacobian's algebra (the

@@ -9,8 +9,8 @@ use std::cell::RefCell;
 
 use serde::{Deserialize, Serialize};
 
-use super::fixed::FixedDecoder;
 use super::joint::JointModel;
+use crate::attention::FixedDecoder;
 use crate::flow::{GradientFlow, VectorField};
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

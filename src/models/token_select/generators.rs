@@ -5,18 +5,8 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
-use super::data::{dot, TokenData};
-use super::TokenError;
-
-/// A dataset with its decoder and the optimal token of each sequence.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Instance {
-    pub data: TokenData,
-    /// The fixed decoder u (ex1, two-token, bad-init) or the label direction u* (DM).
-    pub decoder: Vec<f64>,
-    /// The optimal token of each sequence by construction.
-    pub opt: Vec<usize>,
-}
+use crate::attention::data::{dot, TokenData};
+use crate::attention::{Instance, TokenError};
 
 /// Where the optimal token sits in its sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

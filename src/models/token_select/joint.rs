@@ -4,10 +4,10 @@
 
 use std::cell::RefCell;
 
-use super::data::{argmax, TokenData};
-use super::eval::{self, Direction, Workspace};
-use super::fixed::Attention;
-use super::loss::Loss;
+use crate::attention::data::{argmax, TokenData};
+use crate::attention::eval::{self, Direction, Workspace};
+use crate::attention::fixed::Attention;
+use crate::attention::loss::Loss;
 use crate::flow::{norm, GradientFlow};
 
 /// Log-domain gradient of the joint loss, block by block.

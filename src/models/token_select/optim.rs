@@ -7,9 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::fixed::FixedDecoder;
 use super::joint::JointModel;
-use super::TokenError;
+use crate::attention::{FixedDecoder, TokenError};
 use crate::flow::GradientFlow;
 
 /// How NGD with momentum combines past gradients (spec 003 §2.1, Fig. 2).

@@ -3,9 +3,10 @@
 
 use super::generators::{self, Example1, GaussianJoint};
 use super::optim::*;
-use super::testing::{gaussian_vec, rng};
 use super::*;
 use crate::analysis::svm::{one_minus_cos, solve_l2, RankOneConstraints, SvmMethod};
+use crate::attention::testing::{gaussian_vec, rng};
+use crate::attention::{logdomain, FixedDecoder, Loss};
 use crate::flow::GradientFlow;
 
 fn two_token_model() -> FixedDecoder {

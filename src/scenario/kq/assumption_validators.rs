@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::analysis::svm::NuclearSettings;
+use crate::attention::Instance;
 use crate::flow::{Method, OdeConfig};
 use crate::models::kq::assumptions::{
     a3_report, a3_threshold_gap, a4_report, aligned_factors, alignment_frames, alignment_residual,
@@ -16,7 +17,6 @@ use crate::models::kq::assumptions::{
 };
 use crate::models::kq::generators::{RandomA2, RandomA4};
 use crate::models::kq::toys;
-use crate::models::token_select::Instance;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

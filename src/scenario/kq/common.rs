@@ -8,9 +8,9 @@ use crate::analysis::svm::{
     solve_l1, solve_l2, solve_nuclear, L1Solution, L2Solution, NuclearSettings, NuclearSolution,
     RankOneConstraints, SvmError, SvmMethod, VectorConstraints,
 };
+use crate::attention::Instance;
 use crate::models::kq::generators::{first_valid, RandomA2, RandomA4};
 use crate::models::kq::toys;
-use crate::models::token_select::Instance;
 use crate::scenario::{RunContext, RunError};
 
 /// Random stream of the data (random datasets).

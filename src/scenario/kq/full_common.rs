@@ -8,10 +8,10 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
+use crate::attention::FixedDecoder;
 use crate::flow::{integrate, logspace, FlowError, Method, OdeConfig, Trajectory};
 use crate::models::kq::full::normalized_direction;
 use crate::models::kq::log_time::{LogTimeDescent, ScaledGradient};
-use crate::models::token_select::FixedDecoder;
 use crate::scenario::cost::Cost;
 
 use super::common::DataName;

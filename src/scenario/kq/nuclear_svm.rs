@@ -15,9 +15,9 @@ use crate::analysis::svm::{
     l1_solution_ranges, nuclear_svm_report, read_token_problem, solve_l2, solve_nuclear_diagonal,
     L1Solution, NuclearSettings, SvmError, SvmMethod,
 };
+use crate::attention::{Instance, TokenData};
 use crate::flow::{Method, OdeConfig};
 use crate::models::kq::assumptions::{a4_report, a4_solution};
-use crate::models::token_select::{Instance, TokenData};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

@@ -3,8 +3,8 @@
 //! each checkpoint, so that they can be compared with the NGF at equal s.
 
 use crate::analysis::svm::one_minus_cos;
+use crate::attention::FixedDecoder;
 use crate::flow::{integrate, Events, OdeConfig, SolverStats, VectorField};
-use crate::models::token_select::FixedDecoder;
 use crate::scenario::RunError;
 
 use super::joint_common::log10_from_ln;

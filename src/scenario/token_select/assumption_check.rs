@@ -8,8 +8,9 @@ use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::{solve_l2, MarginConstraints, RankOneConstraints, SvmError, SvmMethod};
+use crate::attention::{Instance, TokenError};
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::{Example1, GaussianJoint, Instance, TokenError};
+use crate::models::token_select::{Example1, GaussianJoint};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

@@ -7,7 +7,7 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 
 pub use crate::analysis::fit::line_fit;
-use crate::models::token_select::TokenData;
+use crate::attention::TokenData;
 use crate::stats;
 
 /// s_{i,t} = x_{i,t}ᵀ W q_i (n × T, row-major) for W column-major d × d.

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::{solve_l2, L2Solution, RankOneConstraints, SvmMethod};
+use crate::attention::Instance;
 use crate::models::token_select::generators::{bad_init, two_token};
-use crate::models::token_select::{Example1, GaussianJoint, Instance};
+use crate::models::token_select::{Example1, GaussianJoint};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::{RunContext, RunError};
 

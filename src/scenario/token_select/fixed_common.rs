@@ -7,11 +7,10 @@ use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::{one_minus_cos, L2Solution, RankOneConstraints};
+use crate::attention::logdomain::log_sum_exp;
+use crate::attention::{Assumptions, Attention, FixedDecoder, Loss};
 use crate::flow::{norm, recorded_iterations, Recording};
-use crate::models::token_select::logdomain::log_sum_exp;
-use crate::models::token_select::{
-    Assumptions, Attention, FixedDecoder, FixedRule, FixedStepper, Loss, StepReport,
-};
+use crate::models::token_select::{FixedRule, FixedStepper, StepReport};
 use crate::scenario::{Check, Report, RunContext, RunError};
 use crate::stats;
 

@@ -15,7 +15,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use crate::analysis::svm::MarginConstraints;
-use crate::models::token_select::logdomain::log_sum_exp;
+use crate::attention::logdomain::log_sum_exp;
 use crate::scenario::RunError;
 
 use super::fixed_common::{dot, trace, Probing, Setup};

@@ -10,10 +10,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::one_minus_cos;
+use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{integrate, linspace, GradientFlow, Method, OdeConfig};
 use crate::models::token_select::{
-    Example1, FixedDecoder, FixedRule, FixedStepper, LogTimeGradientFlow, Loss, NormalizedFlow,
-    PolyakFlow,
+    Example1, FixedRule, FixedStepper, LogTimeGradientFlow, NormalizedFlow, PolyakFlow,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};

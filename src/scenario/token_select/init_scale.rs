@@ -13,10 +13,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::MarginConstraints;
+use crate::attention::{FixedDecoder, Instance, Loss};
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::{
-    Example1, FixedDecoder, FixedRule, FixedStepper, Instance, Loss, OptPosition,
-};
+use crate::models::token_select::{Example1, FixedRule, FixedStepper, OptPosition};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

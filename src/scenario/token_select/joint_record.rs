@@ -2,9 +2,10 @@
 //! Lemma 10, Lemma 11, Theorem 2 and Theorem 4 are checked on, and those Fig. 3 plots.
 
 use crate::analysis::svm::one_minus_cos;
+use crate::attention::logdomain::log_sum_exp;
+use crate::attention::TokenData;
 use crate::flow::{norm, GradientFlow};
-use crate::models::token_select::logdomain::log_sum_exp;
-use crate::models::token_select::{JointModel, JointRule, JointStepper, TokenData};
+use crate::models::token_select::{JointModel, JointRule, JointStepper};
 use crate::scenario::RunError;
 use crate::stats;
 

@@ -9,8 +9,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::{solve_l2, SvmMethod, VectorConstraints};
+use crate::attention::Loss;
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::{GaussianJoint, JointModel, JointRule, Loss};
+use crate::models::token_select::{GaussianJoint, JointModel, JointRule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

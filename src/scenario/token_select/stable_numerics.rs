@@ -7,9 +7,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::one_minus_cos;
+use crate::attention::logdomain::softplus;
+use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::logdomain::softplus;
-use crate::models::token_select::{FixedDecoder, FixedRule, FixedStepper, Loss};
+use crate::models::token_select::{FixedRule, FixedStepper};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -163,7 +164,7 @@ fn two_token_errors(run: &Run, eta: f64) -> (f64, f64) {
         let g = run.gap[k];
         // L − L* = e^{−1} expm1(σ(−g)), σ(−g) = e^{−softplus(g)}
         let sig = (-softplus(g)).exp();
-        let exact = -1.0 + crate::models::token_select::logdomain::log_expm1(sig, -softplus(g));
+        let exact = -1.0 + crate::attention::logdomain::log_expm1(sig, -softplus(g));
         loss_err = stats::larger(loss_err, ((run.log_excess[k] - exact) / exact).abs());
         let c = c0 + eta * k as f64;
         let root = (c * c + p).sqrt();

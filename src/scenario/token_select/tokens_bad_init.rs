@@ -11,9 +11,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::one_minus_cos;
+use crate::attention::{FixedDecoder, Instance, Loss};
 use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::generators::bad_direction;
-use crate::models::token_select::{FixedDecoder, FixedRule, FixedStepper, Instance, Loss};
+use crate::models::token_select::{FixedRule, FixedStepper};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

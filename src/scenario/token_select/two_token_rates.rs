@@ -8,12 +8,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::one_minus_cos;
+use crate::attention::logdomain::{log_sigmoid, softplus};
+use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{integrate, Method, OdeConfig};
 use crate::models::token_select::generators::two_token;
-use crate::models::token_select::logdomain::{log_sigmoid, softplus};
-use crate::models::token_select::{
-    FixedDecoder, FixedRule, FixedStepper, LogTimeGradientFlow, Loss,
-};
+use crate::models::token_select::{FixedRule, FixedStepper, LogTimeGradientFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

@@ -22,6 +22,16 @@ pub struct TokenData {
     pub queries: Vec<f64>,
 }
 
+/// A dataset with its decoder and the optimal token of each sequence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    pub data: TokenData,
+    /// The fixed decoder u (ex1, two-token, bad-init) or the label direction u* (DM).
+    pub decoder: Vec<f64>,
+    /// The optimal token of each sequence by construction.
+    pub opt: Vec<usize>,
+}
+
 impl TokenData {
     /// Data whose queries are the first tokens, q_i = x_{i,1} (spec 003 §1.1).
     pub fn new(n: usize, t: usize, d: usize, x: Vec<f64>, y: Vec<f64>) -> Result<Self, TokenError> {

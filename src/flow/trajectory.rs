@@ -100,6 +100,36 @@ impl Trajectory {
         (0..self.len()).map(|k| self.state(k)[i]).collect()
     }
 
+    /// Appends the continuation `next` of this trajectory (its first sample is this one's last,
+    /// and is dropped); events are kept and the work is added up.
+    pub fn append(&mut self, next: Trajectory) {
+        debug_assert_eq!(self.dim, next.dim);
+        if self.is_empty() {
+            *self = next;
+            return;
+        }
+        let dim = next.dim;
+        self.t.extend_from_slice(next.t.get(1..).unwrap_or_default());
+        self.states
+            .extend_from_slice(next.states.get(dim..).unwrap_or_default());
+        self.loss.extend_from_slice(next.loss.get(1..).unwrap_or_default());
+        self.grad_norm
+            .extend_from_slice(next.grad_norm.get(1..).unwrap_or_default());
+        for ((_, mine), (_, theirs)) in self.invariants.iter_mut().zip(next.invariants) {
+            mine.extend_from_slice(theirs.get(1..).unwrap_or_default());
+        }
+        self.events.extend(next.events);
+        let (a, b) = (&mut self.stats, next.stats);
+        a.steps += b.steps;
+        a.rhs_evals += b.rhs_evals;
+        a.jvp_evals += b.jvp_evals;
+        a.linear_solver_setups += b.linear_solver_setups;
+        a.error_test_failures += b.error_test_failures;
+        a.nonlinear_iterations += b.nonlinear_iterations;
+        a.nonlinear_failures += b.nonlinear_failures;
+        a.wall_seconds += b.wall_seconds;
+    }
+
     /// Fills `loss`, `grad_norm` and `invariants` from the flow at every sample.
     pub fn record_diagnostics<F: GradientFlow + ?Sized>(&mut self, flow: &F) {
         let names = flow.invariant_names();

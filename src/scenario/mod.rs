@@ -24,6 +24,7 @@
 
 pub mod cost;
 pub mod diagonal;
+pub mod flow;
 pub mod histogram;
 pub mod html;
 pub mod kq;

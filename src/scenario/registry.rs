@@ -10,7 +10,7 @@ use super::sweep::SweepSpec;
 use super::{InputError, Report, RunContext, RunError, Scenario};
 use crate::flow::OdeConfig;
 
-type RunFn = Box<dyn FnOnce(&RunContext) -> Result<Report, RunError> + Send>;
+pub type RunFn = Box<dyn FnOnce(&RunContext) -> Result<Report, RunError> + Send>;
 
 /// A validated scenario, ready to run.
 pub struct Prepared {
@@ -24,6 +24,22 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// A prepared run of a kind that implements [`ScenarioKind`] itself.
+    pub fn new(
+        params: serde_json::Value,
+        checks: serde_json::Value,
+        ode: OdeConfig,
+        cost: Cost,
+        run: RunFn,
+    ) -> Self {
+        Prepared {
+            params,
+            checks,
+            ode,
+            cost,
+            run,
+        }
+    }
     pub fn run(self, ctx: &RunContext) -> Result<Report, RunError> {
         (self.run)(ctx)
     }
@@ -120,6 +136,7 @@ pub fn all() -> Vec<&'static dyn ScenarioKind> {
     v.extend(crate::scenario::token_select::kinds());
     v.extend(crate::scenario::prompt::kinds());
     v.extend(crate::scenario::kq::kinds());
+    v.extend(crate::scenario::flow::kinds());
     v
 }
 

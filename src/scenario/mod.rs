@@ -263,6 +263,25 @@ impl Scenario {
         deserialize_table(&self.path, "params", self.params.clone())
     }
 
+    /// A table nested in `[params]` (e.g. `params.model`) as a typed struct; errors name the
+    /// full key path (`params.model.tokens`).
+    pub fn typed_subtable<P: DeserializeOwned>(
+        &self,
+        key: &str,
+        table: toml::Table,
+    ) -> Result<P, InputError> {
+        deserialize_table(&self.path, key, table)
+    }
+
+    /// An independent random stream for one purpose (e.g. data vs init), all from the seed:
+    /// the same (seed, stream) gives the same numbers on every platform. Usable before the run
+    /// (a family drawing its default instance while preparing) and during it.
+    pub fn rng(&self, stream: u64) -> ChaCha20Rng {
+        let mut r = ChaCha20Rng::seed_from_u64(self.seed);
+        r.set_stream(stream);
+        r
+    }
+
     /// The kind's typed check thresholds.
     pub fn typed_checks<C: DeserializeOwned>(&self) -> Result<C, InputError> {
         deserialize_table(&self.path, "checks", self.checks.clone())
@@ -418,9 +437,7 @@ impl RunContext<'_> {
     /// An independent random stream for one purpose (e.g. data vs init), all from the seed:
     /// the same (seed, stream) gives the same numbers on every platform.
     pub fn rng(&self, stream: u64) -> ChaCha20Rng {
-        let mut r = ChaCha20Rng::seed_from_u64(self.scenario.seed);
-        r.set_stream(stream);
-        r
+        self.scenario.rng(stream)
     }
     pub fn quick(&self) -> bool {
         self.scenario.quick

@@ -59,7 +59,7 @@ use crate::flow::{
     gradient_descent, integrate, integrate_log_time, linspace, logspace, Descent,
     DiscreteConfig, GradientFlow, Method, OdeConfig, Recording, StepRule, Trajectory,
 };
-use crate::instance::Arrays;
+use crate::instance::{Arrays, InstanceError};
 use crate::plot::{Figure, FigureWidth, LinePanel, Series};
 use crate::stats;
 
@@ -67,6 +67,11 @@ use crate::stats;
 mod tests;
 
 /// A model family's side of the generic flow.
+///
+/// A family knows its instance layout (the arrays of its data and initial state, see
+/// [`crate::instance`]) and builds its model from arrays in memory — which the scenario layer
+/// reads from `data_file`/`init_file`, the Python package passes from numpy, and a Rust user
+/// builds by hand — or draws its default instance from the scenario's seed.
 pub trait Family: Sync {
     /// The family's name on the command line, e.g. `token-select`; the kind is `flow.<name>`
     /// and the scenario file `flow-<name>.toml`.
@@ -77,15 +82,79 @@ pub trait Family: Sync {
     fn paper(&self) -> &'static str;
     /// One line: the model and the instance it reads.
     fn summary(&self) -> &'static str;
-    /// Builds the model from the instance files `p.data_file` / `p.init_file` (read with
-    /// [`Scenario::read_instance`], so errors name file, array and reason), or from the family's
-    /// default instance drawn from the scenario's seed; family options are in `p.model`.
-    /// Every error here is bad input (exit 2, nothing written).
-    fn build(&self, sc: &Scenario, p: &Params) -> Result<Box<dyn FlowModel>, InputError>;
+    /// The default instance (data and initial state in one set of arrays), drawn from the
+    /// scenario's seed ([`Scenario::rng`]) with the family's options `[params.model]`
+    /// (parse them with `sc.typed_subtable("params.model", options.clone())`, so errors carry
+    /// the key path). Errors are bad input (exit 2, nothing written).
+    fn default_instance(&self, sc: &Scenario, options: &toml::Table)
+        -> Result<Arrays, InputError>;
+    /// The model on an instance: `data` holds the data arrays, `init` the initial state (the
+    /// two may be the same set, e.g. a run's `instance.npz`). Reads and validates through the
+    /// family's [`crate::instance::InstanceFile`] layouts: shapes, finiteness, the family's
+    /// assumptions, each error naming the array (or entry) and the reason. `options` are the
+    /// family's `[params.model]` entries that change the model (not the instance), e.g. the loss.
+    fn model(
+        &self,
+        data: &Arrays,
+        init: &Arrays,
+        options: &toml::Table,
+    ) -> Result<Box<dyn FlowModel>, InstanceError>;
+}
+
+/// The model a flow scenario runs: the family's model on the instance files `params.data_file`
+/// and `params.init_file` (each defaulting to the other, then to the family's default instance
+/// drawn from the seed). An error names the file that holds the offending array, the array and
+/// the reason.
+pub fn build_model(
+    family: &dyn Family,
+    sc: &Scenario,
+    p: &Params,
+) -> Result<Box<dyn FlowModel>, InputError> {
+    let read = |key: &str, path: &PathBuf| -> Result<(PathBuf, Arrays), InputError> {
+        let path = sc.input_path(key, path);
+        Arrays::read(&path)
+            .map(|a| (path.clone(), a))
+            .map_err(|e| {
+                InputError::new(&path, e.key, format!("{} (file given by params.{key})", e.reason))
+            })
+    };
+    let data = p.data_file.as_ref().map(|f| read("data_file", f)).transpose()?;
+    let init = p.init_file.as_ref().map(|f| read("init_file", f)).transpose()?;
+    let default = match (&data, &init) {
+        (None, None) => Some(family.default_instance(sc, &p.model)?),
+        _ => None,
+    };
+    let (data_arrays, init_arrays) = match (&data, &init, &default) {
+        (Some((_, d)), Some((_, i)), _) => (d, i),
+        (Some((_, d)), None, _) => (d, d),
+        (None, Some((_, i)), _) => (i, i),
+        (None, None, Some(a)) => (a, a),
+        (None, None, None) => unreachable!("a default instance is drawn when no file is given"),
+    };
+    family
+        .model(data_arrays, init_arrays, &p.model)
+        .map_err(|e| {
+            // The file holding the offending array: the init file for an array only it has.
+            let array = e.key.split('[').next().unwrap_or("").trim();
+            let (path, key) = match (&data, &init) {
+                (Some((_, d)), Some((ip, _))) if d.get(array).is_none() => (ip, "init_file"),
+                (Some((dp, _)), _) => (dp, "data_file"),
+                (None, Some((ip, _))) => (ip, "init_file"),
+                (None, None) => (&sc.path, "model"),
+            };
+            let from = if data.is_none() && init.is_none() {
+                "the default instance of [params.model]".to_string()
+            } else {
+                format!("file given by params.{key}")
+            };
+            InputError::new(path, e.key, format!("{} ({from})", e.reason))
+        })
 }
 
 /// A model ready to run: the loss with its exact derivatives, and what the analyses need.
-pub trait FlowModel: GradientFlow + Send + Sync {
+/// `Send` only: a run owns its model on one thread, so models may keep `RefCell` workspaces
+/// (no allocation in the right-hand side) without a lock.
+pub trait FlowModel: GradientFlow + Send {
     fn initial_state(&self) -> Vec<f64>;
     /// The data and initial state, as written to `instance.npz` (and read back by
     /// [`Family::build`] to the same model).
@@ -257,7 +326,7 @@ impl<F: Family> ScenarioKind for FlowKind<F> {
         let c: Checks = sc.typed_checks()?;
         let ode = sc.ode_config(DEFAULT_SOLVER)?;
         validate(&p, &c, sc)?;
-        let model = self.0.build(sc, &p)?;
+        let model = build_model(&self.0, sc, &p)?;
         let cost = cost(&p, model.dim(), &ode);
         cost.check(sc)?;
         Ok(Prepared::new(

@@ -13,8 +13,11 @@
 //! - [`plot`]: paper-style SVG figures.
 //! - [`stats`]: NaN-propagating statistics (max, min, median, …) for every measured value.
 //! - [`papers`]: the five papers, cited by title, authors and venue.
+//! - [`cli`]: the command line as a library ([`cli::main_with`]), for crates that register their
+//!   own scenario kinds.
 pub mod analysis;
 pub mod attention;
+pub mod cli;
 pub mod flow;
 pub mod instance;
 pub mod models;

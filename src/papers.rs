@@ -70,11 +70,11 @@ pub fn paper(number: &str) -> Option<&'static Paper> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::registry;
+    use crate::scenario::registry::Registry;
 
     #[test]
     fn every_kind_names_a_paper_of_the_table() {
-        for kind in registry::all() {
+        for kind in Registry::builtin().kinds() {
             assert!(
                 paper(kind.paper()).is_some(),
                 "{}: paper {}",

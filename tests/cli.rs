@@ -188,3 +188,28 @@ fn list_and_describe_work() {
         "{out}"
     );
 }
+
+#[test]
+fn the_flow_subcommand_lists_its_families_and_refuses_an_unknown_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let listed = attnflow(&["flow", "--list"], tmp.path());
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let families: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|l| *l != "no model families registered")
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .collect();
+    let o = attnflow(&["flow", "no-such-family", "--out", "o"], tmp.path());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown model family `no-such-family`"), "{err}");
+    for f in &families {
+        assert!(err.contains(f.as_str()), "`{f}` not listed in: {err}");
+    }
+    // options that do not parse are refused before anything runs
+    let o = attnflow(&["flow", "no-such-family", "--steps", "-3"], tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = attnflow(&["flow", "no-such-family", "--clock", "fast"], tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!tmp.path().join("o").exists() && !tmp.path().join("out").exists());
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use attnflow::scenario::registry;
+use attnflow::scenario::registry::Registry;
 use attnflow::scenario::sweep::wildcard_match;
 
 /// Files that hold wall-clock measurements by design.
@@ -91,7 +91,7 @@ fn undeclared_quantities(outputs: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<String> {
         }
         let doc: serde_json::Value = serde_json::from_slice(bytes).unwrap();
         let kind = doc["kind"].as_str().unwrap_or_default();
-        let Some(k) = registry::find(kind) else {
+        let Some(k) = Registry::builtin().find(kind) else {
             found.push(format!("{}: unknown kind `{kind}`", path.display()));
             continue;
         };

@@ -11,6 +11,30 @@
 //!   diagonal SVM as an LP, nuclear-norm SVM) with KKT certificates, and their JSON I/O.
 //!
 //! Everything here works on plain slices and `nalgebra` matrices, so every model shares it.
+//!
+//! The Hessian of a loss from its exact Hessian-vector products, its spectrum and condition
+//! number — here ℓ(z) = ½(z₀² + 100 z₁²), whose Hessian is diag(1, 100):
+//!
+//! ```
+//! use attnflow::analysis::linearize::{conditioning, hessian, inertia, symmetric_eigenvalues};
+//! use attnflow::flow::GradientFlow;
+//!
+//! struct Valley;
+//! impl GradientFlow for Valley {
+//!     fn dim(&self) -> usize { 2 }
+//!     fn loss(&self, z: &[f64]) -> f64 { 0.5 * (z[0] * z[0] + 100.0 * z[1] * z[1]) }
+//!     fn grad(&self, z: &[f64], g: &mut [f64]) { g[0] = z[0]; g[1] = 100.0 * z[1]; }
+//!     fn hvp(&self, _z: &[f64], u: &[f64], out: &mut [f64]) { out[0] = u[0]; out[1] = 100.0 * u[1]; }
+//! }
+//!
+//! let h = hessian(&Valley, &[0.3, -0.2]).unwrap();
+//! assert_eq!(h.asymmetry, 0.0);
+//! let spectrum = symmetric_eigenvalues(&h.matrix).unwrap();
+//! assert_eq!(spectrum, vec![1.0, 100.0]);
+//! let c = conditioning(&spectrum, 1e-10).unwrap();
+//! assert_eq!(c.kappa, 100.0);
+//! assert_eq!(inertia(&spectrum, 1e-10).positive, 2);
+//! ```
 
 pub mod fit;
 pub mod linearize;

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::trajectory::{norm, SolverStats, Trajectory};
+use super::trajectory::{norm, SolverStats, StopReason, Trajectory};
 use super::{FlowError, GradientFlow};
 
 /// How the step z_{k+1} = z_k − η_k d_k is chosen.
@@ -148,6 +148,7 @@ pub fn gradient_descent<F: GradientFlow + ?Sized>(
         if gn == 0.0 {
             // exactly stationary: every later iterate is the same point
             traj.push(t, &z);
+            traj.stop = StopReason::Converged { step: k, t };
             break;
         }
         let (eta, scale) = match cfg.rule {
@@ -227,6 +228,22 @@ mod tests {
             assert!((tr.state(k)[0] - 0.95f64.powi(it)).abs() < 1e-14);
             assert!((tr.state(k)[1] - 0.5f64.powi(it)).abs() < 1e-14);
         }
+    }
+
+    #[test]
+    fn the_stop_reason_says_whether_every_step_ran() {
+        let q = Quadratic(vec![1.0, 10.0]);
+        let cfg = DiscreteConfig::new(StepRule::Constant { eta: 0.05 }, 40, Recording::Every(10));
+        assert_eq!(
+            gradient_descent(&q, &[1.0, 1.0], &cfg).unwrap().stop,
+            StopReason::Success
+        );
+        // η = 1/a lands on the minimum after one step: the gradient is exactly zero there
+        let q = Quadratic(vec![2.0]);
+        let cfg = DiscreteConfig::new(StepRule::Constant { eta: 0.5 }, 10, Recording::Every(1));
+        let tr = gradient_descent(&q, &[1.0], &cfg).unwrap();
+        assert_eq!(tr.stop, StopReason::Converged { step: 1, t: 0.5 });
+        assert_eq!(tr.last_state(), &[0.0]);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use diffsol::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::trajectory::{Event, SolverStats, Trajectory};
+use super::trajectory::{Event, SolverStats, StopReason, Trajectory};
 use super::{Descent, FlowError, GradientFlow, VectorField};
 
 /// Integration method. Tsit45 for non-stiff flows; Bdf (variable order) for stiff ones;
@@ -412,11 +412,15 @@ where
                 .map_err(|e| fail(*t_root, e.to_string()))?;
         }
         if stop {
-            if let Some(ev) = traj.events.last().filter(|_| terminal == Some(true)) {
-                if traj.last_t() < ev.t {
-                    let (t, z) = (ev.t, ev.state.clone());
-                    traj.push(t, &z);
+            if let (OdeSolverStopReason::RootFound(t_root, index), Some(true)) = (&reason, terminal) {
+                if traj.last_t() < *t_root {
+                    let z = traj.events.last().expect("the root was recorded").state.clone();
+                    traj.push(*t_root, &z);
                 }
+                traj.stop = StopReason::Event {
+                    index: *index,
+                    t: *t_root,
+                };
             }
             break;
         }
@@ -537,10 +541,12 @@ mod tests {
             if terminal {
                 assert_eq!(tr.events.len(), 1);
                 assert!((tr.last_t() - first.t).abs() < 1e-14);
+                assert_eq!(tr.stop, StopReason::Event { index: 0, t: first.t });
             } else {
                 // zeros at π/4 + kπ/2 below 5: k = 0..=2
                 assert_eq!(tr.events.len(), 3, "{:?}", tr.events);
                 assert_eq!(tr.last_t(), 5.0);
+                assert_eq!(tr.stop, StopReason::Success);
             }
         }
     }

@@ -38,6 +38,21 @@ pub struct Event {
     pub state: Vec<f64>,
 }
 
+/// Why an integration or an optimizer run ended (like SciML's return code). Failures are not
+/// stop reasons but errors ([`super::FlowError`]), each carrying the time reached.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum StopReason {
+    /// Reached the last output time, or ran every iteration.
+    #[default]
+    Success,
+    /// A terminal event: component `index` of the event function changed sign at time `t`.
+    Event { index: usize, t: f64 },
+    /// A discrete optimizer met a point where the gradient vanishes exactly at iteration `step`
+    /// (time `t`): every later iterate is the same point, so the run stops early.
+    Converged { step: usize, t: f64 },
+}
+
 /// Sampled solution of a flow or an optimizer: times, states and per-sample diagnostics.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Trajectory {
@@ -54,6 +69,8 @@ pub struct Trajectory {
     pub invariants: Vec<(String, Vec<f64>)>,
     /// Events found (in time order).
     pub events: Vec<Event>,
+    /// Why the run ended.
+    pub stop: StopReason,
     pub stats: SolverStats,
 }
 
@@ -101,7 +118,8 @@ impl Trajectory {
     }
 
     /// Appends the continuation `next` of this trajectory (its first sample is this one's last,
-    /// and is dropped); events are kept and the work is added up.
+    /// and is dropped); events are kept, the work is added up, and the continuation's stop
+    /// reason is the joined trajectory's.
     pub fn append(&mut self, next: Trajectory) {
         debug_assert_eq!(self.dim, next.dim);
         if self.is_empty() {
@@ -119,6 +137,7 @@ impl Trajectory {
             mine.extend_from_slice(theirs.get(1..).unwrap_or_default());
         }
         self.events.extend(next.events);
+        self.stop = next.stop;
         let (a, b) = (&mut self.stats, next.stats);
         a.steps += b.steps;
         a.rhs_evals += b.rhs_evals;

@@ -21,6 +21,23 @@
 //!   are hatched with an SVG `<pattern>`.
 //!
 //! `tests/figure_lint.rs` holds every committed figure to these rules.
+//!
+//! A one-panel figure: a measured curve with the theory dashed over it.
+//!
+//! ```
+//! use attnflow::plot::{render_svg, Figure, LinePanel, Series};
+//!
+//! let t: Vec<f64> = (0..50).map(|k| k as f64 / 10.0).collect();
+//! let theory: Vec<f64> = t.iter().map(|t| (-t).exp()).collect();
+//! let measured: Vec<f64> = theory.iter().map(|y| y * 1.001).collect();
+//! let panel = LinePanel::new("Exponential decay", "t", "ℓ(t)")
+//!     .log_y()
+//!     .series(Series::numerics("flow", t.clone(), measured))
+//!     .series(Series::theory("e^{−t}", t, theory));
+//! let svg = render_svg(&Figure::single(panel)).unwrap();
+//! assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+//! // std::fs::write(std::env::temp_dir().join("decay.svg"), svg).unwrap();
+//! ```
 
 mod axes;
 mod bars;

@@ -128,21 +128,74 @@ where
     }
 }
 
-/// Every registered kind.
-pub fn all() -> Vec<&'static dyn ScenarioKind> {
-    let mut v: Vec<&'static dyn ScenarioKind> = Vec::new();
-    v.extend(crate::scenario::histogram::kinds());
-    v.extend(crate::scenario::diagonal::kinds());
-    v.extend(crate::scenario::token_select::kinds());
-    v.extend(crate::scenario::prompt::kinds());
-    v.extend(crate::scenario::kq::kinds());
-    v.extend(crate::scenario::flow::kinds());
-    v
+/// The scenario kinds a command line (or a program) knows: the map from a scenario file's
+/// `kind` to its runner. [`Registry::builtin`] holds the five papers' kinds and every model
+/// family's generic flow; a downstream crate adds its own with [`Registry::with`] and hands the
+/// registry to [`crate::cli::main_with`] (or to [`super::run::load_and_validate_with`]).
+///
+/// ```
+/// use attnflow::scenario::registry::Registry;
+///
+/// let reg = Registry::builtin();
+/// let kind = reg.find("histogram.thm2-trajectory").expect("a built-in kind");
+/// assert_eq!(kind.paper(), "000");
+/// assert!(reg.find("no.such-kind").is_none());
+/// ```
+#[derive(Clone)]
+pub struct Registry {
+    kinds: Vec<&'static dyn ScenarioKind>,
 }
 
-/// The kind registered under `name`.
-pub fn find(name: &str) -> Option<&'static dyn ScenarioKind> {
-    all().into_iter().find(|k| k.name() == name)
+impl Registry {
+    /// No kinds at all (a program that runs only its own).
+    pub fn empty() -> Self {
+        Registry { kinds: Vec::new() }
+    }
+
+    /// The crate's own kinds, in the order of the README's tables (which `list` and the report
+    /// follow).
+    pub fn builtin() -> Self {
+        let mut kinds: Vec<&'static dyn ScenarioKind> = Vec::new();
+        kinds.extend(crate::scenario::histogram::kinds());
+        kinds.extend(crate::scenario::diagonal::kinds());
+        kinds.extend(crate::scenario::token_select::kinds());
+        kinds.extend(crate::scenario::prompt::kinds());
+        kinds.extend(crate::scenario::kq::kinds());
+        kinds.extend(crate::scenario::flow::kinds());
+        Registry { kinds }
+    }
+
+    /// This registry and `kind`; a kind of the same name is replaced in place (so a program can
+    /// swap a built-in runner for its own).
+    pub fn with(mut self, kind: &'static dyn ScenarioKind) -> Self {
+        match self.kinds.iter().position(|k| k.name() == kind.name()) {
+            Some(i) => self.kinds[i] = kind,
+            None => self.kinds.push(kind),
+        }
+        self
+    }
+
+    /// Every registered kind, in registration order.
+    pub fn kinds(&self) -> &[&'static dyn ScenarioKind] {
+        &self.kinds
+    }
+
+    /// The kind registered under `name`.
+    pub fn find(&self, name: &str) -> Option<&'static dyn ScenarioKind> {
+        self.kinds.iter().copied().find(|k| k.name() == name)
+    }
+
+    /// The registered names, for messages that list what is known.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.kinds.iter().map(|k| k.name()).collect()
+    }
+}
+
+impl Default for Registry {
+    /// [`Registry::builtin`].
+    fn default() -> Self {
+        Self::builtin()
+    }
 }
 
 /// Kinds whose outputs include their solvers' wall times (work-precision diagrams, stiffness

@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use super::output::{clean_stale, temp_sibling, verdict_text, write_run, RunMeta, TempKind};
-use super::registry::{self, Prepared, ScenarioKind};
+use super::registry::{Prepared, Registry, ScenarioKind};
 use super::sweep::{self, Plan, Point, Shard, SweepSpec};
 use super::{InputError, Overrides, Report, RunContext, RunError, Scenario};
 
@@ -94,11 +94,22 @@ pub struct SweepPoint {
     pub prepared: Prepared,
 }
 
-/// Loads a scenario file, applies the overrides and validates it against its kind.
+/// Loads a scenario file, applies the overrides and validates it against its kind (one of the
+/// built-in kinds, [`Registry::builtin`]).
 pub fn load_and_validate(path: &Path, ov: &Overrides) -> Result<Ready, InputError> {
+    load_and_validate_with(&Registry::builtin(), path, ov)
+}
+
+/// [`load_and_validate`] against the kinds of `registry` (a program's own kinds beside, or
+/// instead of, the built-in ones).
+pub fn load_and_validate_with(
+    registry: &Registry,
+    path: &Path,
+    ov: &Overrides,
+) -> Result<Ready, InputError> {
     let scenario = Scenario::load(path, ov)?;
-    let kind = registry::find(&scenario.kind).ok_or_else(|| {
-        let known: Vec<_> = registry::all().iter().map(|k| k.name()).collect();
+    let kind = registry.find(&scenario.kind).ok_or_else(|| {
+        let known = registry.names();
         InputError::new(
             path,
             "kind",
@@ -424,9 +435,9 @@ fn sweep_plan_of(
 fn execute_sweep(ready: Ready, out_root: &Path, opts: ExecOptions) -> Result<Outcome, RunError> {
     let Ready {
         scenario,
+        kind,
         sweep,
         prepared,
-        ..
     } = ready;
     let plan = sweep_plan_of(
         &scenario,
@@ -490,7 +501,7 @@ fn execute_sweep(ready: Ready, out_root: &Path, opts: ExecOptions) -> Result<Out
         .collect();
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
-    let agg = sweep::aggregate(&dir).map_err(io)?;
+    let agg = sweep::aggregate(&dir, kind).map_err(io)?;
     let report = Report {
         checks: agg.checks,
         ..Default::default()
@@ -559,8 +570,18 @@ fn run_point(p: SweepPoint, runs_dir: &Path) -> Result<(), RunError> {
 /// giving the same files a single run writes. Every input is read and checked first, and
 /// nothing is written unless they all agree: a missing or empty folder, a sweep planned
 /// differently in two places, or two different runs under one name are refused as bad input.
-/// Sweeps are re-aggregated; an incomplete one is reported with its missing runs.
+/// Sweeps are re-aggregated (by their kinds, looked up among the built-in ones); an incomplete
+/// one is reported with its missing runs.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<Outcome>, RunError> {
+    merge_with(&Registry::builtin(), dirs, out)
+}
+
+/// [`merge`], re-aggregating sweeps by the kinds of `registry`.
+pub fn merge_with(
+    registry: &Registry,
+    dirs: &[PathBuf],
+    out: &Path,
+) -> Result<Vec<Outcome>, RunError> {
     use std::collections::BTreeMap;
     let conflict = |here: &Path, there: &Path, what: &str| {
         RunError::Input(InputError::new(
@@ -570,7 +591,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<Outcome>, RunError> {
         ))
     };
     // (1) read and check everything
-    let mut sweeps: BTreeMap<String, (Plan, Vec<PathBuf>)> = BTreeMap::new();
+    type Sweep = (Plan, &'static dyn ScenarioKind, Vec<PathBuf>);
+    let mut sweeps: BTreeMap<String, Sweep> = BTreeMap::new();
     let mut singles: BTreeMap<String, (serde_json::Value, PathBuf)> = BTreeMap::new();
     for dir in dirs {
         if !dir.is_dir() {
@@ -597,14 +619,21 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<Outcome>, RunError> {
             if Plan::path(&child).is_file() {
                 let plan = Plan::read(&child)
                     .map_err(|e| InputError::new(&Plan::path(&child), "(file)", e))?;
+                let kind = registry.find(&plan.kind).ok_or_else(|| {
+                    InputError::new(
+                        &Plan::path(&child),
+                        "kind",
+                        format!("unknown kind `{}` (known: {})", plan.kind, registry.names().join(", ")),
+                    )
+                })?;
                 match sweeps.get_mut(&name) {
-                    Some((first, _)) if !first.same_sweep(&plan) => {
-                        let there = &sweeps[&name].1[0];
+                    Some((first, _, _)) if !first.same_sweep(&plan) => {
+                        let there = &sweeps[&name].2[0];
                         return Err(conflict(&child, there, "a sweep planned differently"));
                     }
-                    Some((_, sources)) => sources.push(child),
+                    Some((_, _, sources)) => sources.push(child),
                     None => {
-                        sweeps.insert(name, (plan, vec![child]));
+                        sweeps.insert(name, (plan, kind, vec![child]));
                     }
                 }
                 found += 1;
@@ -637,7 +666,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<Outcome>, RunError> {
         }
     }
     // ... and against what `out` already holds
-    for (name, (plan, sources)) in &sweeps {
+    for (name, (plan, _, sources)) in &sweeps {
         let target = out.join(name);
         if Plan::path(&target).is_file() {
             let have = Plan::read(&target)
@@ -667,7 +696,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<Outcome>, RunError> {
     let io = |p: &Path, e: std::io::Error| RunError::Other(format!("{}: {e}", p.display()));
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
     let mut outcomes = Vec::new();
-    for (name, (plan, sources)) in &sweeps {
+    for (name, (plan, kind, sources)) in &sweeps {
         let target = out.join(name);
         if !Plan::path(&target).is_file() {
             std::fs::create_dir_all(target.join("runs")).map_err(|e| io(&target, e))?;
@@ -681,7 +710,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<Outcome>, RunError> {
                 }
             }
         }
-        let agg = sweep::aggregate(&target).map_err(RunError::Other)?;
+        let agg = sweep::aggregate(&target, *kind).map_err(RunError::Other)?;
         let passed = agg.checks.iter().filter(|c| c.pass).count();
         let mut verdict = format!(
             "{} ({}): {}/{} checks passed, {} of {} runs",

@@ -40,6 +40,7 @@ use serde_json::json;
 use super::output::{csv_text, write_atomic};
 use super::reduce::{SweepRun, SweepRuns};
 use super::report::{Cell, Check, Report, Table};
+use super::registry::ScenarioKind;
 use super::{InputError, Scenario};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, Series};
 
@@ -556,8 +557,8 @@ pub struct Aggregate {
 }
 
 /// Reads every completed run under `dir` and writes `sweep.csv`, `aggregate.csv`,
-/// `checks.json` and `figure.svg`.
-pub fn aggregate(dir: &Path) -> Result<Aggregate, String> {
+/// `checks.json` and `figure.svg`; `kind` (the plan's) reduces a complete sweep.
+pub fn aggregate(dir: &Path, kind: &dyn ScenarioKind) -> Result<Aggregate, String> {
     let plan = Plan::read(dir)?;
     let mut records = Vec::new();
     let mut missing = Vec::new();
@@ -597,7 +598,7 @@ pub fn aggregate(dir: &Path) -> Result<Aggregate, String> {
         for c in &plan.spec.checks {
             checks.push(sweep_check(c, &records)?);
         }
-        reduction = reduce(dir, &plan, &records)?;
+        reduction = reduce(dir, kind, &plan, &records)?;
     }
     if let Some(rep) = &reduction {
         checks.extend(rep.checks.iter().cloned());
@@ -643,14 +644,12 @@ pub fn aggregate(dir: &Path) -> Result<Aggregate, String> {
 }
 
 /// The kind's reduction of a complete sweep, if the kind has one.
-fn reduce(dir: &Path, plan: &Plan, records: &[RunRecord]) -> Result<Option<Report>, String> {
-    let kind = super::registry::find(&plan.kind).ok_or_else(|| {
-        format!(
-            "{}: unknown kind `{}`",
-            Plan::path(dir).display(),
-            plan.kind
-        )
-    })?;
+fn reduce(
+    dir: &Path,
+    kind: &dyn ScenarioKind,
+    plan: &Plan,
+    records: &[RunRecord],
+) -> Result<Option<Report>, String> {
     let runs = SweepRuns {
         grid: plan.spec.grid.clone(),
         runs: records

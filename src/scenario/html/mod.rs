@@ -17,7 +17,7 @@ use serde_json::Value;
 mod page;
 
 use super::output::write_atomic;
-use super::registry;
+use super::registry::{Registry, ScenarioKind};
 use super::report::{Check, Skipped};
 use crate::papers::{Paper, PAPERS};
 
@@ -44,9 +44,10 @@ pub struct ReportSummary {
     pub passed: usize,
 }
 
-/// Reads the scenario outputs under `dir` and writes `dir/index.html` atomically.
-pub fn write_report(dir: &Path) -> Result<ReportSummary, ReportError> {
-    let folders = read_outputs(dir)?;
+/// Reads the scenario outputs under `dir` and writes `dir/index.html` atomically; `registry`
+/// gives each folder's kind its paper, claim and place on the page.
+pub fn write_report(dir: &Path, registry: &Registry) -> Result<ReportSummary, ReportError> {
+    let folders = read_outputs(dir, registry)?;
     let html = page::render(&folders);
     write_atomic(&dir.join(INDEX), html.as_bytes()).map_err(ReportError::Io)?;
     Ok(summarize(&folders))
@@ -63,6 +64,8 @@ struct Folder {
     figures: Vec<String>,
     /// CSV and JSON files.
     data: Vec<String>,
+    /// The folder's kind as registered, with its place in the registry (the page's order).
+    registered: Option<(usize, &'static dyn ScenarioKind)>,
 }
 
 enum Verdicts {
@@ -87,8 +90,7 @@ impl Folder {
         self.text("kind")
     }
     fn paper(&self) -> Option<&'static Paper> {
-        let kind = registry::find(self.kind()?)?;
-        crate::papers::paper(kind.paper())
+        crate::papers::paper(self.registered?.1.paper())
     }
     /// (passed, total), `None` when there is nothing to count.
     fn tally(&self) -> Option<(usize, usize)> {
@@ -113,7 +115,7 @@ impl Folder {
     }
 }
 
-fn read_outputs(dir: &Path) -> Result<Vec<Folder>, ReportError> {
+fn read_outputs(dir: &Path, registry: &Registry) -> Result<Vec<Folder>, ReportError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         ReportError::NoOutputs(format!(
             "{}: cannot read the output folder ({e}); write it with `attnflow run ... --out {}`",
@@ -133,7 +135,11 @@ fn read_outputs(dir: &Path) -> Result<Vec<Folder>, ReportError> {
         if name.starts_with('.') {
             continue;
         }
-        if let Some(folder) = read_folder(path, name)? {
+        if let Some(mut folder) = read_folder(path, name)? {
+            folder.registered = folder.kind().and_then(|k| {
+                let kinds = registry.kinds();
+                kinds.iter().position(|r| r.name() == k).map(|i| (i, kinds[i]))
+            });
             folders.push(folder);
         }
     }
@@ -222,6 +228,7 @@ fn read_folder(path: &Path, name: String) -> Result<Option<Folder>, ReportError>
         verdicts,
         figures,
         data,
+        registered: None,
     }))
 }
 
@@ -238,13 +245,7 @@ fn summarize(folders: &[Folder]) -> ReportSummary {
 /// The folders grouped by paper (in seed order, then those of unknown kinds), each group in the
 /// registry's order of kinds (the order of the README's tables), then by name.
 fn by_paper(folders: &[Folder]) -> Vec<(Option<&'static Paper>, Vec<&Folder>)> {
-    let kinds = registry::all();
-    let rank = |f: &Folder| {
-        let kind = f
-            .kind()
-            .and_then(|k| kinds.iter().position(|r| r.name() == k));
-        (kind.unwrap_or(usize::MAX), f.name.clone())
-    };
+    let rank = |f: &Folder| (f.registered.map_or(usize::MAX, |(i, _)| i), f.name.clone());
     let papers = PAPERS.iter().map(Some).chain(std::iter::once(None));
     papers
         .filter_map(|paper| {
@@ -311,7 +312,7 @@ mod tests {
     fn report_of_a_fake_folder_shows_failures_claims_and_missing_runs() {
         let tmp = tempfile::tempdir().unwrap();
         fake_outputs(tmp.path());
-        let summary = write_report(tmp.path()).unwrap();
+        let summary = write_report(tmp.path(), &Registry::builtin()).unwrap();
         assert_eq!(
             summary,
             ReportSummary {
@@ -334,7 +335,8 @@ mod tests {
         assert!(html.contains("<b>1/2 checks passed</b>"));
         // the paper, cited by title and authors, and the kind's claim
         assert!(html.contains("Towards analyzing self-attention via linear neural networks"));
-        let claim = registry::find("histogram.thm2-trajectory")
+        let claim = Registry::builtin()
+            .find("histogram.thm2-trajectory")
             .unwrap()
             .summary();
         assert!(html.contains(&format!("<p class=\"claim\">{}</p>", page::esc(claim))));
@@ -350,7 +352,7 @@ mod tests {
         assert!(html.contains("<summary>Parameters, seed 7, solver tsit45</summary>"));
         assert!(html.contains("<td>init.scale</td><td class=\"num\">0.001</td>"));
         // the same folder gives the same bytes
-        write_report(tmp.path()).unwrap();
+        write_report(tmp.path(), &Registry::builtin()).unwrap();
         assert_eq!(
             html,
             std::fs::read_to_string(tmp.path().join(INDEX)).unwrap()
@@ -360,10 +362,10 @@ mod tests {
     #[test]
     fn a_missing_or_empty_folder_is_refused_and_nothing_is_written() {
         let tmp = tempfile::tempdir().unwrap();
-        let missing = write_report(&tmp.path().join("nope"));
+        let missing = write_report(&tmp.path().join("nope"), &Registry::builtin());
         assert!(matches!(missing, Err(ReportError::NoOutputs(_))));
         std::fs::create_dir_all(tmp.path().join("unrelated")).unwrap();
-        let empty = write_report(tmp.path());
+        let empty = write_report(tmp.path(), &Registry::builtin());
         assert!(
             matches!(empty, Err(ReportError::NoOutputs(e)) if e.contains("no scenario outputs"))
         );

@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use super::{by_paper, summarize, Folder, Verdicts};
 use crate::papers::Paper;
-use crate::scenario::registry;
 use crate::scenario::report::{fmt_num, Check, Relation};
 
 const STYLE: &str = "
@@ -184,7 +183,7 @@ fn render_scenario(h: &mut String, f: &Folder) {
         );
     }
     let _ = writeln!(h, "<div class=\"meta\">{meta}</div>");
-    if let Some(k) = f.kind().and_then(registry::find) {
+    if let Some((_, k)) = f.registered {
         let _ = writeln!(h, "<p class=\"claim\">{}</p>", esc(k.summary()));
     }
     match &f.verdicts {

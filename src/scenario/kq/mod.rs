@@ -1,18 +1,18 @@
 //! Scenarios of seed 001 (separately trained key and query matrices, nuclear-norm bias;
 //! spec 001 §7).
 
-pub mod aligned_closed_form;
-pub mod aligned_random_init;
-pub mod assumption_validators;
-pub mod common;
+mod aligned_closed_form;
+mod aligned_random_init;
+mod assumption_validators;
+mod common;
 // seed-001 diagonal scenarios (wt-ka)
-pub mod diag_l1_vs_l2;
-pub mod early_linearization;
-pub mod full_common;
-pub mod full_nuclear_vs_frobenius;
-pub mod nuclear_svm;
-pub mod param_equivalence;
-pub mod svm_solvers;
+mod diag_l1_vs_l2;
+mod early_linearization;
+mod full_common;
+mod full_nuclear_vs_frobenius;
+mod nuclear_svm;
+mod param_equivalence;
+mod svm_solvers;
 
 use super::registry::ScenarioKind;
 

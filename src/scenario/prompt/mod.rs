@@ -1,24 +1,24 @@
 //! Scenarios of seed 002 (softmax conditioning of prompt attention; spec 002 §6–7).
 
 pub mod common;
-pub mod eq16_simplex_map;
+mod eq16_simplex_map;
 mod hessian_common;
-pub mod hessian_conditioning_vs_r;
-pub mod lemma1_softmax_jacobian;
-pub mod lemma2_pl_inequality;
-pub mod local_rate_vs_hessian;
+mod hessian_conditioning_vs_r;
+mod lemma1_softmax_jacobian;
+mod lemma2_pl_inequality;
+mod local_rate_vs_hessian;
 mod orth_common;
-pub mod prop1_value_scaling;
+mod prop1_value_scaling;
 mod simplex_common;
-pub mod spurious_sparse_minimum;
-pub mod stiffness_attention_flow;
-pub mod stiffness_two_token;
-pub mod thm1_linear_rate;
-pub mod thm2_condition_bound;
+mod spurious_sparse_minimum;
+mod stiffness_attention_flow;
+mod stiffness_two_token;
+mod thm1_linear_rate;
+mod thm2_condition_bound;
 mod thm2_condition_figure;
-pub mod thm2_linearization;
-pub mod training_run;
-pub mod two_token_closed_form;
+mod thm2_linearization;
+mod training_run;
+mod two_token_closed_form;
 
 use super::registry::ScenarioKind;
 

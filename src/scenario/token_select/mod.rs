@@ -1,28 +1,28 @@
 //! Scenarios of seed 003 (implicit bias of self-attention toward the W-SVM; spec 003 §7).
 
 mod arc_length;
-pub mod assumption_check;
-pub mod asymptotic_linearization;
+mod assumption_check;
+mod asymptotic_linearization;
 mod attention_common;
-pub mod common;
-pub mod fig2_fixed_decoder;
+mod common;
+mod fig2_fixed_decoder;
 mod fixed_common;
 mod fixed_linearization;
-pub mod flow_path_equivalence;
-pub mod gd_asymptotic;
-pub mod init_scale;
-pub mod joint_common;
+mod flow_path_equivalence;
+mod gd_asymptotic;
+mod init_scale;
+mod joint_common;
 mod joint_record;
-pub mod joint_training;
-pub mod ngd_fixed_decoder;
-pub mod polyak_step;
-pub mod softmax_sparsification;
-pub mod stable_numerics;
+mod joint_training;
+mod ngd_fixed_decoder;
+mod polyak_step;
+mod softmax_sparsification;
+mod stable_numerics;
 mod svm_common;
-pub mod tokens_bad_init;
-pub mod two_token_rates;
-pub mod usvm_kkt;
-pub mod wsvm_kkt;
+mod tokens_bad_init;
+mod two_token_rates;
+mod usvm_kkt;
+mod wsvm_kkt;
 
 use super::registry::ScenarioKind;
 

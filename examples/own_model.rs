@@ -197,10 +197,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let spectrum = symmetric_eigenvalues(&hessian(&model, &minimum.z)?.matrix)?;
     let kappa = conditioning(&spectrum, 1e-8)?;
+    let eigenvalues: Vec<String> = spectrum.iter().map(|v| format!("{v:.2e}")).collect();
     println!(
-        "minimum: ℓ = {:.1e}, ‖∇ℓ‖ = {:.1e}, Bᵀa = {recovered:.6?}, Hessian eigenvalues \
-         {spectrum:.3e?}, inertia {:?}, κ of the non-flat directions {:.2}",
-        minimum.loss, minimum.grad_norm, minimum.inertia, kappa.kappa_nonzero
+        "minimum: ℓ = {:.1e}, ‖∇ℓ‖ = {:.1e}, Bᵀa = {recovered:.6?}, Hessian eigenvalues [{}], \
+         inertia {:?}, κ of the non-flat directions {:.2}",
+        minimum.loss,
+        minimum.grad_norm,
+        eigenvalues.join(", "),
+        minimum.inertia,
+        kappa.kappa_nonzero
     );
     assert!(max_rel_err(&recovered, &beta) < 1e-8);
     assert_eq!(minimum.morse_index(), 0);

@@ -27,7 +27,10 @@ const CERTIFICATE_TOL: f64 = 1e-8;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `--data FILE`; other arguments (a test harness's) are ignored
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let file = args.iter().position(|a| a == "--data").and_then(|i| args.get(i + 1));
+    let file = args
+        .iter()
+        .position(|a| a == "--data")
+        .and_then(|i| args.get(i + 1));
     let problem = match file {
         Some(path) => read_token_problem(path.as_ref())?,
         None => TokenProblem::from_json(INLINE)?,
@@ -40,7 +43,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dual = solve_l2(&constraints, SvmMethod::Dual)?;
     let w = constraints.matrix(&dual.w);
     println!("W_mm = {w:.6}");
-    println!("‖W_mm‖_F = {:.9}, margin 1/‖W_mm‖_F = {:.9}", dual.norm, 1.0 / dual.norm);
+    println!(
+        "‖W_mm‖_F = {:.9}, margin 1/‖W_mm‖_F = {:.9}",
+        dual.norm,
+        1.0 / dual.norm
+    );
     println!(
         "support (αₖ > 0): {:?} of {} constraints",
         dual.support,
@@ -71,7 +78,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .zip(&primal.w)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0f64, f64::max);
-    println!("smallest margin {:.9}; dual and primal solutions differ by {gap:.1e}", m.min);
-    assert!(gap <= 1e-6 * dual.norm, "dual and primal solutions differ by {gap}");
+    println!(
+        "smallest margin {:.9}; dual and primal solutions differ by {gap:.1e}",
+        m.min
+    );
+    assert!(
+        gap <= 1e-6 * dual.norm,
+        "dual and primal solutions differ by {gap}"
+    );
     Ok(())
 }

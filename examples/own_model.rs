@@ -41,7 +41,9 @@ impl TwoLayer {
     /// bⱼᵀx for row j of B (stored after the h entries of a).
     fn hidden<T: DualNum<f64> + Copy>(&self, z: &[T], j: usize, x: &[f64]) -> T {
         let b = &z[self.h + j * self.d..self.h + (j + 1) * self.d];
-        b.iter().zip(x).fold(T::from(0.0), |s, (bk, xk)| s + *bk * *xk)
+        b.iter()
+            .zip(x)
+            .fold(T::from(0.0), |s, (bk, xk)| s + *bk * *xk)
     }
     /// The loss, written once for f64 and for the dual numbers of the AD check.
     fn loss_of<T: DualNum<f64> + Copy>(&self, z: &[T]) -> T {
@@ -128,7 +130,10 @@ fn ad_grad_hvp(model: &TwoLayer, z: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f64>) {
 
 fn max_rel_err(a: &[f64], b: &[f64]) -> f64 {
     let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
+    a.iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+        / scale
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -145,23 +150,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let (d, h, count) = (3, 2, 40);
     let beta = [1.0, -2.0, 0.5];
-    let x: Vec<f64> = (0..count * d).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let x: Vec<f64> = (0..count * d)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
     let y: Vec<f64> = (0..count)
         .map(|n| (0..d).map(|k| beta[k] * x[n * d + k]).sum())
         .collect();
     let model = TwoLayer { x, y, d, h };
-    let z0: Vec<f64> = (0..model.dim()).map(|_| 0.1 * rng.random_range(-1.0..1.0)).collect();
+    let z0: Vec<f64> = (0..model.dim())
+        .map(|_| 0.1 * rng.random_range(-1.0..1.0))
+        .collect();
 
     // 1–2. exact derivatives, checked against forward-mode AD at a random point
-    let probe: Vec<f64> = (0..model.dim()).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let v: Vec<f64> = (0..model.dim()).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let probe: Vec<f64> = (0..model.dim())
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let v: Vec<f64> = (0..model.dim())
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
     let (ad_grad, ad_hvp) = ad_grad_hvp(&model, &probe, &v);
     let mut grad = vec![0.0; model.dim()];
     let mut hv = vec![0.0; model.dim()];
     model.grad(&probe, &mut grad);
     model.hvp(&probe, &v, &mut hv);
     let (grad_err, hvp_err) = (max_rel_err(&grad, &ad_grad), max_rel_err(&hv, &ad_hvp));
-    println!("gradient vs AD: relative error {grad_err:.1e}; Hessian-vector product: {hvp_err:.1e}");
+    println!(
+        "gradient vs AD: relative error {grad_err:.1e}; Hessian-vector product: {hvp_err:.1e}"
+    );
     assert!(grad_err < 1e-12 && hvp_err < 1e-12);
 
     // 3. the gradient flow, implicit and explicit
@@ -187,13 +202,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         runs.push((method, traj));
     }
     let (end_bdf, end_tsit) = (runs[0].1.last_state(), runs[1].1.last_state());
-    assert!(max_rel_err(end_bdf, end_tsit) < 1e-6, "the two integrators disagree");
+    assert!(
+        max_rel_err(end_bdf, end_tsit) < 1e-6,
+        "the two integrators disagree"
+    );
 
     // 4. the flow's end point polished to a minimum: the product Bᵀa recovers β*, and the
     // Hessian has d positive eigenvalues and h(1 + d) − d zero modes (the minimizer manifold)
     let minimum = find_stationary(&model, end_bdf, &NewtonOptions::new(Target::Minimum))?;
     let recovered: Vec<f64> = (0..d)
-        .map(|k| (0..h).map(|j| minimum.z[j] * minimum.z[h + j * d + k]).sum())
+        .map(|k| {
+            (0..h)
+                .map(|j| minimum.z[j] * minimum.z[h + j * d + k])
+                .sum()
+        })
         .collect();
     let spectrum = symmetric_eigenvalues(&hessian(&model, &minimum.z)?.matrix)?;
     let kappa = conditioning(&spectrum, 1e-8)?;
@@ -212,7 +234,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(minimum.inertia.positive, d);
     assert_eq!(minimum.inertia.zero, model.dim() - d);
     // the origin is a saddle: one descent direction per hidden unit
-    let origin = find_stationary(&model, &vec![1e-3; model.dim()], &NewtonOptions::new(Target::Any))?;
+    let origin = find_stationary(
+        &model,
+        &vec![1e-3; model.dim()],
+        &NewtonOptions::new(Target::Any),
+    )?;
     println!(
         "saddle near the origin: ‖z‖ = {:.1e}, ℓ = {:.3}, inertia {:?}",
         attnflow::flow::norm(&origin.z),
@@ -224,7 +250,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 5. the loss along both integrations
     let mut panel = LinePanel::new("Two-layer linear network", "t", "loss").log_y();
     for (i, (method, traj)) in runs.iter().enumerate() {
-        panel = panel.series(Series::numerics(method.name(), traj.t.clone(), traj.loss.clone()).color(i));
+        panel = panel
+            .series(Series::numerics(method.name(), traj.t.clone(), traj.loss.clone()).color(i));
     }
     std::fs::create_dir_all(&out_dir)?;
     let path = out_dir.join("own_model.svg");

@@ -406,9 +406,18 @@ fn list_families(registry: &Registry, dir: &Path) -> i32 {
     for (family, kind) in families {
         let file = flow_scenario(registry, family, dir).map_or_else(
             |_| "(no scenario file)".to_string(),
-            |p| p.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+            |p| {
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            },
         );
-        sayln!("{family:<16} {:<4} {file:<28} {}", kind.paper(), kind.summary());
+        sayln!(
+            "{family:<16} {:<4} {file:<28} {}",
+            kind.paper(),
+            kind.summary()
+        );
     }
     0
 }
@@ -458,7 +467,9 @@ fn flow_scenario(registry: &Registry, family: &str, dir: &Path) -> Result<PathBu
         _ => Err(InputError::new(
             dir,
             "(family)",
-            format!("several scenario files of kind `{kind}`: {found:?}; run one with `attnflow run`"),
+            format!(
+                "several scenario files of kind `{kind}`: {found:?}; run one with `attnflow run`"
+            ),
         )),
     }
 }

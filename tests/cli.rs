@@ -202,7 +202,10 @@ fn the_flow_subcommand_lists_its_families_and_refuses_an_unknown_one() {
     let o = attnflow(&["flow", "no-such-family", "--out", "o"], tmp.path());
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("unknown model family `no-such-family`"), "{err}");
+    assert!(
+        err.contains("unknown model family `no-such-family`"),
+        "{err}"
+    );
     for f in &families {
         assert!(err.contains(f.as_str()), "`{f}` not listed in: {err}");
     }

@@ -86,7 +86,11 @@ impl Family for Quad {
     fn summary(&self) -> &'static str {
         "a separable quadratic (a downstream crate's family)"
     }
-    fn default_instance(&self, _sc: &Scenario, _options: &toml::Table) -> Result<Arrays, InputError> {
+    fn default_instance(
+        &self,
+        _sc: &Scenario,
+        _options: &toml::Table,
+    ) -> Result<Arrays, InputError> {
         Ok(Quadratic {
             lambda: vec![1.0, 0.1, 3.0],
             c: vec![1.0, -2.0, 0.5],
@@ -144,7 +148,13 @@ fn mine(args: &[&str], cwd: &Path) -> Output {
     all.push("--dir".into());
     all.push(cwd.join("scenarios").display().to_string());
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "downstream_cli", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "downstream_cli",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env("OWN_KIND_ARGS", all.join("\u{1f}"))
         .current_dir(cwd)
         .output()
@@ -171,7 +181,12 @@ fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
-        .map(|e| (PathBuf::from(e.file_name()), std::fs::read(e.path()).unwrap()))
+        .map(|e| {
+            (
+                PathBuf::from(e.file_name()),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
         .collect();
     v.sort();
     v
@@ -189,23 +204,46 @@ fn a_downstream_family_runs_through_the_flow_subcommand_like_run_with_overrides(
     let o = mine(&["flow", "--list"], cwd);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let listed = text(&o.stdout);
-    assert!(listed.contains("quad") && listed.contains("flow-quad.toml"), "{listed}");
+    assert!(
+        listed.contains("quad") && listed.contains("flow-quad.toml"),
+        "{listed}"
+    );
 
     let o = mine(
-        &["flow", "quad", "--data", &data, "--t-end", "8", "--method", "tsit45", "--out", "a"],
+        &[
+            "flow", "quad", "--data", &data, "--t-end", "8", "--method", "tsit45", "--out", "a",
+        ],
         cwd,
     );
-    assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
     let o = mine(
         &[
-            "run", "flow-quad", "--set", &format!("data_file={data}"), "--set", "t_end=8",
-            "--solver", "tsit45", "--out", "b",
+            "run",
+            "flow-quad",
+            "--set",
+            &format!("data_file={data}"),
+            "--set",
+            "t_end=8",
+            "--solver",
+            "tsit45",
+            "--out",
+            "b",
         ],
         cwd,
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let (a, b) = (cwd.join("a/flow-quad"), cwd.join("b/flow-quad"));
-    assert_eq!(files(&a), files(&b), "`flow` and `run --set` wrote different bytes");
+    assert_eq!(
+        files(&a),
+        files(&b),
+        "`flow` and `run --set` wrote different bytes"
+    );
 
     // the run used the file's instance: w − c = −c e^{−λt}, so ℓ(T) = ½ Σ λᵢ cᵢ² e^{−2λᵢT}
     let params: serde_json::Value =
@@ -224,16 +262,25 @@ fn a_downstream_family_runs_through_the_flow_subcommand_like_run_with_overrides(
     // a discrete optimizer through the same options
     let o = mine(
         &[
-            "flow", "quad", "--data", &data, "--optimizer", "gd", "--eta", "0.1", "--steps", "50",
-            "--out", "c",
+            "flow",
+            "quad",
+            "--data",
+            &data,
+            "--optimizer",
+            "gd",
+            "--eta",
+            "0.1",
+            "--steps",
+            "50",
+            "--out",
+            "c",
         ],
         cwd,
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let params: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(cwd.join("c/flow-quad/params.json")).unwrap(),
-    )
-    .unwrap();
+    let params: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cwd.join("c/flow-quad/params.json")).unwrap())
+            .unwrap();
     assert_eq!(params["params"]["optimizer"], "gd");
     assert_eq!(params["params"]["steps"], 50);
 }
@@ -252,7 +299,10 @@ fn the_flow_subcommand_refuses_bad_input() {
         }
         assert!(!cwd.join("out").exists(), "{args:?} wrote outputs");
     };
-    refused(&["flow", "nosuch"], &["unknown model family `nosuch`", "known: quad"]);
+    refused(
+        &["flow", "nosuch"],
+        &["unknown model family `nosuch`", "known: quad"],
+    );
     refused(&["flow"], &["<FAMILY>"]);
     refused(&["flow", "quad", "--clock", "sideways"], &["sideways"]);
     refused(&["flow", "quad", "--t-end", "soon"], &["soon"]);
@@ -273,7 +323,14 @@ fn the_flow_subcommand_refuses_bad_input() {
         &["short.json", "c", "expected shape"],
     );
     refused(
-        &["flow", "quad", "--data", data.to_str().unwrap(), "--optimizer", "gd"],
+        &[
+            "flow",
+            "quad",
+            "--data",
+            data.to_str().unwrap(),
+            "--optimizer",
+            "gd",
+        ],
         &["params.eta"],
     );
     // a family without its scenario file

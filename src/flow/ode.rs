@@ -412,9 +412,15 @@ where
                 .map_err(|e| fail(*t_root, e.to_string()))?;
         }
         if stop {
-            if let (OdeSolverStopReason::RootFound(t_root, index), Some(true)) = (&reason, terminal) {
+            if let (OdeSolverStopReason::RootFound(t_root, index), Some(true)) = (&reason, terminal)
+            {
                 if traj.last_t() < *t_root {
-                    let z = traj.events.last().expect("the root was recorded").state.clone();
+                    let z = traj
+                        .events
+                        .last()
+                        .expect("the root was recorded")
+                        .state
+                        .clone();
                     traj.push(*t_root, &z);
                 }
                 traj.stop = StopReason::Event {
@@ -541,7 +547,13 @@ mod tests {
             if terminal {
                 assert_eq!(tr.events.len(), 1);
                 assert!((tr.last_t() - first.t).abs() < 1e-14);
-                assert_eq!(tr.stop, StopReason::Event { index: 0, t: first.t });
+                assert_eq!(
+                    tr.stop,
+                    StopReason::Event {
+                        index: 0,
+                        t: first.t
+                    }
+                );
             } else {
                 // zeros at π/4 + kπ/2 below 5: k = 0..=2
                 assert_eq!(tr.events.len(), 3, "{:?}", tr.events);

@@ -623,7 +623,11 @@ pub fn merge_with(
                     InputError::new(
                         &Plan::path(&child),
                         "kind",
-                        format!("unknown kind `{}` (known: {})", plan.kind, registry.names().join(", ")),
+                        format!(
+                            "unknown kind `{}` (known: {})",
+                            plan.kind,
+                            registry.names().join(", ")
+                        ),
                     )
                 })?;
                 match sweeps.get_mut(&name) {

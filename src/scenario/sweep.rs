@@ -39,8 +39,8 @@ use serde_json::json;
 
 use super::output::{csv_text, write_atomic};
 use super::reduce::{SweepRun, SweepRuns};
-use super::report::{Cell, Check, Report, Table};
 use super::registry::ScenarioKind;
+use super::report::{Cell, Check, Report, Table};
 use super::{InputError, Scenario};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, Series};
 

@@ -9,9 +9,13 @@ use crate::analysis::svm::{
     RankOneConstraints, SvmError, SvmMethod, VectorConstraints,
 };
 use crate::attention::Instance;
+use std::path::Path;
+
+use crate::instance::kq::KqData;
+use crate::instance::Arrays;
 use crate::models::kq::generators::{first_valid, RandomA2, RandomA4};
 use crate::models::kq::toys;
-use crate::scenario::{RunContext, RunError};
+use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
 /// Random stream of the data (random datasets).
 pub const DATA_STREAM: u64 = 0;
@@ -53,7 +57,12 @@ pub fn data_label(name: DataName) -> String {
 
 /// Builds the named dataset (the scenario seed's data stream feeds the random ones).
 pub fn build_instance(name: DataName, ctx: &RunContext) -> Result<Instance, RunError> {
-    let mut rng = ctx.rng(DATA_STREAM);
+    named_instance(name, ctx.scenario)
+}
+
+/// [`build_instance`] while a scenario is prepared (before any run context exists).
+pub fn named_instance(name: DataName, sc: &Scenario) -> Result<Instance, RunError> {
+    let mut rng = sc.rng(DATA_STREAM);
     let drawn = match name {
         DataName::Toy1 => return Ok(toys::toy1()),
         DataName::Toy2b => return Ok(toys::toy2b()),
@@ -67,6 +76,56 @@ pub fn build_instance(name: DataName, ctx: &RunContext) -> Result<Instance, RunE
     drawn
         .map(|(inst, _, _)| inst)
         .map_err(|e| RunError::Other(format!("generating {}: {e}", data_label(name))))
+}
+
+/// The label of user data in check names and tables (fixed, so a run's `instance.npz` fed back
+/// reproduces it byte for byte).
+pub const USER_LABEL: &str = "data_file";
+
+/// The user's data (`params.data_file`, the seed-001 layout of [`crate::instance::kq`]),
+/// refused unless a W separates its optimal tokens — A1, or A1-diag (a diagonal W) when
+/// `diagonal`: the max-margin solutions the theorems name exist only then.
+pub fn user_data(sc: &Scenario, path: &Path, diagonal: bool) -> Result<Instance, InputError> {
+    let data: KqData = sc.read_instance("data_file", path)?;
+    let inst = data.instance;
+    let feasible = RankOneConstraints::w_svm(&inst.data.view(), &inst.opt).and_then(|c| {
+        if diagonal {
+            solve_l1(&c.diagonal()?).map(|_| ())
+        } else {
+            solve_l2(&c, SvmMethod::Dual).map(|_| ())
+        }
+    });
+    let (assumption, what) = if diagonal {
+        ("A1-diag", "diagonal W")
+    } else {
+        ("A1", "W")
+    };
+    match feasible {
+        Ok(()) => Ok(inst),
+        Err(e) => Err(InputError::new(
+            &sc.input_path("data_file", path),
+            "X",
+            format!(
+                "{assumption} fails: no {what} separates the optimal tokens ({e}) (file given by \
+                 params.data_file)"
+            ),
+        )),
+    }
+}
+
+/// The `instance.npz` of a run over several datasets: one dataset's arrays as they are (so the
+/// file feeds back as `data_file`), several under `<dataset>_` (e.g. `toy2b_X`).
+pub fn run_instance(datasets: Vec<(String, Arrays)>) -> Arrays {
+    match <[_; 1]>::try_from(datasets) {
+        Ok([(_, one)]) => one,
+        Err(several) => {
+            let mut all = Arrays::new();
+            for (label, arrays) in several {
+                all.merge_prefixed(&format!("{label}_"), arrays);
+            }
+            all
+        }
+    }
 }
 
 /// The max-margin programs of spec §3 on one constraint set, each certified.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::full_common::BUILT_IN_D;
 use crate::flow::{integrate, Method, OdeConfig, SolverStats, Trajectory, VectorField};
 use crate::models::kq::diagonal::{
-    init5, wpm_matched, DiagonalLoss, Factored, Factorization, KeyQuery, PlusMinus, ReducedKq,
+    factored_state, init5, wpm_matched, DiagonalLoss, Factored, Factorization, KeyQuery, PlusMinus, ReducedKq,
 };
 use crate::models::kq::log_time::{t_of, tau_of, LogTimeDescent};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
@@ -119,8 +119,8 @@ fn factored<P: Factorization>(
     taus: &[f64],
     cfg: &OdeConfig,
 ) -> Result<Run, RunError> {
-    let flow = Factored::<P>::new(loss);
-    let z0 = Factored::<P>::state(a, c);
+    let flow = Factored::<P, _>::new(loss);
+    let z0 = factored_state(a, c);
     let tr = integrate_tau(&LogTimeDescent(&flow), &z0, taus, cfg, P::NAME)?;
     let d = a.len();
     let inv0: Vec<f64> = (0..d).map(|j| P::invariant(a[j], c[j])).collect();

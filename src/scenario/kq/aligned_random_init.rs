@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::NuclearSettings;
 use crate::flow::{Method, OdeConfig};
-use crate::models::kq::assumptions::{a4_report, alignment_frames};
+use crate::models::kq::assumptions::alignment_frames;
 use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
@@ -17,7 +17,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::instance_svms;
+use super::common::{instance_svms, require_a4};
 use super::full_common::{
     full_flow_cost, run_log_time, tau_grid, tau_grid_len, DirectionSample,
     FlowRunParams,
@@ -37,26 +37,10 @@ pub struct Checks {
     pub balance_drift_tol: f64,
 }
 
-/// A4 on a user's data: this scenario's theory (spec §6 items 10–11) is about aligned data.
-const A4_TOL: f64 = 1e-9;
-
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     p.validate(sc)?;
     if let Some(path) = &p.data_file {
-        let inputs = p.inputs(sc)?;
-        let a4 = a4_report(&inputs.inst);
-        if !a4.holds(A4_TOL) || inputs.inst.data.d < 2 {
-            return Err(InputError::new(
-                &sc.input_path("data_file", path),
-                "X",
-                format!(
-                    "A4 fails (odd tokens {}, orthogonality residual {:.3e}, alignment residual \
-                     {:.3e}, tolerance {A4_TOL:e}; d ≥ 2 needed): the aligned limits of this \
-                     scenario need aligned data (file given by params.data_file)",
-                    a4.odd_tokens, a4.orthogonality, a4.alignment
-                ),
-            ));
-        }
+        require_a4(sc, path, &p.inputs(sc)?.inst)?;
     }
     sc.require_positive(&[
         ("checks.nuclear_gap_tol", c.nuclear_gap_tol),

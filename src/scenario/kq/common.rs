@@ -13,6 +13,7 @@ use std::path::Path;
 
 use crate::instance::kq::KqData;
 use crate::instance::Arrays;
+use crate::models::kq::assumptions::a4_report;
 use crate::models::kq::generators::{first_valid, RandomA2, RandomA4};
 use crate::models::kq::toys;
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
@@ -111,6 +112,28 @@ pub fn user_data(sc: &Scenario, path: &Path, diagonal: bool) -> Result<Instance,
             ),
         )),
     }
+}
+
+/// Residual tolerance of A4 on a user's data (exact alignment is rare in floating point).
+const A4_TOL: f64 = 1e-9;
+
+/// Refuses a user's data (`params.data_file` = `path`) on which A4 fails: the aligned
+/// scenarios' theory (Lemma 5.1, Thm 5.1, spec §6 items 10–11) is about aligned data.
+pub fn require_a4(sc: &Scenario, path: &Path, inst: &Instance) -> Result<(), InputError> {
+    let a4 = a4_report(inst);
+    if a4.holds(A4_TOL) && inst.data.d >= 2 {
+        return Ok(());
+    }
+    Err(InputError::new(
+        &sc.input_path("data_file", path),
+        "X",
+        format!(
+            "A4 fails (odd token count {}, orthogonality residual {:.3e}, alignment residual \
+             {:.3e}, pairing residual {:.3e}, tolerance {A4_TOL:e}; d ≥ 2 needed): this scenario's \
+             closed forms need aligned data (file given by params.data_file)",
+            a4.odd_tokens, a4.orthogonality, a4.alignment, a4.pairing
+        ),
+    ))
 }
 
 /// The `instance.npz` of a run over several datasets: one dataset's arrays as they are (so the

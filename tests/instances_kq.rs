@@ -89,7 +89,11 @@ fn series(dir: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
         }
     }
     let rows = lines
-        .map(|l| l.split(',').map(|x| x.parse().unwrap_or(f64::NAN)).collect())
+        .map(|l| {
+            l.split(',')
+                .map(|x| x.parse().unwrap_or(f64::NAN))
+                .collect()
+        })
         .collect();
     (header, rows)
 }
@@ -123,12 +127,19 @@ fn full_flow_on_a_file_written_from_scratch_matches_hand_computations() {
     let (h, rows) = series(&tmp.path().join("o/flow-kq"));
     let w0 = [[0.3 * 0.2, 0.3 * -0.1], [0.3 * 0.1, 0.3 * 0.4]];
     let loss0 = rows[0][column(&h, "loss")];
-    assert!(close(loss0, excess_loss(w0), 1e-12), "{loss0} vs {}", excess_loss(w0));
+    assert!(
+        close(loss0, excess_loss(w0), 1e-12),
+        "{loss0} vs {}",
+        excess_loss(w0)
+    );
     // one constraint: both W-SVMs are A/‖A‖², the direction of A = (3, −0.5)ᵀ(1, 0.5)
     let a_mat = [3.0 * 1.0, 3.0 * 0.5, -0.5 * 1.0, -0.5 * 0.5];
     let w0_flat = [w0[0][0], w0[0][1], w0[1][0], w0[1][1]];
     let want = one_minus_cos(&w0_flat, &a_mat);
-    for name in ["one_minus_cos nuclear-norm SVM", "one_minus_cos Frobenius W-SVM"] {
+    for name in [
+        "one_minus_cos nuclear-norm SVM",
+        "one_minus_cos Frobenius W-SVM",
+    ] {
         let got = rows[0][column(&h, name)];
         assert!(close(got, want, 1e-7), "{name}: {got} vs {want}");
     }
@@ -170,7 +181,11 @@ fn diagonal_flow_and_diag_l1_vs_l2_on_a_file_find_the_hand_l1_solution() {
     let want = one_minus_cos(&beta0, &[3.0, -0.25]);
     assert!(close(got, want, 1e-7), "{got} vs {want}");
     // the conserved ξ_k² − ξ_q², coordinate 1: 0.01 − 0.09
-    assert!(close(rows[0][column(&h, "xi_k^2 - xi_q^2[1]")], 0.01 - 0.09, 1e-12));
+    assert!(close(
+        rows[0][column(&h, "xi_k^2 - xi_q^2[1]")],
+        0.01 - 0.09,
+        1e-12
+    ));
 
     // Theorem 4.1's scenario on the same file (init (5) at its ω₀): β̂ = β/µ → β*₁ = (1/3, 0)
     let o = run(
@@ -215,12 +230,20 @@ fn round_trip(scenario: &str, file: &Path, init: bool, extra: &[String]) {
     let o = run(scenario, "a", &sets(file), tmp.path());
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let first = tmp.path().join("a").join(scenario);
-    let o = run(scenario, "b", &sets(&first.join("instance.npz")), tmp.path());
+    let o = run(
+        scenario,
+        "b",
+        &sets(&first.join("instance.npz")),
+        tmp.path(),
+    );
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let second = tmp.path().join("b").join(scenario);
     for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
         let (x, y) = (std::fs::read(first.join(f)), std::fs::read(second.join(f)));
-        assert!(x.is_ok() && x.ok() == y.ok(), "{scenario}: {f} differs after the round trip");
+        assert!(
+            x.is_ok() && x.ok() == y.ok(),
+            "{scenario}: {f} differs after the round trip"
+        );
     }
 }
 
@@ -233,11 +256,17 @@ fn instance_files_round_trip_byte_for_byte() {
     let full = write(tmp.path(), "full.npz", &full);
     round_trip("flow-kq", &full, false, &[]);
     round_trip("full-nuclear-vs-frobenius", &full, true, &[]);
+    round_trip("early-linearization", &full, true, &[]);
     let mut diag = data();
     diag.insert("xi_k", Array::matrix(1, 2, vec![0.2, 0.1]))
         .insert("xi_q", Array::matrix(1, 2, vec![0.0, 0.0]));
     let diag = write(tmp.path(), "diag.npz", &diag);
-    round_trip("diag-l1-vs-l2", &diag, true, &["checks.kq_l1_distance=[5e-4]".into()]);
+    round_trip(
+        "diag-l1-vs-l2",
+        &diag,
+        true,
+        &["checks.kq_l1_distance=[5e-4]".into()],
+    );
     round_trip("nuclear-svm", &full, false, &[]);
 }
 
@@ -253,7 +282,10 @@ fn refused(scenario: &str, a: &Arrays, extra: &[&str], key: &str, reason: &str) 
     for want in ["bad.npz", key, reason] {
         assert!(err.contains(want), "{scenario}: `{want}` missing in: {err}");
     }
-    assert!(!tmp.path().join("o").exists(), "{scenario}: output written on bad input");
+    assert!(
+        !tmp.path().join("o").exists(),
+        "{scenario}: output written on bad input"
+    );
 }
 
 #[test]
@@ -272,7 +304,13 @@ fn bad_instance_files_are_refused() {
     let mut a = with_init(data());
     a.insert("X", Array::new(&[1, 2, 2], vec![2.0, 0.5, f64::NAN, 1.0]));
     refused("flow-kq", &a, &[], "X[0, 1, 0]", "not finite");
-    refused("full-nuclear-vs-frobenius", &a, &[], "X[0, 1, 0]", "not finite");
+    refused(
+        "full-nuclear-vs-frobenius",
+        &a,
+        &[],
+        "X[0, 1, 0]",
+        "not finite",
+    );
     // a tie for the optimal token (Def. 3.1)
     let mut a = with_init(data());
     a.insert("u", Array::vector(&[0.0, 0.0]));
@@ -288,6 +326,14 @@ fn bad_instance_files_are_refused() {
     refused("flow-kq", &a, &[], "X", "A1 fails");
     refused("nuclear-svm", &a, &[], "X", "A1 fails");
     refused("diag-l1-vs-l2", &a, &[], "X", "A1-diag fails");
+    // separable but not aligned (A4): the aligned scenarios refuse it
+    refused(
+        "aligned-random-init",
+        &with_init(data()),
+        &[],
+        "X",
+        "A4 fails",
+    );
     // an initial state of another parametrization
     refused(
         "flow-kq",

@@ -48,7 +48,10 @@ impl InstanceFile for KqData {
     const ARRAYS: &'static [(&'static str, &'static str)] = &[
         ("X", "tokens, (n, T, d), T ≥ 2"),
         ("y", "labels ±1, (n,)"),
-        ("u", "decoder (value vector) v, (d,); every sequence needs a unique optimal token"),
+        (
+            "u",
+            "decoder (value vector) v, (d,); every sequence needs a unique optimal token",
+        ),
         ("z", "queries, (n, d); optional (default: the first tokens)"),
     ];
 
@@ -60,14 +63,19 @@ impl InstanceFile for KqData {
         if n == 0 || t < 2 || d == 0 {
             return Err(InstanceError::new(
                 "X",
-                format!("need n ≥ 1 sequences of T ≥ 2 tokens of d ≥ 1 coordinates, got shape {:?}", x.shape),
+                format!(
+                    "need n ≥ 1 sequences of T ≥ 2 tokens of d ≥ 1 coordinates, got shape {:?}",
+                    x.shape
+                ),
             ));
         }
         let y = a.labels("y", Some(n))?.to_vec();
         let u = a.vector("u", Some(d))?.to_vec();
         let queries = match a.get("z") {
             Some(_) => a.shaped("z", &[Some(n), Some(d)])?.data.clone(),
-            None => (0..n).flat_map(|i| x.data[i * t * d..i * t * d + d].to_vec()).collect(),
+            None => (0..n)
+                .flat_map(|i| x.data[i * t * d..i * t * d + d].to_vec())
+                .collect(),
         };
         let data = TokenData::with_queries(n, t, d, x.data.clone(), y, queries)
             .map_err(|e| InstanceError::new("X", e.to_string()))?;
@@ -145,11 +153,20 @@ impl KqInit {
 
 impl InstanceFile for KqInit {
     const ARRAYS: &'static [(&'static str, &'static str)] = &[
-        ("K0", "initial key matrix, (d, d_e) — full parametrization, with Q0"),
+        (
+            "K0",
+            "initial key matrix, (d, d_e) — full parametrization, with Q0",
+        ),
         ("Q0", "initial query matrix, (d, d_e)"),
-        ("xi_k", "initial key diagonal, (d,) — diagonal parametrization, with xi_q"),
+        (
+            "xi_k",
+            "initial key diagonal, (d,) — diagonal parametrization, with xi_q",
+        ),
         ("xi_q", "initial query diagonal, (d,)"),
-        ("W0", "initial combined matrix W = KQᵀ, (d, d) — the W parametrization"),
+        (
+            "W0",
+            "initial combined matrix W = KQᵀ, (d, d) — the W parametrization",
+        ),
     ];
 
     /// Exactly one of the three states (K0 and Q0, xi_k and xi_q, or W0) must be present.
@@ -165,7 +182,10 @@ impl InstanceFile for KqInit {
                 let k = a.shaped("K0", &[None, None])?;
                 let q = a.shaped("Q0", &[Some(k.shape[0]), Some(k.shape[1])])?;
                 if k.shape[0] == 0 || k.shape[1] == 0 {
-                    return Err(InstanceError::new("K0", "needs d ≥ 1 rows and d_e ≥ 1 columns"));
+                    return Err(InstanceError::new(
+                        "K0",
+                        "needs d ≥ 1 rows and d_e ≥ 1 columns",
+                    ));
                 }
                 let m = |x: &Array| DMatrix::from_row_slice(x.shape[0], x.shape[1], &x.data);
                 KqInit::Full { k: m(k), q: m(q) }
@@ -306,14 +326,20 @@ impl InstanceFile for FullInits {
             _ => {
                 return Err(InstanceError::new(
                     "K0",
-                    format!("expected shape (runs, d, d_e) or (d, d_e), got {:?}", k.shape),
+                    format!(
+                        "expected shape (runs, d, d_e) or (d, d_e), got {:?}",
+                        k.shape
+                    ),
                 ))
             }
         };
         if runs == 0 || d == 0 || de == 0 {
             return Err(InstanceError::new(
                 "K0",
-                format!("needs at least one (d ≥ 1) × (d_e ≥ 1) matrix, got shape {:?}", k.shape),
+                format!(
+                    "needs at least one (d ≥ 1) × (d_e ≥ 1) matrix, got shape {:?}",
+                    k.shape
+                ),
             ));
         }
         let expected: Vec<Option<usize>> = k.shape.iter().map(|&n| Some(n)).collect();

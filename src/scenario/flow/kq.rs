@@ -122,7 +122,9 @@ impl Family for Kq {
         }
         let mut rng = sc.rng(FIRST_FREE_STREAM);
         let mut gaussian = |rows: usize, cols: usize| {
-            DMatrix::from_fn(rows, cols, |_, _| o.init_scale * rng.sample::<f64, _>(StandardNormal))
+            DMatrix::from_fn(rows, cols, |_, _| {
+                o.init_scale * rng.sample::<f64, _>(StandardNormal)
+            })
         };
         let init = match o.parametrization {
             Parametrization::Full => KqInit::Full {
@@ -177,7 +179,8 @@ impl Family for Kq {
         }
         let inst = &data.instance;
         let bad = |e: &dyn std::fmt::Display| InstanceError::new("X", e.to_string());
-        let constraints = RankOneConstraints::w_svm(&inst.data.view(), &inst.opt).map_err(|e| bad(&e))?;
+        let constraints =
+            RankOneConstraints::w_svm(&inst.data.view(), &inst.opt).map_err(|e| bad(&e))?;
         let z0: Vec<f64>;
         let margins = match &init {
             KqInit::Diagonal { xi_k, xi_q } => {
@@ -188,13 +191,26 @@ impl Family for Kq {
             }
             KqInit::Full { k, q } => {
                 // the state is [vec_row K; vec_row Q]
-                z0 = k.transpose().iter().chain(q.transpose().iter()).copied().collect();
-                separable(solve_l2(&constraints, SvmMethod::Dual).map(|_| ()), "A1", "W")?;
+                z0 = k
+                    .transpose()
+                    .iter()
+                    .chain(q.transpose().iter())
+                    .copied()
+                    .collect();
+                separable(
+                    solve_l2(&constraints, SvmMethod::Dual).map(|_| ()),
+                    "A1",
+                    "W",
+                )?;
                 Margins::Full(constraints)
             }
             KqInit::Combined { w } => {
                 z0 = w.as_slice().to_vec();
-                separable(solve_l2(&constraints, SvmMethod::Dual).map(|_| ()), "A1", "W")?;
+                separable(
+                    solve_l2(&constraints, SvmMethod::Dual).map(|_| ()),
+                    "A1",
+                    "W",
+                )?;
                 Margins::Full(constraints)
             }
         };
@@ -203,7 +219,9 @@ impl Family for Kq {
                 .map_err(|e| bad(&e))
         };
         let model = match &init {
-            KqInit::Full { k, .. } => Model::Full(FullKq::from_model(fixed()?, k.ncols()).map_err(|e| bad(&e))?),
+            KqInit::Full { k, .. } => {
+                Model::Full(FullKq::from_model(fixed()?, k.ncols()).map_err(|e| bad(&e))?)
+            }
             KqInit::Diagonal { .. } => {
                 Model::Diagonal(Factored::new(DiagonalLoss::new(inst).map_err(|e| bad(&e))?))
             }
@@ -349,7 +367,8 @@ impl FlowModel for KqFlow {
         match &self.margins {
             Margins::Full(c) => {
                 let frob = solve_l2(c, SvmMethod::Dual).map_err(|e| e.to_string())?;
-                let nuc = solve_nuclear(c, &NuclearSettings::default()).map_err(|e| e.to_string())?;
+                let nuc =
+                    solve_nuclear(c, &NuclearSettings::default()).map_err(|e| e.to_string())?;
                 let k = &nuc.kkt;
                 // weak duality: a feasible W and dual-feasible λ with equal objectives are optimal
                 let nuclear_certificate = vec![
@@ -359,8 +378,16 @@ impl FlowModel for KqFlow {
                     ("duality gap".into(), k.duality_gap),
                 ];
                 Ok(vec![
-                    mm("nuclear-norm SVM", DMatrix::from_column_slice(d, d, &nuc.w), nuclear_certificate),
-                    mm("Frobenius W-SVM", DMatrix::from_column_slice(d, d, &frob.w), l2_certificate(&frob.kkt)),
+                    mm(
+                        "nuclear-norm SVM",
+                        DMatrix::from_column_slice(d, d, &nuc.w),
+                        nuclear_certificate,
+                    ),
+                    mm(
+                        "Frobenius W-SVM",
+                        DMatrix::from_column_slice(d, d, &frob.w),
+                        l2_certificate(&frob.kkt),
+                    ),
                 ])
             }
             Margins::Diagonal(c) => {

@@ -27,13 +27,13 @@ use super::common::{
     data_label, instance_svms, named_instance, require_a4, user_data, DataName, FIRST_FREE_STREAM,
     USER_LABEL,
 };
-use crate::attention::Instance;
-use crate::instance::kq::KqData;
-use crate::instance::InstanceFile;
 use super::full_common::{
     frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid, tau_grid_len,
     DirectionSample,
 };
+use crate::attention::Instance;
+use crate::instance::kq::KqData;
+use crate::instance::InstanceFile;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

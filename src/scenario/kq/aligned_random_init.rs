@@ -19,8 +19,7 @@ use crate::stats;
 
 use super::common::{instance_svms, require_a4};
 use super::full_common::{
-    full_flow_cost, run_log_time, tau_grid, tau_grid_len, DirectionSample,
-    FlowRunParams,
+    full_flow_cost, run_log_time, tau_grid, tau_grid_len, DirectionSample, FlowRunParams,
 };
 
 /// The seeded flow parameters shared with the other full-model scenario.
@@ -50,7 +49,9 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let inputs = p.inputs(ctx.scenario).map_err(|e| RunError::Other(e.to_string()))?;
+    let inputs = p
+        .inputs(ctx.scenario)
+        .map_err(|e| RunError::Other(e.to_string()))?;
     let (label, inst) = (inputs.label.clone(), &inputs.inst);
     let svms = instance_svms(inst, &label, &NuclearSettings::default())?;
     let opt_star = svms.nuclear.nuclear_norm;

@@ -19,9 +19,9 @@ use crate::analysis::svm::{
     SvmMethod, VectorConstraints,
 };
 use crate::attention::Instance;
+use crate::flow::{integrate, logspace, Method, OdeConfig, SolverStats, VectorField};
 use crate::instance::kq::{DiagonalInits, KqData};
 use crate::instance::{Arrays, InstanceFile};
-use crate::flow::{integrate, logspace, Method, OdeConfig, SolverStats, VectorField};
 use crate::models::kq::assumptions::a3_report;
 use crate::models::kq::diagonal::{DiagonalLoss, ReducedKq};
 use crate::models::kq::log_time::LogTimeDescent;
@@ -423,17 +423,36 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         None => None,
     };
     let cases: Vec<Case> = match user_instance(p, sc).map_err(input)? {
-        Some(inst) => vec![run_case(USER_LABEL.into(), inst, inits.as_ref(), p, &taus, ctx)?],
+        Some(inst) => vec![run_case(
+            USER_LABEL.into(),
+            inst,
+            inits.as_ref(),
+            p,
+            &taus,
+            ctx,
+        )?],
         None => p
             .data
             .iter()
-            .map(|&n| run_case(data_label(n), build_instance(n, ctx)?, inits.as_ref(), p, &taus, ctx))
+            .map(|&n| {
+                run_case(
+                    data_label(n),
+                    build_instance(n, ctx)?,
+                    inits.as_ref(),
+                    p,
+                    &taus,
+                    ctx,
+                )
+            })
             .collect::<Result<_, _>>()?,
     };
     let last = taus.len() - 1;
     let mut rep = Report::default();
     rep.instance = Some(run_instance(
-        cases.iter().map(|cs| (cs.label.clone(), cs.instance.clone())).collect(),
+        cases
+            .iter()
+            .map(|cs| (cs.label.clone(), cs.instance.clone()))
+            .collect(),
     ));
     for cs in &cases {
         let l = &cs.label;
@@ -578,8 +597,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             rep.derive(&format!("{l}_kq{}_t_log_t_gap", s.tag), rate);
             rep.check(
                 Check::at_most(
-                    format!("{l}, KQ {}: [derived] |t ln t·(L − L*)/(OPT₁/2) − 1| at τ_max", s.name)
-                        .as_str(),
+                    format!(
+                        "{l}, KQ {}: [derived] |t ln t·(L − L*)/(OPT₁/2) − 1| at τ_max",
+                        s.name
+                    )
+                    .as_str(),
                     (rate / (0.5 * cs.opt1) - 1.0).abs(),
                     c.rate_kq_tol,
                 )
@@ -777,7 +799,11 @@ fn figure(cases: &[Case], taus: &[f64]) -> Figure {
 /// the log-time grid, every sample kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let samples = p.tau_max.log10() * n(p.per_decade) + 2.0;
-    let datasets = if p.data_file.is_some() { 1 } else { p.data.len() };
+    let datasets = if p.data_file.is_some() {
+        1
+    } else {
+        p.data.len()
+    };
     // one KQ flow per omega0 entry or init_file row (the file was read by validate)
     let runs = match &p.init_file {
         Some(path) => ctx

@@ -21,7 +21,9 @@ use crate::stats;
 
 use std::path::PathBuf;
 
-use super::common::{data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL};
+use super::common::{
+    data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL,
+};
 use crate::attention::Instance;
 use crate::instance::kq::{FullInits, KqData};
 use crate::instance::InstanceFile;
@@ -114,10 +116,16 @@ fn inputs(p: &Params, sc: &Scenario) -> Result<(String, Instance, FullInits), In
                 )
             };
             if f.k.len() != 1 {
-                return Err(bad(format!("one direction (d, d_e) expected, got {} runs", f.k.len())));
+                return Err(bad(format!(
+                    "one direction (d, d_e) expected, got {} runs",
+                    f.k.len()
+                )));
             }
             if f.d() != d {
-                return Err(bad(format!("has d = {} rows, the data have d = {d}", f.d())));
+                return Err(bad(format!(
+                    "has d = {} rows, the data have d = {d}",
+                    f.d()
+                )));
             }
             f
         }

@@ -16,7 +16,9 @@ use crate::scenario::cost::Cost;
 
 use std::path::PathBuf;
 
-use super::common::{data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL};
+use super::common::{
+    data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL,
+};
 use crate::attention::Instance;
 use crate::instance::kq::{FullInits, KqData};
 use crate::instance::{Arrays, InstanceFile};
@@ -80,7 +82,8 @@ impl FlowRunParams {
             Some(path) => (USER_LABEL.to_string(), user_data(sc, path, false)?),
             None => (
                 data_label(self.data),
-                named_instance(self.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
+                named_instance(self.data, sc)
+                    .map_err(|e| sc.invalid("params.data", e.to_string()))?,
             ),
         };
         let d = inst.data.d;
@@ -101,7 +104,10 @@ impl FlowRunParams {
                 (names, f)
             }
             None => {
-                let mut f = FullInits { k: Vec::new(), q: Vec::new() };
+                let mut f = FullInits {
+                    k: Vec::new(),
+                    q: Vec::new(),
+                };
                 for seed in 0..self.seeds {
                     let mut rng = sc.rng(FIRST_FREE_STREAM + seed as u64);
                     f.k.push(gaussian_matrix(&mut rng, d, self.de, self.init_scale));
@@ -141,7 +147,12 @@ impl FlowInputs {
             Some(_) => format!("K(0), Q(0) from init_file, {} runs", self.names.len()),
             None => format!("K(0), Q(0) ~ N(0, {}²), {} seeds", p.init_scale, p.seeds),
         };
-        format!("{}, d_e = {}, {init}, τ_max = {:e}", self.label, self.de(), p.tau_max)
+        format!(
+            "{}, d_e = {}, {init}, τ_max = {:e}",
+            self.label,
+            self.de(),
+            p.tau_max
+        )
     }
 
     /// `instance.npz`: the data and every run's K(0), Q(0).

@@ -18,8 +18,8 @@ use crate::stats;
 
 use super::common::instance_svms;
 use super::full_common::{
-    frobenius_distance, full_flow_cost, run_log_time, tau_grid, tau_grid_len,
-    DirectionSample, FlowRunParams,
+    frobenius_distance, full_flow_cost, run_log_time, tau_grid, tau_grid_len, DirectionSample,
+    FlowRunParams,
 };
 
 /// The seeded flow parameters shared with the other full-model scenario.
@@ -87,7 +87,9 @@ impl Run {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let inputs = p.inputs(ctx.scenario).map_err(|e| RunError::Other(e.to_string()))?;
+    let inputs = p
+        .inputs(ctx.scenario)
+        .map_err(|e| RunError::Other(e.to_string()))?;
     let (label, inst) = (inputs.label.clone(), &inputs.inst);
     let svms = instance_svms(inst, &label, &NuclearSettings::default())?;
     let (w_star, w_f) = (svms.nuclear.w.clone(), svms.frobenius.w.clone());
@@ -106,14 +108,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let z0 = kq.pack(&inputs.inits.k[seed], &inputs.inits.q[seed]);
         let w0 = kq.combined(&z0);
         let c0 = kq.balance(&z0);
-        if let Some(tr) = run_log_time(
-            &kq,
-            &z0,
-            &taus,
-            &ctx.ode,
-            &format!("KQ {name}"),
-            &mut rep,
-        ) {
+        if let Some(tr) = run_log_time(&kq, &z0, &taus, &ctx.ode, &format!("KQ {name}"), &mut rep) {
             let mut samples = Vec::new();
             for k in 0..tr.len() {
                 let z = tr.state(k);

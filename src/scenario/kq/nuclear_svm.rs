@@ -380,7 +380,9 @@ fn singular_value_panel(pr: &Problem, s: &Solved) -> BarPanel {
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let problems = match &p.data_file {
-        Some(path) => vec![load_file(ctx.scenario, path).map_err(|e| RunError::Other(e.to_string()))?],
+        Some(path) => {
+            vec![load_file(ctx.scenario, path).map_err(|e| RunError::Other(e.to_string()))?]
+        }
         None => p
             .data
             .iter()

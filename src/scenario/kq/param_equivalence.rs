@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::full_common::BUILT_IN_D;
 use crate::flow::{integrate, Method, OdeConfig, SolverStats, Trajectory, VectorField};
 use crate::models::kq::diagonal::{
-    factored_state, init5, wpm_matched, DiagonalLoss, Factored, Factorization, KeyQuery, PlusMinus, ReducedKq,
+    factored_state, init5, wpm_matched, DiagonalLoss, Factored, Factorization, KeyQuery, PlusMinus,
+    ReducedKq,
 };
 use crate::models::kq::log_time::{t_of, tau_of, LogTimeDescent};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
@@ -150,13 +151,18 @@ fn inputs(p: &Params, sc: &Scenario) -> Result<Inputs, InputError> {
                 KqInit::Diagonal { xi_k, .. } => {
                     return Err(bad(
                         "xi_k",
-                        format!("has {} entries, params.omega0 has {}", xi_k.len(), p.omega0.len()),
+                        format!(
+                            "has {} entries, params.omega0 has {}",
+                            xi_k.len(),
+                            p.omega0.len()
+                        ),
                     ))
                 }
                 other => {
                     return Err(bad(
                         other.first_array(),
-                        "this scenario compares diagonal parameterizations: give xi_k and xi_q".into(),
+                        "this scenario compares diagonal parameterizations: give xi_k and xi_q"
+                            .into(),
                     ))
                 }
             }

@@ -13,6 +13,7 @@
 //! diag ∇_W L(Diag β), ∇²_β L·u = diag ∇²_W L(Diag β)·Diag u. Everything is returned at a scale
 //! (e^{−s}∇L with its log-scale s), so the τ-time flows ([`super::log_time`]) run to τ = 1e8.
 
+use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
@@ -238,28 +239,31 @@ impl FactorScratch {
 /// The loss L(b(a, c)) of a two-factor diagonal parameterization; state (a; c) ∈ ℝ^{2d}
 /// (e.g. (ξ_k; ξ_q) or (w₊; w₋)). Gradient (∇_βL ⊙ ∂_a b; ∇_βL ⊙ ∂_c b); Hessian-vector product
 /// ∇²_βL·δβ ⊙ ∂b + ∇_βL ⊙ (∂²b · u), δβ = ∂_a b ⊙ u_a + ∂_c b ⊙ u_c (exact).
-pub struct Factored<'a, P> {
-    loss: &'a DiagonalLoss,
+/// `L` is `&DiagonalLoss` (borrowed, as the scenarios compare several parameterizations of one
+/// loss) or `DiagonalLoss` (owned, for a model that must stand alone, e.g. the generic flow).
+pub struct Factored<P, L: Borrow<DiagonalLoss>> {
+    loss: L,
     scratch: RefCell<FactorScratch>,
     _p: PhantomData<P>,
 }
 
-impl<'a, P: Factorization> Factored<'a, P> {
-    pub fn new(loss: &'a DiagonalLoss) -> Self {
+impl<P: Factorization, L: Borrow<DiagonalLoss>> Factored<P, L> {
+    pub fn new(loss: L) -> Self {
+        let d = loss.borrow().d();
         Factored {
             loss,
-            scratch: FactorScratch::new(loss.d()),
+            scratch: FactorScratch::new(d),
             _p: PhantomData,
         }
     }
 
     pub fn loss_model(&self) -> &DiagonalLoss {
-        self.loss
+        self.loss.borrow()
     }
 
     /// β of a state (a; c).
     pub fn beta(&self, z: &[f64]) -> Vec<f64> {
-        let d = self.loss.d();
+        let d = self.loss_model().d();
         (0..d).map(|j| P::beta(z[j], z[d + j])).collect()
     }
 
@@ -268,23 +272,23 @@ impl<'a, P: Factorization> Factored<'a, P> {
             *b = P::beta(z[j], z[d + j]);
         }
     }
-
-    /// The state (a; c) from its two halves.
-    pub fn state(a: &[f64], c: &[f64]) -> Vec<f64> {
-        a.iter().chain(c).copied().collect()
-    }
 }
 
-impl<P: Factorization> ScaledGradient for Factored<'_, P> {
+/// The state (a; c) of a two-factor parameterization from its two halves.
+pub fn factored_state(a: &[f64], c: &[f64]) -> Vec<f64> {
+    a.iter().chain(c).copied().collect()
+}
+
+impl<P: Factorization, L: Borrow<DiagonalLoss>> ScaledGradient for Factored<P, L> {
     fn dim(&self) -> usize {
-        2 * self.loss.d()
+        2 * self.loss_model().d()
     }
     fn grad_scaled(&self, z: &[f64], out: &mut [f64]) -> f64 {
-        let d = self.loss.d();
+        let d = self.loss_model().d();
         let mut sc = self.scratch.borrow_mut();
         let FactorScratch { beta, g, .. } = &mut *sc;
         Self::fill_beta(d, z, beta);
-        let s = self.loss.grad_scaled(beta, g);
+        let s = self.loss_model().grad_scaled(beta, g);
         for j in 0..d {
             let (pa, pc) = P::partials(z[j], z[d + j]);
             out[j] = g[j] * pa;
@@ -293,16 +297,16 @@ impl<P: Factorization> ScaledGradient for Factored<'_, P> {
         s
     }
     fn hvp_scaled(&self, z: &[f64], u: &[f64], shift: f64, out: &mut [f64]) {
-        let d = self.loss.d();
+        let d = self.loss_model().d();
         let mut sc = self.scratch.borrow_mut();
         let FactorScratch { beta, g, dbeta, h } = &mut *sc;
         Self::fill_beta(d, z, beta);
-        let s = self.loss.grad_scaled(beta, g);
+        let s = self.loss_model().grad_scaled(beta, g);
         for j in 0..d {
             let (pa, pc) = P::partials(z[j], z[d + j]);
             dbeta[j] = pa * u[j] + pc * u[d + j];
         }
-        self.loss.hvp_scaled(beta, dbeta, shift, h);
+        self.loss_model().hvp_scaled(beta, dbeta, shift, h);
         let c = if s == f64::NEG_INFINITY {
             0.0
         } else {
@@ -318,12 +322,12 @@ impl<P: Factorization> ScaledGradient for Factored<'_, P> {
     }
 }
 
-impl<P: Factorization> GradientFlow for Factored<'_, P> {
+impl<P: Factorization, L: Borrow<DiagonalLoss>> GradientFlow for Factored<P, L> {
     fn dim(&self) -> usize {
-        2 * self.loss.d()
+        2 * self.loss_model().d()
     }
     fn loss(&self, z: &[f64]) -> f64 {
-        self.loss.loss(&self.beta(z))
+        self.loss_model().loss(&self.beta(z))
     }
     fn grad(&self, z: &[f64], g: &mut [f64]) {
         let s = self.grad_scaled(z, g);
@@ -334,12 +338,12 @@ impl<P: Factorization> GradientFlow for Factored<'_, P> {
         self.hvp_scaled(z, u, 0.0, out);
     }
     fn invariant_names(&self) -> Vec<String> {
-        (0..self.loss.d())
+        (0..self.loss_model().d())
             .map(|j| format!("{}[{j}]", P::INVARIANT))
             .collect()
     }
     fn invariants(&self, z: &[f64], out: &mut [f64]) {
-        let d = self.loss.d();
+        let d = self.loss_model().d();
         for (j, o) in out.iter_mut().enumerate() {
             *o = P::invariant(z[j], z[d + j]);
         }

@@ -64,7 +64,7 @@ fn wdiag_gradient_and_hvp_match_num_dual() {
 fn factored_case<P: Factorization>() {
     for inst in instances() {
         let loss = DiagonalLoss::new(&inst).unwrap();
-        let flow = Factored::<P>::new(&loss);
+        let flow = Factored::<P, _>::new(&loss);
         let d = loss.d();
         for k in 0..3 {
             let z = point(2 * d, k);
@@ -137,7 +137,7 @@ fn log_time_fields_are_finite_at_huge_tau_and_their_jvps_are_exact() {
         w.rhs(tau, &beta, &mut dz);
         assert!(dz.iter().all(|x| x.is_finite()) && dz.iter().any(|&x| x != 0.0));
         assert!(jvp_vs_fd(&w, tau, &beta, &u) < 1e-6 * tau.max(1.0));
-        let kq = Factored::<KeyQuery>::new(&loss);
+        let kq = Factored::<KeyQuery, _>::new(&loss);
         let z: Vec<f64> = beta
             .iter()
             .map(|b| b.sqrt())
@@ -158,14 +158,14 @@ fn raw_wpm_and_reduced_flows_agree_and_conserve() {
     let loss = DiagonalLoss::new(&inst).unwrap();
     let (xk, xq) = (vec![0.7, -0.4, 0.5, 0.3], vec![0.2, 0.9, -0.6, 0.1]);
     let (wp, wm) = wpm_matched(&xk, &xq, 1.0).unwrap();
-    let kq = Factored::<KeyQuery>::new(&loss);
-    let pm = Factored::<PlusMinus>::new(&loss);
-    let beta0 = kq.beta(&Factored::<KeyQuery>::state(&xk, &xq));
+    let kq = Factored::<KeyQuery, _>::new(&loss);
+    let pm = Factored::<PlusMinus, _>::new(&loss);
+    let beta0 = kq.beta(&factored_state(&xk, &xq));
     let reduced = ReducedKq::new(&loss, ReducedKq::kappa_of(&xk, &xq));
     let taus = [0.0, 1.0, 10.0, 100.0];
     let cfg = OdeConfig::new(Method::Bdf, 1e-11, 1e-13);
-    let zk = Factored::<KeyQuery>::state(&xk, &xq);
-    let zp = Factored::<PlusMinus>::state(&wp, &wm);
+    let zk = factored_state(&xk, &xq);
+    let zp = factored_state(&wp, &wm);
     let a = integrate(&LogTimeDescent(&kq), &zk, &taus, &cfg, None).unwrap();
     let b = integrate(&LogTimeDescent(&pm), &zp, &taus, &cfg, None).unwrap();
     let c = integrate(&reduced, &beta0, &taus, &cfg, None).unwrap();

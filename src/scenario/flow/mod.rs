@@ -63,6 +63,7 @@ use crate::instance::{Arrays, InstanceError};
 use crate::plot::{Figure, FigureWidth, LinePanel, Series};
 use crate::stats;
 
+mod kq;
 #[cfg(test)]
 mod tests;
 
@@ -288,7 +289,7 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![]
+    vec![&kq::KIND]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector
@@ -409,7 +410,7 @@ fn sample_times(t_end: f64, samples: usize, clock: Clock, tau: f64) -> Vec<f64> 
         Clock::Log => {
             let start = (tau * 1e-3).min(t_end * 1e-3);
             let mut t = vec![0.0];
-            t.extend(logspace(start.log10(), t_end.log10(), samples - 1));
+            t.extend(logspace(start, t_end, samples - 1));
             t
         }
     }

@@ -21,17 +21,29 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{build_instance, data_label, instance_svms, DataName, FIRST_FREE_STREAM};
+use std::path::PathBuf;
+
+use super::common::{
+    data_label, instance_svms, named_instance, require_a4, user_data, DataName, FIRST_FREE_STREAM,
+    USER_LABEL,
+};
 use super::full_common::{
     frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid, tau_grid_len,
     DirectionSample,
 };
+use crate::attention::Instance;
+use crate::instance::kq::KqData;
+use crate::instance::InstanceFile;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// A4 dataset (toy-4 or random-a4).
+    /// A4 dataset (toy-4 or random-a4); ignored when `data_file` is set.
     pub data: DataName,
+    /// The user's data instead (X, y, u, optional z; README "Your own data", seed 001); A4 must
+    /// hold. `instance.npz` holds the data before `a4_break` is applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
     /// Embedding widths d_e ≥ d (spec §4: d_e = d and d + 2).
     pub des: Vec<usize>,
     /// ω_0 of init (5), one entry per coordinate (spec §5.1: (0.3, 0.5, 0.7, 0.2)).
@@ -87,7 +99,24 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.frobenius_tol", c.frobenius_tol),
         ("checks.nuclear_tol", c.nuclear_tol),
         ("checks.balance_drift_tol", c.balance_drift_tol),
-    ])
+    ])?;
+    // a bad file is refused here, before anything is written
+    data(p, sc).map(|_| ())
+}
+
+/// The named dataset, or the user's aligned data.
+fn data(p: &Params, sc: &Scenario) -> Result<(String, Instance), InputError> {
+    match &p.data_file {
+        Some(path) => {
+            let inst = user_data(sc, path, false)?;
+            require_a4(sc, path, &inst)?;
+            Ok((USER_LABEL.to_string(), inst))
+        }
+        None => Ok((
+            data_label(p.data),
+            named_instance(p.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
+        )),
+    }
 }
 
 /// One d_e's run: per-sample diagonals and residuals.
@@ -104,8 +133,8 @@ struct Case {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let label = data_label(p.data);
-    let mut inst = build_instance(p.data, ctx)?;
+    let (label, mut inst) = data(p, ctx.scenario).map_err(|e| RunError::Other(e.to_string()))?;
+    let instance = KqData::new(inst.clone()).to_arrays();
     let (d, n) = (inst.data.d, inst.data.n);
     if p.omega0.len() != d {
         return Err(RunError::Other(format!(
@@ -138,6 +167,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     let xi_q = vec![0.0; d];
     let mut rep = Report::default();
+    rep.instance = Some(instance);
     let mut cases = Vec::new();
     for &de in &p.des {
         let mut rng = ctx.rng(FIRST_FREE_STREAM + de as u64);

@@ -9,9 +9,14 @@ use crate::analysis::svm::{
     RankOneConstraints, SvmError, SvmMethod, VectorConstraints,
 };
 use crate::attention::Instance;
+use std::path::Path;
+
+use crate::instance::kq::KqData;
+use crate::instance::Arrays;
+use crate::models::kq::assumptions::a4_report;
 use crate::models::kq::generators::{first_valid, RandomA2, RandomA4};
 use crate::models::kq::toys;
-use crate::scenario::{RunContext, RunError};
+use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
 /// Random stream of the data (random datasets).
 pub const DATA_STREAM: u64 = 0;
@@ -53,7 +58,12 @@ pub fn data_label(name: DataName) -> String {
 
 /// Builds the named dataset (the scenario seed's data stream feeds the random ones).
 pub fn build_instance(name: DataName, ctx: &RunContext) -> Result<Instance, RunError> {
-    let mut rng = ctx.rng(DATA_STREAM);
+    named_instance(name, ctx.scenario)
+}
+
+/// [`build_instance`] while a scenario is prepared (before any run context exists).
+pub fn named_instance(name: DataName, sc: &Scenario) -> Result<Instance, RunError> {
+    let mut rng = sc.rng(DATA_STREAM);
     let drawn = match name {
         DataName::Toy1 => return Ok(toys::toy1()),
         DataName::Toy2b => return Ok(toys::toy2b()),
@@ -67,6 +77,78 @@ pub fn build_instance(name: DataName, ctx: &RunContext) -> Result<Instance, RunE
     drawn
         .map(|(inst, _, _)| inst)
         .map_err(|e| RunError::Other(format!("generating {}: {e}", data_label(name))))
+}
+
+/// The label of user data in check names and tables (fixed, so a run's `instance.npz` fed back
+/// reproduces it byte for byte).
+pub const USER_LABEL: &str = "data_file";
+
+/// The user's data (`params.data_file`, the seed-001 layout of [`crate::instance::kq`]),
+/// refused unless a W separates its optimal tokens — A1, or A1-diag (a diagonal W) when
+/// `diagonal`: the max-margin solutions the theorems name exist only then.
+pub fn user_data(sc: &Scenario, path: &Path, diagonal: bool) -> Result<Instance, InputError> {
+    let data: KqData = sc.read_instance("data_file", path)?;
+    let inst = data.instance;
+    let feasible = RankOneConstraints::w_svm(&inst.data.view(), &inst.opt).and_then(|c| {
+        if diagonal {
+            solve_l1(&c.diagonal()?).map(|_| ())
+        } else {
+            solve_l2(&c, SvmMethod::Dual).map(|_| ())
+        }
+    });
+    let (assumption, what) = if diagonal {
+        ("A1-diag", "diagonal W")
+    } else {
+        ("A1", "W")
+    };
+    match feasible {
+        Ok(()) => Ok(inst),
+        Err(e) => Err(InputError::new(
+            &sc.input_path("data_file", path),
+            "X",
+            format!(
+                "{assumption} fails: no {what} separates the optimal tokens ({e}) (file given by \
+                 params.data_file)"
+            ),
+        )),
+    }
+}
+
+/// Residual tolerance of A4 on a user's data (exact alignment is rare in floating point).
+const A4_TOL: f64 = 1e-9;
+
+/// Refuses a user's data (`params.data_file` = `path`) on which A4 fails: the aligned
+/// scenarios' theory (Lemma 5.1, Thm 5.1, spec §6 items 10–11) is about aligned data.
+pub fn require_a4(sc: &Scenario, path: &Path, inst: &Instance) -> Result<(), InputError> {
+    let a4 = a4_report(inst);
+    if a4.holds(A4_TOL) && inst.data.d >= 2 {
+        return Ok(());
+    }
+    Err(InputError::new(
+        &sc.input_path("data_file", path),
+        "X",
+        format!(
+            "A4 fails (odd token count {}, orthogonality residual {:.3e}, alignment residual \
+             {:.3e}, pairing residual {:.3e}, tolerance {A4_TOL:e}; d ≥ 2 needed): this scenario's \
+             closed forms need aligned data (file given by params.data_file)",
+            a4.odd_tokens, a4.orthogonality, a4.alignment, a4.pairing
+        ),
+    ))
+}
+
+/// The `instance.npz` of a run over several datasets: one dataset's arrays as they are (so the
+/// file feeds back as `data_file`), several under `<dataset>_` (e.g. `toy2b_X`).
+pub fn run_instance(datasets: Vec<(String, Arrays)>) -> Arrays {
+    match <[_; 1]>::try_from(datasets) {
+        Ok([(_, one)]) => one,
+        Err(several) => {
+            let mut all = Arrays::new();
+            for (label, arrays) in several {
+                all.merge_prefixed(&format!("{label}_"), arrays);
+            }
+            all
+        }
+    }
 }
 
 /// The max-margin programs of spec §3 on one constraint set, each certified.

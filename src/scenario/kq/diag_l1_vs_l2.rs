@@ -12,11 +12,16 @@ use serde::{Deserialize, Serialize};
 
 use super::full_common::BUILT_IN_D;
 use crate::analysis::fit::line_fit;
+use std::path::PathBuf;
+
 use crate::analysis::svm::{
     l1_complementarity_margin, l1_solution_ranges, solve_l1, solve_l2, L1Kkt, L1Solution,
     SvmMethod, VectorConstraints,
 };
+use crate::attention::Instance;
 use crate::flow::{integrate, logspace, Method, OdeConfig, SolverStats, VectorField};
+use crate::instance::kq::{DiagonalInits, KqData};
+use crate::instance::{Arrays, InstanceFile};
 use crate::models::kq::assumptions::a3_report;
 use crate::models::kq::diagonal::{DiagonalLoss, ReducedKq};
 use crate::models::kq::log_time::LogTimeDescent;
@@ -26,16 +31,27 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{build_instance, data_label, DataName};
+use super::common::{
+    build_instance, data_label, named_instance, run_instance, user_data, DataName, USER_LABEL,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Datasets of spec §5.1 (spec: toy-2b and random A2 sets with a unique, strictly
-    /// complementary LP solution).
+    /// complementary LP solution); ignored when `data_file` is set.
     pub data: Vec<DataName>,
-    /// Uniform init scales ω_0 of the KQ flow, init (5) (spec: 0.1, 1).
+    /// The user's data instead (X, y, u, optional z; README "Your own data", seed 001): must
+    /// satisfy A1-diag (a diagonal W separates the optimal tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// Uniform init scales ω_0 of the KQ flow, init (5) (spec: 0.1, 1); ignored when
+    /// `init_file` is set.
     pub omega0: Vec<f64>,
+    /// The KQ flows' initial states instead: xi_k, xi_q of shape (runs, d), one KQ flow per row
+    /// from (ξ_k(0), ξ_q(0)) (β(0) = ξ_k ⊙ ξ_q, κ = |ξ_k² − ξ_q²|/2 in the reduced flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
     /// Final clock value τ = ln(1 + t) (spec: 1e8).
     pub tau_max: f64,
     /// Output points per decade of τ from τ = 1 (spec §8: ≥ 5).
@@ -54,7 +70,8 @@ pub struct Checks {
     pub lp_kkt: f64,
     /// Unique ℓ1 solution: every coordinate range over the optimal face below this (spec 1e−7).
     pub unique_range: f64,
-    /// ‖β̂_KQ(τ_max) − β*₁‖₂, one bound per omega0 entry (spec: 5e−4 at ω_0 = 0.1, 2e−3 at 1).
+    /// ‖β̂_KQ(τ_max) − β*₁‖₂, one bound per KQ run (omega0 entry or init_file row; spec: 5e−4
+    /// at ω_0 = 0.1, 2e−3 at 1).
     pub kq_l1_distance: Vec<f64>,
     /// ‖β̂_KQ‖₁/OPT₁ − 1 at τ_max (spec 1e−3).
     pub kq_l1_objective: f64,
@@ -77,16 +94,42 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.data.is_empty() {
-        return Err(sc.invalid("params.data", "name at least one dataset"));
+    if p.data.is_empty() && p.data_file.is_none() {
+        return Err(sc.invalid("params.data", "name at least one dataset or set data_file"));
     }
     if p.omega0.is_empty() || p.omega0.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
         return Err(sc.invalid("params.omega0", "a non-empty list of positive scales"));
     }
-    if c.kq_l1_distance.len() != p.omega0.len() {
+    // bad files are refused here, before anything is written
+    let user = user_instance(p, sc)?;
+    let runs = match &p.init_file {
+        Some(path) => {
+            let inits: DiagonalInits = sc.read_instance("init_file", path)?;
+            let dims: Vec<usize> = match &user {
+                Some(inst) => vec![inst.data.d],
+                None => p
+                    .data
+                    .iter()
+                    .map(|&n| named_instance(n, sc).map(|i| i.data.d))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| sc.invalid("params.data", e.to_string()))?,
+            };
+            let d = inits.xi_k[0].len();
+            if let Some(&want) = dims.iter().find(|&&want| want != d) {
+                return Err(InputError::new(
+                    &sc.input_path("init_file", path),
+                    "xi_k",
+                    format!("has d = {d} coordinates, the data have d = {want} (file given by params.init_file)"),
+                ));
+            }
+            inits.xi_k.len()
+        }
+        None => p.omega0.len(),
+    };
+    if c.kq_l1_distance.len() != runs {
         return Err(sc.invalid(
             "checks.kq_l1_distance",
-            format!("one bound per omega0 entry ({} expected)", p.omega0.len()),
+            format!("one bound per KQ run (omega0 entry or init_file row; {runs} expected)"),
         ));
     }
     if !(p.tau_max > 10.0 && p.tau_max <= 1e10) {
@@ -177,12 +220,13 @@ struct Run {
 fn run_flow<V: VectorField>(
     field: &V,
     loss: &DiagonalLoss,
+    beta0: &[f64],
     label: String,
     taus: &[f64],
     cfg: &OdeConfig,
 ) -> Result<Run, RunError> {
     let d = loss.d();
-    let tr = integrate(field, &vec![0.0; d], taus, cfg, None)
+    let tr = integrate(field, beta0, taus, cfg, None)
         .map_err(|e| RunError::Other(format!("{label}: {e}")))?;
     let log_star = loss.log_loss_star();
     let (mut beta_hat, mut mu, mut rel_gap) = (Vec::new(), Vec::new(), Vec::new());
@@ -218,6 +262,56 @@ fn dist(a: &[f64], b: &[f64]) -> f64 {
         .sqrt()
 }
 
+/// One KQ flow's start: init (5) at a uniform scale ω_0 (β(0) = 0, κ = ω_0²), or a row of
+/// the init file.
+struct Start {
+    /// In check names: `ω₀ = 0.1` or `init 0`.
+    name: String,
+    /// In derived keys: `0.1` or `init0`.
+    tag: String,
+    /// The series' omega0 column (NaN for a file's state).
+    omega0: f64,
+    beta0: Vec<f64>,
+    kappa: Vec<f64>,
+}
+
+fn starts(p: &Params, inits: Option<&DiagonalInits>, d: usize) -> Vec<Start> {
+    match inits {
+        Some(i) => i
+            .xi_k
+            .iter()
+            .zip(&i.xi_q)
+            .enumerate()
+            .map(|(r, (k, q))| Start {
+                name: format!("init {r}"),
+                tag: format!("init{r}"),
+                omega0: f64::NAN,
+                beta0: k.iter().zip(q).map(|(a, b)| a * b).collect(),
+                kappa: ReducedKq::kappa_of(k, q),
+            })
+            .collect(),
+        None => p
+            .omega0
+            .iter()
+            .map(|&w0| Start {
+                name: format!("ω₀ = {w0}"),
+                tag: format!("{w0}"),
+                omega0: w0,
+                beta0: vec![0.0; d],
+                kappa: vec![w0 * w0; d],
+            })
+            .collect(),
+    }
+}
+
+/// The data a file gives (`None` for named datasets), A1-diag checked.
+fn user_instance(p: &Params, sc: &Scenario) -> Result<Option<Instance>, InputError> {
+    p.data_file
+        .as_ref()
+        .map(|path| user_data(sc, path, true))
+        .transpose()
+}
+
 /// One dataset: its certified SVMs and the runs.
 struct Case {
     label: String,
@@ -228,14 +322,22 @@ struct Case {
     widest_range: f64,
     exponent: f64,
     a3_slack: f64,
+    starts: Vec<Start>,
     kq: Vec<Run>,
     w: Run,
+    /// The data and KQ starts as `instance.npz` holds them.
+    instance: Arrays,
 }
 
-fn run_case(name: DataName, p: &Params, taus: &[f64], ctx: &RunContext) -> Result<Case, RunError> {
-    let label = data_label(name);
+fn run_case(
+    label: String,
+    inst: Instance,
+    inits: Option<&DiagonalInits>,
+    p: &Params,
+    taus: &[f64],
+    ctx: &RunContext,
+) -> Result<Case, RunError> {
     let fail = |e: String| RunError::Other(format!("{label}: {e}"));
-    let inst = build_instance(name, ctx)?;
     let loss = DiagonalLoss::new(&inst).map_err(|e| fail(e.to_string()))?;
     let c = loss.constraints();
     let sol = solve_l1(c).map_err(|e| fail(e.to_string()))?;
@@ -254,13 +356,16 @@ fn run_case(name: DataName, p: &Params, taus: &[f64], ctx: &RunContext) -> Resul
     let a3_slack = a3_report(&inst, None)
         .map_err(|e| fail(e.to_string()))?
         .slack;
+    let d = loss.d();
+    let starts = starts(p, inits, d);
     let mut kq = Vec::new();
-    for &w0 in &p.omega0 {
-        let field = ReducedKq::new(&loss, vec![w0 * w0; loss.d()]);
+    for s in &starts {
+        let field = ReducedKq::new(&loss, s.kappa.clone());
         kq.push(run_flow(
             &field,
             &loss,
-            format!("{label}: KQ ω₀ = {w0}"),
+            &s.beta0,
+            format!("{label}: KQ {}", s.name),
             taus,
             &ctx.ode,
         )?);
@@ -268,10 +373,25 @@ fn run_case(name: DataName, p: &Params, taus: &[f64], ctx: &RunContext) -> Resul
     let w = run_flow(
         &LogTimeDescent(&loss),
         &loss,
+        &vec![0.0; d],
         format!("{label}: W"),
         taus,
         &ctx.ode,
     )?;
+    // init (5) written as the state it is: ξ_k(0) = √2 ω_0, ξ_q(0) = 0
+    let written = match inits {
+        Some(i) => i.clone(),
+        None => DiagonalInits {
+            xi_k: p
+                .omega0
+                .iter()
+                .map(|&w0| vec![std::f64::consts::SQRT_2 * w0; d])
+                .collect(),
+            xi_q: vec![vec![0.0; d]; p.omega0.len()],
+        },
+    };
+    let mut instance = KqData::new(inst).to_arrays();
+    instance.merge_prefixed("", written.to_arrays());
     Ok(Case {
         label,
         l1,
@@ -281,8 +401,10 @@ fn run_case(name: DataName, p: &Params, taus: &[f64], ctx: &RunContext) -> Resul
         widest_range,
         exponent,
         a3_slack,
+        starts,
         kq,
         w,
+        instance,
     })
 }
 
@@ -294,13 +416,44 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         p.tau_max,
         (decades * p.per_decade as f64).round() as usize + 1,
     ));
-    let cases: Vec<Case> = p
-        .data
-        .iter()
-        .map(|&n| run_case(n, p, &taus, ctx))
-        .collect::<Result<_, _>>()?;
+    let sc = ctx.scenario;
+    let input = |e: InputError| RunError::Other(e.to_string());
+    let inits: Option<DiagonalInits> = match &p.init_file {
+        Some(path) => Some(sc.read_instance("init_file", path).map_err(input)?),
+        None => None,
+    };
+    let cases: Vec<Case> = match user_instance(p, sc).map_err(input)? {
+        Some(inst) => vec![run_case(
+            USER_LABEL.into(),
+            inst,
+            inits.as_ref(),
+            p,
+            &taus,
+            ctx,
+        )?],
+        None => p
+            .data
+            .iter()
+            .map(|&n| {
+                run_case(
+                    data_label(n),
+                    build_instance(n, ctx)?,
+                    inits.as_ref(),
+                    p,
+                    &taus,
+                    ctx,
+                )
+            })
+            .collect::<Result<_, _>>()?,
+    };
     let last = taus.len() - 1;
     let mut rep = Report::default();
+    rep.instance = Some(run_instance(
+        cases
+            .iter()
+            .map(|cs| (cs.label.clone(), cs.instance.clone()))
+            .collect(),
+    ));
     for cs in &cases {
         let l = &cs.label;
         rep.check(
@@ -340,7 +493,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .note("bound − L(0) (Assumption 3, needed by Thm 4.1)"),
         );
-        for (i, r) in cs.kq.iter().enumerate() {
+        for (i, (r, s)) in cs.kq.iter().zip(&cs.starts).enumerate() {
             let b = &r.beta_hat[last];
             let d1 = dist(b, &cs.l1);
             let obj = b.iter().map(|x| x.abs()).sum::<f64>() / cs.opt1 - 1.0;
@@ -354,11 +507,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .filter(|j| !support.contains(j))
                     .map(|j| b[j].abs() / top),
             );
-            let w0 = p.omega0[i];
-            rep.derive(&format!("{l}_kq{w0}_l1_distance"), d1);
+            let (run, tag) = (&s.name, &s.tag);
+            rep.derive(&format!("{l}_kq{tag}_l1_distance"), d1);
             rep.check(
                 Check::at_most(
-                    format!("{l}, KQ ω₀ = {w0}: ‖β̂ − β*₁‖ at τ_max (Thm 4.1)").as_str(),
+                    format!("{l}, KQ {run}: ‖β̂ − β*₁‖ at τ_max (Thm 4.1)").as_str(),
                     d1,
                     c.kq_l1_distance[i],
                 )
@@ -369,21 +522,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 )),
             );
             rep.check(Check::at_most(
-                format!("{l}, KQ ω₀ = {w0}: ‖β̂‖₁/OPT₁ − 1").as_str(),
+                format!("{l}, KQ {run}: ‖β̂‖₁/OPT₁ − 1").as_str(),
                 obj,
                 c.kq_l1_objective,
             ));
-            rep.check(
-                Check::at_least(
-                    format!("{l}, KQ ω₀ = {w0}: distance to the ℓ2 solution").as_str(),
-                    d2,
-                    c.kq_l2_separation,
-                )
-                .note(format!("‖β*₁ − β*₂‖ = {:.4}", dist(&cs.l1, &cs.l2))),
-            );
+            let separation = format!("{l}, KQ {run}: distance to the ℓ2 solution");
+            let svm_gap = dist(&cs.l1, &cs.l2);
+            if svm_gap > c.kq_l2_separation {
+                rep.check(
+                    Check::at_least(separation.as_str(), d2, c.kq_l2_separation)
+                        .note(format!("‖β*₁ − β*₂‖ = {svm_gap:.4}")),
+                );
+            } else {
+                rep.skip(
+                    separation,
+                    format!(
+                        "the ℓ1 and ℓ2 solutions of these data are only {svm_gap:.3e} apart (≤ \
+                         checks.kq_l2_separation): the flows cannot be told apart by their limits"
+                    ),
+                );
+            }
             rep.check(
                 Check::at_most(
-                    format!("{l}, KQ ω₀ = {w0}: off-support |β̂_j|/‖β̂‖_∞ (sparse limit)").as_str(),
+                    format!("{l}, KQ {run}: off-support |β̂_j|/‖β̂‖_∞ (sparse limit)").as_str(),
                     off,
                     c.sparsity,
                 )
@@ -400,10 +561,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .map(|&k| dist(&r.beta_hat[k], &cs.l1).ln())
                 .collect();
             let fit = line_fit(&x, &y);
-            rep.derive(&format!("{l}_kq{w0}_exponent"), -fit.slope);
+            rep.derive(&format!("{l}_kq{tag}_exponent"), -fit.slope);
             rep.check(
                 Check::close(
-                    format!("{l}, KQ ω₀ = {w0}: [derived] slope of ln‖β̂ − β*₁‖ vs ln µ").as_str(),
+                    format!("{l}, KQ {run}: [derived] slope of ln‖β̂ − β*₁‖ vs ln µ").as_str(),
                     fit.slope,
                     -cs.exponent,
                     c.exponent_tol,
@@ -431,14 +592,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "t·gap = {rate_w:.6}, ‖β*₂‖² = {l2_sq:.6} (spec §7 loss-rate: toy-2b 0.21930)"
             )),
         );
-        for (i, r) in cs.kq.iter().enumerate() {
+        for (r, s) in cs.kq.iter().zip(&cs.starts) {
             let rate = (r.log_excess[last] + ln_t + ln_t.ln()).exp();
-            let w0 = p.omega0[i];
-            rep.derive(&format!("{l}_kq{w0}_t_log_t_gap"), rate);
+            rep.derive(&format!("{l}_kq{}_t_log_t_gap", s.tag), rate);
             rep.check(
                 Check::at_most(
-                    format!("{l}, KQ ω₀ = {w0}: [derived] |t ln t·(L − L*)/(OPT₁/2) − 1| at τ_max")
-                        .as_str(),
+                    format!(
+                        "{l}, KQ {}: [derived] |t ln t·(L − L*)/(OPT₁/2) − 1| at τ_max",
+                        s.name
+                    )
+                    .as_str(),
                     (rate / (0.5 * cs.opt1) - 1.0).abs(),
                     c.rate_kq_tol,
                 )
@@ -498,8 +661,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let runs = cs
             .kq
             .iter()
-            .zip(&p.omega0)
-            .map(|(r, &w)| ("kq", w, r))
+            .zip(&cs.starts)
+            .map(|(r, s)| ("kq", s.omega0, r))
             .chain([("w", f64::NAN, &cs.w)]);
         for (model, w0, r) in runs {
             for (k, &tau) in taus.iter().enumerate().skip(1) {
@@ -529,11 +692,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     }
     rep.tables.push(("components".into(), comps));
-    rep.figure = Some(figure(&cases, &taus, p));
+    rep.figure = Some(figure(&cases, &taus));
     Ok(rep)
 }
 
-fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
+fn figure(cases: &[Case], taus: &[f64]) -> Figure {
     let mut fig = Figure::new(2).title(
         "Theorem 4.1 vs Sec. 4.2: diagonal KQ flow → ℓ1-SVM, diagonal W flow → ℓ2-SVM (τ = ln(1+t))",
     );
@@ -557,8 +720,8 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
         let runs = cs
             .kq
             .iter()
-            .zip(&p.omega0)
-            .map(|(r, &w)| (format!("KQ ω₀ = {w}"), r, true))
+            .zip(&cs.starts)
+            .map(|(r, s)| (format!("KQ {}", s.name), r, true))
             .chain([("W".to_string(), &cs.w, false)]);
         for (name, r, is_kq) in runs {
             let ks: Vec<usize> = (1..taus.len()).filter(|&k| r.mu[k] > 0.0).collect();
@@ -604,8 +767,8 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
         // components of β̂ for the first KQ scale and W, SVM values as reference lines
         let mut cpanel = LinePanel::new(
             format!(
-                "{}: components of β̂ (KQ ω₀ = {} solid, W light)",
-                cs.label, p.omega0[0]
+                "{}: components of β̂ (KQ {} solid, W light)",
+                cs.label, cs.starts[0].name
             ),
             "τ = ln(1 + t)",
             "β̂_j",
@@ -636,7 +799,20 @@ fn figure(cases: &[Case], taus: &[f64], p: &Params) -> Figure {
 /// the log-time grid, every sample kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let samples = p.tau_max.log10() * n(p.per_decade) + 2.0;
-    let solves = n(p.data.len()) * (n(p.omega0.len()) + 1.0);
+    let datasets = if p.data_file.is_some() {
+        1
+    } else {
+        p.data.len()
+    };
+    // one KQ flow per omega0 entry or init_file row (the file was read by validate)
+    let runs = match &p.init_file {
+        Some(path) => ctx
+            .scenario
+            .read_instance::<DiagonalInits>("init_file", path)
+            .map_or(p.omega0.len(), |i| i.xi_k.len()),
+        None => p.omega0.len(),
+    };
+    let solves = n(datasets) * (n(runs) + 1.0);
     Cost::new()
         .ode("data, omega0", solves, BUILT_IN_D, 100.0, ctx.ode.method)
         .records("tau_max, per_decade", solves, samples, BUILT_IN_D)

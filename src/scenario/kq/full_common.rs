@@ -14,7 +14,14 @@ use crate::models::kq::full::normalized_direction;
 use crate::models::kq::log_time::{LogTimeDescent, ScaledGradient};
 use crate::scenario::cost::Cost;
 
-use super::common::DataName;
+use std::path::PathBuf;
+
+use super::common::{
+    data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL,
+};
+use crate::attention::Instance;
+use crate::instance::kq::{FullInits, KqData};
+use crate::instance::{Arrays, InstanceFile};
 use crate::scenario::{Check, InputError, Report, Scenario};
 
 /// Parameters of the seeded full-model flow scenarios (full-nuclear-vs-frobenius,
@@ -22,8 +29,17 @@ use crate::scenario::{Check, InputError, Report, Scenario};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowRunParams {
-    /// Dataset of spec §5.1 (toy-3 is the full-model discriminator, toy-4 satisfies A4).
+    /// Dataset of spec §5.1 (toy-3 is the full-model discriminator, toy-4 satisfies A4);
+    /// ignored when `data_file` is set.
     pub data: DataName,
+    /// The user's data instead (X, y, u, optional z; README "Your own data", seed 001); must
+    /// satisfy A1 (a W separates the optimal tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial factors instead of the seeded draws: K0, Q0 of shape (runs, d, d_e) (or
+    /// (d, d_e) for one run); `de`, `init_scale` and `seeds` are then ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
     /// Embedding width d_e (the theorems take d_e ≥ d).
     pub de: usize,
     /// K(0), Q(0) entries i.i.d. N(0, s²) (spec §1.5: s ∈ [0.01, 0.5]; §7: 0.1).
@@ -54,7 +70,96 @@ impl FlowRunParams {
                 "must lie in (1, 1e10] (spec §8: beyond µ ≈ 1e10 margins lose f64 resolution)",
             ));
         }
-        sc.require_positive(&[("params.init_scale", self.init_scale)])
+        sc.require_positive(&[("params.init_scale", self.init_scale)])?;
+        // bad files are refused here, before anything is written
+        self.inputs(sc).map(|_| ())
+    }
+
+    /// The data and the initial factors of the runs: the named dataset or `data_file`, and per
+    /// seed K(0), Q(0) ~ N(0, s²) (stream FIRST_FREE_STREAM + seed) or the rows of `init_file`.
+    pub fn inputs(&self, sc: &Scenario) -> Result<FlowInputs, InputError> {
+        let (label, inst) = match &self.data_file {
+            Some(path) => (USER_LABEL.to_string(), user_data(sc, path, false)?),
+            None => (
+                data_label(self.data),
+                named_instance(self.data, sc)
+                    .map_err(|e| sc.invalid("params.data", e.to_string()))?,
+            ),
+        };
+        let d = inst.data.d;
+        let inits = match &self.init_file {
+            Some(path) => {
+                let f: FullInits = sc.read_instance("init_file", path)?;
+                if f.d() != d {
+                    return Err(InputError::new(
+                        &sc.input_path("init_file", path),
+                        "K0",
+                        format!(
+                            "has d = {} rows, the data have d = {d} (file given by params.init_file)",
+                            f.d()
+                        ),
+                    ));
+                }
+                let names = (0..f.k.len()).map(|r| format!("init {r}")).collect();
+                (names, f)
+            }
+            None => {
+                let mut f = FullInits {
+                    k: Vec::new(),
+                    q: Vec::new(),
+                };
+                for seed in 0..self.seeds {
+                    let mut rng = sc.rng(FIRST_FREE_STREAM + seed as u64);
+                    f.k.push(gaussian_matrix(&mut rng, d, self.de, self.init_scale));
+                    f.q.push(gaussian_matrix(&mut rng, d, self.de, self.init_scale));
+                }
+                ((0..self.seeds).map(|s| format!("seed {s}")).collect(), f)
+            }
+        };
+        Ok(FlowInputs {
+            label,
+            inst,
+            names: inits.0,
+            inits: inits.1,
+        })
+    }
+}
+
+/// What a seeded full-model run starts from.
+pub struct FlowInputs {
+    /// The dataset's name, or [`USER_LABEL`].
+    pub label: String,
+    pub inst: Instance,
+    /// Per run: `seed k` or `init r`.
+    pub names: Vec<String>,
+    pub inits: FullInits,
+}
+
+impl FlowInputs {
+    /// Embedding width d_e of the initial factors.
+    pub fn de(&self) -> usize {
+        self.inits.de()
+    }
+
+    /// The setting in check notes: the data, d_e, where the initial factors come from.
+    pub fn setting(&self, p: &FlowRunParams) -> String {
+        let init = match &p.init_file {
+            Some(_) => format!("K(0), Q(0) from init_file, {} runs", self.names.len()),
+            None => format!("K(0), Q(0) ~ N(0, {}²), {} seeds", p.init_scale, p.seeds),
+        };
+        format!(
+            "{}, d_e = {}, {init}, τ_max = {:e}",
+            self.label,
+            self.de(),
+            p.tau_max
+        )
+    }
+
+    /// `instance.npz`: the data and every run's K(0), Q(0).
+    pub fn arrays(&self) -> Arrays {
+        let mut a = KqData::new(self.inst.clone()).to_arrays();
+        a.merge_prefixed("", self.inits.to_arrays());
+        a
     }
 }
 

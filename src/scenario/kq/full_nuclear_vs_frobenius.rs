@@ -16,10 +16,10 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{build_instance, data_label, instance_svms, FIRST_FREE_STREAM};
+use super::common::instance_svms;
 use super::full_common::{
-    frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid, tau_grid_len,
-    DirectionSample, FlowRunParams,
+    frobenius_distance, full_flow_cost, run_log_time, tau_grid, tau_grid_len, DirectionSample,
+    FlowRunParams,
 };
 
 /// The seeded flow parameters shared with the other full-model scenario.
@@ -87,34 +87,28 @@ impl Run {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let label = data_label(p.data);
-    let inst = build_instance(p.data, ctx)?;
-    let svms = instance_svms(&inst, &label, &NuclearSettings::default())?;
+    let inputs = p
+        .inputs(ctx.scenario)
+        .map_err(|e| RunError::Other(e.to_string()))?;
+    let (label, inst) = (inputs.label.clone(), &inputs.inst);
+    let svms = instance_svms(inst, &label, &NuclearSettings::default())?;
     let (w_star, w_f) = (svms.nuclear.w.clone(), svms.frobenius.w.clone());
     let opt_star = svms.nuclear.nuclear_norm;
-    let kq = FullKq::new(&inst, p.de).map_err(|e| RunError::Other(e.to_string()))?;
+    let kq = FullKq::new(inst, inputs.de()).map_err(|e| RunError::Other(e.to_string()))?;
     let w_model = kq.model();
-    let d = kq.d();
     let taus = tau_grid(p.tau_max, p.per_decade);
-    let mut rep = Report::default();
     let mut kq_runs = Vec::new();
     let mut w_runs = Vec::new();
     let mut drift = 0.0f64;
-    for seed in 0..p.seeds {
-        let mut rng = ctx.rng(FIRST_FREE_STREAM + seed as u64);
-        let k0 = gaussian_matrix(&mut rng, d, p.de, p.init_scale);
-        let q0 = gaussian_matrix(&mut rng, d, p.de, p.init_scale);
-        let z0 = kq.pack(&k0, &q0);
+    let mut rep = Report {
+        instance: Some(inputs.arrays()),
+        ..Report::default()
+    };
+    for (seed, name) in inputs.names.iter().enumerate() {
+        let z0 = kq.pack(&inputs.inits.k[seed], &inputs.inits.q[seed]);
         let w0 = kq.combined(&z0);
         let c0 = kq.balance(&z0);
-        if let Some(tr) = run_log_time(
-            &kq,
-            &z0,
-            &taus,
-            &ctx.ode,
-            &format!("KQ seed {seed}"),
-            &mut rep,
-        ) {
+        if let Some(tr) = run_log_time(&kq, &z0, &taus, &ctx.ode, &format!("KQ {name}"), &mut rep) {
             let mut samples = Vec::new();
             for k in 0..tr.len() {
                 let z = tr.state(k);
@@ -129,7 +123,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &w0,
             &taus,
             &ctx.ode,
-            &format!("W seed {seed}"),
+            &format!("W {name}"),
             &mut rep,
         ) {
             let samples = (0..tr.len())
@@ -140,15 +134,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     // a failed run leaves its model's checks at NaN (failed), never vacuously passed
-    let complete = |runs: &Vec<(usize, Run)>| runs.len() == p.seeds;
+    let complete = |runs: &Vec<(usize, Run)>| runs.len() == inputs.names.len();
     let nan_unless = |ok: bool, x: f64| if ok { x } else { f64::NAN };
     let (kq_ok, w_ok) = (complete(&kq_runs), complete(&w_runs));
     let kq_last = || kq_runs.iter().map(|(_, r)| r.last());
     let w_last = || w_runs.iter().map(|(_, r)| r.last());
-    let setting = format!(
-        "{label}, d_e = {}, K(0), Q(0) ~ N(0, {}²), {} seeds, τ_max = {:e}",
-        p.de, p.init_scale, p.seeds, p.tau_max
-    );
+    let setting = inputs.setting(p);
     let kq_dist = nan_unless(kq_ok, stats::max(kq_last().map(|s| s.distance(&w_star))));
     let kq_ratio = nan_unless(kq_ok, stats::max(kq_last().map(|s| s.rank_ratio())));
     let kq_gap = nan_unless(

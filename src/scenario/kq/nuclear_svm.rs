@@ -25,17 +25,21 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{
-    build_instance, data_label, instance_svms, numerical_rank, singular_values, DataName, SvmSuite,
+    build_instance, data_label, instance_svms, numerical_rank, run_instance, singular_values,
+    user_data, DataName, SvmSuite, USER_LABEL,
 };
+use crate::instance::kq::KqData;
+use crate::instance::InstanceFile;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Datasets of spec §5.1 (random ones drawn from the seed); ignored when `data_file` is set.
     pub data: Vec<DataName>,
-    /// The user's tokens as JSON ({"X", "y", "u", optional "opt" and "z"}, the seed-003
-    /// `wsvm-kkt` format; "z" defaults to the first tokens); when set, only this problem is
-    /// solved and written to `svm.json`.
+    /// The user's tokens: a seed-001 instance `.npz` (X, y, u, optional z; README "Your own
+    /// data"), or JSON in the seed-003 `wsvm-kkt` format (X, y, u, optional "opt" and "z"; "z"
+    /// defaults to the first tokens). When set, only this problem is solved and written to
+    /// `svm.json`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
     /// Stopping gap of the primal–dual iterations (full and diagonal).
@@ -60,6 +64,7 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    let load_file = |path: &PathBuf| load_file(sc, path);
     sc.require_positive(&[
         ("params.pdhg_tol", p.pdhg_tol),
         ("checks.max_duality_gap", c.max_duality_gap),
@@ -110,8 +115,19 @@ fn file_error(path: &Path, e: SvmError) -> InputError {
 }
 
 /// Reads the user's tokens and certifies that their W-SVMs are feasible (A1); every failure
-/// names the file and the offending JSON key.
-fn load_file(path: &Path) -> Result<Problem, InputError> {
+/// names the file and the offending key. A `.json` file is read as the seed-003 token JSON (a
+/// superset of the seed-001 layout: "opt" may be given, "u" omitted), an `.npz` as the seed-001
+/// instance layout.
+fn load_file(sc: &Scenario, given: &Path) -> Result<Problem, InputError> {
+    let path = &sc.input_path("data_file", given);
+    if !path.extension().is_some_and(|e| e == "json") {
+        return Ok(Problem {
+            label: USER_LABEL.into(),
+            json_stem: "svm".into(),
+            source: path.display().to_string(),
+            inst: user_data(sc, given, false)?,
+        });
+    }
     let problem = read_token_problem(path).map_err(|e| file_error(path, e))?;
     let cons = problem
         .w_svm_constraints()
@@ -126,11 +142,8 @@ fn load_file(path: &Path) -> Result<Problem, InputError> {
             },
         )
     })?;
-    let label = path
-        .file_stem()
-        .map_or_else(|| "data".into(), |s| s.to_string_lossy().into_owned());
     Ok(Problem {
-        label,
+        label: USER_LABEL.into(),
         json_stem: "svm".into(),
         source: path.display().to_string(),
         inst: Instance {
@@ -367,7 +380,9 @@ fn singular_value_panel(pr: &Problem, s: &Solved) -> BarPanel {
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let problems = match &p.data_file {
-        Some(path) => vec![load_file(path)?],
+        Some(path) => {
+            vec![load_file(ctx.scenario, path).map_err(|e| RunError::Other(e.to_string()))?]
+        }
         None => p
             .data
             .iter()
@@ -395,6 +410,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ..Report::default()
     };
     checks(&mut rep, &solved, c);
+    rep.instance = Some(run_instance(
+        problems
+            .iter()
+            .map(|pr| (pr.label.clone(), KqData::new(pr.inst.clone()).to_arrays()))
+            .collect(),
+    ));
     let mut summary = serde_json::Map::new();
     let mut norms = (vec![], vec![], vec![]);
     let mut fig = Figure::new((solved.len() + 1).min(3)).aspect(0.73).title(

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::full_common::BUILT_IN_D;
 use crate::flow::{integrate, Method, OdeConfig, SolverStats, Trajectory, VectorField};
 use crate::models::kq::diagonal::{
-    init5, wpm_matched, DiagonalLoss, Factored, Factorization, KeyQuery, PlusMinus, ReducedKq,
+    factored_state, init5, wpm_matched, DiagonalLoss, Factored, Factorization, KeyQuery, PlusMinus,
+    ReducedKq,
 };
 use crate::models::kq::log_time::{t_of, tau_of, LogTimeDescent};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
@@ -20,13 +21,26 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{build_instance, data_label, DataName};
+use std::path::PathBuf;
+
+use super::common::{data_label, named_instance, DataName, USER_LABEL};
+use crate::attention::Instance;
+use crate::instance::kq::{KqData, KqInit};
+use crate::instance::InstanceFile;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// Dataset of spec §5.1 (spec: toy-2b).
+    /// Dataset of spec §5.1 (spec: toy-2b); ignored when `data_file` is set.
     pub data: DataName,
+    /// The user's data instead (X, y, u, optional z; README "Your own data", seed 001): Lemma
+    /// 4.1 holds on any data with unique optimal tokens; d must equal omega0's length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The general (non-(5)) initial state instead of `xi_k`, `xi_q`: a file holding xi_k and
+    /// xi_q of shape (d,).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
     /// ω_0 of the init (5) case: ξ_k(0) = √2 ω_0, ξ_q(0) = 0, w₊(0) = w₋(0) = ω_0.
     pub omega0: Vec<f64>,
     /// The non-(5) init of spec §4 (β(0) ≠ 0).
@@ -86,7 +100,81 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.max_rel_diff", c.max_rel_diff),
         ("checks.control_min_diff", c.control_min_diff),
         ("checks.invariant_drift", c.invariant_drift),
-    ])
+    ])?;
+    // bad files are refused here, before anything is written
+    inputs(p, sc).map(|_| ())
+}
+
+/// What a run uses: the data's label and instance, and the general init (ξ_k(0), ξ_q(0)).
+struct Inputs {
+    label: String,
+    inst: Instance,
+    xi_k: Vec<f64>,
+    xi_q: Vec<f64>,
+}
+
+/// The data (named, or `data_file`) and the general init (`xi_k`, `xi_q`, or `init_file`).
+fn inputs(p: &Params, sc: &Scenario) -> Result<Inputs, InputError> {
+    let (label, inst) = match &p.data_file {
+        Some(path) => {
+            let data: KqData = sc.read_instance("data_file", path)?;
+            let d = data.d();
+            if d != p.omega0.len() {
+                return Err(InputError::new(
+                    &sc.input_path("data_file", path),
+                    "X",
+                    format!(
+                        "tokens have d = {d} coordinates but params.omega0 has {} entries (file \
+                         given by params.data_file)",
+                        p.omega0.len()
+                    ),
+                ));
+            }
+            (USER_LABEL.to_string(), data.instance)
+        }
+        None => (
+            data_label(p.data),
+            named_instance(p.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
+        ),
+    };
+    let (xi_k, xi_q) = match &p.init_file {
+        Some(path) => {
+            let bad = |key: &str, reason: String| {
+                InputError::new(
+                    &sc.input_path("init_file", path),
+                    key,
+                    format!("{reason} (file given by params.init_file)"),
+                )
+            };
+            match sc.read_instance::<KqInit>("init_file", path)? {
+                KqInit::Diagonal { xi_k, xi_q } if xi_k.len() == p.omega0.len() => (xi_k, xi_q),
+                KqInit::Diagonal { xi_k, .. } => {
+                    return Err(bad(
+                        "xi_k",
+                        format!(
+                            "has {} entries, params.omega0 has {}",
+                            xi_k.len(),
+                            p.omega0.len()
+                        ),
+                    ))
+                }
+                other => {
+                    return Err(bad(
+                        other.first_array(),
+                        "this scenario compares diagonal parameterizations: give xi_k and xi_q"
+                            .into(),
+                    ))
+                }
+            }
+        }
+        None => (p.xi_k.clone(), p.xi_q.clone()),
+    };
+    Ok(Inputs {
+        label,
+        inst,
+        xi_k,
+        xi_q,
+    })
 }
 
 /// max_j |a_j − b_j| / max_j |b_j|.
@@ -119,8 +207,8 @@ fn factored<P: Factorization>(
     taus: &[f64],
     cfg: &OdeConfig,
 ) -> Result<Run, RunError> {
-    let flow = Factored::<P>::new(loss);
-    let z0 = Factored::<P>::state(a, c);
+    let flow = Factored::<P, _>::new(loss);
+    let z0 = factored_state(a, c);
     let tr = integrate_tau(&LogTimeDescent(&flow), &z0, taus, cfg, P::NAME)?;
     let d = a.len();
     let inv0: Vec<f64> = (0..d).map(|j| P::invariant(a[j], c[j])).collect();
@@ -181,8 +269,12 @@ impl Case {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let inst = build_instance(p.data, ctx)?;
-    let label = data_label(p.data);
+    let Inputs {
+        label,
+        inst,
+        xi_k,
+        xi_q,
+    } = inputs(p, ctx.scenario).map_err(|e| RunError::Other(e.to_string()))?;
     let d = inst.data.d;
     if p.omega0.len() != d {
         return Err(RunError::Other(format!(
@@ -209,17 +301,28 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         red: reduced(&loss, &xk, &xq, &taus, &cfg)?,
         control: None,
     });
-    let (wp, wm) = wpm_matched(&p.xi_k, &p.xi_q, 1.0).expect("S/2 ≥ |β| always");
-    let (cp, cm) = wpm_matched(&p.xi_k, &p.xi_q, p.control_scale).expect("scale > 1");
+    let (wp, wm) = wpm_matched(&xi_k, &xi_q, 1.0).expect("S/2 ≥ |β| always");
+    let (cp, cm) = wpm_matched(&xi_k, &xi_q, p.control_scale).expect("scale > 1");
     cases.push(Case {
         name: "general init",
-        raw: factored::<KeyQuery>(&loss, &p.xi_k, &p.xi_q, &taus, &cfg)?,
+        raw: factored::<KeyQuery>(&loss, &xi_k, &xi_q, &taus, &cfg)?,
         wpm: factored::<PlusMinus>(&loss, &wp, &wm, &taus, &cfg)?,
-        red: reduced(&loss, &p.xi_k, &p.xi_q, &taus, &cfg)?,
+        red: reduced(&loss, &xi_k, &xi_q, &taus, &cfg)?,
         control: Some(factored::<PlusMinus>(&loss, &cp, &cm, &taus, &cfg)?),
     });
 
     let mut rep = Report::default();
+    // the data and the general init; init (5) is set by params.omega0
+    let mut instance = KqData::new(inst.clone()).to_arrays();
+    instance.merge_prefixed(
+        "",
+        KqInit::Diagonal {
+            xi_k: xi_k.clone(),
+            xi_q: xi_q.clone(),
+        }
+        .to_arrays(),
+    );
+    rep.instance = Some(instance);
     let compared: Vec<usize> = (1..taus.len()).collect();
     let worst = stats::max(compared.iter().flat_map(|&k| {
         cases.iter().map(move |cs| {
@@ -265,7 +368,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "{label}; init (5) with ω_0 = {:?} and the general init ξ_k(0) = {:?}, ξ_q(0) = {:?}; \
              max over t ∈ {:?} and τ ∈ {:?} of max_j|Δβ_j|/max_j|β_j|",
-            p.omega0, p.xi_k, p.xi_q, p.t_points, p.tau_points
+            p.omega0, xi_k, xi_q, p.t_points, p.tau_points
         )),
     );
     rep.check(

@@ -487,3 +487,5 @@ fn flatten_json(
 
 #[cfg(test)]
 mod tests;
+
+pub mod histogram;

@@ -7,6 +7,7 @@ pub mod fixed_points;
 mod fixed_points_column;
 pub mod gd_vs_flow;
 pub mod imbalance_sweep;
+mod instance_files;
 pub mod lemma31;
 pub mod limit_kkt;
 pub mod near_saddle;

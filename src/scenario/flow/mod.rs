@@ -66,6 +66,8 @@ use crate::stats;
 #[cfg(test)]
 mod tests;
 
+mod histogram;
+
 /// A model family's side of the generic flow.
 ///
 /// A family knows its instance layout (the arrays of its data and initial state, see
@@ -288,7 +290,7 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![]
+    vec![&histogram::KIND]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector

@@ -489,3 +489,5 @@ fn flatten_json(
 
 #[cfg(test)]
 mod tests;
+
+pub mod histogram;

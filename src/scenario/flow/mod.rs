@@ -67,6 +67,8 @@ mod kq;
 #[cfg(test)]
 mod tests;
 
+mod histogram;
+
 /// A model family's side of the generic flow.
 ///
 /// A family knows its instance layout (the arrays of its data and initial state, see
@@ -289,7 +291,7 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![&kq::KIND]
+    vec![&kq::KIND, &histogram::KIND]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector

@@ -4,16 +4,21 @@
 //! Q Diag(v) = M only if every H_a = T3[a,·,·] is positive definite, which needs n ≥ d strings
 //! (the paper's "almost surely" misses this, E16).
 
+use std::path::PathBuf;
+
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::InstanceFiles;
 use super::sizes;
 use crate::analysis::linearize::symmetric_eigen;
 use crate::flow::{Method, OdeConfig};
+use crate::instance::histogram::{instance_arrays, task_name, InitialStates, TaskStrings};
+use crate::instance::InstanceError;
 use crate::models::histogram::data::sample_string;
-use crate::models::histogram::{task_matrix, HistogramData, RowMoments};
+use crate::models::histogram::{state_from_qv, state_to_qv, task_matrix, HistogramData, RowMoments};
 use crate::plot::{Figure, HeatmapPanel, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -42,6 +47,14 @@ pub struct Params {
     pub n_sweep: Vec<usize>,
     /// Row a of T3 drawn as a heatmap.
     pub heatmap_row: usize,
+    /// The strings (`M`, `strings` of shape (n_all, N)); replaces task, d_thr, d and seq_len.
+    /// n and n_sweep take prefixes of the file's strings. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The points (Q, v) where the three forms are compared (`Q0`, `v0`, one per trial);
+    /// replaces trials and sigma.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,8 +78,28 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.n_sweep.contains(&0) {
         return Err(sc.invalid("params.n_sweep", "dataset sizes must be positive"));
     }
-    if p.heatmap_row >= p.d {
-        return Err(sc.invalid("params.heatmap_row", format!("must be < d = {}", p.d)));
+    let files = read_files(p, sc)?;
+    let d = files.d(p.d);
+    if let Some(data) = files.data() {
+        let strings = data.single_dataset().map_err(|e| files.data_error(e))?;
+        if d < 2 {
+            return Err(files.data_error(InstanceError::new("M", "the alphabet needs d ≥ 2")));
+        }
+        let largest = p.n_sweep.iter().copied().fold(p.n, usize::max);
+        if largest > strings.len() {
+            let key = if p.n > strings.len() { "params.n" } else { "params.n_sweep" };
+            return Err(sc.invalid(
+                key,
+                format!(
+                    "{largest} strings asked for, but data_file holds {} (n and n_sweep take \
+                     prefixes of the file's strings)",
+                    strings.len()
+                ),
+            ));
+        }
+    }
+    if p.heatmap_row >= d {
+        return Err(sc.invalid("params.heatmap_row", format!("must be < d = {d}")));
     }
     if c.rel_tol <= 0.0 || c.singular_rel_tol <= 0.0 {
         return Err(sc.invalid("checks", "tolerances must be positive"));
@@ -82,30 +115,70 @@ fn definiteness(t3: &RowMoments) -> (f64, f64) {
     (worst_min / lambda_max, lambda_max)
 }
 
-fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let d = p.d;
-    let m = task_matrix(&p.task.task(p.d_thr), d);
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
+/// The task matrix and all strings (the largest dataset): from data_file, or drawn from stream 1.
+fn strings(
+    p: &Params,
+    files: &InstanceFiles,
+    ctx: &RunContext,
+) -> Result<(DMatrix<f64>, Vec<Vec<usize>>), RunError> {
+    if let Some(data) = files.data() {
+        let strings = data.single_dataset().map_err(|e| files.data_error(e))?;
+        return Ok((data.m.clone(), strings.to_vec()));
+    }
     let n_all = p.n_sweep.iter().copied().fold(p.n, usize::max);
     let mut data_rng = ctx.rng(1);
-    let strings: Vec<Vec<usize>> = (0..n_all)
-        .map(|_| sample_string(&mut data_rng, d, p.seq_len))
+    let strings = (0..n_all)
+        .map(|_| sample_string(&mut data_rng, p.d, p.seq_len))
         .collect();
-    let data = HistogramData::from_strings(m.clone(), strings[..p.n].to_vec());
-    let t3 = data.third_moment();
-    let mut rep = Report::default();
+    Ok((task_matrix(&p.task.task(p.d_thr), p.d), strings))
+}
 
-    // R2: the three forms at random (Q, v)
+/// The points (Q, v) of R2 in the canonical layout: from init_file, or N(0, σ²) from stream 2.
+fn points(p: &Params, files: &InstanceFiles, d: usize, ctx: &RunContext) -> Vec<Vec<f64>> {
+    if let Some(init) = files.init() {
+        return init.states.clone();
+    }
     let mut init_rng = ctx.rng(2);
     let mut normal = |rows, cols| {
         DMatrix::from_fn(rows, cols, |_, _| {
             p.sigma * init_rng.sample::<f64, _>(StandardNormal)
         })
     };
+    (0..p.trials)
+        .map(|_| {
+            let q = normal(d, d);
+            let v = DVector::from_column_slice(normal(d, 1).as_slice());
+            state_from_qv(&q, &v)
+        })
+        .collect()
+}
+
+fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
+    let (m, strings) = strings(p, &files, ctx)?;
+    let d = m.nrows();
+    let seq_len = strings[0].len();
+    let points = points(p, &files, d, ctx);
+    let data = HistogramData::from_strings(m.clone(), strings[..p.n].to_vec());
+    let t3 = data.third_moment();
+    let mut rep = Report::default();
+    rep.instance = Some(instance_arrays(
+        &TaskStrings {
+            m: m.clone(),
+            datasets: vec![strings.clone()],
+        },
+        &InitialStates::from_states(d, points.clone()),
+    ));
+
+    // R2: the three forms at the points (Q, v)
     let mut forms = Table::new(&["trial", "raw", "lemma", "t3", "rel_lemma", "rel_t3"]);
     let mut worst_rel = 0.0f64;
-    for trial in 0..p.trials {
-        let q = normal(d, d);
-        let v = DVector::from_column_slice(normal(d, 1).as_slice());
+    for (trial, z) in points.iter().enumerate() {
+        let (q, v) = state_to_qv(z);
         let raw = data.loss_raw(&q, &v);
         let lemma = data.loss_lemma(&q, &v);
         let quad = t3.quadratic_loss(&(&q * DMatrix::from_diagonal(&v) - &m));
@@ -128,8 +201,10 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             chk.rel_tol,
         )
         .note(format!(
-            "{} random (Q, v) ~ N(0, {}²) on n = {} strings (d = {d}, N = {})",
-            p.trials, p.sigma, p.n, p.seq_len
+            "{} random (Q, v) ~ N(0, {}²) on n = {} strings (d = {d}, N = {seq_len})",
+            points.len(),
+            p.sigma,
+            p.n
         )),
     );
 
@@ -210,7 +285,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             p.n
         )),
     );
-    rep.figure = Some(figure(p, &t3, &sweep, &ratios, chk));
+    rep.figure = Some(figure(p, &m, seq_len, &t3, &sweep, &ratios, chk));
     Ok(rep)
 }
 
@@ -242,8 +317,16 @@ fn zero_loss_non_solution(
     Ok((loss / (0.5 * lambda_max * u.norm_squared()), row))
 }
 
-fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Checks) -> Figure {
-    let d = p.d;
+fn figure(
+    p: &Params,
+    m: &DMatrix<f64>,
+    seq_len: usize,
+    t3: &RowMoments,
+    sweep: &[usize],
+    ratios: &[f64],
+    chk: &Checks,
+) -> Figure {
+    let d = m.nrows();
     let letters: Vec<String> = (0..d)
         .map(|a| char::from(b'a' + (a % 26) as u8).to_string())
         .collect();
@@ -315,9 +398,8 @@ fn figure(p: &Params, t3: &RowMoments, sweep: &[usize], ratios: &[f64], chk: &Ch
     .axis_labels("b'", "b");
     Figure::new(3)
         .title(format!(
-            "Lemma 3.1 and the solution set: {} task, d = {d}, N = {}",
-            p.task.task(p.d_thr).name(),
-            p.seq_len
+            "Lemma 3.1 and the solution set: {} task, d = {d}, N = {seq_len}",
+            task_name(m)
         ))
         .panel(spectrum_panel)
         .panel(sweep_panel)

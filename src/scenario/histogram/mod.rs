@@ -7,6 +7,7 @@ mod fixed_points;
 mod fixed_points_column;
 mod gd_vs_flow;
 mod imbalance_sweep;
+mod instance_files;
 mod lemma31;
 mod limit_kkt;
 mod near_saddle;

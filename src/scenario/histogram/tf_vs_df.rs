@@ -8,12 +8,16 @@
 //! closed form, spec §2.6), and compares the two limits modulo the per-column sign (R5: the
 //! paper's "the limits coincide" is wrong, E10).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::InstanceFiles;
 use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
-use crate::models::histogram::{DfClosedForm, DfFlow};
+use crate::instance::histogram::{instance_arrays, task_name, InitialStates, TaskStrings};
+use crate::models::histogram::{DfClosedForm, DfFlow, HistogramData};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -61,6 +65,13 @@ pub struct Params {
     pub eta_tf: f64,
     /// Hessian eigenvalues with |λ| ≤ zero_mode_tol·max|λ| are the rescaling zero modes.
     pub zero_mode_tol: f64,
+    /// The datasets (`M`, `strings` of shape (n, N) or (k, n, N)); replaces task, d_thr, d,
+    /// seq_len, n and sets trials = k. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial states (`Q0`, `v0`, one per dataset); replaces sigma and the drawn inits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,7 +93,20 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    require_tf_data(sc, p.d, p.seq_len, p.n)?;
+    let files = read_files(p, sc)?;
+    match files.data() {
+        Some(data) => {
+            data.require_definite().map_err(|e| files.data_error(e))?;
+            if data.d() < 2 {
+                return Err(files.data_error(crate::instance::InstanceError::new(
+                    "M",
+                    "the alphabet needs d ≥ 2",
+                )));
+            }
+        }
+        None => require_tf_data(sc, p.d, p.seq_len, p.n)?,
+    }
+    files.trials(p.trials, true)?;
     if p.trials == 0 {
         return Err(sc.invalid("params.trials", "need at least one dataset"));
     }
@@ -146,28 +170,87 @@ struct Trial {
     df_closed_error: f64,
 }
 
-fn run_trial(p: &Params, ctx: &RunContext, trial: usize) -> Result<Trial, RunError> {
-    let task = p.task.task(p.d_thr);
-    let data = trial_data(ctx, &task, p.d, p.seq_len, p.n, trial);
-    let (tf_flow, _, _) = tf_flow_checked(&data)?;
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
+/// The datasets and initial states of the run, from the files or drawn from the seed (trial k:
+/// data stream 1000 + k, init stream 2000 + k), and what the outputs say about them.
+struct Setup {
+    data: Vec<HistogramData>,
+    inits: Vec<Vec<f64>>,
+    d: usize,
+    seq_len: usize,
+    n: usize,
+    task: &'static str,
+}
+
+fn setup(p: &Params, ctx: &RunContext) -> Result<Setup, RunError> {
+    let files = read_files(p, ctx.scenario)?;
+    let trials = files.trials(p.trials, true)?;
+    let data: Vec<HistogramData> = match files.data() {
+        Some(file) => file
+            .require_strings()
+            .map_err(|e| files.data_error(e))?
+            .iter()
+            .map(|strings| HistogramData::from_strings(file.m.clone(), strings.clone()))
+            .collect(),
+        None => (0..trials)
+            .map(|k| trial_data(ctx, &p.task.task(p.d_thr), p.d, p.seq_len, p.n, k))
+            .collect(),
+    };
+    let d = data[0].d;
+    let inits = match files.init() {
+        Some(init) => init.states.clone(),
+        None => (0..trials).map(|k| trial_init(ctx, d, p.sigma, k)).collect(),
+    };
+    Ok(Setup {
+        d,
+        seq_len: data[0].strings[0].len(),
+        n: data[0].n(),
+        task: task_name(&data[0].m),
+        data,
+        inits,
+    })
+}
+
+impl Setup {
+    /// Exactly the datasets and initial states used: `instance.npz`.
+    fn instance(&self) -> crate::instance::Arrays {
+        let data = TaskStrings {
+            m: self.data[0].m.clone(),
+            datasets: self.data.iter().map(|x| x.strings.clone()).collect(),
+        };
+        instance_arrays(&data, &InitialStates::from_states(self.d, self.inits.clone()))
+    }
+}
+
+fn run_trial(
+    p: &Params,
+    ctx: &RunContext,
+    data: &HistogramData,
+    z0: &[f64],
+    trial: usize,
+) -> Result<Trial, RunError> {
+    let (tf_flow, _, _) = tf_flow_checked(data)?;
     let df_flow = DfFlow::new(data.m.clone());
-    let z0 = trial_init(ctx, p.d, p.sigma, trial);
+    let d = data.d;
     let tf = integrate_flow(
         &tf_flow,
-        &z0,
+        z0,
         &linspace(0.0, p.t_end_tf, p.samples),
         &ctx.ode,
     )?;
     let df = integrate_flow(
         &df_flow,
-        &z0,
+        z0,
         &linspace(0.0, p.t_end_df, p.samples),
         &ctx.ode,
     )?;
-    let closed = DfClosedForm::new(&data.m, &z0);
+    let closed = DfClosedForm::new(&data.m, z0);
 
     // the exact common limit (D2), signed like the tf run, and the Hessians there
-    let z_star = limit_with_signs(&closed, tf.last_state(), p.d);
+    let z_star = limit_with_signs(&closed, tf.last_state(), d);
     let spec_tf = hessian_spectrum(&tf_flow, &z_star, p.zero_mode_tol)?;
     let spec_df = hessian_spectrum(&df_flow, &closed.limit_state(), p.zero_mode_tol)?;
     let lambda_tf = spec_tf.conditioning.smallest_nonzero;
@@ -233,7 +316,7 @@ fn run_trial(p: &Params, ctx: &RunContext, trial: usize) -> Result<Trial, RunErr
     }));
 
     Ok(Trial {
-        alignment: align_signs(tf.last_state(), &closed.limit_state(), p.d),
+        alignment: align_signs(tf.last_state(), &closed.limit_state(), d),
         beta_drift: stats::larger(tf.max_invariant_drift(), df.max_invariant_drift()),
         lambda_tf,
         lambda_df,
@@ -261,11 +344,13 @@ fn worst(trials: &[Trial], f: impl Fn(&Trial) -> f64) -> (f64, usize) {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let trials = (0..p.trials)
-        .map(|k| run_trial(p, ctx, k))
+    let setup = setup(p, ctx)?;
+    let trials = (0..setup.data.len())
+        .map(|k| run_trial(p, ctx, &setup.data[k], &setup.inits[k], k))
         .collect::<Result<Vec<_>, _>>()?;
     let mut rep = Report::default();
-    add_checks(&mut rep, p, c, &trials);
+    rep.instance = Some(setup.instance());
+    add_checks(&mut rep, p, setup.d, c, &trials);
     add_tables(&mut rep, p, &trials);
     for (k, t) in trials.iter().enumerate() {
         rep.stats(format!("trial {k} tf"), &t.tf.stats);
@@ -291,11 +376,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .map(|t| t.alignment.flipped)
             .collect::<Vec<_>>(),
     );
-    rep.figure = Some(figure(p, &trials));
+    rep.figure = Some(figure(p, &setup, &trials));
     Ok(rep)
 }
 
-fn add_checks(rep: &mut Report, p: &Params, c: &Checks, trials: &[Trial]) {
+fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Trial]) {
     let n_trials = trials.len();
     let (variation, k) = worst(trials, |t| t.ratio_variation);
     rep.check(
@@ -341,12 +426,12 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, trials: &[Trial]) {
         .note(format!(
             "dataset {k}; z*_df = the df limit (closed form, D2); {flipped} of {} columns \
              flipped over {n_trials} datasets",
-            p.d * n_trials
+            d * n_trials
         ))
         .paper_claim(format!(
             "§3.3: the limits coincide (E10): max |z_tf − z*_df| without sign alignment = \
              {raw:.3e}, {flipped} of {} columns have the opposite sign",
-            p.d * n_trials
+            d * n_trials
         )),
     );
     let (v_err, k) = worst(trials, |t| t.v_error);
@@ -376,7 +461,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, trials: &[Trial]) {
         )
         .note(format!("dataset {k} (spec §2.6, R9(a))")),
     );
-    let wrong_zero_modes = trials.iter().filter(|t| t.zero_modes_tf != p.d).count();
+    let wrong_zero_modes = trials.iter().filter(|t| t.zero_modes_tf != d).count();
     rep.check(
         Check::at_most(
             "datasets whose tf Hessian at the limit has ≠ d zero modes",
@@ -453,7 +538,7 @@ fn above_floor(tr: &Trajectory, floor: f64) -> usize {
     tr.loss.iter().take_while(|&&l| l > floor).count()
 }
 
-fn figure(p: &Params, trials: &[Trial]) -> Figure {
+fn figure(p: &Params, s: &Setup, trials: &[Trial]) -> Figure {
     let label = |k: usize, s: &str| if k == 0 { s.to_string() } else { String::new() };
     let mut loss = LinePanel::new(
         "(a) loss vs GD iteration k = t/η",
@@ -516,11 +601,7 @@ fn figure(p: &Params, trials: &[Trial]) -> Figure {
         .title(format!(
             "Fig. 2: ℓ_tf vs ℓ_df from one init ({}, d = {}, N = {}, n = {}, σ = {}, {} \
              datasets)",
-            p.task.task(p.d_thr).name(),
-            p.d,
-            p.seq_len,
-            p.n,
-            p.sigma,
+            s.task, s.d, s.seq_len, s.n, p.sigma,
             trials.len()
         ))
         .panel(loss)

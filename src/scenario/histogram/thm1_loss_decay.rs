@@ -2,11 +2,16 @@
 //! Gaussian inits decays as e^{−2αt}, α = min_i μ_iρ̄_i, after the onset time T, with the
 //! asymptote Σ_i K_i e^{−2ρ̄_iμ_it}; the integrated flow is held against the closed form.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::InstanceFiles;
 use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
+use crate::instance::histogram::{instance_arrays, task_name, InitialStates, TaskStrings};
+use crate::instance::InstanceError;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -42,6 +47,13 @@ pub struct Params {
     pub deep_level: f64,
     /// The trial drawn in the Fig. 3 panel.
     pub figure_trial: usize,
+    /// The task matrix (`M`; `strings` are not used by ℓ_df); replaces task, d_thr and d.
+    /// README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial states (`Q0`, `v0`, one per trial); replaces trials and sigma.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,10 +81,15 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.d < 2 {
-        return Err(sc.invalid("params.d", "need d ≥ 2"));
+    let files = read_files(p, sc)?;
+    if files.d(p.d) < 2 {
+        return Err(match files.data() {
+            Some(_) => files.data_error(InstanceError::new("M", "the alphabet needs d ≥ 2")),
+            None => sc.invalid("params.d", "need d ≥ 2"),
+        });
     }
-    if p.trials == 0 || p.figure_trial >= p.trials {
+    let trials = files.trials(p.trials, false)?;
+    if trials == 0 || p.figure_trial >= trials {
         return Err(sc.invalid(
             "params.figure_trial",
             "need trials ≥ 1 and figure_trial < trials",
@@ -129,17 +146,20 @@ struct Trial {
     sign_violations: usize,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
 fn run_trial(
     p: &Params,
     c: &Checks,
     ctx: &RunContext,
     flow: &DfFlow,
-    trial: usize,
+    z0: &[f64],
 ) -> Result<Trial, RunError> {
     let m = flow.m();
-    let d = p.d;
-    let z0 = gaussian_state(&mut ctx.rng(100 + trial as u64), d, p.sigma);
-    let closed = DfClosedForm::new(m, &z0);
+    let d = flow.d();
+    let closed = DfClosedForm::new(m, z0);
     let rates = sorted_rates(&closed);
     let (alpha, alpha2) = (rates[0], rates[1]);
     let onset = closed.onset_time();
@@ -157,7 +177,7 @@ fn run_trial(
 
     let t_end = onset + p.horizon / alpha;
     let times = linspace(0.0, t_end, p.samples);
-    let traj = integrate_flow(flow, &z0, &times, &ctx.ode)?;
+    let traj = integrate_flow(flow, z0, &times, &ctx.ode)?;
     let closed_error = closed_form_error(&traj, &closed, t_end);
     let [low, high] = p.fit_window;
     let ode_slope = log_slope_fit(&traj.t, &traj.loss, Window::Value { low, high })
@@ -272,11 +292,32 @@ fn run_trial(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let flow = DfFlow::new(p.task.matrix(p.d, p.d_thr));
-    let trials = (0..p.trials)
-        .map(|j| run_trial(p, c, ctx, &flow, j))
+    let files = read_files(p, ctx.scenario)?;
+    let m = match files.data() {
+        Some(data) => data.m.clone(),
+        None => p.task.matrix(p.d, p.d_thr),
+    };
+    let d = m.nrows();
+    // trial j draws its init from stream 100 + j
+    let inits: Vec<Vec<f64>> = match files.init() {
+        Some(init) => init.states.clone(),
+        None => (0..p.trials)
+            .map(|j| gaussian_state(&mut ctx.rng(100 + j as u64), d, p.sigma))
+            .collect(),
+    };
+    let flow = DfFlow::new(m.clone());
+    let trials = inits
+        .iter()
+        .map(|z0| run_trial(p, c, ctx, &flow, z0))
         .collect::<Result<Vec<_>, _>>()?;
     let mut rep = Report::default();
+    rep.instance = Some(instance_arrays(
+        &TaskStrings {
+            m,
+            datasets: Vec::new(),
+        },
+        &InitialStates::from_states(d, inits),
+    ));
     for (j, tr) in trials.iter().enumerate() {
         rep.stats(format!("trial {j}"), &tr.traj.stats);
     }
@@ -448,12 +489,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             fig.closed.asymptotic_loss(t).into(),
         ]);
     }
-    rep.figure = Some(figure(p, fig, &trials));
+    rep.figure = Some(figure(p, flow.m(), fig, &trials));
     Ok(rep)
 }
 
 /// Panel 1: the paper's Fig. 3 for one trial; panel 2: ℓe^{2αt}/Σ_argmin K_i → 1 for all.
-fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
+fn figure(p: &Params, m: &nalgebra::DMatrix<f64>, fig: &Trial, trials: &[Trial]) -> Figure {
     let t_end = *fig.traj.t.last().unwrap_or(&1.0);
     let fine = linspace(0.0, t_end, 1000);
     // the ODE loss is shown down to the floor its state accuracy ε resolves (ℓ ≫ ε²)
@@ -554,8 +595,8 @@ fn figure(p: &Params, fig: &Trial, trials: &[Trial]) -> Figure {
     Figure::new(2)
         .title(format!(
             "Theorem 1: ℓ_{{df}} decays at rate 2α after T ({} task, d = {}, σ = {:.3})",
-            p.task.label(),
-            p.d,
+            task_name(m),
+            m.nrows(),
             p.sigma
         ))
         .panel(fig3)

@@ -65,6 +65,7 @@ use crate::stats;
 
 #[cfg(test)]
 mod tests;
+mod token_select;
 
 /// A model family's side of the generic flow.
 ///
@@ -288,7 +289,7 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![]
+    vec![&token_select::KIND]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector

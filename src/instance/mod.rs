@@ -20,6 +20,7 @@
 //! implementing [`InstanceFile`] in this module's submodules.
 
 pub mod kq;
+pub mod token_select;
 
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};

@@ -66,6 +66,7 @@ use crate::stats;
 mod kq;
 #[cfg(test)]
 mod tests;
+mod token_select;
 
 mod histogram;
 
@@ -291,7 +292,7 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![&kq::KIND, &histogram::KIND]
+    vec![&kq::KIND, &histogram::KIND, &token_select::KIND]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector

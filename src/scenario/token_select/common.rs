@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::{solve_l2, L2Solution, RankOneConstraints, SvmMethod};
-use crate::attention::Instance;
+use crate::attention::{Instance, TokenError};
 use crate::models::token_select::generators::{bad_init, two_token};
 use crate::models::token_select::{Example1, GaussianJoint};
 use crate::scenario::cost::{n, Cost};
-use crate::scenario::{RunContext, RunError};
+use crate::scenario::{RunContext, RunError, Scenario};
 
 /// Random stream of the data (tokens, labels, decoder).
 pub const DATA_STREAM: u64 = 0;
@@ -33,15 +33,20 @@ pub enum DataName {
 
 /// Draws the named data model from the scenario seed's data stream.
 pub fn build_instance(name: DataName, ctx: &RunContext) -> Result<Instance, RunError> {
-    let mut rng = ctx.rng(DATA_STREAM);
-    let drawn = match name {
+    draw_instance(name, ctx.scenario)
+        .map_err(|e| RunError::Other(format!("generating the {name:?} data: {e}")))
+}
+
+/// The named data model drawn from the seed's data stream (also while preparing a run).
+pub fn draw_instance(name: DataName, sc: &Scenario) -> Result<Instance, TokenError> {
+    let mut rng = sc.rng(DATA_STREAM);
+    match name {
         DataName::Ex1 => Example1::ex1().generate(&mut rng),
         DataName::Ex1Orth => Example1::ex1_orth().generate(&mut rng),
         DataName::Dm => GaussianJoint::dm().generate(&mut rng),
         DataName::TwoToken => Ok(two_token()),
         DataName::BadInit => Ok(bad_init()),
-    };
-    drawn.map_err(|e| RunError::Other(format!("generating the {name:?} data: {e}")))
+    }
 }
 
 /// The W-SVM of an instance (dual QP, polished, with its KKT certificate).

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::analysis::svm::{
-    read_token_problem, svm_report, MarginConstraints, RankOneConstraints, SvmError, TokenView,
+    read_token_problem, svm_report, MarginConstraints, RankOneConstraints, SvmError, TokenProblem,
+    TokenView,
 };
+use crate::instance::{Array, Arrays};
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -30,8 +32,9 @@ pub struct Params {
     /// Named data models (spec 003 §1.3) drawn from the scenario seed; ignored when
     /// `data_file` is set.
     pub data: Vec<DataName>,
-    /// The user's tokens as JSON ({"X", "y", "u", optional "opt" and "z"}); when set, only this
-    /// problem is solved and its solution is written to `svm.json`.
+    /// The user's tokens, `.json` or `.npz` (arrays X, y, u, optional opt and z; a flow's
+    /// `instance.npz` too, whose W0 is ignored); when set, only this problem is solved, its
+    /// solution is written to `svm.json` and its arrays to `instance.npz`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
     /// The primal QP has d² variables; it is solved as a cross-check up to this many.
@@ -58,6 +61,8 @@ struct Problem {
     closed_form: Option<(Vec<f64>, &'static str)>,
     /// Where the data came from (file path or data-model name).
     source: String,
+    /// The user's arrays, as `instance.npz` records them (none for the built-in instances).
+    instance: Option<Arrays>,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -75,7 +80,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     }
     match &p.data_file {
         // bad or infeasible user data is bad input: refuse it before anything is written
-        Some(path) => load_problem(path).map(|_| ()),
+        Some(path) => load_problem(&sc.input_path("data_file", path)).map(|_| ()),
         None if p.data.is_empty() => Err(sc.invalid(
             "params.data",
             "name at least one data model (ex1, ex1-orth, two-token, bad-init, dm) or set \
@@ -88,7 +93,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 /// Reads the user's tokens and certifies that their W-SVM is feasible; every failure names
 /// the file and the offending JSON key.
 fn load_problem(path: &Path) -> Result<Problem, InputError> {
-    let problem = read_token_problem(path).map_err(|e| file_error(path, e))?;
+    let problem = read_problem(path)?;
     let cons = problem
         .w_svm_constraints()
         .map_err(|e| file_error(path, e))?;
@@ -102,7 +107,72 @@ fn load_problem(path: &Path) -> Result<Problem, InputError> {
         cons,
         closed_form: None,
         source: path.display().to_string(),
+        instance: Some(problem_arrays(&problem)),
     })
+}
+
+/// The tokens of a `.json` file (nested lists, keys `X[2][1]` in errors) or of an `.npz`
+/// archive, whose arrays go through the same validation.
+fn read_problem(path: &Path) -> Result<TokenProblem, InputError> {
+    let npz = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("npz"));
+    if !npz {
+        return read_token_problem(path).map_err(|e| file_error(path, e));
+    }
+    let arrays = Arrays::read(path).map_err(|e| {
+        InputError::new(
+            path,
+            e.key,
+            format!("{} (data file given by params.data_file)", e.reason),
+        )
+    })?;
+    TokenProblem::from_json(&arrays_to_json(&arrays).to_string()).map_err(|e| file_error(path, e))
+}
+
+/// Arrays as the JSON document of [`TokenProblem::from_json`]: nested lists, integral entries
+/// as integers (so `opt` reads as indices). A flow run's `instance.npz` carries its initial
+/// state `W0`, which the W-SVM does not use: it is left out.
+fn arrays_to_json(arrays: &Arrays) -> Value {
+    fn nest(shape: &[usize], data: &[f64]) -> Value {
+        match shape.split_first() {
+            None => match data[0] {
+                x if x.fract() == 0.0 && x.abs() < 9e15 => Value::from(x as i64),
+                x => Value::from(x),
+            },
+            Some((&len, rest)) => {
+                let step = rest.iter().product::<usize>();
+                Value::Array((0..len).map(|k| nest(rest, &data[k * step..])).collect())
+            }
+        }
+    }
+    Value::Object(
+        arrays
+            .iter()
+            .filter(|(name, _)| *name != "W0")
+            .map(|(name, a)| (name.to_string(), nest(&a.shape, &a.data)))
+            .collect(),
+    )
+}
+
+/// The arrays of a user problem: X, y, opt, and u and z when given (z when the queries are
+/// not the first tokens).
+fn problem_arrays(p: &TokenProblem) -> Arrays {
+    let (n, t, d) = (p.n, p.t, p.d);
+    let mut a = Arrays::new();
+    a.insert("X", Array::new(&[n, t, d], p.x.clone()))
+        .insert("y", Array::vector(&p.y))
+        .insert(
+            "opt",
+            Array::vector(&p.opt.iter().map(|&o| o as f64).collect::<Vec<_>>()),
+        );
+    if let Some(u) = &p.u {
+        a.insert("u", Array::vector(u));
+    }
+    if (0..n).any(|i| p.queries[i * d..(i + 1) * d] != p.x[i * t * d..i * t * d + d]) {
+        a.insert("z", Array::matrix(n, d, p.queries.clone()));
+    }
+    a
 }
 
 fn file_error(path: &Path, e: SvmError) -> InputError {
@@ -143,6 +213,7 @@ fn named_problem(name: DataName, ctx: &RunContext) -> Result<Problem, RunError> 
         cons,
         closed_form,
         source: format!("data model {label} (seed {})", ctx.scenario.seed),
+        instance: None,
     })
 }
 
@@ -180,6 +251,7 @@ fn orthogonal_problem() -> Problem {
         cons,
         closed_form: Some((closed, "W_mm = Σ D_k/‖D_k‖² (orthogonal D_k)")),
         source: "built-in instance with mutually orthogonal constraints".into(),
+        instance: None,
     }
 }
 
@@ -244,7 +316,7 @@ fn margin_panel(pr: &Problem, sols: &BothSolutions) -> LinePanel {
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let problems = match &p.data_file {
-        Some(path) => vec![load_problem(path)?],
+        Some(path) => vec![load_problem(&ctx.scenario.input_path("data_file", path))?],
         None => {
             let mut v = p
                 .data
@@ -314,6 +386,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     }
     rep.derive("instances", summary);
+    rep.instance = problems.iter().find_map(|pr| pr.instance.clone());
     // margins per constraint where there are enough to see, then complementary slackness of all
     let mut fig = Figure::new(panels.len() + 1)
         .title("W-SVM: margins ⟨W_mm, D_k⟩ (support highlighted) and complementary slackness");

@@ -1,0 +1,274 @@
+//! Token selection (paper 003): tokens, labels, the fixed decoder, optional queries, and the
+//! initial attention matrix W₀.
+//!
+//! | array | shape     | meaning                                                           |
+//! |-------|-----------|-------------------------------------------------------------------|
+//! | `X`   | (n, T, d) | tokens: `X[i, t]` is token t of sequence i (T ≥ 2)                 |
+//! | `y`   | (n,)      | labels ±1                                                          |
+//! | `u`   | (d,)      | the fixed decoder; scores γ_{i,t} = y_i uᵀx_{i,t}                  |
+//! | `z`   | (n, d)    | optional queries q_i (default: the first token of each sequence)   |
+//! | `opt` | (n,)      | optional optimal-token indices; must be argmax_t γ_{i,t} if given  |
+//! | `W0`  | (d, d)    | initial state W₀ (rows as numpy prints them; a separate init file) |
+//!
+//! ```python
+//! X = np.random.randn(8, 4, 6); y = np.sign(np.random.randn(8)); u = np.eye(6)[0]
+//! X[:, 0] += 2 * y[:, None] * u                     # token 0 scores highest in every sequence
+//! np.savez("mine.npz", X=X, y=y, u=u, W0=np.zeros((6, 6)))
+//! ```
+//!
+//! The paper's theorems assume (and the code needs) a **unique optimal token** per sequence,
+//! opt_i = argmax_t γ_{i,t} with no tie (Def. 1), and a **feasible W-SVM**: some W with
+//! (x_{i,opt} − x_{i,t})ᵀ W q_i ≥ 1 for every i and t ≠ opt_i (§2, the direction W(t)/‖W(t)‖
+//! approaches). Both are checked here; the W-SVM is solved once (dual QP with its KKT
+//! certificate) and kept, since the flow compares its direction with it.
+
+use nalgebra::DMatrix;
+
+use super::{Array, Arrays, InstanceError, InstanceFile};
+use crate::analysis::svm::{solve_l2, L2Solution, RankOneConstraints, SvmError, SvmMethod};
+use crate::attention::TokenData;
+
+/// Relative score gap below which two tokens tie for the optimum (as the fixed-decoder model
+/// decides, so an instance accepted here is accepted by the model).
+pub const TIE_TOL: f64 = 1e-12;
+
+/// The data of a token-selection instance: tokens, labels, queries, decoder, optimal tokens
+/// and their W-SVM.
+#[derive(Debug, Clone)]
+pub struct TokenSelectData {
+    pub data: TokenData,
+    pub u: Vec<f64>,
+    pub opt: Vec<usize>,
+    /// The W-SVM min ½‖W‖²_F s.t. (x_{i,opt} − x_{i,t})ᵀ W q_i ≥ 1 (vec(W) column-major).
+    pub wsvm: L2Solution,
+}
+
+impl TokenSelectData {
+    /// Validates tokens, labels and decoder (queries default to the first tokens): a unique
+    /// optimal token per sequence and a feasible W-SVM.
+    pub fn new(data: TokenData, u: Vec<f64>) -> Result<Self, InstanceError> {
+        let opt = optimal_tokens(&data, &u)?;
+        let cons = RankOneConstraints::w_svm(&data.view(), &opt).map_err(svm_error)?;
+        let wsvm = solve_l2(&cons, SvmMethod::Dual).map_err(svm_error)?;
+        Ok(TokenSelectData {
+            data,
+            u,
+            opt,
+            wsvm,
+        })
+    }
+
+    /// The W-SVM solution as a d × d matrix.
+    pub fn wsvm_matrix(&self) -> DMatrix<f64> {
+        DMatrix::from_column_slice(self.data.d, self.data.d, &self.wsvm.w)
+    }
+
+    /// Whether the queries are the first tokens (then `z` is not written).
+    fn first_token_queries(&self) -> bool {
+        (0..self.data.n).all(|i| self.data.query(i) == self.data.token(i, 0))
+    }
+}
+
+/// opt_i = argmax_t y_i uᵀx_{i,t}, refusing ties (naming the sequence) and all-zero scores.
+fn optimal_tokens(data: &TokenData, u: &[f64]) -> Result<Vec<usize>, InstanceError> {
+    let g = data.scores(u);
+    (0..data.n)
+        .map(|i| {
+            let row = &g[i * data.t..(i + 1) * data.t];
+            let best = (0..data.t).fold(0, |b, t| if row[t] > row[b] { t } else { b });
+            let scale = row.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let tied = (0..data.t).find(|&t| t != best && row[best] - row[t] <= TIE_TOL * scale);
+            match tied {
+                _ if scale == 0.0 => Err(InstanceError::new(
+                    format!("X[{i}]"),
+                    "every score y_i uᵀx_{i,t} is 0: no optimal token (Def. 1)",
+                )),
+                Some(t) => Err(InstanceError::new(
+                    format!("X[{i}]"),
+                    format!(
+                        "no unique optimal token: tokens {best} and {t} tie for the largest score \
+                         y_i uᵀx_(i,t) = {} (Def. 1 needs a strict maximum)",
+                        row[best]
+                    ),
+                )),
+                None => Ok(best),
+            }
+        })
+        .collect()
+}
+
+fn svm_error(e: SvmError) -> InstanceError {
+    match e {
+        SvmError::Infeasible { detail, .. } => InstanceError::new(
+            "X",
+            format!(
+                "the W-SVM is infeasible (no W has (x_opt − x_t)ᵀ W q ≥ 1 for every non-optimal \
+                 token, so the optimal tokens cannot be selected): {detail}"
+            ),
+        ),
+        SvmError::Invalid { field, reason } => InstanceError::new(field, reason),
+        other => InstanceError::new("X", format!("no certified W-SVM solution: {other}")),
+    }
+}
+
+impl InstanceFile for TokenSelectData {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("X", "tokens, shape (n, T, d), T ≥ 2"),
+        ("y", "labels ±1, shape (n,)"),
+        ("u", "fixed decoder, shape (d,)"),
+        ("z", "optional queries, shape (n, d); default: the first tokens"),
+        ("opt", "optional optimal tokens, shape (n,); must be argmax_t y_i uᵀx_(i,t)"),
+        ("W0", "the initial state, shape (d, d) (read by the init file; allowed here)"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&["X", "y", "u", "z", "opt", "W0"])?;
+        a.check_finite()?;
+        let x = a.shaped("X", &[None, None, None])?;
+        let (n, t, d) = (x.shape[0], x.shape[1], x.shape[2]);
+        if n == 0 || t < 2 || d == 0 {
+            return Err(InstanceError::new(
+                "X",
+                format!("needs n ≥ 1 sequences of T ≥ 2 tokens in d ≥ 1 dimensions, got shape {:?}", x.shape),
+            ));
+        }
+        let y = a.labels("y", Some(n))?.to_vec();
+        let u = a.vector("u", Some(d))?.to_vec();
+        let queries = match a.get("z") {
+            Some(_) => a.shaped("z", &[Some(n), Some(d)])?.data.clone(),
+            None => (0..n)
+                .flat_map(|i| x.data[i * t * d..i * t * d + d].to_vec())
+                .collect(),
+        };
+        let data = TokenData::with_queries(n, t, d, x.data.clone(), y, queries)
+            .map_err(|e| InstanceError::new("X", e.to_string()))?;
+        let inst = Self::new(data, u)?;
+        // wsvm-kkt writes the optimal tokens it used; they must be the decoder's
+        if a.get("opt").is_some() {
+            let opt = a.vector("opt", Some(n))?;
+            if let Some(i) = (0..n).find(|&i| opt[i] != inst.opt[i] as f64) {
+                return Err(InstanceError::new(
+                    format!("opt[{i}]"),
+                    format!(
+                        "is {} but the optimal token argmax_t y_i uᵀx_(i,t) is {} (the fixed \
+                         decoder selects it)",
+                        opt[i], inst.opt[i]
+                    ),
+                ));
+            }
+        }
+        Ok(inst)
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let (n, t, d) = (self.data.n, self.data.t, self.data.d);
+        let mut a = Arrays::new();
+        a.insert("X", Array::new(&[n, t, d], self.data.x.clone()))
+            .insert("y", Array::vector(&self.data.y))
+            .insert("u", Array::vector(&self.u));
+        if !self.first_token_queries() {
+            a.insert("z", Array::matrix(n, d, self.data.queries.clone()));
+        }
+        a
+    }
+}
+
+/// The initial attention matrix W₀ (array `W0`, square).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenSelectInit {
+    /// vec(W₀), column-major (the models' layout).
+    pub w0: Vec<f64>,
+    pub d: usize,
+}
+
+impl TokenSelectInit {
+    /// W₀ must be d × d for tokens in ℝ^d.
+    pub fn for_dimension(&self, d: usize) -> Result<&[f64], InstanceError> {
+        if self.d == d {
+            Ok(&self.w0)
+        } else {
+            Err(InstanceError::new(
+                "W0",
+                format!("is {0} × {0} but the tokens have d = {d} (W₀ must be d × d)", self.d),
+            ))
+        }
+    }
+}
+
+impl InstanceFile for TokenSelectInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] =
+        &[("W0", "the initial attention matrix, shape (d, d)")];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        let w = a.shaped("W0", &[None, None])?;
+        if w.shape[0] != w.shape[1] {
+            return Err(InstanceError::new(
+                "W0",
+                format!("must be square (d, d), got shape {:?}", w.shape),
+            ));
+        }
+        a.check_finite()?;
+        Ok(TokenSelectInit {
+            w0: w.to_column_major(),
+            d: w.shape[0],
+        })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        a.insert("W0", Array::from_column_major(self.d, self.d, &self.w0));
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_token_arrays() -> Arrays {
+        let mut a = Arrays::new();
+        a.insert("X", Array::new(&[1, 2, 2], vec![1.0, 0.0, 0.0, 1.0]))
+            .insert("y", Array::vector(&[1.0]))
+            .insert("u", Array::vector(&[1.0, 0.0]));
+        a
+    }
+
+    #[test]
+    fn the_two_token_instance_reads_back_with_its_closed_form_wsvm() {
+        let inst = TokenSelectData::from_arrays(&two_token_arrays()).unwrap();
+        assert_eq!(inst.opt, vec![0]);
+        // W_mm = D/2 with D = (e₁ − e₂)e₁ᵀ; column-major (W₁₁, W₂₁, W₁₂, W₂₂)
+        for (w, want) in inst.wsvm.w.iter().zip([0.5, -0.5, 0.0, 0.0]) {
+            assert!((w - want).abs() < 1e-10, "{:?}", inst.wsvm.w);
+        }
+        assert_eq!(inst.to_arrays(), two_token_arrays());
+    }
+
+    #[test]
+    fn ties_and_infeasible_wsvms_name_the_array() {
+        let mut a = two_token_arrays();
+        a.insert("u", Array::vector(&[1.0, 1.0]));
+        let e = TokenSelectData::from_arrays(&a).unwrap_err();
+        assert_eq!(e.key, "X[0]");
+        // the same sequence with opposite labels: opt = 0 asks (x₁ − x₂)ᵀ W x₁ ≥ 1, opt = 1 asks
+        // (x₂ − x₁)ᵀ W x₁ ≥ 1 — no W does both
+        let mut a = two_token_arrays();
+        a.insert("X", Array::new(&[2, 2, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]))
+            .insert("y", Array::vector(&[1.0, -1.0]));
+        let e = TokenSelectData::from_arrays(&a).unwrap_err();
+        assert_eq!(e.key, "X", "{e}");
+        assert!(e.reason.contains("infeasible"), "{e}");
+    }
+
+    #[test]
+    fn w0_is_read_row_major_and_must_be_square() {
+        let mut a = Arrays::new();
+        a.insert("W0", Array::matrix(2, 2, vec![1.0, 2.0, 3.0, 4.0]));
+        let init = TokenSelectInit::from_arrays(&a).unwrap();
+        assert_eq!(init.w0, vec![1.0, 3.0, 2.0, 4.0]);
+        assert_eq!(init.to_arrays(), a);
+        assert_eq!(init.for_dimension(3).unwrap_err().key, "W0");
+        a.insert("W0", Array::matrix(2, 3, vec![0.0; 6]));
+        assert_eq!(TokenSelectInit::from_arrays(&a).unwrap_err().key, "W0");
+    }
+}

@@ -1,0 +1,364 @@
+//! Token-selection instances (paper 003) given as files: the generic flow `flow-token-select`
+//! and the paper's `wsvm-kkt` on data written from scratch, held against computations on that
+//! same data; round trips through `instance.npz`; bad files refused with exit code 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use attnflow::instance::{Array, Arrays};
+
+fn attnflow(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_attnflow"))
+        .args(args)
+        .arg("--dir")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
+        .current_dir(cwd)
+        .output()
+        .expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `scenario --quick` with `sets` into `cwd/out`, asserting success; returns the run folder.
+fn run_ok(cwd: &Path, out: &str, scenario: &str, sets: &[&str]) -> PathBuf {
+    let mut args = vec!["run", scenario, "--quick", "--out", out];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = attnflow(&args, cwd);
+    assert!(o.status.success(), "{scenario} {sets:?}: {}", stderr(&o));
+    cwd.join(out).join(scenario)
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Column `name` of a run's series.csv.
+fn column(dir: &Path, name: &str) -> Vec<f64> {
+    let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+    let mut lines = text.lines();
+    let k = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    lines
+        .map(|l| l.split(',').nth(k).unwrap().parse().unwrap())
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, a: &Arrays) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, a.to_npz_bytes()).unwrap();
+    p
+}
+
+/// Three sequences of three tokens in ℝ⁵, decoder u = e₀ + e₁ + e₂: sequence i has tokens
+/// s_i y_i e_i (optimal and query, score s_i), ½ s_i y_i e_i + e₃ (score ½ s_i) and
+/// (1 + i) e₄ − ¼ s_i y_i e_i (score −¼ s_i).
+fn tokens() -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (n, t, d) = (3, 3, 5);
+    let y = vec![1.0, -1.0, 1.0];
+    let s = [1.0, 2.0, 0.5];
+    let mut x = vec![0.0; n * t * d];
+    for i in 0..n {
+        let at = |tok: usize, r: usize| (i * t + tok) * d + r;
+        x[at(0, i)] = s[i] * y[i];
+        x[at(1, i)] = 0.5 * s[i] * y[i];
+        x[at(1, 3)] = 1.0;
+        x[at(2, 4)] = 1.0 + i as f64;
+        x[at(2, i)] = -0.25 * s[i] * y[i];
+    }
+    let u = vec![1.0, 1.0, 1.0, 0.0, 0.0];
+    (x, y, u)
+}
+
+fn instance(w0: Option<Vec<f64>>) -> Arrays {
+    let (x, y, u) = tokens();
+    let mut a = Arrays::new();
+    a.insert("X", Array::new(&[3, 3, 5], x))
+        .insert("y", Array::vector(&y))
+        .insert("u", Array::vector(&u));
+    if let Some(w) = w0 {
+        a.insert("W0", Array::matrix(5, 5, w));
+    }
+    a
+}
+
+#[test]
+fn the_flow_on_data_written_from_scratch_starts_at_the_hand_computed_loss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "mine.npz", &instance(Some(vec![0.0; 25])));
+    let dir = run_ok(
+        tmp.path(),
+        "o",
+        "flow-token-select",
+        &[&format!("data_file={}", file.display())],
+    );
+    let checks = read_json(&dir.join("checks.json"));
+    assert_eq!(checks["all_pass"], true, "{checks}");
+    // at W = 0 the softmax is uniform: margin m_i = mean_t γ_it, γ_it = y_i uᵀx_it; the run
+    // records the excess L − L* with L* = mean_i exp(−γ_i,opt)
+    let (x, y, u) = tokens();
+    let gamma = |i: usize, t: usize| -> f64 {
+        y[i] * (0..5).map(|r| u[r] * x[(i * 3 + t) * 5 + r]).sum::<f64>()
+    };
+    let l0: f64 = (0..3)
+        .map(|i| (-(0..3).map(|t| gamma(i, t)).sum::<f64>() / 3.0).exp())
+        .sum::<f64>()
+        / 3.0;
+    let l_star: f64 = (0..3).map(|i| (-gamma(i, 0)).exp()).sum::<f64>() / 3.0;
+    let loss = column(&dir, "loss");
+    let want = l0 - l_star;
+    assert!((loss[0] - want).abs() <= 1e-12 * want, "{} vs {want}", loss[0]);
+    assert!(loss.last().unwrap() < &(0.1 * want), "the loss falls: {loss:?}");
+    // the written instance is the file's arrays
+    let written = Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
+    assert_eq!(written, instance(Some(vec![0.0; 25])));
+    // the same file in the paper's wsvm-kkt: its W_mm, recomputed here, meets every constraint
+    // with the smallest margin exactly 1 (a max-margin solution is tight somewhere)
+    let dir = run_ok(
+        tmp.path(),
+        "o",
+        "wsvm-kkt",
+        &[&format!("data_file={}", file.display())],
+    );
+    assert_eq!(read_json(&dir.join("checks.json"))["all_pass"], true);
+    let svm = read_json(&dir.join("svm.json"));
+    let w: Vec<Vec<f64>> = serde_json::from_value(svm["W"].clone()).unwrap();
+    let q = |i: usize| &x[i * 15..i * 15 + 5];
+    let wq = |i: usize| -> Vec<f64> {
+        (0..5).map(|r| (0..5).map(|c| w[r][c] * q(i)[c]).sum()).collect()
+    };
+    let mut min_margin = f64::INFINITY;
+    for i in 0..3 {
+        let v = wq(i);
+        for t in 1..3 {
+            let m: f64 = (0..5)
+                .map(|r| (x[i * 15 + r] - x[(i * 3 + t) * 5 + r]) * v[r])
+                .sum();
+            min_margin = min_margin.min(m);
+        }
+    }
+    assert!((min_margin - 1.0).abs() < 1e-8, "smallest margin {min_margin}");
+}
+
+#[test]
+fn gd_on_the_two_token_instance_follows_the_scalar_recursion() {
+    // two-token data from W₀ = I: the gradient is along D̂ = (e₁ − e₂)e₁ᵀ/√2, so GD moves the
+    // logit gap g = W₁₁ − W₂₁ by g ← g + 2η e^{−σ(g)}σ(g)σ(−g), and L − L* = e^{−σ(g)} − e^{−1}
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Arrays::new();
+    a.insert("X", Array::new(&[1, 2, 2], vec![1.0, 0.0, 0.0, 1.0]))
+        .insert("y", Array::vector(&[1.0]))
+        .insert("u", Array::vector(&[1.0, 0.0]))
+        .insert("W0", Array::matrix(2, 2, vec![1.0, 0.0, 0.0, 1.0]));
+    let file = write(tmp.path(), "two.npz", &a);
+    let (eta, steps) = (1.0, 40);
+    let dir = run_ok(
+        tmp.path(),
+        "o",
+        "flow-token-select",
+        &[
+            &format!("data_file={}", file.display()),
+            "optimizer=gd",
+            &format!("eta={eta}"),
+            &format!("steps={steps}"),
+            "clock=linear",
+            "samples=41",
+        ],
+    );
+    assert_eq!(read_json(&dir.join("checks.json"))["all_pass"], true);
+    let sigma = |g: f64| 1.0 / (1.0 + (-g).exp());
+    let mut g = 1.0f64;
+    let mut want = Vec::new();
+    for _ in 0..=steps {
+        want.push((-sigma(g)).exp() - (-1f64).exp());
+        g += 2.0 * eta * (-sigma(g)).exp() * sigma(g) * sigma(-g);
+    }
+    let loss = column(&dir, "loss");
+    assert_eq!(loss.len(), want.len());
+    for (k, (l, w)) in loss.iter().zip(&want).enumerate() {
+        assert!((l - w).abs() <= 1e-9 * w, "step {k}: {l} vs {w}");
+    }
+}
+
+#[test]
+fn instance_npz_fed_back_reproduces_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w0 = vec![0.0; 25];
+    w0[0] = 0.3;
+    w0[7] = -0.2;
+    let data = write(tmp.path(), "data.npz", &instance(None));
+    let init = write(tmp.path(), "init.npz", &instance(Some(w0)));
+    let first = run_ok(
+        tmp.path(),
+        "a",
+        "flow-token-select",
+        &[
+            &format!("data_file={}", data.display()),
+            &format!("init_file={}", init.display()),
+        ],
+    );
+    let again = first.join("instance.npz");
+    let second = run_ok(
+        tmp.path(),
+        "b",
+        "flow-token-select",
+        &[&format!("data_file={}", again.display())],
+    );
+    for f in ["series.csv", "checks.json", "figure.svg", "instance.npz", "spectra.csv"] {
+        assert_eq!(
+            std::fs::read(first.join(f)).unwrap(),
+            std::fs::read(second.join(f)).unwrap(),
+            "{f} differs"
+        );
+    }
+    // wsvm-kkt: a JSON file's instance.npz, under the same stem, gives the same outputs
+    let (x, y, u) = tokens();
+    let nested: Vec<Vec<Vec<f64>>> = (0..3)
+        .map(|i| (0..3).map(|t| x[(i * 3 + t) * 5..][..5].to_vec()).collect())
+        .collect();
+    let json = serde_json::json!({"X": nested, "y": y, "u": u});
+    std::fs::create_dir(tmp.path().join("j")).unwrap();
+    let jfile = tmp.path().join("j/mine.json");
+    std::fs::write(&jfile, json.to_string()).unwrap();
+    let first = run_ok(tmp.path(), "c", "wsvm-kkt", &[&format!("data_file={}", jfile.display())]);
+    std::fs::create_dir(tmp.path().join("n")).unwrap();
+    let nfile = tmp.path().join("n/mine.npz");
+    std::fs::copy(first.join("instance.npz"), &nfile).unwrap();
+    let second = run_ok(tmp.path(), "d", "wsvm-kkt", &[&format!("data_file={}", nfile.display())]);
+    for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
+        assert_eq!(
+            std::fs::read(first.join(f)).unwrap(),
+            std::fs::read(second.join(f)).unwrap(),
+            "wsvm-kkt {f} differs"
+        );
+    }
+}
+
+/// Runs with a bad file: exit 2, the message names the file and `key`, nothing is written.
+fn refused(scenario: &str, a: &Arrays, key: &str, reason: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "bad.npz", a);
+    let o = attnflow(
+        &[
+            "run",
+            scenario,
+            "--quick",
+            "--out",
+            "o",
+            "--set",
+            &format!("data_file={}", file.display()),
+        ],
+        tmp.path(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{scenario} {key}: {err}");
+    assert!(err.contains("bad.npz"), "file not named: {err}");
+    assert!(err.contains(key), "key {key} not named: {err}");
+    assert!(err.contains(reason), "reason '{reason}' not given: {err}");
+    assert!(!tmp.path().join("o").exists(), "something was written");
+}
+
+#[test]
+fn bad_files_are_refused_naming_file_and_array() {
+    let flow = "flow-token-select";
+    let mut a = instance(Some(vec![0.0; 25]));
+    a.insert("u", Array::vector(&[1.0, 0.0]));
+    refused(flow, &a, "u", "axis 0 should be 5");
+    let mut a = instance(Some(vec![0.0; 25]));
+    a.insert("W0", Array::matrix(2, 2, vec![0.0; 4]));
+    refused(flow, &a, "W0", "d = 5");
+    let mut a = instance(Some(vec![0.0; 25]));
+    let mut x = a.get("X").unwrap().clone();
+    x.data[5 * 3 + 5 + 2] = f64::NAN; // X[1, 1, 2]
+    a.insert("X", x);
+    refused(flow, &a, "X[1, 1, 2]", "not finite");
+    // sequence 2: its optimal token repeated ties for the maximum score
+    let mut a = instance(Some(vec![0.0; 25]));
+    let mut x = a.get("X").unwrap().clone();
+    let first: Vec<f64> = x.data[2 * 15..2 * 15 + 5].to_vec();
+    x.data[2 * 15 + 10..2 * 15 + 15].copy_from_slice(&first);
+    a.insert("X", x);
+    refused(flow, &a, "X[2]", "no unique optimal token");
+    // the same sequence with opposite labels: no W selects both optimal tokens
+    let mut a = Arrays::new();
+    a.insert("X", Array::new(&[2, 2, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]))
+        .insert("y", Array::vector(&[1.0, -1.0]))
+        .insert("u", Array::vector(&[1.0, 0.0]))
+        .insert("W0", Array::matrix(2, 2, vec![0.0; 4]));
+    refused(flow, &a, "X", "infeasible");
+    refused("wsvm-kkt", &a, "W-SVM", "infeasible");
+    let mut a = instance(None);
+    a.insert("y", Array::vector(&[1.0, 0.5, 1.0]));
+    refused("wsvm-kkt", &a, "y[1]", "not ±1");
+}
+
+#[test]
+fn two_token_from_another_start_keeps_its_closed_forms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Arrays::new();
+    a.insert("W0", Array::matrix(2, 2, vec![2.0, 0.5, 0.0, -1.0]));
+    let file = write(tmp.path(), "w0.npz", &a);
+    let first = run_ok(
+        tmp.path(),
+        "a",
+        "two-token-gd-vs-ngd",
+        &[&format!("init_file={}", file.display())],
+    );
+    let checks = read_json(&first.join("checks.json"));
+    assert_eq!(checks["all_pass"], true, "{checks}");
+    let names: Vec<&str> = checks["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"§4.2 table"), "{names:?}");
+    // by hand: g₀ = W₁₁ − W₂₁ = 2, c₀ = g₀/√2, p = ‖W₀‖² − c₀² = 5.25 − 2
+    let derived = &read_json(&first.join("params.json"))["derived"];
+    assert_eq!(derived["g0"], 2.0);
+    assert!((derived["c0"].as_f64().unwrap() - 2f64.sqrt()).abs() < 1e-15);
+    assert!((derived["p"].as_f64().unwrap() - 3.25).abs() < 1e-15);
+    // instance.npz (two-token X, y, u and W0) fed back gives the same run
+    let again = first.join("instance.npz");
+    let second = run_ok(
+        tmp.path(),
+        "b",
+        "two-token-gd-vs-ngd",
+        &[&format!("init_file={}", again.display())],
+    );
+    for f in ["series.csv", "checks.json", "figure.svg", "instance.npz", "gradient_flow.csv"] {
+        assert_eq!(
+            std::fs::read(first.join(f)).unwrap(),
+            std::fs::read(second.join(f)).unwrap(),
+            "two-token {f} differs"
+        );
+    }
+    // other data, or a W0 along D̂, are refused
+    let mut other = instance(Some(vec![0.0; 25]));
+    other.insert("W0", Array::matrix(2, 2, vec![1.0, 0.0, 0.0, 1.0]));
+    let bad = write(tmp.path(), "other.npz", &other);
+    let o = attnflow(
+        &["run", "two-token-gd-vs-ngd", "--quick", "--out", "c", "--set",
+          &format!("init_file={}", bad.display())],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("other.npz") && stderr(&o).contains("X"), "{}", stderr(&o));
+    a.insert("W0", Array::matrix(2, 2, vec![1.0, 0.0, -1.0, 0.0]));
+    let along = write(tmp.path(), "along.npz", &a);
+    let o = attnflow(
+        &["run", "two-token-gd-vs-ngd", "--quick", "--out", "c", "--set",
+          &format!("init_file={}", along.display())],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("W0") && stderr(&o).contains("along D̂"), "{}", stderr(&o));
+    assert!(!tmp.path().join("c").exists());
+}

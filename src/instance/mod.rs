@@ -485,5 +485,7 @@ fn flatten_json(
     }
 }
 
+pub mod prompt;
+
 #[cfg(test)]
 mod tests;

@@ -488,6 +488,8 @@ fn flatten_json(
     }
 }
 
+pub mod prompt;
+
 #[cfg(test)]
 mod tests;
 

@@ -7,11 +7,15 @@
 //! dominant token plus a uniform tail (κ → n² for every R: the spread of the non-maximal
 //! probabilities governs κ, not R).
 
+use std::path::PathBuf;
+
 use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{log_log_slope_fit, Window};
+use crate::instance::prompt::StationaryPoint;
+use crate::instance::InstanceFile;
 use crate::flow::{logspace, Method, OdeConfig};
 use crate::models::prompt::attention_families::Attention;
 use crate::models::prompt::jacobian_spectrum::secular_eigenvalues;
@@ -19,6 +23,7 @@ use crate::models::prompt::simplex::random_spd;
 use crate::models::prompt::simplex_linearization::ConditionReport;
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
+use crate::scenario::report::fmt_num;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
@@ -27,8 +32,12 @@ use super::thm2_condition_figure::figure;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// The counterexample z* with H = I (spec: (0.9, 0.1)).
+    /// The counterexample z* with H = I (spec: (0.9, 0.1)), used when no data_file is given.
     pub counterexample: Vec<f64>,
+    /// An instance file with `z_star` and `H` (layout: `instance::prompt::StationaryPoint`),
+    /// replacing (counterexample, I).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
     /// Random sweep: instances, n range, logit-scale range and κ_H range (log-uniform).
     pub sweep_instances: usize,
     pub sweep_n: [usize; 2],
@@ -159,33 +168,81 @@ fn curve_point(z: &[f64], h: &DMatrix<f64>) -> Result<CurvePoint, RunError> {
     })
 }
 
+/// Checks at the given z* and H: for n = 2, κ = 1 whatever H (T is one-dimensional), where (18)
+/// demands (μ/L)R²; for any n, the corrected two-sided bound.
+fn given_point_checks(
+    rep: &mut Report,
+    point: &StationaryPoint,
+    c: &Checks,
+) -> Result<ConditionReport, RunError> {
+    let r = ConditionReport::new(&point.z_star, &point.h)
+        .map_err(|e| RunError::Other(e.to_string()))?;
+    let n0 = point.z_star.len();
+    let h_desc = if point.h == DMatrix::identity(n0, n0) {
+        "H = I".to_string()
+    } else {
+        format!("H with κ_H = {}", fmt_num(r.l / r.mu))
+    };
+    let z_desc: Vec<String> = point.z_star.iter().map(|&x| fmt_num(x)).collect();
+    let name = format!("given point: κ at z* = ({}), {h_desc}", z_desc.join(", "));
+    if n0 == 2 {
+        rep.check(
+            Check::close(&name, r.kappa, 1.0, c.counterexample_tol)
+                .note(format!(
+                    "n = 2: T is 1-dimensional and κ = {:.15}; (18) would need κ ≥ {:.6}",
+                    r.kappa,
+                    r.paper_bound()
+                ))
+                .paper_claim(format!(
+                    "(18): κ ≥ (μ/L)(max z*/min z*)² = {:.4}",
+                    r.paper_bound()
+                )),
+        );
+    } else {
+        rep.skip(
+            name,
+            format!(
+                "κ = 1 only for n = 2 (T one-dimensional); here n = {n0}, κ = {} against (18)'s \
+                 (μ/L)R² = {} — the corrected bound below is checked instead",
+                fmt_num(r.kappa),
+                fmt_num(r.paper_bound())
+            ),
+        );
+    }
+    rep.check(
+        Check::at_most(
+            "given point: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
+            corrected_violation(&r),
+            c.bound_rel_tol,
+        )
+        .note(format!(
+            "n = {n0}: κ = {}, ρ = {}, R = {}, μ_T/L_T = {}",
+            fmt_num(r.kappa),
+            fmt_num(r.rho()),
+            fmt_num(r.r),
+            fmt_num(r.mu_t / r.l_t)
+        )),
+    );
+    Ok(r)
+}
+
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let err = |e: crate::analysis::AnalysisError| RunError::Other(e.to_string());
     let mut rep = Report::default();
 
-    // 1. the n = 2 counterexample
-    let n0 = p.counterexample.len();
-    let counter =
-        ConditionReport::new(&p.counterexample, &DMatrix::identity(n0, n0)).map_err(err)?;
-    rep.check(
-        Check::close(
-            "counterexample: κ at z* = (0.9, 0.1), H = I",
-            counter.kappa,
-            1.0,
-            c.counterexample_tol,
-        )
-        .note(format!(
-            "z* = {:?}: T is {}-dimensional and κ = {:.15}; (18) would need κ ≥ {:.6}",
-            p.counterexample,
-            n0 - 1,
-            counter.kappa,
-            counter.paper_bound()
-        ))
-        .paper_claim(format!(
-            "(18): κ ≥ (μ/L)(max z*/min z*)² = {:.4}",
-            counter.paper_bound()
-        )),
-    );
+    // 1. the given stationary point: (counterexample, I) or the data file's (z*, H)
+    let point = match &p.data_file {
+        Some(f) => ctx.scenario.read_instance::<StationaryPoint>("data_file", f)?,
+        None => {
+            let n = p.counterexample.len();
+            StationaryPoint {
+                z_star: p.counterexample.clone(),
+                h: DMatrix::identity(n, n),
+            }
+        }
+    };
+    let counter = given_point_checks(&mut rep, &point, c)?;
+    rep.instance = Some(point.to_arrays());
 
     // 2. the random sweep
     let mut rng = ctx.rng(1);
@@ -366,6 +423,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.derive("gaussian_slope_fit", fit.slope);
     rep.derive("counterexample_paper_bound", counter.paper_bound());
+    rep.derive("given_kappa", counter.kappa);
 
     // tables
     rep.series = Table::new(&[
@@ -481,6 +539,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
     quantities: &[
         "counterexample_paper_bound",
         "gaussian_slope_fit",
+        "given_kappa",
         "sweep_full_kappa_h_over_r2_violations",
         "sweep_paper_violations",
         "sweep_valid",

@@ -1,0 +1,99 @@
+//! Prompt (p-) attention, paper 002: the instances its scenarios read and write.
+//!
+//! [`StationaryPoint`] — an interior stationary point z* of the simplex dynamics and the Hessian H
+//! of the outer loss there (Theorem 2, eq. 18; `thm2-condition-bound`):
+//!
+//! | array    | shape  | meaning                                                        |
+//! |----------|--------|----------------------------------------------------------------|
+//! | `z_star` | (n,)   | attention at z*: entries > 0 summing to 1 (|Σ − 1| ≤ 1e−12), n ≥ 2 |
+//! | `H`      | (n, n) | Hessian of the outer loss at z*: symmetric positive definite   |
+//!
+//! `np.savez("zstar.npz", z_star=np.array([0.7, 0.2, 0.1]), H=np.diag([1.0, 2.0, 3.0]))`.
+//! Theorem 2 needs μ = λ_min(H) > 0 (spec 002 erratum E11), so H must be positive definite.
+
+use nalgebra::DMatrix;
+
+use super::{Array, Arrays, InstanceError, InstanceFile};
+
+/// z* in the open simplex and the SPD Hessian H of the outer loss at z*.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StationaryPoint {
+    pub z_star: Vec<f64>,
+    pub h: DMatrix<f64>,
+}
+
+/// How far Σz may be from 1 (a user's float64 vector normalized by its sum is within ~nε).
+const SIMPLEX_SUM_TOL: f64 = 1e-12;
+
+/// A point of the open simplex: every entry > 0, the sum 1, at least two entries.
+fn open_simplex_point<'a>(a: &'a Arrays, name: &str) -> Result<&'a [f64], InstanceError> {
+    let z = a.vector(name, None)?;
+    if z.len() < 2 {
+        return Err(InstanceError::new(name, "need n ≥ 2 entries"));
+    }
+    if let Some(i) = z.iter().position(|&x| x <= 0.0) {
+        return Err(InstanceError::new(
+            format!("{name}[{i}]"),
+            format!("entries must be > 0 (an interior point of the simplex), got {}", z[i]),
+        ));
+    }
+    let sum: f64 = z.iter().sum();
+    if (sum - 1.0).abs() > SIMPLEX_SUM_TOL {
+        return Err(InstanceError::new(
+            name,
+            format!("entries must sum to 1 (within {SIMPLEX_SUM_TOL:e}), got {sum}"),
+        ));
+    }
+    Ok(z)
+}
+
+/// A symmetric positive definite n × n matrix (symmetric to 1e−12 relative to its largest entry;
+/// positive definite by a Cholesky factorization).
+fn spd_matrix(a: &Arrays, name: &str, n: usize) -> Result<DMatrix<f64>, InstanceError> {
+    let arr = a.shaped(name, &[Some(n), Some(n)])?;
+    let m = DMatrix::from_row_slice(n, n, &arr.data);
+    let scale = m.amax();
+    for i in 0..n {
+        for j in 0..i {
+            if (m[(i, j)] - m[(j, i)]).abs() > 1e-12 * scale {
+                return Err(InstanceError::new(
+                    format!("{name}[{i}, {j}]"),
+                    format!(
+                        "must be symmetric: {} ≠ {name}[{j}, {i}] = {}",
+                        m[(i, j)],
+                        m[(j, i)]
+                    ),
+                ));
+            }
+        }
+    }
+    if m.clone().cholesky().is_none() {
+        return Err(InstanceError::new(
+            name,
+            "must be positive definite (Theorem 2 needs μ = λ_min > 0, spec 002 E11)",
+        ));
+    }
+    Ok(m)
+}
+
+impl InstanceFile for StationaryPoint {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("z_star", "(n,) interior stationary point: entries > 0 summing to 1, n ≥ 2"),
+        ("H", "(n, n) symmetric positive definite Hessian of the outer loss at z*"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&["z_star", "H"])?;
+        let z_star = open_simplex_point(a, "z_star")?.to_vec();
+        let h = spd_matrix(a, "H", z_star.len())?;
+        Ok(StationaryPoint { z_star, h })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let n = self.z_star.len();
+        let mut a = Arrays::new();
+        a.insert("z_star", Array::vector(&self.z_star))
+            .insert("H", Array::from_column_major(n, n, self.h.as_slice()));
+        a
+    }
+}

@@ -19,6 +19,8 @@
 //! arrays, which shapes, which assumptions (separability, an optimal token, …) — is a type
 //! implementing [`InstanceFile`] in this module's submodules.
 
+pub mod diagonal;
+
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};
 use std::path::Path;

@@ -63,6 +63,7 @@ use crate::instance::{Arrays, InstanceError};
 use crate::plot::{Figure, FigureWidth, LinePanel, Series};
 use crate::stats;
 
+mod diagonal;
 #[cfg(test)]
 mod tests;
 
@@ -288,7 +289,7 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![]
+    vec![&diagonal::KIND]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector

@@ -93,15 +93,6 @@ pub struct Scheduled {
 }
 
 impl Scheduled {
-    /// Builds `name` (attention data from the scenario seed) and runs Algorithm 1 on it.
-    pub fn new(
-        name: InstanceName,
-        params: &Algorithm1Params,
-        ctx: &RunContext,
-    ) -> Result<Self, RunError> {
-        Self::with_options(name, &params.options(&ctx.ode), ctx)
-    }
-
     /// Builds `name` and runs Algorithm 1 with explicit options.
     pub fn with_options(
         name: InstanceName,

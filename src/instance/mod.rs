@@ -21,6 +21,7 @@
 
 pub mod kq;
 pub mod token_select;
+pub mod diagonal;
 
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};

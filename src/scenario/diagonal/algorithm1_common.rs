@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Instance, InstanceName};
+use super::common::{Instance, InstanceName, UserFiles};
+use crate::instance::diagonal::DiagonalData;
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{algorithm1, Algorithm1Options, Flag, Schedule, Termination};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
@@ -83,40 +84,49 @@ pub const STAGE_B_SOLVER: OdeConfig = OdeConfig::new(Method::Bdf, 1e-11, 1e-11);
 
 /// An instance with its Algorithm-1 schedule.
 pub struct Scheduled {
-    pub name: InstanceName,
+    /// The instance's name in tables and checks ("mini", or "data" for a user's file).
+    label: String,
+    /// The data the instance was built from (written to `instance.npz`).
+    pub data: DiagonalData,
     pub instance: Instance,
     pub schedule: Schedule,
 }
 
 impl Scheduled {
-    /// Builds `name` (attention data from the scenario seed) and runs Algorithm 1 on it.
-    pub fn new(
-        name: InstanceName,
-        params: &Algorithm1Params,
-        ctx: &RunContext,
-    ) -> Result<Self, RunError> {
-        Self::with_options(name, &params.options(&ctx.ode), ctx)
-    }
-
     /// Builds `name` and runs Algorithm 1 with explicit options.
     pub fn with_options(
         name: InstanceName,
         opts: &Algorithm1Options,
         ctx: &RunContext,
     ) -> Result<Self, RunError> {
-        let instance = Instance::build(name, ctx)?;
+        Self::with_files(name, &UserFiles::default(), opts, ctx)
+    }
+
+    /// The user's data file where given (else the built-in `name`), with Algorithm 1.
+    pub fn with_files(
+        name: InstanceName,
+        files: &UserFiles,
+        opts: &Algorithm1Options,
+        ctx: &RunContext,
+    ) -> Result<Self, RunError> {
+        let (label, data, instance) = files.instance(name, ctx)?;
+        let label = match files.data_file {
+            Some(_) => label,
+            None => self::label(name),
+        };
         let schedule = algorithm1(&instance.loss(), opts)
-            .map_err(|e| RunError::Other(format!("Algorithm 1 on {}: {e}", label(name))))?;
+            .map_err(|e| RunError::Other(format!("Algorithm 1 on {label}: {e}")))?;
         Ok(Scheduled {
-            name,
+            label,
+            data,
             instance,
             schedule,
         })
     }
 
-    /// The instance's name as written in scenario files ("mini", "r2", …).
+    /// The instance's name as written in scenario files ("mini", "r2", …), or "data".
     pub fn label(&self) -> String {
-        label(self.name)
+        self.label.clone()
     }
 
     /// Display name of coordinate i (KQ\[r\]/VO\[r\] for attention, β\[i\] otherwise).

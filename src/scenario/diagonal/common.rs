@@ -2,15 +2,19 @@
 //! initial direction θ_0 shared by every α (§1.4), Algorithm 1 on the instance, and one
 //! log-layout run at a given ln α with the spec §4 transition events (§8.2, §8.4).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{integrate, Method, OdeConfig, Trajectory};
+use crate::instance::diagonal::{DiagonalData, DiagonalInit, Labels};
 use crate::models::diagonal::{
-    algorithm1, transition_times, Algorithm1Options, BetaLoss, DiagLinear, DiagonalAttention,
-    Layout, LogCoordinates, LogFlow, LossScale, Schedule, TransitionEvents,
+    algorithm1, transition_times, Algorithm1Options, AttentionSamples, BetaLoss, DiagLinear,
+    DiagonalAttention, DiagonalError, DiagonalScores, Layout, LogCoordinates, LogFlow, LossScale,
+    Schedule, TransitionEvents,
 };
 use crate::scenario::cost::{Cost, FLOPS_PER_SECOND};
-use crate::scenario::{RunContext, RunError};
+use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
 /// Random stream of the attention inputs X (the teacher is fixed, spec §5.1).
 pub const DATA_STREAM: u64 = 0;
@@ -73,6 +77,19 @@ impl InstanceName {
     }
 }
 
+impl InstanceName {
+    /// The number p of product coordinates β (2d for attention).
+    pub fn p(self) -> usize {
+        match self {
+            InstanceName::R1 => 5,
+            InstanceName::R2 | InstanceName::R2Degenerate => 3,
+            InstanceName::Mini => 12,
+            InstanceName::Small => 24,
+            InstanceName::Paper => 100,
+        }
+    }
+}
+
 /// See [`InstanceName::size`].
 #[derive(Debug, Clone, Copy)]
 pub struct InstanceSize {
@@ -129,38 +146,74 @@ fn sparse_teacher(d: usize) -> (Vec<f64>, Vec<f64>) {
     (a, c)
 }
 
+/// The data of a built-in instance: R1, R2, R2-degenerate (spec §3.6), or N Gaussian attention
+/// inputs from the scenario seed's data stream labelled by the fixed teacher (spec §5.1).
+pub fn builtin_data(name: InstanceName, sc: &Scenario) -> DiagonalData {
+    let attention = |n: usize, count: usize, a: &[f64], c: &[f64]| {
+        let x = AttentionSamples::gaussian_inputs(count, n, a.len(), &mut sc.rng(DATA_STREAM));
+        DiagonalData::Attention {
+            count,
+            n,
+            d: a.len(),
+            x,
+            labels: Labels::Teacher {
+                a_star: a.to_vec(),
+                c_star: c.to_vec(),
+            },
+        }
+    };
+    let linear = |m: DiagLinear| DiagonalData::Linear {
+        sigma: m.sigma().clone(),
+        beta_star: m.teacher().expect("the references are realizable").to_vec(),
+    };
+    match name {
+        InstanceName::R1 => linear(DiagLinear::r1()),
+        InstanceName::R2 => linear(DiagLinear::r2()),
+        InstanceName::R2Degenerate => linear(DiagLinear::r2_degenerate()),
+        InstanceName::Mini => attention(
+            4,
+            64,
+            &DiagonalAttention::MINI_KQ,
+            &DiagonalAttention::MINI_VO,
+        ),
+        InstanceName::Small => {
+            let (a, c) = sparse_teacher(12);
+            attention(6, 256, &a, &c)
+        }
+        InstanceName::Paper => {
+            let (a, c) = sparse_teacher(50);
+            attention(10, 1000, &a, &c)
+        }
+    }
+}
+
 impl Instance {
     /// Builds the instance; attention inputs come from the scenario seed's data stream.
     pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
-        let attention = |n: usize, count: usize, a: &[f64], c: &[f64]| {
-            DiagonalAttention::student_teacher(
-                n,
-                count,
-                a,
-                c,
-                LossScale::Mean,
-                &mut ctx.rng(DATA_STREAM),
-            )
-            .map(Instance::Attention)
+        Self::from_data(&builtin_data(name, ctx.scenario))
             .map_err(|e| RunError::Other(format!("building the {name:?} instance: {e}")))
-        };
-        match name {
-            InstanceName::R1 => Ok(Instance::Linear(DiagLinear::r1())),
-            InstanceName::R2 => Ok(Instance::Linear(DiagLinear::r2())),
-            InstanceName::R2Degenerate => Ok(Instance::Linear(DiagLinear::r2_degenerate())),
-            InstanceName::Mini => attention(
-                4,
-                64,
-                &DiagonalAttention::MINI_KQ,
-                &DiagonalAttention::MINI_VO,
-            ),
-            InstanceName::Small => {
-                let (a, c) = sparse_teacher(12);
-                attention(6, 256, &a, &c)
+    }
+
+    /// The model on an instance's data (a built-in one or the user's file): the realizable
+    /// linear loss, or the attention head with the mean squared error of spec §5.1.
+    pub fn from_data(data: &DiagonalData) -> Result<Self, DiagonalError> {
+        match data {
+            DiagonalData::Linear { sigma, beta_star } => {
+                DiagLinear::realizable(sigma.clone(), beta_star.clone()).map(Instance::Linear)
             }
-            InstanceName::Paper => {
-                let (a, c) = sparse_teacher(50);
-                attention(10, 1000, &a, &c)
+            DiagonalData::Attention {
+                n, d, x, labels, ..
+            } => {
+                let map = DiagonalScores { d: *d };
+                let samples = match labels {
+                    Labels::Teacher { a_star, c_star } => {
+                        let teacher: Vec<f64> = a_star.iter().chain(c_star).copied().collect();
+                        AttentionSamples::from_teacher(&map, &teacher, *n, x.clone())?
+                    }
+                    Labels::Given(y) => AttentionSamples::new(*n, *d, x.clone(), y.clone())?,
+                };
+                DiagonalAttention::new(map, samples, LossScale::Mean.kappa(*n, *d))
+                    .map(Instance::Attention)
             }
         }
     }
@@ -186,6 +239,114 @@ impl Instance {
         algorithm1(&self.loss(), &Algorithm1Options::default())
             .map_err(|e| RunError::Other(format!("Algorithm 1: {e}")))
     }
+}
+
+/// `β ↦ L̃(β)` of whichever model the instance is (for [`crate::models::diagonal::DiagonalNet`]).
+impl BetaLoss for Instance {
+    fn p(&self) -> usize {
+        self.loss().p()
+    }
+    fn loss(&self, beta: &[f64]) -> f64 {
+        self.loss().loss(beta)
+    }
+    fn grad_beta(&self, beta: &[f64], out: &mut [f64]) {
+        self.loss().grad_beta(beta, out)
+    }
+    fn hvp_beta(&self, beta: &[f64], dir: &[f64], out: &mut [f64]) {
+        self.loss().hvp_beta(beta, dir, out)
+    }
+    fn coordinate_name(&self, i: usize) -> String {
+        self.loss().coordinate_name(i)
+    }
+}
+
+/// How a user's data is named in tables and check names.
+pub const USER_LABEL: &str = "data";
+
+/// The user's instance files of a seed-004 scenario (`params.data_file`, `params.init_file`):
+/// they replace the built-in instance and the seed's θ_0. Read once in `validate` (bad files
+/// are bad input: exit 2, nothing written) and again by the run.
+#[derive(Debug, Clone, Default)]
+pub struct UserFiles {
+    pub data_file: Option<PathBuf>,
+    pub init_file: Option<PathBuf>,
+}
+
+impl UserFiles {
+    pub fn new(data_file: &Option<PathBuf>, init_file: &Option<PathBuf>) -> Self {
+        UserFiles {
+            data_file: data_file.clone(),
+            init_file: init_file.clone(),
+        }
+    }
+
+    /// Reads and validates the files against each other and the built-in `name` they replace;
+    /// returns the data when a data file is given.
+    pub fn validate(
+        &self,
+        name: InstanceName,
+        sc: &Scenario,
+    ) -> Result<Option<DiagonalData>, InputError> {
+        let data = self
+            .data_file
+            .as_ref()
+            .map(|f| sc.read_instance::<DiagonalData>("data_file", f))
+            .transpose()?;
+        if let Some(f) = &self.init_file {
+            read_init(sc, f, data.as_ref().map_or(name.p(), DiagonalData::p))?;
+        }
+        Ok(data)
+    }
+
+    /// The label, the data and the model: the user's data file, or the built-in `name`.
+    pub fn instance(
+        &self,
+        name: InstanceName,
+        ctx: &RunContext,
+    ) -> Result<(String, DiagonalData, Instance), RunError> {
+        let (label, data) = match &self.data_file {
+            Some(f) => (
+                USER_LABEL.to_string(),
+                ctx.scenario.read_instance::<DiagonalData>("data_file", f)?,
+            ),
+            None => (
+                super::sweeps_common::instance_label(name).to_string(),
+                builtin_data(name, ctx.scenario),
+            ),
+        };
+        let instance = Instance::from_data(&data)
+            .map_err(|e| RunError::Other(format!("building the {label} instance: {e}")))?;
+        Ok((label, data, instance))
+    }
+
+    /// θ_0: the user's init file, or the seed's direction ([`initial_direction`]).
+    pub fn init(
+        &self,
+        p: usize,
+        min_margin: f64,
+        ctx: &RunContext,
+    ) -> Result<DiagonalInit, RunError> {
+        Ok(match &self.init_file {
+            Some(f) => read_init(ctx.scenario, f, p)?,
+            None => {
+                let (u0, v0) = initial_direction(p, min_margin, ctx);
+                DiagonalInit { u0, v0 }
+            }
+        })
+    }
+}
+
+/// The init file for `p` coordinates; errors name the file, the array and the reason.
+fn read_init(sc: &Scenario, file: &std::path::Path, p: usize) -> Result<DiagonalInit, InputError> {
+    let init: DiagonalInit = sc.read_instance("init_file", file)?;
+    init.check_dim(p).map_err(|e| {
+        InputError::new(
+            &sc.input_path("init_file", file),
+            e.key,
+            format!("{} (file given by params.init_file)", e.reason),
+        )
+    })?;
+    Ok(init)
 }
 
 /// Algorithm 1 on instance `name` built from the scenario's seed, computed once
@@ -217,8 +378,13 @@ pub fn shared_schedule(name: InstanceName, ctx: &RunContext) -> Result<Schedule,
 /// coordinate-wise until ||u0_i| − |v0_i|| ≥ `min_margin` (A4.3(i), spec §4). The same θ_0 is
 /// used for every α, so runs at different α differ only by the scale.
 pub fn initial_direction(p: usize, min_margin: f64, ctx: &RunContext) -> (Vec<f64>, Vec<f64>) {
+    draw_direction(p, min_margin, ctx.scenario)
+}
+
+/// [`initial_direction`] while preparing a run (from the scenario alone).
+pub fn draw_direction(p: usize, min_margin: f64, sc: &Scenario) -> (Vec<f64>, Vec<f64>) {
     use rand_distr::{Distribution, StandardNormal};
-    let mut rng = ctx.rng(INIT_STREAM);
+    let mut rng = sc.rng(INIT_STREAM);
     let (mut u0, mut v0) = (Vec::with_capacity(p), Vec::with_capacity(p));
     for _ in 0..p {
         loop {

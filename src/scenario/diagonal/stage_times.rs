@@ -8,10 +8,11 @@
 //! of Algorithm 1), the offsets a_k are Λ-independent over A_conv, and ρ_k → 1 at rate 1/Λ.
 
 use std::f64::consts::LN_10;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName};
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles};
 use crate::analysis::fit::line_fit;
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
@@ -43,6 +44,13 @@ pub struct Params {
     pub cross_log10_alpha: Vec<f64>,
     /// Output samples of the trajectory (the per-run figure; events are exact regardless).
     pub samples: usize,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`; every run of the sweep uses it.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,6 +85,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 2 {
         return Err(sc.invalid("params.samples", "need at least 2 samples"));
     }
+    UserFiles::new(&p.data_file, &p.init_file).validate(p.instance, sc)?;
     sc.require_positive(&[
         ("checks.slope_rel_tol", c.slope_rel_tol),
         ("checks.offset_max", c.offset_max),
@@ -104,6 +113,13 @@ fn validate_sweep(
 ) -> Result<(), InputError> {
     let key = "sweep.grid.log10_alpha";
     let grid = log10_alpha_sweep(sc, spec, 3, &["instance"])?;
+    if p.data_file.is_some() && spec.grid.get("instance").is_some_and(|v| v.len() > 1) {
+        return Err(sc.invalid(
+            "sweep.grid.instance",
+            "with params.data_file every run uses the file: sweep one instance \
+             (--set 'sweep.grid.instance=[\"mini\"]')",
+        ));
+    }
     if grid
         .iter()
         .filter(|&&a| a >= c.spread_min_log10_alpha)
@@ -128,7 +144,11 @@ fn validate_sweep(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.instance, ctx)?;
+    let setup = Setup::with_files(
+        p.instance,
+        &UserFiles::new(&p.data_file, &p.init_file),
+        ctx,
+    )?;
     let label = setup.label();
     let kk = setup.transitions();
     let t_th = setup.schedule.stage_times();
@@ -274,6 +294,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.derive(&format!("normalized_offset_{k}"), normalized(k));
     }
     rep.derive("Lambda", lambda);
+    rep.instance = Some(setup.instance_arrays());
     rep.figure = Some(trajectory_figure(&setup, &main, &t_hat, &alpha));
     Ok(rep)
 }

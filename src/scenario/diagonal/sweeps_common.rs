@@ -12,8 +12,10 @@ use crate::scenario::{InputError, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{
-    alpha_run, initial_direction, shared_schedule, AlphaRun, Instance, InstanceName,
+    alpha_run, shared_schedule, AlphaRun, Instance, InstanceName, UserFiles,
 };
+use crate::instance::diagonal::{instance_arrays, DiagonalData, DiagonalInit};
+use crate::instance::Arrays;
 
 /// Smallest ||u0_i| − |v0_i|| of θ_0 (Assumption 4.3(i), spec §4).
 pub const INIT_MARGIN: f64 = 1e-3;
@@ -21,38 +23,62 @@ pub const INIT_MARGIN: f64 = 1e-3;
 /// One instance ready for α sweeps: the β-loss, its Algorithm-1 schedule, and the initial
 /// direction θ_0 shared by every α (spec §1.4).
 pub struct Setup {
-    pub name: InstanceName,
+    /// The instance's name in tables and checks ("mini", "R2", or "data" for a user's file).
+    label: String,
+    /// The data the instance was built from (written to `instance.npz`).
+    pub data: DiagonalData,
     pub instance: Instance,
     pub schedule: Schedule,
     pub init: (Vec<f64>, Vec<f64>),
 }
 
 impl Setup {
-    /// Builds the instance and runs Algorithm 1; a schedule that stopped on a failed
-    /// assumption or a tie cannot be swept and is an error.
+    /// Builds the built-in instance `name` and runs Algorithm 1; a schedule that stopped on a
+    /// failed assumption or a tie cannot be swept and is an error.
     pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
-        let instance = Instance::build(name, ctx)?;
-        let schedule = shared_schedule(name, ctx)?;
+        Self::with_files(name, &UserFiles::default(), ctx)
+    }
+
+    /// As [`Setup::build`], with the data and θ_0 of the user's files where given (the
+    /// built-in `name` and the seed's θ_0 otherwise).
+    pub fn with_files(
+        name: InstanceName,
+        files: &UserFiles,
+        ctx: &RunContext,
+    ) -> Result<Self, RunError> {
+        let (label, data, instance) = files.instance(name, ctx)?;
+        let schedule = match &files.data_file {
+            None => shared_schedule(name, ctx)?,
+            Some(_) => instance.schedule()?,
+        };
         if let Termination::Failed { .. } | Termination::Tie { .. } = schedule.termination {
             return Err(RunError::Other(format!(
-                "Algorithm 1 on {} stopped early: {:?}",
-                instance_label(name),
+                "Algorithm 1 on {label} stopped early: {:?}",
                 schedule.termination
             )));
         }
         if schedule.stages.len() < 2 {
             return Err(RunError::Other(format!(
-                "Algorithm 1 on {} found no transition",
-                instance_label(name)
+                "Algorithm 1 on {label} found no transition"
             )));
         }
-        let init = initial_direction(instance.loss().p(), INIT_MARGIN, ctx);
+        let init = files.init(instance.loss().p(), INIT_MARGIN, ctx)?;
         Ok(Setup {
-            name,
+            label,
+            data,
             instance,
             schedule,
-            init,
+            init: (init.u0, init.v0),
         })
+    }
+
+    /// The data and θ_0 as written to `instance.npz`.
+    pub fn instance_arrays(&self) -> Arrays {
+        let init = DiagonalInit {
+            u0: self.init.0.clone(),
+            v0: self.init.1.clone(),
+        };
+        instance_arrays(&self.data, Some(&init))
     }
 
     /// The log-layout flow from α θ_0 (ln α = `ln_alpha`) sampled at rescaled times `taus`, with
@@ -96,8 +122,8 @@ impl Setup {
             })
     }
 
-    pub fn label(&self) -> &'static str {
-        instance_label(self.name)
+    pub fn label(&self) -> &str {
+        &self.label
     }
 }
 

@@ -706,8 +706,8 @@ fn fmt_percent(values: &[f64]) -> String {
 type Prediction = (f64, Vec<f64>, Vec<f64>);
 
 /// What the figure shows: per α (Λ increasing) and transition.
-struct FigureData {
-    label: &'static str,
+struct FigureData<'a> {
+    label: &'a str,
     /// "VO[2]+" per transition k → k + 1.
     activations: Vec<String>,
     rho: f64,
@@ -720,7 +720,7 @@ struct FigureData {
     curves: Vec<Vec<(usize, Vec<f64>)>>,
 }
 
-fn figure(d: &FigureData) -> Figure {
+fn figure(d: &FigureData<'_>) -> Figure {
     let kk = d.stage_b.len();
     let lambdas = &d.lambdas;
     let mut widths = LinePanel::new(

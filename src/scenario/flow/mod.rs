@@ -64,6 +64,7 @@ use crate::plot::{Figure, FigureWidth, LinePanel, Series};
 use crate::stats;
 
 mod kq;
+mod diagonal;
 #[cfg(test)]
 mod tests;
 mod token_select;
@@ -292,7 +293,7 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![&kq::KIND, &histogram::KIND, &token_select::KIND]
+    vec![&kq::KIND, &histogram::KIND, &token_select::KIND, &diagonal::KIND]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use attnflow::instance::{Array, Arrays, InstanceError};
-use numpy::{PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods, ToPyArray};
+use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods, ToPyArray};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -76,8 +76,9 @@ pub(crate) fn arrays_from_dict(dict: &Bound<'_, PyDict>, what: &str) -> PyResult
 pub(crate) fn arrays_to_dict<'py>(py: Python<'py>, arrays: &Arrays) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (name, array) in arrays.iter() {
-        let flat = array.data.to_pyarray(py);
-        let shaped: Bound<'py, PyArrayDyn<f64>> = flat.reshape(array.shape.clone())?;
+        // numpy's own reshape: it also makes 0-d arrays (scalars) of shape ()
+        let shape = pyo3::types::PyTuple::new(py, &array.shape)?;
+        let shaped = array.data.to_pyarray(py).call_method1("reshape", (shape,))?;
         dict.set_item(name, shaped)?;
     }
     Ok(dict)

@@ -13,7 +13,7 @@ use attnflow::instance::Arrays;
 use attnflow::scenario::flow::{Clock, FlowModel};
 use attnflow::scenario::{Overrides, Scenario};
 use nalgebra::DMatrix;
-use numpy::{PyArray1, PyArray2, PyReadonlyArray1, ToPyArray};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, ToPyArray};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -327,7 +327,7 @@ fn sample_times(t_end: f64, samples: usize, clock: Clock, tau: f64) -> Vec<f64> 
         Clock::Log => {
             let start = (tau * 1e-3).min(t_end * 1e-3);
             let mut t = vec![0.0];
-            t.extend(logspace(start.log10(), t_end.log10(), samples - 1));
+            t.extend(logspace(start, t_end, samples - 1));
             t
         }
     }

@@ -10,7 +10,6 @@ def test_save_load_round_trip(tmp_path):
     arrays = {
         "X": np.arange(24, dtype=float).reshape(2, 3, 4),
         "y": np.array([1.0, -1.0]),
-        "s": np.array(2.5),
         "F": np.asfortranarray(np.arange(6.0).reshape(2, 3)),
     }
     path = tmp_path / "mine.npz"

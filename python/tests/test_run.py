@@ -37,7 +37,8 @@ def test_run_result_shape(tmp_path):
     assert {"id", "name", "measured", "relation", "bound", "pass", "paper_claim"} <= set(c)
     assert r.figure is not None and r.figure.exists()
     columns = list(r.series.columns) if hasattr(r.series, "columns") else list(r.series)
-    assert "t" in columns
+    header = (r.dir / "series.csv").read_text().splitlines()[0].split(",")
+    assert columns == header and len(r.series[columns[0]]) > 0
 
 
 def test_bad_input_raises_and_writes_nothing(tmp_path):

@@ -3,7 +3,7 @@
 mod algorithm1_attn;
 mod algorithm1_common;
 mod basics_common;
-mod common;
+pub(crate) mod common;
 mod conservation_law;
 mod entries;
 mod fig2_loss;

@@ -4,7 +4,7 @@
 mod aligned_closed_form;
 mod aligned_random_init;
 mod assumption_validators;
-mod common;
+pub(crate) mod common;
 // seed-001 diagonal scenarios (wt-ka)
 mod diag_l1_vs_l2;
 mod early_linearization;

@@ -4,7 +4,7 @@ mod arc_length;
 mod assumption_check;
 mod asymptotic_linearization;
 mod attention_common;
-mod common;
+pub(crate) mod common;
 mod fig2_fixed_decoder;
 mod fixed_common;
 mod fixed_linearization;

@@ -210,6 +210,7 @@ fn instance_npz_fed_back_reproduces_the_flow() {
 fn instance_npz_fed_back_reproduces_the_paper_scenarios() {
     round_trip("lemma31-identity", &["n_sweep=[5, 10, 20]", "n=20"]);
     round_trip("thm1-loss-decay", &["trials=2"]);
+    round_trip("gd-vs-flow", &[]);
     round_trip("tf-vs-df", &["d=4", "seq_len=20", "n=20", "t_end_tf=8"]);
 }
 

@@ -89,7 +89,10 @@ impl InstanceFiles {
     /// The one initial state: the init file's, else `draw()`.
     pub fn single_init(&self, draw: impl FnOnce() -> Vec<f64>) -> Result<Vec<f64>, InputError> {
         match self.init() {
-            Some(init) => Ok(init.single_state().map_err(|e| self.init_error(e))?.to_vec()),
+            Some(init) => Ok(init
+                .single_state()
+                .map_err(|e| self.init_error(e))?
+                .to_vec()),
             None => Ok(draw()),
         }
     }

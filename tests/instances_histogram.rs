@@ -50,7 +50,9 @@ fn strings() -> Vec<Vec<usize>> {
         .map(|_| {
             (0..6)
                 .map(|_| {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     ((x >> 33) % D as u64) as usize
                 })
                 .collect()
@@ -117,14 +119,28 @@ fn a_file_written_from_scratch_runs_the_flow_and_lemma31() {
     // the generic flow, ℓ_tf: ℓ(0) by hand, the limit |v_i| from β by hand
     let data = format!("data_file={file}");
     let o = attnflow(
-        &["run", "flow-histogram", "--quick", "--set", &data, "--set", "t_end=40", "--out", "o"],
+        &[
+            "run",
+            "flow-histogram",
+            "--quick",
+            "--set",
+            &data,
+            "--set",
+            "t_end=40",
+            "--out",
+            "o",
+        ],
         tmp.path(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = tmp.path().join("o/flow-histogram");
     let loss = csv_column(&dir.join("series.csv"), "loss");
     let by_hand = tf_loss_by_hand(&strings);
-    assert!((loss[0] - by_hand).abs() <= 1e-12 * by_hand, "{} vs {by_hand}", loss[0]);
+    assert!(
+        (loss[0] - by_hand).abs() <= 1e-12 * by_hand,
+        "{} vs {by_hand}",
+        loss[0]
+    );
     let params = read_json(&dir.join("params.json"));
     let v_end: Vec<f64> = serde_json::from_value(params["derived"]["v_end_abs"].clone()).unwrap();
     for (v, want) in v_end.iter().zip(limit_v_by_hand()) {
@@ -136,8 +152,17 @@ fn a_file_written_from_scratch_runs_the_flow_and_lemma31() {
     // the df flow of the same file follows the closed form and reaches the same |v_i|
     let o = attnflow(
         &[
-            "run", "flow-histogram", "--quick", "--set", &data, "--set", "model.loss=df",
-            "--set", "t_end=60", "--out", "df",
+            "run",
+            "flow-histogram",
+            "--quick",
+            "--set",
+            &data,
+            "--set",
+            "model.loss=df",
+            "--set",
+            "t_end=60",
+            "--out",
+            "df",
         ],
         tmp.path(),
     );
@@ -151,14 +176,26 @@ fn a_file_written_from_scratch_runs_the_flow_and_lemma31() {
     assert!((loss[0] - df0).abs() <= 1e-14, "{} vs {df0}", loss[0]);
     assert_eq!(read_json(&dir.join("checks.json"))["all_pass"], true);
     // the df instance holds what the run used: no strings
-    let written = Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
+    let written =
+        Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
     assert_eq!(written.names().collect::<Vec<_>>(), ["M", "Q0", "v0"]);
 
     // lemma31-identity at (Q0, v0) on the same strings: its raw form is the hand computation
     let o = attnflow(
         &[
-            "run", "lemma31-identity", "--quick", "--set", &data, "--set", &format!("init_file={file}"),
-            "--set", "n=9", "--set", "n_sweep=[2, 9]", "--out", "l",
+            "run",
+            "lemma31-identity",
+            "--quick",
+            "--set",
+            &data,
+            "--set",
+            &format!("init_file={file}"),
+            "--set",
+            "n=9",
+            "--set",
+            "n_sweep=[2, 9]",
+            "--out",
+            "l",
         ],
         tmp.path(),
     );
@@ -166,7 +203,11 @@ fn a_file_written_from_scratch_runs_the_flow_and_lemma31() {
     let forms = tmp.path().join("l/lemma31-identity/loss_forms.csv");
     let raw = csv_column(&forms, "raw");
     assert_eq!(raw.len(), 1, "one evaluation point: the file's (Q0, v0)");
-    assert!((raw[0] - by_hand).abs() <= 1e-12 * by_hand, "{} vs {by_hand}", raw[0]);
+    assert!(
+        (raw[0] - by_hand).abs() <= 1e-12 * by_hand,
+        "{} vs {by_hand}",
+        raw[0]
+    );
 }
 
 /// Runs `name` quick with `sets`, feeds its instance.npz back as data and init file, and
@@ -175,7 +216,11 @@ fn round_trip(name: &str, sets: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let run = |out: &str, extra: &[String]| {
         let mut args: Vec<String> = vec!["run".into(), name.into(), "--quick".into()];
-        for s in sets.iter().map(|s| s.to_string()).chain(extra.iter().cloned()) {
+        for s in sets
+            .iter()
+            .map(|s| s.to_string())
+            .chain(extra.iter().cloned())
+        {
             args.push("--set".into());
             args.push(s);
         }
@@ -187,15 +232,25 @@ fn round_trip(name: &str, sets: &[&str]) {
     };
     let first = run("a", &[]);
     let inst = first.join("instance.npz").display().to_string();
-    let second = run("b", &[format!("data_file={inst}"), format!("init_file={inst}")]);
+    let second = run(
+        "b",
+        &[format!("data_file={inst}"), format!("init_file={inst}")],
+    );
     let mut compared = 0;
     for entry in std::fs::read_dir(&first).unwrap() {
         let f = entry.unwrap().file_name();
         if f == "params.json" {
             continue;
         }
-        let (a, b) = (std::fs::read(first.join(&f)).unwrap(), std::fs::read(second.join(&f)).unwrap());
-        assert!(a == b, "{name}: {} differs after the round trip", f.to_string_lossy());
+        let (a, b) = (
+            std::fs::read(first.join(&f)).unwrap(),
+            std::fs::read(second.join(&f)).unwrap(),
+        );
+        assert!(
+            a == b,
+            "{name}: {} differs after the round trip",
+            f.to_string_lossy()
+        );
         compared += 1;
     }
     assert!(compared >= 4, "{name}: only {compared} files");
@@ -210,6 +265,7 @@ fn instance_npz_fed_back_reproduces_the_flow() {
 fn instance_npz_fed_back_reproduces_the_paper_scenarios() {
     round_trip("lemma31-identity", &["n_sweep=[5, 10, 20]", "n=20"]);
     round_trip("thm1-loss-decay", &["trials=2"]);
+    round_trip("gd-vs-flow", &[]);
     round_trip("tf-vs-df", &["d=4", "seq_len=20", "n=20", "t_end_tf=8"]);
 }
 
@@ -237,30 +293,54 @@ fn bad_files_are_refused_with_file_and_key() {
         ("short-v0.npz", with("v0", Array::vector(&[1.0, 2.0])), "v0"),
         (
             "nan-m.npz",
-            with("M", Array::matrix(3, 3, vec![1.0, 0.0, 0.0, 0.0, f64::NAN, 0.0, 0.0, 0.0, 1.0])),
+            with(
+                "M",
+                Array::matrix(3, 3, vec![1.0, 0.0, 0.0, 0.0, f64::NAN, 0.0, 0.0, 0.0, 1.0]),
+            ),
             "M[1, 1]",
         ),
-        ("symbol.npz", with("strings", Array::new(&[2, 2], vec![0.0, 1.0, 3.0, 0.0])), "strings[1, 0]"),
+        (
+            "symbol.npz",
+            with("strings", Array::new(&[2, 2], vec![0.0, 1.0, 3.0, 0.0])),
+            "strings[1, 0]",
+        ),
         (
             "zero-column.npz",
-            with("M", Array::matrix(3, 3, vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])),
+            with(
+                "M",
+                Array::matrix(3, 3, vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]),
+            ),
             "M[:, 1]",
         ),
         // 2 strings on 3 symbols: the H_a are singular, ℓ_tf's theorems do not apply
         (
             "singular.npz",
-            with("strings", Array::new(&[2, 3], vec![0.0, 1.0, 2.0, 0.0, 0.0, 1.0])),
+            with(
+                "strings",
+                Array::new(&[2, 3], vec![0.0, 1.0, 2.0, 0.0, 0.0, 1.0]),
+            ),
             "strings",
         ),
     ];
     for (file, arrays, key) in cases {
         write(tmp.path(), file, &arrays);
         let data = format!("data_file={file}");
-        refused(&["run", "flow-histogram", "--set", &data], file, key, tmp.path());
+        refused(
+            &["run", "flow-histogram", "--set", &data],
+            file,
+            key,
+            tmp.path(),
+        );
     }
     // the same singular strings refused by a paper scenario of ℓ_tf
     refused(
-        &["run", "tf-vs-df", "--quick", "--set", "data_file=singular.npz"],
+        &[
+            "run",
+            "tf-vs-df",
+            "--quick",
+            "--set",
+            "data_file=singular.npz",
+        ],
         "singular.npz",
         "strings",
         tmp.path(),
@@ -272,7 +352,13 @@ fn bad_files_are_refused_with_file_and_key() {
         .insert("v0", Array::vector(&[1.0, 1.0]));
     write(tmp.path(), "init2.npz", &small);
     refused(
-        &["run", "thm1-loss-decay", "--quick", "--set", "init_file=init2.npz"],
+        &[
+            "run",
+            "thm1-loss-decay",
+            "--quick",
+            "--set",
+            "init_file=init2.npz",
+        ],
         "init2.npz",
         "Q0",
         tmp.path(),

@@ -375,8 +375,14 @@ mod tests {
         let bad = |json: &str| TaskStrings::from_arrays(&arrays(json)).unwrap_err().key;
         assert_eq!(bad(r#"{"M": [[1, 0], [0, 0]]}"#), "M[:, 1]");
         assert_eq!(bad(r#"{"M": [[1, 0, 0], [0, 1, 0]]}"#), "M");
-        assert_eq!(bad(r#"{"M": [[1, 0], [0, 1]], "strings": [[0, 2]]}"#), "strings[0, 1]");
-        assert_eq!(bad(r#"{"M": [[1, 0], [0, 1]], "strings": [[0, 0.5]]}"#), "strings[0, 1]");
+        assert_eq!(
+            bad(r#"{"M": [[1, 0], [0, 1]], "strings": [[0, 2]]}"#),
+            "strings[0, 1]"
+        );
+        assert_eq!(
+            bad(r#"{"M": [[1, 0], [0, 1]], "strings": [[0, 0.5]]}"#),
+            "strings[0, 1]"
+        );
         assert_eq!(bad(r#"{"M": [[1, 0], [0, 1]], "S": 1}"#), "S");
         let singular = r#"{"M": [[1, 0], [0, 1]], "strings": [[0, 1], [1, 0]]}"#;
         let data = TaskStrings::from_arrays(&arrays(singular)).unwrap();

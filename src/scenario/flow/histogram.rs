@@ -134,7 +134,10 @@ impl Family for Histogram {
             datasets: vec![strings],
         };
         let z0 = gaussian_state(&mut sc.rng(2), o.d, o.sigma);
-        Ok(instance_arrays(&data, &InitialStates::from_states(o.d, vec![z0])))
+        Ok(instance_arrays(
+            &data,
+            &InitialStates::from_states(o.d, vec![z0]),
+        ))
     }
 
     fn model(
@@ -230,7 +233,10 @@ impl FlowModel for HistogramModel {
                 Flow::Df(_) => Vec::new(),
             },
         };
-        instance_arrays(&data, &InitialStates::from_states(self.data.d(), vec![self.z0.clone()]))
+        instance_arrays(
+            &data,
+            &InitialStates::from_states(self.data.d(), vec![self.z0.clone()]),
+        )
     }
 
     /// W = Q Diag(v), the product the task matrix M constrains (its limit is M), and Q.
@@ -289,12 +295,8 @@ impl FlowModel for HistogramModel {
             }));
             rep.derive("df_closed_form_error", err);
             rep.check(
-                Check::at_most(
-                    name,
-                    err,
-                    self.closed_form_tol,
-                )
-                .note("the complete closed form of the df flow (spec 000 §2.6)"),
+                Check::at_most(name, err, self.closed_form_tol)
+                    .note("the complete closed form of the df flow (spec 000 §2.6)"),
             );
         }
     }

@@ -2,10 +2,14 @@
 //! is about gradient flow. On ℓ_df, GD's log-loss stays within O(η) of the flow's at t = kη,
 //! and GD changes the "conserved" β_i by exactly η²(‖∇_{q_i}ℓ‖² − (∂ℓ/∂v_i)²) per step.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::{df_instance, InstanceFiles};
 use super::sizes;
 use crate::flow::{integrate_flow, Method, OdeConfig};
+use crate::instance::histogram::task_name;
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
@@ -27,6 +31,12 @@ pub struct Params {
     pub etas: Vec<f64>,
     /// Horizon t = kη ≤ t_end.
     pub t_end: f64,
+    /// The task matrix (`M`); replaces task, d_thr and d. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial state (`Q0`, `v0`); replaces sigma and the draw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -42,8 +52,13 @@ pub struct Checks {
     pub reference_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.d < 2 {
+    read_files(p, sc)?.require_df_single()?;
+    if p.d < 2 && p.data_file.is_none() {
         return Err(sc.invalid("params.d", "need d ≥ 2"));
     }
     if p.etas.len() < 2 || p.etas.iter().any(|&e| e <= 0.0) {
@@ -83,11 +98,13 @@ fn log_loss_gap(gd: &GdAudit, closed: &DfClosedForm) -> f64 {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let m = p.task.matrix(p.d, p.d_thr);
+    let files = read_files(p, ctx.scenario)?;
+    let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
     let flow = DfFlow::new(m.clone());
-    let z0 = gaussian_state(&mut ctx.rng(8), p.d, p.sigma);
+    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(8), m.nrows(), p.sigma))?;
     let closed = DfClosedForm::new(&m, &z0);
     let mut rep = Report::default();
+    rep.instance = Some(df_instance(&m, vec![z0.clone()]));
     let runs = p
         .etas
         .iter()
@@ -181,11 +198,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ]);
         }
     }
-    rep.figure = Some(figure(p, &runs, &closed, &gaps));
+    rep.figure = Some(figure(p, &m, &runs, &closed, &gaps));
     Ok(rep)
 }
 
-fn figure(p: &Params, runs: &[GdAudit], closed: &DfClosedForm, gaps: &[f64]) -> Figure {
+fn figure(
+    p: &Params,
+    m: &nalgebra::DMatrix<f64>,
+    runs: &[GdAudit],
+    closed: &DfClosedForm,
+    gaps: &[f64],
+) -> Figure {
     let mut losses = LinePanel::new("GD vs gradient flow", "t = kη", "ℓ")
         .log_y()
         .legend(LegendPosition::UpperRight);
@@ -236,8 +259,8 @@ fn figure(p: &Params, runs: &[GdAudit], closed: &DfClosedForm, gaps: &[f64]) -> 
     Figure::new(3)
         .title(format!(
             "Gradient descent approximates the df flow to O(η) ({} task, d = {}, σ = {:.3})",
-            p.task.label(),
-            p.d,
+            task_name(m),
+            m.nrows(),
             p.sigma
         ))
         .panel(losses)

@@ -5,8 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::instance::histogram::{InitialStates, TaskStrings};
-use crate::instance::InstanceError;
+use nalgebra::DMatrix;
+
+use crate::instance::histogram::{instance_arrays, InitialStates, TaskStrings};
+use crate::instance::{Arrays, InstanceError};
 use crate::scenario::{InputError, Scenario};
 
 /// The files a scenario was given, read and validated.
@@ -67,6 +69,34 @@ impl InstanceFiles {
         file_error(self.init.as_ref().map(|(p, _)| p.as_path()), "init_file", e)
     }
 
+    /// For scenarios of ℓ_df on one initial state: refuses a data alphabet below 2 symbols and
+    /// stacked initial states.
+    pub fn require_df_single(&self) -> Result<(), InputError> {
+        if self.data().is_some_and(|d| d.d() < 2) {
+            return Err(self.data_error(InstanceError::new("M", "the alphabet needs d ≥ 2")));
+        }
+        if let Some(init) = self.init() {
+            init.single_state().map_err(|e| self.init_error(e))?;
+        }
+        Ok(())
+    }
+
+    /// The task matrix: the data file's `M`, else `default()`.
+    pub fn task_matrix(&self, default: impl FnOnce() -> DMatrix<f64>) -> DMatrix<f64> {
+        self.data().map_or_else(default, |d| d.m.clone())
+    }
+
+    /// The one initial state: the init file's, else `draw()`.
+    pub fn single_init(&self, draw: impl FnOnce() -> Vec<f64>) -> Result<Vec<f64>, InputError> {
+        match self.init() {
+            Some(init) => Ok(init
+                .single_state()
+                .map_err(|e| self.init_error(e))?
+                .to_vec()),
+            None => Ok(draw()),
+        }
+    }
+
     /// The number of trials: the number of stacked datasets (when `count_datasets` and the
     /// data file has strings) and of initial states in the files, which must agree; `default`
     /// when no file says.
@@ -91,6 +121,15 @@ impl InstanceFiles {
             (None, None) => Ok(default),
         }
     }
+}
+
+/// `instance.npz` of a run of ℓ_df: the task matrix and the initial states (no strings).
+pub fn df_instance(m: &DMatrix<f64>, inits: Vec<Vec<f64>>) -> Arrays {
+    let data = TaskStrings {
+        m: m.clone(),
+        datasets: Vec::new(),
+    };
+    instance_arrays(&data, &InitialStates::from_states(m.nrows(), inits))
 }
 
 fn file_error(path: Option<&Path>, key: &str, e: InstanceError) -> InputError {

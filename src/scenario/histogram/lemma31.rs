@@ -18,7 +18,9 @@ use crate::flow::{Method, OdeConfig};
 use crate::instance::histogram::{instance_arrays, task_name, InitialStates, TaskStrings};
 use crate::instance::InstanceError;
 use crate::models::histogram::data::sample_string;
-use crate::models::histogram::{state_from_qv, state_to_qv, task_matrix, HistogramData, RowMoments};
+use crate::models::histogram::{
+    state_from_qv, state_to_qv, task_matrix, HistogramData, RowMoments,
+};
 use crate::plot::{Figure, HeatmapPanel, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -87,7 +89,11 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         }
         let largest = p.n_sweep.iter().copied().fold(p.n, usize::max);
         if largest > strings.len() {
-            let key = if p.n > strings.len() { "params.n" } else { "params.n_sweep" };
+            let key = if p.n > strings.len() {
+                "params.n"
+            } else {
+                "params.n_sweep"
+            };
             return Err(sc.invalid(
                 key,
                 format!(

@@ -202,7 +202,9 @@ fn setup(p: &Params, ctx: &RunContext) -> Result<Setup, RunError> {
     let d = data[0].d;
     let inits = match files.init() {
         Some(init) => init.states.clone(),
-        None => (0..trials).map(|k| trial_init(ctx, d, p.sigma, k)).collect(),
+        None => (0..trials)
+            .map(|k| trial_init(ctx, d, p.sigma, k))
+            .collect(),
     };
     Ok(Setup {
         d,
@@ -221,7 +223,10 @@ impl Setup {
             m: self.data[0].m.clone(),
             datasets: self.data.iter().map(|x| x.strings.clone()).collect(),
         };
-        instance_arrays(&data, &InitialStates::from_states(self.d, self.inits.clone()))
+        instance_arrays(
+            &data,
+            &InitialStates::from_states(self.d, self.inits.clone()),
+        )
     }
 }
 
@@ -601,7 +606,11 @@ fn figure(p: &Params, s: &Setup, trials: &[Trial]) -> Figure {
         .title(format!(
             "Fig. 2: ℓ_tf vs ℓ_df from one init ({}, d = {}, N = {}, n = {}, σ = {}, {} \
              datasets)",
-            s.task, s.d, s.seq_len, s.n, p.sigma,
+            s.task,
+            s.d,
+            s.seq_len,
+            s.n,
+            p.sigma,
             trials.len()
         ))
         .panel(loss)

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::instance_files::InstanceFiles;
+use super::instance_files::{df_instance, InstanceFiles};
 use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
-use crate::instance::histogram::{instance_arrays, task_name, InitialStates, TaskStrings};
+use crate::instance::histogram::task_name;
 use crate::instance::InstanceError;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
@@ -293,10 +293,7 @@ fn run_trial(
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let m = match files.data() {
-        Some(data) => data.m.clone(),
-        None => p.task.matrix(p.d, p.d_thr),
-    };
+    let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
     let d = m.nrows();
     // trial j draws its init from stream 100 + j
     let inits: Vec<Vec<f64>> = match files.init() {
@@ -311,13 +308,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .map(|z0| run_trial(p, c, ctx, &flow, z0))
         .collect::<Result<Vec<_>, _>>()?;
     let mut rep = Report::default();
-    rep.instance = Some(instance_arrays(
-        &TaskStrings {
-            m,
-            datasets: Vec::new(),
-        },
-        &InitialStates::from_states(d, inits),
-    ));
+    rep.instance = Some(df_instance(&m, inits));
     for (j, tr) in trials.iter().enumerate() {
         rep.stats(format!("trial {j}"), &tr.traj.stats);
     }

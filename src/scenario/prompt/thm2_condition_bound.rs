@@ -81,6 +81,10 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    // a bad data file is bad input (exit 2, nothing written), refused before the run starts
+    if let Some(f) = &p.data_file {
+        sc.read_instance::<StationaryPoint>("data_file", f)?;
+    }
     if p.counterexample.len() < 2
         || p.counterexample.iter().any(|&x| x <= 0.0)
         || (p.counterexample.iter().sum::<f64>() - 1.0).abs() > 1e-12

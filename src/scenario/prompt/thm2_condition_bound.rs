@@ -14,9 +14,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{log_log_slope_fit, Window};
+use crate::flow::{logspace, Method, OdeConfig};
 use crate::instance::prompt::StationaryPoint;
 use crate::instance::InstanceFile;
-use crate::flow::{logspace, Method, OdeConfig};
 use crate::models::prompt::attention_families::Attention;
 use crate::models::prompt::jacobian_spectrum::secular_eigenvalues;
 use crate::models::prompt::simplex::random_spd;
@@ -236,7 +236,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     // 1. the given stationary point: (counterexample, I) or the data file's (z*, H)
     let point = match &p.data_file {
-        Some(f) => ctx.scenario.read_instance::<StationaryPoint>("data_file", f)?,
+        Some(f) => ctx
+            .scenario
+            .read_instance::<StationaryPoint>("data_file", f)?,
         None => {
             let n = p.counterexample.len();
             StationaryPoint {

@@ -19,7 +19,10 @@ fn attnflow(args: &[&str]) -> Output {
 
 /// A fresh scratch folder for one test.
 fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("attnflow-instances-prompt-{tag}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "attnflow-instances-prompt-{tag}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -48,10 +51,8 @@ fn json(path: &Path) -> serde_json::Value {
 fn stationary_point(z: &[f64], h: DMatrix<f64>) -> Arrays {
     let n = z.len();
     let mut a = Arrays::new();
-    a.insert("z_star", Array::vector(z)).insert(
-        "H",
-        Array::from_column_major(n, n, h.as_slice()),
-    );
+    a.insert("z_star", Array::vector(z))
+        .insert("H", Array::from_column_major(n, n, h.as_slice()));
     a
 }
 
@@ -70,7 +71,11 @@ fn thm2_on_a_point_written_from_scratch() {
     let dir = scratch("thm2-scratch");
     let z = [0.5, 0.3, 0.2];
     let file = dir.join("zstar.npz");
-    std::fs::write(&file, stationary_point(&z, DMatrix::identity(3, 3)).to_npz_bytes()).unwrap();
+    std::fs::write(
+        &file,
+        stationary_point(&z, DMatrix::identity(3, 3)).to_npz_bytes(),
+    )
+    .unwrap();
     let run = run_quick(
         "thm2-condition-bound",
         &dir.join("out"),
@@ -79,7 +84,10 @@ fn thm2_on_a_point_written_from_scratch() {
     let params = json(&run.join("params.json"));
     let kappa = params["derived"]["given_kappa"].as_f64().unwrap();
     let want = kappa_identity(&z);
-    assert!((kappa / want - 1.0).abs() < 1e-10, "κ = {kappa}, dense eigenvalues give {want}");
+    assert!(
+        (kappa / want - 1.0).abs() < 1e-10,
+        "κ = {kappa}, dense eigenvalues give {want}"
+    );
     let checks = json(&run.join("checks.json"));
     let text = checks.to_string();
     // n = 3: the n = 2 identity κ = 1 does not apply and is skipped with its reason
@@ -88,7 +96,12 @@ fn thm2_on_a_point_written_from_scratch() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["name"].as_str().unwrap().starts_with("given point: corrected bound"))
+        .find(|c| {
+            c["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("given point: corrected bound")
+        })
         .expect("corrected-bound check at the given point");
     assert_eq!(corrected["pass"], true, "{corrected}");
     // the written instance is the file's
@@ -106,7 +119,13 @@ fn thm2_instance_round_trip_is_byte_identical() {
         &dir.join("b"),
         &[format!("data_file={}", inst.display())],
     );
-    for f in ["series.csv", "curves.csv", "checks.json", "figure.svg", "instance.npz"] {
+    for f in [
+        "series.csv",
+        "curves.csv",
+        "checks.json",
+        "figure.svg",
+        "instance.npz",
+    ] {
         assert!(
             std::fs::read(first.join(f)).unwrap() == std::fs::read(second.join(f)).unwrap(),
             "{f} differs after the round trip"
@@ -125,12 +144,32 @@ fn thm2_refuses_bad_files() {
         a
     };
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("nan", n2(&[f64::NAN, 0.5], &[1.0, 0.0, 0.0, 1.0]).to_npz_bytes(), "z_star[0]"),
+        (
+            "nan",
+            n2(&[f64::NAN, 0.5], &[1.0, 0.0, 0.0, 1.0]).to_npz_bytes(),
+            "z_star[0]",
+        ),
         ("shape", wrong_shape.to_npz_bytes(), "H"),
-        ("sum", n2(&[0.6, 0.6], &[1.0, 0.0, 0.0, 1.0]).to_npz_bytes(), "z_star"),
-        ("boundary", n2(&[1.0, 0.0], &[1.0, 0.0, 0.0, 1.0]).to_npz_bytes(), "z_star[1]"),
-        ("not-pd", n2(&[0.5, 0.5], &[1.0, 2.0, 2.0, 1.0]).to_npz_bytes(), "positive definite"),
-        ("asym", n2(&[0.5, 0.5], &[1.0, 0.1, 0.0, 1.0]).to_npz_bytes(), "H[1, 0]"),
+        (
+            "sum",
+            n2(&[0.6, 0.6], &[1.0, 0.0, 0.0, 1.0]).to_npz_bytes(),
+            "z_star",
+        ),
+        (
+            "boundary",
+            n2(&[1.0, 0.0], &[1.0, 0.0, 0.0, 1.0]).to_npz_bytes(),
+            "z_star[1]",
+        ),
+        (
+            "not-pd",
+            n2(&[0.5, 0.5], &[1.0, 2.0, 2.0, 1.0]).to_npz_bytes(),
+            "positive definite",
+        ),
+        (
+            "asym",
+            n2(&[0.5, 0.5], &[1.0, 0.1, 0.0, 1.0]).to_npz_bytes(),
+            "H[1, 0]",
+        ),
     ];
     for (tag, bytes, key) in cases {
         let file = dir.join(format!("{tag}.npz"));
@@ -147,7 +186,13 @@ fn thm2_refuses_bad_files() {
         ]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{tag}: {err}");
-        assert!(err.contains(&format!("{tag}.npz")) && err.contains(key), "{tag}: {err}");
-        assert!(!out.join("thm2-condition-bound").exists(), "{tag}: output written");
+        assert!(
+            err.contains(&format!("{tag}.npz")) && err.contains(key),
+            "{tag}: {err}"
+        );
+        assert!(
+            !out.join("thm2-condition-bound").exists(),
+            "{tag}: output written"
+        );
     }
 }

@@ -34,7 +34,10 @@ fn open_simplex_point<'a>(a: &'a Arrays, name: &str) -> Result<&'a [f64], Instan
     if let Some(i) = z.iter().position(|&x| x <= 0.0) {
         return Err(InstanceError::new(
             format!("{name}[{i}]"),
-            format!("entries must be > 0 (an interior point of the simplex), got {}", z[i]),
+            format!(
+                "entries must be > 0 (an interior point of the simplex), got {}",
+                z[i]
+            ),
         ));
     }
     let sum: f64 = z.iter().sum();
@@ -78,8 +81,14 @@ fn spd_matrix(a: &Arrays, name: &str, n: usize) -> Result<DMatrix<f64>, Instance
 
 impl InstanceFile for StationaryPoint {
     const ARRAYS: &'static [(&'static str, &'static str)] = &[
-        ("z_star", "(n,) interior stationary point: entries > 0 summing to 1, n ≥ 2"),
-        ("H", "(n, n) symmetric positive definite Hessian of the outer loss at z*"),
+        (
+            "z_star",
+            "(n,) interior stationary point: entries > 0 summing to 1, n ≥ 2",
+        ),
+        (
+            "H",
+            "(n, n) symmetric positive definite Hessian of the outer loss at z*",
+        ),
     ];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {

@@ -14,9 +14,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{log_log_slope_fit, Window};
+use crate::flow::{logspace, Method, OdeConfig};
 use crate::instance::prompt::StationaryPoint;
 use crate::instance::InstanceFile;
-use crate::flow::{logspace, Method, OdeConfig};
 use crate::models::prompt::attention_families::Attention;
 use crate::models::prompt::jacobian_spectrum::secular_eigenvalues;
 use crate::models::prompt::simplex::random_spd;
@@ -81,6 +81,10 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    // a bad data file is bad input (exit 2, nothing written), refused before the run starts
+    if let Some(f) = &p.data_file {
+        sc.read_instance::<StationaryPoint>("data_file", f)?;
+    }
     if p.counterexample.len() < 2
         || p.counterexample.iter().any(|&x| x <= 0.0)
         || (p.counterexample.iter().sum::<f64>() - 1.0).abs() > 1e-12
@@ -232,7 +236,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     // 1. the given stationary point: (counterexample, I) or the data file's (z*, H)
     let point = match &p.data_file {
-        Some(f) => ctx.scenario.read_instance::<StationaryPoint>("data_file", f)?,
+        Some(f) => ctx
+            .scenario
+            .read_instance::<StationaryPoint>("data_file", f)?,
         None => {
             let n = p.counterexample.len();
             StationaryPoint {

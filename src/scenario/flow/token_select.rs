@@ -12,7 +12,7 @@ use nalgebra::DMatrix;
 use serde::Deserialize;
 
 use super::{Clock, Family, FlowKind, FlowModel, MaxMargin};
-use crate::attention::{FixedDecoder, Loss, TokenData};
+use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{GradientFlow, Trajectory};
 use crate::instance::token_select::{TokenSelectData, TokenSelectInit};
 use crate::instance::{Array, Arrays, InstanceError, InstanceFile};

@@ -109,12 +109,10 @@ impl Trajectory {
             return;
         }
         let dim = next.dim;
-        self.t
-            .extend_from_slice(next.t.get(1..).unwrap_or_default());
+        self.t.extend_from_slice(next.t.get(1..).unwrap_or_default());
         self.states
             .extend_from_slice(next.states.get(dim..).unwrap_or_default());
-        self.loss
-            .extend_from_slice(next.loss.get(1..).unwrap_or_default());
+        self.loss.extend_from_slice(next.loss.get(1..).unwrap_or_default());
         self.grad_norm
             .extend_from_slice(next.grad_norm.get(1..).unwrap_or_default());
         for ((_, mine), (_, theirs)) in self.invariants.iter_mut().zip(next.invariants) {

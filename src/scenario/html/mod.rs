@@ -185,8 +185,8 @@ fn read_folder(path: &Path, name: String) -> Result<Option<Folder>, ReportError>
                         .unwrap_or_default();
                     (runs, planned.unwrap_or(runs + missing.len()), missing)
                 });
-                let skipped = serde_json::from_value::<Vec<Skipped>>(doc["skipped"].clone())
-                    .unwrap_or_default();
+                let skipped =
+                    serde_json::from_value::<Vec<Skipped>>(doc["skipped"].clone()).unwrap_or_default();
                 Verdicts::Checks {
                     checks,
                     skipped,

@@ -14,7 +14,11 @@ fn scenario(name: &str) -> PathBuf {
 
 fn run(name: &str, out: &Path, set: &[String]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_attnflow"));
-    cmd.arg("run").arg(scenario(name)).arg("--quick").arg("--out").arg(out);
+    cmd.arg("run")
+        .arg(scenario(name))
+        .arg("--quick")
+        .arg("--out")
+        .arg(out);
     for s in set {
         cmd.arg("--set").arg(s);
     }
@@ -30,8 +34,13 @@ fn column(path: &Path, col: &str) -> Vec<f64> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let j = header.iter().position(|h| *h == col).unwrap_or_else(|| panic!("{col} in {header:?}"));
-    lines.map(|l| l.split(',').nth(j).unwrap().parse().unwrap()).collect()
+    let j = header
+        .iter()
+        .position(|h| *h == col)
+        .unwrap_or_else(|| panic!("{col} in {header:?}"));
+    lines
+        .map(|l| l.split(',').nth(j).unwrap().parse().unwrap())
+        .collect()
 }
 
 /// Σ = [[2, 0.5], [0.5, 1]], β* = (1, 0.8), u0 = (1, 0.5), v0 = (0.3, −1).
@@ -60,7 +69,11 @@ fn a_linear_instance_from_scratch_runs_the_flow_and_stage_times() {
     let e = [b0[0] - 1.0, b0[1] - 0.8];
     let by_hand = 0.5 * (2.0 * e[0] * e[0] + 2.0 * 0.5 * e[0] * e[1] + 1.0 * e[1] * e[1]);
     let loss = column(&out.join("flow-diagonal/series.csv"), "loss");
-    assert!((loss[0] / by_hand - 1.0).abs() < 1e-12, "{} vs {by_hand}", loss[0]);
+    assert!(
+        (loss[0] / by_hand - 1.0).abs() < 1e-12,
+        "{} vs {by_hand}",
+        loss[0]
+    );
     // Σ ≻ 0 and a realizable teacher: the flow ends at β* (loss ≈ 0)
     assert!(*loss.last().unwrap() < 1e-8 * by_hand, "{loss:?}");
 
@@ -71,7 +84,11 @@ fn a_linear_instance_from_scratch_runs_the_flow_and_stage_times() {
         &out,
         &[data, "sweep.grid.instance=[\"r1\"]".into()],
     );
-    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let t_k = column(&out.join("stage-times/series.csv"), "T_k");
     assert!((t_k[0] * 2.4 - 1.0).abs() < 1e-12, "T_1 = {}", t_k[0]);
     let runs = std::fs::read_dir(out.join("stage-times/runs")).unwrap();
@@ -98,8 +115,16 @@ fn an_attention_instance_from_scratch_runs_algorithm1_and_round_trips() {
     let file = tmp.path().join("head.npz");
     write(&file, &arrays);
     let out = tmp.path().join("a");
-    let o = run("algorithm1-attn", &out, &[format!("data_file={}", file.display())]);
-    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(
+        "algorithm1-attn",
+        &out,
+        &[format!("data_file={}", file.display())],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // at β = 0 the softmax is uniform: f(X) = x̄ ⊙ c per token, so
     // g_VO[r](0) = (2κ/N) Σ_s x̄_{s,r} Σ_j Y_{s,j,r}, κ = 1/(n d); T_1 = 1/max_r |g_VO[r]|
     let (n, d, count) = (2, 2, 3);
@@ -119,14 +144,25 @@ fn an_attention_instance_from_scratch_runs_algorithm1_and_round_trips() {
         .collect();
     let t1 = 1.0 / g.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
     let t_k = column(&out.join("algorithm1-attn/series.csv"), "T_k");
-    assert!((t_k[1] / t1 - 1.0).abs() < 1e-10, "T_1 = {} vs {t1}", t_k[1]);
+    assert!(
+        (t_k[1] / t1 - 1.0).abs() < 1e-10,
+        "T_1 = {} vs {t1}",
+        t_k[1]
+    );
     let checks = std::fs::read_to_string(out.join("algorithm1-attn/checks.json")).unwrap();
-    assert!(checks.contains("a zero loss need not be reachable"), "{checks}");
+    assert!(
+        checks.contains("a zero loss need not be reachable"),
+        "{checks}"
+    );
 
     // round trip: the run's instance.npz reproduces it byte for byte
     let back = tmp.path().join("b");
     let written = out.join("algorithm1-attn/instance.npz");
-    let o = run("algorithm1-attn", &back, &[format!("data_file={}", written.display())]);
+    let o = run(
+        "algorithm1-attn",
+        &back,
+        &[format!("data_file={}", written.display())],
+    );
     assert!(matches!(o.status.code(), Some(0 | 1)));
     for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
         let a = std::fs::read(out.join("algorithm1-attn").join(f)).unwrap();
@@ -142,9 +178,19 @@ fn the_default_flow_round_trips_through_its_instance() {
     assert!(run("flow-diagonal", &first, &[]).status.success());
     let written = first.join("flow-diagonal/instance.npz");
     let again = tmp.path().join("again");
-    let o = run("flow-diagonal", &again, &[format!("data_file={}", written.display())]);
+    let o = run(
+        "flow-diagonal",
+        &again,
+        &[format!("data_file={}", written.display())],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for f in ["series.csv", "checks.json", "figure.svg", "instance.npz", "spectra.csv"] {
+    for f in [
+        "series.csv",
+        "checks.json",
+        "figure.svg",
+        "instance.npz",
+        "spectra.csv",
+    ] {
         let a = std::fs::read(first.join("flow-diagonal").join(f)).unwrap();
         let b = std::fs::read(again.join("flow-diagonal").join(f)).unwrap();
         assert!(a == b, "{f} differs");
@@ -172,11 +218,25 @@ fn bad_files_are_refused_with_the_file_and_array_named() {
         write(&file, &arrays);
         for scenario in ["flow-diagonal", "stage-times"] {
             let out = tmp.path().join(format!("out-{name}-{scenario}"));
-            let o = run(scenario, &out, &[format!("data_file={}", file.display())]);
+            let set = [
+                format!("data_file={}", file.display()),
+                "sweep.grid.instance=[\"r1\"]".into(),
+            ];
+            let o = run(
+                scenario,
+                &out,
+                &set[..if scenario == "stage-times" { 2 } else { 1 }],
+            );
             let err = String::from_utf8_lossy(&o.stderr);
             assert_eq!(o.status.code(), Some(2), "{name}/{scenario}: {err}");
-            assert!(err.contains(&format!("{name}.npz")) && err.contains(key), "{name}: {err}");
-            assert!(!out.join(scenario).exists(), "{name}/{scenario}: nothing written");
+            assert!(
+                err.contains(&format!("{name}.npz")) && err.contains(key),
+                "{name}: {err}"
+            );
+            assert!(
+                !out.join(scenario).exists(),
+                "{name}/{scenario}: nothing written"
+            );
         }
     }
 }

@@ -26,7 +26,16 @@ use nalgebra::DMatrix;
 use super::{Array, Arrays, InstanceError, InstanceFile};
 
 /// Every array name of the layout (data and initial direction may share one file).
-const NAMES: &[&str] = &["Sigma", "beta_star", "X", "Y", "a_star", "c_star", "u0", "v0"];
+const NAMES: &[&str] = &[
+    "Sigma",
+    "beta_star",
+    "X",
+    "Y",
+    "a_star",
+    "c_star",
+    "u0",
+    "v0",
+];
 
 /// The data of a seed-004 instance.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,12 +88,21 @@ impl DiagonalData {
 
 impl InstanceFile for DiagonalData {
     const ARRAYS: &'static [(&'static str, &'static str)] = &[
-        ("Sigma", "(p, p) covariance Σ of the diagonal linear network, symmetric positive definite"),
+        (
+            "Sigma",
+            "(p, p) covariance Σ of the diagonal linear network, symmetric positive definite",
+        ),
         ("beta_star", "(p,) its teacher β*"),
-        ("X", "(N, n, d) attention inputs (instead of Sigma, beta_star)"),
+        (
+            "X",
+            "(N, n, d) attention inputs (instead of Sigma, beta_star)",
+        ),
         ("a_star", "(d,) teacher KQ diagonal: Y = f(X; a*, c*)"),
         ("c_star", "(d,) teacher VO diagonal"),
-        ("Y", "(N, n, d) attention labels (instead of a_star, c_star)"),
+        (
+            "Y",
+            "(N, n, d) attention labels (instead of a_star, c_star)",
+        ),
     ];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
@@ -184,7 +202,10 @@ fn linear(a: &Arrays) -> Result<DiagonalData, InstanceError> {
 }
 
 fn attention(a: &Arrays) -> Result<DiagonalData, InstanceError> {
-    if let Some(name) = ["Sigma", "beta_star"].into_iter().find(|n| a.get(n).is_some()) {
+    if let Some(name) = ["Sigma", "beta_star"]
+        .into_iter()
+        .find(|n| a.get(n).is_some())
+    {
         return Err(InstanceError::new(
             name,
             "belongs to a linear network, but the file holds X (an attention head)",
@@ -210,7 +231,11 @@ fn attention(a: &Arrays) -> Result<DiagonalData, InstanceError> {
             a_star: a.vector("a_star", Some(d))?.to_vec(),
             c_star: a.vector("c_star", Some(d))?.to_vec(),
         },
-        (false, true) => Labels::Given(a.shaped("Y", &[Some(count), Some(n), Some(d)])?.data.clone()),
+        (false, true) => Labels::Given(
+            a.shaped("Y", &[Some(count), Some(n), Some(d)])?
+                .data
+                .clone(),
+        ),
         (false, false) => {
             return Err(InstanceError::new(
                 "Y",

@@ -10,9 +10,9 @@ use super::algorithm1_common::{
     flag_text, termination_text, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
 };
 use super::common::{schedule_cost, InstanceName, UserFiles};
+use crate::flow::linspace;
 use crate::instance::diagonal::DiagonalData;
 use crate::instance::InstanceFile;
-use crate::flow::linspace;
 use crate::models::diagonal::{Activation, DiagonalAttention, Schedule, Termination};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -67,9 +67,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     }
     if p.data_file.is_none()
         && !matches!(
-        p.instance,
-        InstanceName::Mini | InstanceName::Small | InstanceName::Paper
-    ) {
+            p.instance,
+            InstanceName::Mini | InstanceName::Small | InstanceName::Paper
+        )
+    {
         return Err(sc.invalid(
             "params.instance",
             "algorithm1-attn needs an attention instance (mini, small or paper)",

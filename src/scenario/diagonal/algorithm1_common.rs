@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::common::{Instance, InstanceName, UserFiles};
-use crate::instance::diagonal::DiagonalData;
 use crate::flow::{Method, OdeConfig};
+use crate::instance::diagonal::DiagonalData;
 use crate::models::diagonal::{algorithm1, Algorithm1Options, Flag, Schedule, Termination};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
 

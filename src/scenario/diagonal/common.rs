@@ -292,10 +292,22 @@ impl UserFiles {
             .as_ref()
             .map(|f| sc.read_instance::<DiagonalData>("data_file", f))
             .transpose()?;
-        if let Some(f) = &self.init_file {
-            read_init(sc, f, data.as_ref().map_or(name.p(), DiagonalData::p))?;
+        if let Some((key, f)) = self.init_source(sc) {
+            read_init(sc, key, f, data.as_ref().map_or(name.p(), DiagonalData::p))?;
         }
         Ok(data)
+    }
+
+    /// Where θ_0 is read: the init file, else the data file when it holds `u0` (a run's
+    /// `instance.npz` holds both), else nowhere (the seed's direction).
+    fn init_source(&self, sc: &Scenario) -> Option<(&'static str, &PathBuf)> {
+        match (&self.init_file, &self.data_file) {
+            (Some(f), _) => Some(("init_file", f)),
+            (None, Some(f)) => crate::instance::Arrays::read(&sc.input_path("data_file", f))
+                .is_ok_and(|a| a.get("u0").is_some())
+                .then_some(("data_file", f)),
+            (None, None) => None,
+        }
     }
 
     /// The label, the data and the model: the user's data file, or the built-in `name`.
@@ -326,8 +338,8 @@ impl UserFiles {
         min_margin: f64,
         ctx: &RunContext,
     ) -> Result<DiagonalInit, RunError> {
-        Ok(match &self.init_file {
-            Some(f) => read_init(ctx.scenario, f, p)?,
+        Ok(match self.init_source(ctx.scenario) {
+            Some((key, f)) => read_init(ctx.scenario, key, f, p)?,
             None => {
                 let (u0, v0) = initial_direction(p, min_margin, ctx);
                 DiagonalInit { u0, v0 }
@@ -337,13 +349,18 @@ impl UserFiles {
 }
 
 /// The init file for `p` coordinates; errors name the file, the array and the reason.
-fn read_init(sc: &Scenario, file: &std::path::Path, p: usize) -> Result<DiagonalInit, InputError> {
-    let init: DiagonalInit = sc.read_instance("init_file", file)?;
+fn read_init(
+    sc: &Scenario,
+    key: &str,
+    file: &std::path::Path,
+    p: usize,
+) -> Result<DiagonalInit, InputError> {
+    let init: DiagonalInit = sc.read_instance(key, file)?;
     init.check_dim(p).map_err(|e| {
         InputError::new(
-            &sc.input_path("init_file", file),
+            &sc.input_path(key, file),
             e.key,
-            format!("{} (file given by params.init_file)", e.reason),
+            format!("{} (file given by params.{key})", e.reason),
         )
     })?;
     Ok(init)

@@ -144,11 +144,7 @@ fn validate_sweep(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::with_files(
-        p.instance,
-        &UserFiles::new(&p.data_file, &p.init_file),
-        ctx,
-    )?;
+    let setup = Setup::with_files(p.instance, &UserFiles::new(&p.data_file, &p.init_file), ctx)?;
     let label = setup.label();
     let kk = setup.transitions();
     let t_th = setup.schedule.stage_times();

@@ -11,9 +11,7 @@ use crate::scenario::sweep::{Seeds, SweepSpec};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::{
-    alpha_run, shared_schedule, AlphaRun, Instance, InstanceName, UserFiles,
-};
+use super::common::{alpha_run, shared_schedule, AlphaRun, Instance, InstanceName, UserFiles};
 use crate::instance::diagonal::{instance_arrays, DiagonalData, DiagonalInit};
 use crate::instance::Arrays;
 

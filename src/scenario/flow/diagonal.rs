@@ -99,11 +99,7 @@ impl Family for Diagonal {
          products stage by stage, end point against Algorithm 1's limit."
     }
 
-    fn default_instance(
-        &self,
-        sc: &Scenario,
-        options: &toml::Table,
-    ) -> Result<Arrays, InputError> {
+    fn default_instance(&self, sc: &Scenario, options: &toml::Table) -> Result<Arrays, InputError> {
         let o: ModelOptions = sc.typed_subtable("params.model", options.clone())?;
         let data = builtin_data(o.instance, sc);
         let (u0, v0) = draw_direction(data.p(), o.init_margin, sc);

@@ -18,13 +18,20 @@ pub(crate) fn families() -> Vec<&'static dyn Family> {
 /// The family called `name`; an InputError lists the known names otherwise.
 pub(crate) fn find(name: &str) -> PyResult<&'static dyn Family> {
     let all = families();
-    all.iter().copied().find(|f| f.name() == name).ok_or_else(|| {
-        let known: Vec<&str> = all.iter().map(|f| f.name()).collect();
-        crate::input_error(format!(
-            "family: unknown family `{name}` (known: {})",
-            if known.is_empty() { "none built in".to_string() } else { known.join(", ") }
-        ))
-    })
+    all.iter()
+        .copied()
+        .find(|f| f.name() == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = all.iter().map(|f| f.name()).collect();
+            crate::input_error(format!(
+                "family: unknown family `{name}` (known: {})",
+                if known.is_empty() {
+                    "none built in".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })
 }
 
 /// Names of the model families `attnflow.Model` accepts.
@@ -99,7 +106,10 @@ mod quadratic {
             let a = data.shaped("A", &[None, None])?;
             let d = a.shape[0];
             if a.shape[1] != d {
-                return Err(InstanceError::new("A", format!("must be square, got {:?}", a.shape)));
+                return Err(InstanceError::new(
+                    "A",
+                    format!("must be square, got {:?}", a.shape),
+                ));
             }
             let a = DMatrix::from_row_slice(d, d, &a.data);
             if (&a - a.transpose()).amax() > 1e-12 * a.amax().max(1.0) {

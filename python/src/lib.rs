@@ -73,12 +73,18 @@ pub(crate) fn arrays_from_dict(dict: &Bound<'_, PyDict>, what: &str) -> PyResult
 }
 
 /// Attnflow arrays as a `dict[str, numpy.ndarray]`.
-pub(crate) fn arrays_to_dict<'py>(py: Python<'py>, arrays: &Arrays) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn arrays_to_dict<'py>(
+    py: Python<'py>,
+    arrays: &Arrays,
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (name, array) in arrays.iter() {
         // numpy's own reshape: it also makes 0-d arrays (scalars) of shape ()
         let shape = pyo3::types::PyTuple::new(py, &array.shape)?;
-        let shaped = array.data.to_pyarray(py).call_method1("reshape", (shape,))?;
+        let shaped = array
+            .data
+            .to_pyarray(py)
+            .call_method1("reshape", (shape,))?;
         dict.set_item(name, shaped)?;
     }
     Ok(dict)
@@ -97,7 +103,9 @@ fn load_instance<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict
 #[pyfunction]
 fn save_instance(path: &str, arrays: &Bound<'_, PyDict>) -> PyResult<()> {
     if !path.to_ascii_lowercase().ends_with(".npz") {
-        return Err(input_error(format!("{path}: an instance file is written as .npz")));
+        return Err(input_error(format!(
+            "{path}: an instance file is written as .npz"
+        )));
     }
     let arrays = arrays_from_dict(arrays, path)?;
     std::fs::write(path, arrays.to_npz_bytes()).map_err(|e| run_error(format!("{path}: {e}")))

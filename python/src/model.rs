@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use attnflow::flow::{
-    gradient_descent, integrate, integrate_log_time, linspace, logspace, Descent,
-    DiscreteConfig, Method, OdeConfig, Recording, StepRule, Trajectory,
+    gradient_descent, integrate, integrate_log_time, linspace, logspace, Descent, DiscreteConfig,
+    Method, OdeConfig, Recording, StepRule, Trajectory,
 };
 use attnflow::instance::Arrays;
 use attnflow::scenario::flow::{Clock, FlowModel};
@@ -78,7 +78,10 @@ fn trajectory_dict<'py>(
         invariants.set_item(name, values.to_pyarray(py))?;
     }
     out.set_item("invariants", invariants)?;
-    out.set_item("stats_json", serde_json::to_string(&traj.stats).unwrap_or_default())?;
+    out.set_item(
+        "stats_json",
+        serde_json::to_string(&traj.stats).unwrap_or_default(),
+    )?;
     out.set_item("stop_reason", stop_reason)?;
     Ok(out)
 }
@@ -102,16 +105,20 @@ impl Model {
         seed: u64,
     ) -> PyResult<Self> {
         let fam = families::find(family)?;
-        let options: toml::Table = serde_json::from_str(options_json)
-            .map_err(|e| input_error(format!("options: {e}")))?;
+        let options: toml::Table =
+            serde_json::from_str(options_json).map_err(|e| input_error(format!("options: {e}")))?;
         let data = data.map(|d| instance_arg(d, "data")).transpose()?;
         let init = init.map(|i| instance_arg(i, "init")).transpose()?;
         let default = match (&data, &init) {
             (None, None) => {
                 // the default instance is drawn from the seed as a scenario would draw it
-                let text = format!("kind = \"{}\"\ntitle = \"Python\"\nseed = {seed}\n", fam.kind());
-                let sc = Scenario::parse(Path::new("(attnflow.Model)"), &text, &Overrides::default())
-                    .map_err(input_error)?;
+                let text = format!(
+                    "kind = \"{}\"\ntitle = \"Python\"\nseed = {seed}\n",
+                    fam.kind()
+                );
+                let sc =
+                    Scenario::parse(Path::new("(attnflow.Model)"), &text, &Overrides::default())
+                        .map_err(input_error)?;
                 let arrays = fam.default_instance(&sc, &options).map_err(input_error)?;
                 Some(("the default instance".to_string(), arrays))
             }
@@ -122,14 +129,12 @@ impl Model {
             (Some(d), None, _) | (None, Some(d), _) | (None, None, Some(d)) => (d, d),
             (None, None, None) => unreachable!("a default instance is drawn without data"),
         };
-        let model = py
-            .detach(|| fam.model(&d.1, &i.1, &options))
-            .map_err(|e| {
-                // name the source that holds the offending array
-                let array = e.key.split('[').next().unwrap_or("").trim();
-                let source = if d.1.get(array).is_some() { &d.0 } else { &i.0 };
-                instance_error(source, &e)
-            })?;
+        let model = py.detach(|| fam.model(&d.1, &i.1, &options)).map_err(|e| {
+            // name the source that holds the offending array
+            let array = e.key.split('[').next().unwrap_or("").trim();
+            let source = if d.1.get(array).is_some() { &d.0 } else { &i.0 };
+            instance_error(source, &e)
+        })?;
         Ok(Model {
             family: fam.name(),
             inner: Mutex::new(model),
@@ -155,7 +160,11 @@ impl Model {
     }
 
     /// ∇ℓ(z) (exact).
-    fn grad<'py>(&self, py: Python<'py>, z: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn grad<'py>(
+        &self,
+        py: Python<'py>,
+        z: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let z = self.state(&z, "z")?;
         let mut g = vec![0.0; z.len()];
         self.model().grad(&z, &mut g);
@@ -187,7 +196,11 @@ impl Model {
     }
 
     /// The weight matrices of state `z`, by name.
-    fn matrices<'py>(&self, py: Python<'py>, z: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyDict>> {
+    fn matrices<'py>(
+        &self,
+        py: Python<'py>,
+        z: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let z = self.state(&z, "z")?;
         let out = PyDict::new(py);
         for (name, m) in self.model().matrices(&z) {
@@ -234,7 +247,9 @@ impl Model {
         tau: f64,
     ) -> PyResult<Bound<'py, PyDict>> {
         let method = Method::parse(method).ok_or_else(|| {
-            input_error(format!("method: unknown `{method}` (bdf, esdirk34, tr_bdf2, tsit45)"))
+            input_error(format!(
+                "method: unknown `{method}` (bdf, esdirk34, tr_bdf2, tsit45)"
+            ))
         })?;
         let cfg = OdeConfig::new(method, rtol, atol);
         if let Some((field, reason)) = cfg.invalid_field() {
@@ -244,7 +259,11 @@ impl Model {
             None => self.model().default_clock(),
             Some("linear") => Clock::Linear,
             Some("log") => Clock::Log,
-            Some(other) => return Err(input_error(format!("clock: `{other}` is not linear or log"))),
+            Some(other) => {
+                return Err(input_error(format!(
+                    "clock: `{other}` is not linear or log"
+                )))
+            }
         };
         let times = match (grid, t_end) {
             (Some(g), _) => g,
@@ -254,11 +273,15 @@ impl Model {
                 }
                 sample_times(t_end, samples, clock, tau)
             }
-            (None, Some(t_end)) => return Err(input_error(format!("t_end: must be positive, got {t_end}"))),
+            (None, Some(t_end)) => {
+                return Err(input_error(format!("t_end: must be positive, got {t_end}")))
+            }
             (None, None) => return Err(input_error("t_end: give t_end or grid")),
         };
         if times.len() < 2 || times.windows(2).any(|w| !(w[1] > w[0])) || !times[0].is_finite() {
-            return Err(input_error("grid: needs at least 2 finite, increasing times"));
+            return Err(input_error(
+                "grid: needs at least 2 finite, increasing times",
+            ));
         }
         let traj = py.detach(|| {
             let model = self.model();
@@ -294,7 +317,10 @@ impl Model {
         let rule = match rule {
             "gd" => StepRule::Constant { eta },
             "ngd" => StepRule::Normalized { eta },
-            "polyak" => StepRule::Polyak { loss_star, cap: eta },
+            "polyak" => StepRule::Polyak {
+                loss_star,
+                cap: eta,
+            },
             other => return Err(input_error(format!("rule: unknown `{other}`"))),
         };
         if steps < 1 || samples < 2 {
@@ -303,7 +329,11 @@ impl Model {
         let recording = match clock {
             "linear" => Recording::Every((steps / (samples - 1)).max(1)),
             "log" => Recording::LogSpaced(samples),
-            other => return Err(input_error(format!("clock: `{other}` is not linear or log"))),
+            other => {
+                return Err(input_error(format!(
+                    "clock: `{other}` is not linear or log"
+                )))
+            }
         };
         let cfg = DiscreteConfig::new(rule, steps, recording);
         let traj = py.detach(|| {

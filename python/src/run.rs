@@ -29,7 +29,9 @@ pub(crate) fn run_scenario(
     let method = solver
         .map(|s| {
             Method::parse(s).ok_or_else(|| {
-                input_error(format!("solver: unknown `{s}` (bdf, esdirk34, tr_bdf2, tsit45)"))
+                input_error(format!(
+                    "solver: unknown `{s}` (bdf, esdirk34, tr_bdf2, tsit45)"
+                ))
             })
         })
         .transpose()?;

@@ -29,14 +29,29 @@ fn w_constraints(
 ) -> PyResult<RankOneConstraints> {
     let [n, t, d] = [x.shape()[0], x.shape()[1], x.shape()[2]];
     if z.shape() != [n, d] {
-        return Err(input_error(format!("z: expected shape ({n}, {d}), got {:?}", z.shape())));
+        return Err(input_error(format!(
+            "z: expected shape ({n}, {d}), got {:?}",
+            z.shape()
+        )));
     }
     if let Some(i) = opt.iter().position(|&o| o < 0) {
-        return Err(input_error(format!("opt[{i}]: {} is not a token index", opt[i])));
+        return Err(input_error(format!(
+            "opt[{i}]: {} is not a token index",
+            opt[i]
+        )));
     }
     let opt: Vec<usize> = opt.iter().map(|&o| o as usize).collect();
-    let (xs, zs) = (x.as_array().iter().copied().collect::<Vec<_>>(), z.as_array().iter().copied().collect::<Vec<_>>());
-    let view = TokenView { n, t, d, x: &xs, queries: &zs };
+    let (xs, zs) = (
+        x.as_array().iter().copied().collect::<Vec<_>>(),
+        z.as_array().iter().copied().collect::<Vec<_>>(),
+    );
+    let view = TokenView {
+        n,
+        t,
+        d,
+        x: &xs,
+        queries: &zs,
+    };
     RankOneConstraints::w_svm(&view, &opt).map_err(svm_error)
 }
 
@@ -48,7 +63,10 @@ fn solution_dict<'py, S: Serialize>(
     shape: (usize, usize),
 ) -> PyResult<Bound<'py, PyDict>> {
     let json = serde_json::to_string(solution).map_err(run_error)?;
-    let dict: Bound<'py, PyDict> = py.import("json")?.call_method1("loads", (json,))?.downcast_into()?;
+    let dict: Bound<'py, PyDict> = py
+        .import("json")?
+        .call_method1("loads", (json,))?
+        .downcast_into()?;
     if let Some(w) = dict.get_item(w_key)? {
         let w: Vec<f64> = w.extract()?;
         // attnflow stores vec(W) column-major
@@ -68,7 +86,9 @@ fn w_svm<'py>(
     opt: Vec<i64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let c = w_constraints(&x, &z, &opt)?;
-    let sol = py.detach(|| solve_l2(&c, SvmMethod::Dual)).map_err(svm_error)?;
+    let sol = py
+        .detach(|| solve_l2(&c, SvmMethod::Dual))
+        .map_err(svm_error)?;
     solution_dict(py, &sol, "w", c.shape())
 }
 
@@ -84,8 +104,13 @@ fn nuclear_svm<'py>(
     max_iterations: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let c = w_constraints(&x, &z, &opt)?;
-    let settings = NuclearSettings { tol, max_iterations };
-    let sol = py.detach(|| solve_nuclear(&c, &settings)).map_err(svm_error)?;
+    let settings = NuclearSettings {
+        tol,
+        max_iterations,
+    };
+    let sol = py
+        .detach(|| solve_nuclear(&c, &settings))
+        .map_err(svm_error)?;
     solution_dict(py, &sol, "w", c.shape())
 }
 
@@ -99,9 +124,15 @@ fn l1_svm<'py>(py: Python<'py>, f: PyReadonlyArray2<'_, f64>) -> PyResult<Bound<
         return Err(input_error("f: non-finite entry"));
     }
     let labels = (0..m)
-        .map(|k| attnflow::analysis::svm::ConstraintLabel { sequence: k, token: 0 })
+        .map(|k| attnflow::analysis::svm::ConstraintLabel {
+            sequence: k,
+            token: 0,
+        })
         .collect();
-    let c = VectorConstraints { f: DMatrix::from_row_slice(m, p, &rows), labels };
+    let c = VectorConstraints {
+        f: DMatrix::from_row_slice(m, p, &rows),
+        labels,
+    };
     let sol = py.detach(|| solve_l1(&c)).map_err(svm_error)?;
     solution_dict(py, &sol, "", (0, 0))
 }
@@ -111,7 +142,11 @@ fn l1_svm<'py>(py: Python<'py>, f: PyReadonlyArray2<'_, f64>) -> PyResult<Bound<
 fn one_minus_cos(a: PyReadonlyArray1<'_, f64>, b: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {
     let (a, b) = (a.as_slice()?, b.as_slice()?);
     if a.len() != b.len() {
-        return Err(input_error(format!("b: length {} differs from a's {}", b.len(), a.len())));
+        return Err(input_error(format!(
+            "b: length {} differs from a's {}",
+            b.len(),
+            a.len()
+        )));
     }
     Ok(attnflow::analysis::svm::one_minus_cos(a, b))
 }
@@ -123,4 +158,3 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(one_minus_cos, m)?)?;
     Ok(())
 }
-

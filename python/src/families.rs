@@ -1,18 +1,17 @@
 //! The model families Python can construct, by name.
 //!
-//! The library registers each family's scenario kind in `attnflow::scenario::flow::kinds()`,
-//! which yields `ScenarioKind`s, not `Family`s; this list names the families themselves (one
-//! line per family: its `static KIND: FlowKind<_>`'s `.0`).
+//! The library's families (`attnflow::scenario::flow::families()`), plus a test-only family.
 
 use attnflow::scenario::flow::Family;
 use pyo3::prelude::*;
 
 /// Every family `attnflow.Model` accepts.
 pub(crate) fn families() -> Vec<&'static dyn Family> {
-    vec![
-        #[cfg(feature = "testing")]
-        &quadratic::QUADRATIC,
-    ]
+    #[allow(unused_mut)]
+    let mut all = attnflow::scenario::flow::families();
+    #[cfg(feature = "testing")]
+    all.push(&quadratic::QUADRATIC);
+    all
 }
 
 /// The family called `name`; an InputError lists the known names otherwise.

@@ -293,7 +293,13 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![&kq::KIND, &histogram::KIND, &token_select::KIND, &diagonal::KIND]
+    vec![&histogram::KIND, &kq::KIND, &token_select::KIND, &diagonal::KIND]
+}
+
+/// Every model family, by itself (for building a family's model from arrays in memory: the
+/// Python package, a Rust user), in the order of [`kinds`].
+pub fn families() -> Vec<&'static dyn Family> {
+    vec![&histogram::KIND.0, &kq::KIND.0, &token_select::KIND.0, &diagonal::KIND.0]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector

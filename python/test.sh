@@ -12,6 +12,8 @@ python="${PYTHON:-python3}"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" numpy pytest
 export CARGO_TARGET_DIR="$root/target"
+# the build backend (maturin, without build isolation) runs the venv's tools by name
+export PATH="$venv/bin:$PATH"
 # the scenario-equality test compares with the command line of this checkout
 cargo build --release --bin attnflow
 MATURIN_PEP517_ARGS="--features testing" \

@@ -317,6 +317,9 @@ const QUANTITIES: &[&str] = &[
     "stable_rank.*",
     "effective_rank.*",
     "hessian.*",
+    // the families' own measurements (FlowModel::check)
+    "columns_flipped",
+    "min_phi_opt",
 ];
 
 impl<F: Family> ScenarioKind for FlowKind<F> {

@@ -17,8 +17,14 @@ from . import _attnflow
 
 
 def scenario_dir() -> Path:
-    """The scenario files shipped inside the package (the repository's ``scenarios/``)."""
-    return Path(__file__).resolve().parent / "scenarios"
+    """The shipped scenario files: the repository's ``scenarios/`` of the checkout the package
+    was built from (recorded at build time), or a ``scenarios`` folder inside the package."""
+    from . import _attnflow
+
+    packaged = Path(__file__).resolve().parent / "scenarios"
+    if packaged.is_dir() and any(packaged.iterdir()):
+        return packaged
+    return Path(_attnflow.SOURCE_SCENARIOS).resolve()
 
 
 @dataclass

@@ -115,6 +115,12 @@ fn save_instance(path: &str, arrays: &Bound<'_, PyDict>) -> PyResult<()> {
 fn _attnflow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add("RunError", m.py().get_type::<RunError>())?;
+    // The scenario files of the checkout the package was built from: `pip install ./python`
+    // builds from a checkout, and a wheel does not carry the repository's scenarios/ folder.
+    m.add(
+        "SOURCE_SCENARIOS",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"),
+    )?;
     m.add_function(wrap_pyfunction!(load_instance, m)?)?;
     m.add_function(wrap_pyfunction!(save_instance, m)?)?;
     m.add_function(wrap_pyfunction!(run::run_scenario, m)?)?;

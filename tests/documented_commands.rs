@@ -206,7 +206,7 @@ fn placeholder(span: &str) -> Option<String> {
 }
 
 /// Subcommands that need operands: named alone in prose they refer to the subcommand.
-const NEED_OPERANDS: [&str; 3] = ["run", "merge", "describe"];
+const NEED_OPERANDS: [&str; 4] = ["run", "merge", "describe", "flow"];
 
 /// The values of a recipe's task variable, when the block is a recipe: (variable, first, last).
 fn recipe_variable(block: &[(usize, String)]) -> Option<(&'static str, u32, u32)> {

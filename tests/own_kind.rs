@@ -301,7 +301,7 @@ fn the_flow_subcommand_refuses_bad_input() {
     };
     refused(
         &["flow", "nosuch"],
-        &["unknown model family `nosuch`", "known: quad"],
+        &["unknown model family `nosuch`", "quad)"],
     );
     refused(&["flow"], &["<FAMILY>"]);
     refused(&["flow", "quad", "--clock", "sideways"], &["sideways"]);

@@ -753,7 +753,9 @@ fn run_all(quick: bool) {
         }
     }
     // a concrete, tested example of every subcommand
-    for sub in ["list", "describe", "run", "check", "merge", "report", "flow"] {
+    for sub in [
+        "list", "describe", "run", "check", "merge", "report", "flow",
+    ] {
         let tested = jobs
             .iter()
             .flat_map(|j| &j.steps)

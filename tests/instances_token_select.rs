@@ -114,10 +114,18 @@ fn the_flow_on_data_written_from_scratch_starts_at_the_hand_computed_loss() {
     let l_star: f64 = (0..3).map(|i| (-gamma(i, 0)).exp()).sum::<f64>() / 3.0;
     let loss = column(&dir, "loss");
     let want = l0 - l_star;
-    assert!((loss[0] - want).abs() <= 1e-12 * want, "{} vs {want}", loss[0]);
-    assert!(loss.last().unwrap() < &(0.1 * want), "the loss falls: {loss:?}");
+    assert!(
+        (loss[0] - want).abs() <= 1e-12 * want,
+        "{} vs {want}",
+        loss[0]
+    );
+    assert!(
+        loss.last().unwrap() < &(0.1 * want),
+        "the loss falls: {loss:?}"
+    );
     // the written instance is the file's arrays
-    let written = Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
+    let written =
+        Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
     assert_eq!(written, instance(Some(vec![0.0; 25])));
     // the same file in the paper's wsvm-kkt: its W_mm, recomputed here, meets every constraint
     // with the smallest margin exactly 1 (a max-margin solution is tight somewhere)
@@ -132,7 +140,9 @@ fn the_flow_on_data_written_from_scratch_starts_at_the_hand_computed_loss() {
     let w: Vec<Vec<f64>> = serde_json::from_value(svm["W"].clone()).unwrap();
     let q = |i: usize| &x[i * 15..i * 15 + 5];
     let wq = |i: usize| -> Vec<f64> {
-        (0..5).map(|r| (0..5).map(|c| w[r][c] * q(i)[c]).sum()).collect()
+        (0..5)
+            .map(|r| (0..5).map(|c| w[r][c] * q(i)[c]).sum())
+            .collect()
     };
     let mut min_margin = f64::INFINITY;
     for i in 0..3 {
@@ -144,7 +154,10 @@ fn the_flow_on_data_written_from_scratch_starts_at_the_hand_computed_loss() {
             min_margin = min_margin.min(m);
         }
     }
-    assert!((min_margin - 1.0).abs() < 1e-8, "smallest margin {min_margin}");
+    assert!(
+        (min_margin - 1.0).abs() < 1e-8,
+        "smallest margin {min_margin}"
+    );
 }
 
 #[test]
@@ -211,7 +224,13 @@ fn instance_npz_fed_back_reproduces_the_run() {
         "flow-token-select",
         &[&format!("data_file={}", again.display())],
     );
-    for f in ["series.csv", "checks.json", "figure.svg", "instance.npz", "spectra.csv"] {
+    for f in [
+        "series.csv",
+        "checks.json",
+        "figure.svg",
+        "instance.npz",
+        "spectra.csv",
+    ] {
         assert_eq!(
             std::fs::read(first.join(f)).unwrap(),
             std::fs::read(second.join(f)).unwrap(),
@@ -227,11 +246,21 @@ fn instance_npz_fed_back_reproduces_the_run() {
     std::fs::create_dir(tmp.path().join("j")).unwrap();
     let jfile = tmp.path().join("j/mine.json");
     std::fs::write(&jfile, json.to_string()).unwrap();
-    let first = run_ok(tmp.path(), "c", "wsvm-kkt", &[&format!("data_file={}", jfile.display())]);
+    let first = run_ok(
+        tmp.path(),
+        "c",
+        "wsvm-kkt",
+        &[&format!("data_file={}", jfile.display())],
+    );
     std::fs::create_dir(tmp.path().join("n")).unwrap();
     let nfile = tmp.path().join("n/mine.npz");
     std::fs::copy(first.join("instance.npz"), &nfile).unwrap();
-    let second = run_ok(tmp.path(), "d", "wsvm-kkt", &[&format!("data_file={}", nfile.display())]);
+    let second = run_ok(
+        tmp.path(),
+        "d",
+        "wsvm-kkt",
+        &[&format!("data_file={}", nfile.display())],
+    );
     for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
         assert_eq!(
             std::fs::read(first.join(f)).unwrap(),
@@ -288,10 +317,13 @@ fn bad_files_are_refused_naming_file_and_array() {
     refused(flow, &a, "X[2]", "no unique optimal token");
     // the same sequence with opposite labels: no W selects both optimal tokens
     let mut a = Arrays::new();
-    a.insert("X", Array::new(&[2, 2, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]))
-        .insert("y", Array::vector(&[1.0, -1.0]))
-        .insert("u", Array::vector(&[1.0, 0.0]))
-        .insert("W0", Array::matrix(2, 2, vec![0.0; 4]));
+    a.insert(
+        "X",
+        Array::new(&[2, 2, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]),
+    )
+    .insert("y", Array::vector(&[1.0, -1.0]))
+    .insert("u", Array::vector(&[1.0, 0.0]))
+    .insert("W0", Array::matrix(2, 2, vec![0.0; 4]));
     refused(flow, &a, "X", "infeasible");
     refused("wsvm-kkt", &a, "W-SVM", "infeasible");
     let mut a = instance(None);
@@ -333,7 +365,13 @@ fn two_token_from_another_start_keeps_its_closed_forms() {
         "two-token-gd-vs-ngd",
         &[&format!("init_file={}", again.display())],
     );
-    for f in ["series.csv", "checks.json", "figure.svg", "instance.npz", "gradient_flow.csv"] {
+    for f in [
+        "series.csv",
+        "checks.json",
+        "figure.svg",
+        "instance.npz",
+        "gradient_flow.csv",
+    ] {
         assert_eq!(
             std::fs::read(first.join(f)).unwrap(),
             std::fs::read(second.join(f)).unwrap(),
@@ -345,20 +383,42 @@ fn two_token_from_another_start_keeps_its_closed_forms() {
     other.insert("W0", Array::matrix(2, 2, vec![1.0, 0.0, 0.0, 1.0]));
     let bad = write(tmp.path(), "other.npz", &other);
     let o = attnflow(
-        &["run", "two-token-gd-vs-ngd", "--quick", "--out", "c", "--set",
-          &format!("init_file={}", bad.display())],
+        &[
+            "run",
+            "two-token-gd-vs-ngd",
+            "--quick",
+            "--out",
+            "c",
+            "--set",
+            &format!("init_file={}", bad.display()),
+        ],
         tmp.path(),
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("other.npz") && stderr(&o).contains("X"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("other.npz") && stderr(&o).contains("X"),
+        "{}",
+        stderr(&o)
+    );
     a.insert("W0", Array::matrix(2, 2, vec![1.0, 0.0, -1.0, 0.0]));
     let along = write(tmp.path(), "along.npz", &a);
     let o = attnflow(
-        &["run", "two-token-gd-vs-ngd", "--quick", "--out", "c", "--set",
-          &format!("init_file={}", along.display())],
+        &[
+            "run",
+            "two-token-gd-vs-ngd",
+            "--quick",
+            "--out",
+            "c",
+            "--set",
+            &format!("init_file={}", along.display()),
+        ],
         tmp.path(),
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("W0") && stderr(&o).contains("along D̂"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("W0") && stderr(&o).contains("along D̂"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!tmp.path().join("c").exists());
 }

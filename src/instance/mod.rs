@@ -19,9 +19,9 @@
 //! arrays, which shapes, which assumptions (separability, an optimal token, …) — is a type
 //! implementing [`InstanceFile`] in this module's submodules.
 
+pub mod diagonal;
 pub mod kq;
 pub mod token_select;
-pub mod diagonal;
 
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};
@@ -290,9 +290,10 @@ impl Arrays {
             .map(|e| e.to_string_lossy().to_ascii_lowercase());
         let arrays = match ext.as_deref() {
             Some("npz") => Self::from_npz_bytes(&bytes)?,
-            Some("json") => Self::from_json_str(std::str::from_utf8(&bytes).map_err(|e| {
-                InstanceError::new("(file)", format!("not UTF-8 text: {e}"))
-            })?)?,
+            Some("json") => Self::from_json_str(
+                std::str::from_utf8(&bytes)
+                    .map_err(|e| InstanceError::new("(file)", format!("not UTF-8 text: {e}")))?,
+            )?,
             _ => {
                 return Err(InstanceError::new(
                     "(file)",
@@ -418,10 +419,7 @@ fn read_npy(bytes: &[u8]) -> Result<Array, String> {
         }
     };
     if data.len() != shape.iter().product::<usize>() {
-        return Err(format!(
-            "holds {} entries for shape {shape:?}",
-            data.len()
-        ));
+        return Err(format!("holds {} entries for shape {shape:?}", data.len()));
     }
     let data = match order {
         Order::C => data,
@@ -476,7 +474,10 @@ fn flatten_json(
             .try_for_each(|(i, x)| flatten_json(x, rest, &format!("{key}[{i}]"), out)),
         (serde_json::Value::Array(items), Some((&len, _))) => Err(InstanceError::new(
             key,
-            format!("ragged: {} entries where its siblings have {len}", items.len()),
+            format!(
+                "ragged: {} entries where its siblings have {len}",
+                items.len()
+            ),
         )),
         (serde_json::Value::Array(_), None) => Err(InstanceError::new(
             key,

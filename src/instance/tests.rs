@@ -31,14 +31,20 @@ fn reads_what_numpy_savez_writes() {
 #[test]
 fn reads_savez_compressed() {
     let a = Arrays::from_npz_bytes(&fixture("numpy-compressed.npz")).unwrap();
-    assert_eq!(a.shaped("X", &[None, Some(3), Some(2)]).unwrap().shape, [2, 3, 2]);
+    assert_eq!(
+        a.shaped("X", &[None, Some(3), Some(2)]).unwrap().shape,
+        [2, 3, 2]
+    );
     assert_eq!(a.labels("y", None).unwrap(), &[1.0, -1.0]);
 }
 
 #[test]
 fn writing_is_deterministic_and_reads_back_equal() {
     let mut a = Arrays::new();
-    a.insert("W", Array::from_column_major(2, 3, &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]));
+    a.insert(
+        "W",
+        Array::from_column_major(2, 3, &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]),
+    );
     a.insert("y", Array::vector(&[1.0, -1.0]));
     a.insert("eta", Array::scalar(0.25));
     let bytes = a.to_npz_bytes();

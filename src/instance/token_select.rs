@@ -50,12 +50,7 @@ impl TokenSelectData {
         let opt = optimal_tokens(&data, &u)?;
         let cons = RankOneConstraints::w_svm(&data.view(), &opt).map_err(svm_error)?;
         let wsvm = solve_l2(&cons, SvmMethod::Dual).map_err(svm_error)?;
-        Ok(TokenSelectData {
-            data,
-            u,
-            opt,
-            wsvm,
-        })
+        Ok(TokenSelectData { data, u, opt, wsvm })
     }
 
     /// The W-SVM solution as a d × d matrix.
@@ -116,9 +111,18 @@ impl InstanceFile for TokenSelectData {
         ("X", "tokens, shape (n, T, d), T ≥ 2"),
         ("y", "labels ±1, shape (n,)"),
         ("u", "fixed decoder, shape (d,)"),
-        ("z", "optional queries, shape (n, d); default: the first tokens"),
-        ("opt", "optional optimal tokens, shape (n,); must be argmax_t y_i uᵀx_(i,t)"),
-        ("W0", "the initial state, shape (d, d) (read by the init file; allowed here)"),
+        (
+            "z",
+            "optional queries, shape (n, d); default: the first tokens",
+        ),
+        (
+            "opt",
+            "optional optimal tokens, shape (n,); must be argmax_t y_i uᵀx_(i,t)",
+        ),
+        (
+            "W0",
+            "the initial state, shape (d, d) (read by the init file; allowed here)",
+        ),
     ];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
@@ -129,7 +133,10 @@ impl InstanceFile for TokenSelectData {
         if n == 0 || t < 2 || d == 0 {
             return Err(InstanceError::new(
                 "X",
-                format!("needs n ≥ 1 sequences of T ≥ 2 tokens in d ≥ 1 dimensions, got shape {:?}", x.shape),
+                format!(
+                    "needs n ≥ 1 sequences of T ≥ 2 tokens in d ≥ 1 dimensions, got shape {:?}",
+                    x.shape
+                ),
             ));
         }
         let y = a.labels("y", Some(n))?.to_vec();
@@ -189,7 +196,10 @@ impl TokenSelectInit {
         } else {
             Err(InstanceError::new(
                 "W0",
-                format!("is {0} × {0} but the tokens have d = {d} (W₀ must be d × d)", self.d),
+                format!(
+                    "is {0} × {0} but the tokens have d = {d} (W₀ must be d × d)",
+                    self.d
+                ),
             ))
         }
     }
@@ -253,8 +263,11 @@ mod tests {
         // the same sequence with opposite labels: opt = 0 asks (x₁ − x₂)ᵀ W x₁ ≥ 1, opt = 1 asks
         // (x₂ − x₁)ᵀ W x₁ ≥ 1 — no W does both
         let mut a = two_token_arrays();
-        a.insert("X", Array::new(&[2, 2, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]))
-            .insert("y", Array::vector(&[1.0, -1.0]));
+        a.insert(
+            "X",
+            Array::new(&[2, 2, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]),
+        )
+        .insert("y", Array::vector(&[1.0, -1.0]));
         let e = TokenSelectData::from_arrays(&a).unwrap_err();
         assert_eq!(e.key, "X", "{e}");
         assert!(e.reason.contains("infeasible"), "{e}");

@@ -556,7 +556,10 @@ mod tests {
         let sc = load(&[], false).unwrap();
         let p = Path::new("data/mine.npz");
         assert_eq!(sc.input_path("data_file", p), Path::new("x/data/mine.npz"));
-        assert_eq!(sc.input_path("data_file", Path::new("/abs.npz")), Path::new("/abs.npz"));
+        assert_eq!(
+            sc.input_path("data_file", Path::new("/abs.npz")),
+            Path::new("/abs.npz")
+        );
         let sc = load(&["data_file=data/mine.npz"], false).unwrap();
         assert_eq!(sc.input_path("data_file", p), p);
         assert_eq!(sc.input_path("init_file", p), Path::new("x/data/mine.npz"));

@@ -56,15 +56,15 @@ use crate::analysis::linearize::{conditioning, hessian, inertia, symmetric_eigen
 use crate::analysis::spectra::SingularSpectrum;
 use crate::analysis::stages::{detect_stages, StageOptions};
 use crate::flow::{
-    gradient_descent, integrate, integrate_log_time, linspace, logspace, Descent,
-    DiscreteConfig, GradientFlow, Method, OdeConfig, Recording, StepRule, Trajectory,
+    gradient_descent, integrate, integrate_log_time, linspace, logspace, Descent, DiscreteConfig,
+    GradientFlow, Method, OdeConfig, Recording, StepRule, Trajectory,
 };
 use crate::instance::{Arrays, InstanceError};
 use crate::plot::{Figure, FigureWidth, LinePanel, Series};
 use crate::stats;
 
-mod kq;
 mod diagonal;
+mod kq;
 #[cfg(test)]
 mod tests;
 mod token_select;
@@ -91,8 +91,7 @@ pub trait Family: Sync {
     /// scenario's seed ([`Scenario::rng`]) with the family's options `[params.model]`
     /// (parse them with `sc.typed_subtable("params.model", options.clone())`, so errors carry
     /// the key path). Errors are bad input (exit 2, nothing written).
-    fn default_instance(&self, sc: &Scenario, options: &toml::Table)
-        -> Result<Arrays, InputError>;
+    fn default_instance(&self, sc: &Scenario, options: &toml::Table) -> Result<Arrays, InputError>;
     /// The model on an instance: `data` holds the data arrays, `init` the initial state (the
     /// two may be the same set, e.g. a run's `instance.npz`). Reads and validates through the
     /// family's [`crate::instance::InstanceFile`] layouts: shapes, finiteness, the family's
@@ -117,14 +116,24 @@ pub fn build_model(
 ) -> Result<Box<dyn FlowModel>, InputError> {
     let read = |key: &str, path: &PathBuf| -> Result<(PathBuf, Arrays), InputError> {
         let path = sc.input_path(key, path);
-        Arrays::read(&path)
-            .map(|a| (path.clone(), a))
-            .map_err(|e| {
-                InputError::new(&path, e.key, format!("{} (file given by params.{key})", e.reason))
-            })
+        Arrays::read(&path).map(|a| (path.clone(), a)).map_err(|e| {
+            InputError::new(
+                &path,
+                e.key,
+                format!("{} (file given by params.{key})", e.reason),
+            )
+        })
     };
-    let data = p.data_file.as_ref().map(|f| read("data_file", f)).transpose()?;
-    let init = p.init_file.as_ref().map(|f| read("init_file", f)).transpose()?;
+    let data = p
+        .data_file
+        .as_ref()
+        .map(|f| read("data_file", f))
+        .transpose()?;
+    let init = p
+        .init_file
+        .as_ref()
+        .map(|f| read("init_file", f))
+        .transpose()?;
     let default = match (&data, &init) {
         (None, None) => Some(family.default_instance(sc, &p.model)?),
         _ => None,
@@ -293,13 +302,23 @@ pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
-    vec![&histogram::KIND, &kq::KIND, &token_select::KIND, &diagonal::KIND]
+    vec![
+        &histogram::KIND,
+        &kq::KIND,
+        &token_select::KIND,
+        &diagonal::KIND,
+    ]
 }
 
 /// Every model family, by itself (for building a family's model from arrays in memory: the
 /// Python package, a Rust user), in the order of [`kinds`].
 pub fn families() -> Vec<&'static dyn Family> {
-    vec![&histogram::KIND.0, &kq::KIND.0, &token_select::KIND.0, &diagonal::KIND.0]
+    vec![
+        &histogram::KIND.0,
+        &kq::KIND.0,
+        &token_select::KIND.0,
+        &diagonal::KIND.0,
+    ]
 }
 
 /// The integrator when the scenario has no `[solver]`: Bdf with the exact Hessian-vector
@@ -365,7 +384,11 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             positive("params.eta", p.eta, "for a discrete optimizer")?;
             match p.steps {
                 Some(s) if s >= 1 => {}
-                _ => return Err(sc.invalid("params.steps", "required (≥ 1) for a discrete optimizer")),
+                _ => {
+                    return Err(
+                        sc.invalid("params.steps", "required (≥ 1) for a discrete optimizer")
+                    )
+                }
             }
         }
     }
@@ -397,7 +420,9 @@ fn cost(p: &Params, dim: usize, ode: &OdeConfig) -> Cost {
     let d = n(dim);
     let grad_flops = 20.0 * d;
     let run = match p.optimizer {
-        Optimizer::Flow => Cost::new().ode_steps("t_end", 1.0, ODE_STEPS, d, grad_flops, ode.method),
+        Optimizer::Flow => {
+            Cost::new().ode_steps("t_end", 1.0, ODE_STEPS, d, grad_flops, ode.method)
+        }
         _ => Cost::new().work(
             "steps",
             format!("{} optimizer steps", p.steps.unwrap_or(0)),
@@ -430,7 +455,12 @@ fn sample_times(t_end: f64, samples: usize, clock: Clock, tau: f64) -> Vec<f64> 
 }
 
 /// Runs the flow or optimizer and every analysis on `model`.
-pub fn run(model: &dyn FlowModel, p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+pub fn run(
+    model: &dyn FlowModel,
+    p: &Params,
+    c: &Checks,
+    ctx: &RunContext,
+) -> Result<Report, RunError> {
     let z0 = model.initial_state();
     let clock = p.clock.unwrap_or_else(|| model.default_clock());
     let traj = match p.optimizer {
@@ -462,7 +492,10 @@ pub fn run(model: &dyn FlowModel, p: &Params, c: &Checks, ctx: &RunContext) -> R
     rep.instance = Some(model.instance());
     rep.derive("dim", model.dim());
     rep.derive("final_loss", *traj.loss.last().unwrap_or(&f64::NAN));
-    rep.derive("final_grad_norm", *traj.grad_norm.last().unwrap_or(&f64::NAN));
+    rep.derive(
+        "final_grad_norm",
+        *traj.grad_norm.last().unwrap_or(&f64::NAN),
+    );
 
     descent_and_invariants(&traj, p, c, &mut rep);
     let margins = model.max_margin().map_err(RunError::Other)?;
@@ -499,11 +532,15 @@ pub fn run(model: &dyn FlowModel, p: &Params, c: &Checks, ctx: &RunContext) -> R
     if model.dim() <= p.hessian_max_dim {
         end_point_spectrum(model, traj.last_state(), &mut rep)?;
     } else {
-        rep.derive("hessian.skipped", format!("dimension {} > hessian_max_dim", model.dim()));
+        rep.derive(
+            "hessian.skipped",
+            format!("dimension {} > hessian_max_dim", model.dim()),
+        );
     }
     model.check(&traj, &mut rep);
     rep.series = series_table(&traj, &margins, &analysis);
-    rep.tables.push(("spectra".into(), spectra_table(&traj, &analysis)));
+    rep.tables
+        .push(("spectra".into(), spectra_table(&traj, &analysis)));
     rep.figure = Some(figure(&traj, &margins, &analysis, clock));
     Ok(rep)
 }
@@ -543,7 +580,11 @@ fn follow_flow(
         };
         tr.record_diagnostics(model);
         if let Some((k, quantity)) = tr.first_non_finite() {
-            return Err(crate::flow::FlowError::NonFinite { quantity, t: tr.t[k] }.into());
+            return Err(crate::flow::FlowError::NonFinite {
+                quantity,
+                t: tr.t[k],
+            }
+            .into());
         }
         z = tr.last_state().to_vec();
         traj.append(tr);
@@ -571,8 +612,12 @@ fn descent_and_invariants(traj: &Trajectory, p: &Params, c: &Checks, rep: &mut R
     rep.derive("loss_rise", rise);
     match p.optimizer {
         Optimizer::Flow => rep.check(
-            Check::at_most("largest rise of the loss along the flow (relative to ℓ(0))", rise, c.loss_rise)
-                .note("dℓ/dt = −‖∇ℓ‖² ≤ 0: any rise is integration error"),
+            Check::at_most(
+                "largest rise of the loss along the flow (relative to ℓ(0))",
+                rise,
+                c.loss_rise,
+            )
+            .note("dℓ/dt = −‖∇ℓ‖² ≤ 0: any rise is integration error"),
         ),
         _ => rep.skip(
             "largest rise of the loss along the flow (relative to ℓ(0))",
@@ -618,11 +663,13 @@ fn analyse(model: &dyn FlowModel, traj: &Trajectory, margins: &[MaxMargin]) -> A
         for (i, ((_, w), (_, w0))) in now.iter().zip(&start).enumerate() {
             let delta = w - w0;
             let (sv, ranks) = match SingularSpectrum::of(&delta) {
-                Ok(s) if delta.norm() > 0.0 => (
-                    s.values().to_vec(),
-                    (s.stable_rank(), s.effective_rank()),
+                Ok(s) if delta.norm() > 0.0 => {
+                    (s.values().to_vec(), (s.stable_rank(), s.effective_rank()))
+                }
+                _ => (
+                    vec![0.0; delta.nrows().min(delta.ncols())],
+                    (f64::NAN, f64::NAN),
                 ),
-                _ => (vec![0.0; delta.nrows().min(delta.ncols())], (f64::NAN, f64::NAN)),
             };
             out.ranks[i].1.push(ranks);
             out.singular[i].1.push(sv);
@@ -732,7 +779,9 @@ fn spectra_table(traj: &Trajectory, a: &Analysis) -> Table {
     for (name, per_sample) in &a.singular {
         for (k, sv) in per_sample.iter().enumerate() {
             let mut row = vec![Cell::Num(traj.t[k]), Cell::Text(name.clone())];
-            row.extend((0..width).map(|i| sv.get(i).map_or(Cell::Text(String::new()), |&s| s.into())));
+            row.extend(
+                (0..width).map(|i| sv.get(i).map_or(Cell::Text(String::new()), |&s| s.into())),
+            );
             table.push(row);
         }
     }
@@ -762,8 +811,12 @@ fn figure(traj: &Trajectory, margins: &[MaxMargin], a: &Analysis, clock: Clock) 
         let mut panel = axis(LinePanel::new("Direction vs max-margin", "t", "1 − cos").log_y());
         for (j, m) in margins.iter().enumerate() {
             panel = panel.series(
-                Series::numerics(format!("{} vs {}", m.matrix, m.name), t.clone(), pick(&a.one_minus_cos[j]))
-                    .color(j),
+                Series::numerics(
+                    format!("{} vs {}", m.matrix, m.name),
+                    t.clone(),
+                    pick(&a.one_minus_cos[j]),
+                )
+                .color(j),
             );
         }
         fig = fig.panel(panel);

@@ -91,14 +91,17 @@ fn the_flow_its_checks_and_the_end_point_spectrum() {
     let rep = run_on(&model(), &p, &c);
     assert!(rep.all_pass(), "{:?}", rep.checks);
     assert_eq!(rep.checks.len(), 2); // loss rise, certificate
-    // ℓ(T) = ½ Σ λᵢ cᵢ² e^{−2λᵢT}
+                                     // ℓ(T) = ½ Σ λᵢ cᵢ² e^{−2λᵢT}
     let m = model();
     let exact: f64 = 0.5
         * (0..3)
             .map(|i| m.lambda[i] * m.c[i].powi(2) * (-2.0 * m.lambda[i] * 20.0).exp())
             .sum::<f64>();
     let final_loss = rep.derived["final_loss"].as_f64().unwrap();
-    assert!((final_loss - exact).abs() <= 1e-6 * exact, "{final_loss} vs {exact}");
+    assert!(
+        (final_loss - exact).abs() <= 1e-6 * exact,
+        "{final_loss} vs {exact}"
+    );
     // Hessian diag(λ): λmin = 0.1, λmax = 3, no negative direction
     assert!((rep.derived["hessian.lambda_min"].as_f64().unwrap() - 0.1).abs() < 1e-12);
     assert!((rep.derived["hessian.lambda_max"].as_f64().unwrap() - 3.0).abs() < 1e-12);
@@ -112,7 +115,11 @@ fn the_flow_its_checks_and_the_end_point_spectrum() {
     let cos = w.iter().zip(&m.c).map(|(a, b)| a * b).sum::<f64>()
         / (crate::flow::norm(&w) * crate::flow::norm(&m.c));
     let measured = rep.derived["one_minus_cos.target"].as_f64().unwrap();
-    assert!((measured - (1.0 - cos)).abs() <= 1e-7 * (1.0 - cos), "{measured} vs {}", 1.0 - cos);
+    assert!(
+        (measured - (1.0 - cos)).abs() <= 1e-7 * (1.0 - cos),
+        "{measured} vs {}",
+        1.0 - cos
+    );
     assert_eq!(rep.instance.as_ref().unwrap().get("c").unwrap().data, m.c);
     assert_eq!(rep.series.rows.len(), 60);
     assert!(rep.figure.is_some());

@@ -70,15 +70,20 @@ fn default_span_tol() -> f64 {
 
 impl Options {
     fn parse(options: &toml::Table) -> Result<Self, InstanceError> {
-        let o: Options = options
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| InstanceError::new("params.model", e.message().to_string()))?;
+        let o: Options = options.clone().try_into().map_err(|e: toml::de::Error| {
+            InstanceError::new("params.model", e.message().to_string())
+        })?;
         if !(o.span_tol.is_finite() && o.span_tol >= 0.0) {
-            return Err(InstanceError::new("params.model.span_tol", "must be a finite number ≥ 0"));
+            return Err(InstanceError::new(
+                "params.model.span_tol",
+                "must be a finite number ≥ 0",
+            ));
         }
         if !o.init_scale.is_finite() {
-            return Err(InstanceError::new("params.model.init_scale", "must be finite"));
+            return Err(InstanceError::new(
+                "params.model.init_scale",
+                "must be finite",
+            ));
         }
         Ok(o)
     }
@@ -116,10 +121,13 @@ impl Family for TokenSelect {
             }
         };
         let mut a = Arrays::new();
-        a.insert("X", Array::new(&[drawn.data.n, drawn.data.t, d], drawn.data.x))
-            .insert("y", Array::vector(&drawn.data.y))
-            .insert("u", Array::vector(&drawn.decoder))
-            .insert("W0", Array::from_column_major(d, d, &w0));
+        a.insert(
+            "X",
+            Array::new(&[drawn.data.n, drawn.data.t, d], drawn.data.x),
+        )
+        .insert("y", Array::vector(&drawn.data.y))
+        .insert("u", Array::vector(&drawn.decoder))
+        .insert("W0", Array::from_column_major(d, d, &w0));
         Ok(a)
     }
 
@@ -234,12 +242,18 @@ impl FlowModel for TokenSelectFlow {
         let last = traj.len().saturating_sub(1);
         let z = &traj.states[last * traj.dim..(last + 1) * traj.dim];
         let att = self.model.attention(z);
-        rep.derive("min_phi_opt", att.phi_opt.iter().copied().fold(f64::INFINITY, f64::min));
+        rep.derive(
+            "min_phi_opt",
+            att.phi_opt.iter().copied().fold(f64::INFINITY, f64::min),
+        );
         let name = "W(t) − W(0) stays in span{x_i,t} ⊗ span{q_i}: largest relative residual";
         let d = self.inst.data.d;
         let (px, pq) = &self.spans;
         if px.trace().round() as usize == d && pq.trace().round() as usize == d {
-            rep.skip(name, "the tokens and the queries each span ℝ^d: nothing to leave");
+            rep.skip(
+                name,
+                "the tokens and the queries each span ℝ^d: nothing to leave",
+            );
             return;
         }
         let w0 = self.w(&self.w0.w0);

@@ -138,7 +138,10 @@ fn read_outputs(dir: &Path, registry: &Registry) -> Result<Vec<Folder>, ReportEr
         if let Some(mut folder) = read_folder(path, name)? {
             folder.registered = folder.kind().and_then(|k| {
                 let kinds = registry.kinds();
-                kinds.iter().position(|r| r.name() == k).map(|i| (i, kinds[i]))
+                kinds
+                    .iter()
+                    .position(|r| r.name() == k)
+                    .map(|i| (i, kinds[i]))
             });
             folders.push(folder);
         }
@@ -191,8 +194,8 @@ fn read_folder(path: &Path, name: String) -> Result<Option<Folder>, ReportError>
                         .unwrap_or_default();
                     (runs, planned.unwrap_or(runs + missing.len()), missing)
                 });
-                let skipped =
-                    serde_json::from_value::<Vec<Skipped>>(doc["skipped"].clone()).unwrap_or_default();
+                let skipped = serde_json::from_value::<Vec<Skipped>>(doc["skipped"].clone())
+                    .unwrap_or_default();
                 Verdicts::Checks {
                     checks,
                     skipped,

@@ -370,7 +370,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (ngd, _) = run_rule(&model, ngd_rule, &w0, &ks)?;
     let (gd, gd_gap) = run_rule(&model, FixedRule::Gd { eta: p.eta_gd }, &w0, &ks)?;
     let ps_ks: Vec<usize> = ks.iter().copied().filter(|&k| k <= 100).collect();
-    let (ps, _) = run_rule(&model, FixedRule::Polyak { cap: f64::INFINITY }, &w0, &ps_ks)?;
+    let (ps, _) = run_rule(
+        &model,
+        FixedRule::Polyak { cap: f64::INFINITY },
+        &w0,
+        &ps_ks,
+    )?;
 
     // scalar closed forms and recursions
     let ngd_exact: Vec<f64> = kf
@@ -404,13 +409,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     gf_t.dedup();
     let mut taus = vec![0.0];
     taus.extend(gf_t.iter().map(|&t| LogTimeGradientFlow::tau_of(t)));
-    let traj = integrate(
-        &flow,
-        &flow.initial_state(&w0),
-        &taus,
-        &ctx.ode,
-        None,
-    )?;
+    let traj = integrate(&flow, &flow.initial_state(&w0), &taus, &ctx.ode, None)?;
     let mut rep = Report {
         instance: Some(instance),
         ..Report::default()
@@ -527,8 +526,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let gd_note = format!("k ∈ [{}, {}] (Eq. 3: Θ(1/log²k))", c.gd_rate_from, p.steps);
     if from_identity {
         rep.check(
-            Check::at_least("GD min (1 − corr)·ln²k", lo, c.gd_rate_range[0])
-                .note(gd_note.clone()),
+            Check::at_least("GD min (1 − corr)·ln²k", lo, c.gd_rate_range[0]).note(gd_note.clone()),
         );
         rep.check(Check::at_most("GD max (1 − corr)·ln²k", hi, c.gd_rate_range[1]).note(gd_note));
     } else {
@@ -578,8 +576,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     // figure: the rates and the normalized rates
     let ngd_rate: Vec<f64> = kf.iter().map(|k| ngd_limit / (k * k)).collect();
-    let gf_asymptote =
-        |t: f64| start.misalignment(start.c_of_gap((start.g0.exp() + 2.0 * t / std::f64::consts::E).ln()));
+    let gf_asymptote = |t: f64| {
+        start.misalignment(start.c_of_gap((start.g0.exp() + 2.0 * t / std::f64::consts::E).ln()))
+    };
     let gd_rate: Vec<f64> = kf.iter().map(|&k| gf_asymptote(p.eta_gd * k)).collect();
     let gf_k: Vec<f64> = gf_t.iter().map(|t| t / p.eta_gd).collect();
     let rates = LinePanel::new("alignment error", "iteration k (GF: t/η_{GD})", "1 − corr")
@@ -690,7 +689,10 @@ mod tests {
     fn scalar_steps_match_the_spec_table() {
         // NGD closed form and one uncapped Polyak step (§4.2: 2.1437e−1 at k = 1)
         let s = Start::of(&IDENTITY);
-        assert_eq!((s.c0, s.p, s.g0), (std::f64::consts::FRAC_1_SQRT_2, 1.5, 1.0));
+        assert_eq!(
+            (s.c0, s.p, s.g0),
+            (std::f64::consts::FRAC_1_SQRT_2, 1.5, 1.0)
+        );
         assert!((s.misalignment(s.c0 + 0.1 * 10.0) - 1.874801e-1).abs() < 1e-7);
         assert!((s.misalignment(s.c_of_gap(polyak_gap_step(s.g0))) - 2.1437e-1).abs() < 1e-5);
         // 1 − corr at W₀ = I is 1 − 1/√2·… = 1 − c₀/√(c₀² + p)

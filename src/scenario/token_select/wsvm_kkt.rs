@@ -12,8 +12,8 @@ use crate::analysis::svm::{
     read_token_problem, svm_report, MarginConstraints, RankOneConstraints, SvmError, TokenProblem,
     TokenView,
 };
-use crate::instance::{Array, Arrays};
 use crate::flow::{Method, OdeConfig};
+use crate::instance::{Array, Arrays};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

@@ -58,27 +58,7 @@ impl InstanceFile for KqData {
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
         a.deny_unknown(NAMES)?;
         a.check_finite()?;
-        let x = a.shaped("X", &[None, None, None])?;
-        let (n, t, d) = (x.shape[0], x.shape[1], x.shape[2]);
-        if n == 0 || t < 2 || d == 0 {
-            return Err(InstanceError::new(
-                "X",
-                format!(
-                    "need n ≥ 1 sequences of T ≥ 2 tokens of d ≥ 1 coordinates, got shape {:?}",
-                    x.shape
-                ),
-            ));
-        }
-        let y = a.labels("y", Some(n))?.to_vec();
-        let u = a.vector("u", Some(d))?.to_vec();
-        let queries = match a.get("z") {
-            Some(_) => a.shaped("z", &[Some(n), Some(d)])?.data.clone(),
-            None => (0..n)
-                .flat_map(|i| x.data[i * t * d..i * t * d + d].to_vec())
-                .collect(),
-        };
-        let data = TokenData::with_queries(n, t, d, x.data.clone(), y, queries)
-            .map_err(|e| InstanceError::new("X", e.to_string()))?;
+        let (data, u) = super::read_tokens(a)?;
         let opt = optimal_tokens(&data, &u)?;
         Ok(KqData {
             instance: Instance {

@@ -110,6 +110,34 @@ impl InstanceError {
     }
 }
 
+/// The token arrays shared by the softmax-attention families (seeds 001 and 003): `X` (n, T, d)
+/// with n ≥ 1 and T ≥ 2, labels `y` (n,) of ±1, decoder `u` (d,), optional queries `z` (n, d)
+/// (default: each sequence's first token). Returns the data and the decoder.
+pub fn read_tokens(a: &Arrays) -> Result<(crate::attention::TokenData, Vec<f64>), InstanceError> {
+    let x = a.shaped("X", &[None, None, None])?;
+    let (n, t, d) = (x.shape[0], x.shape[1], x.shape[2]);
+    if n == 0 || t < 2 || d == 0 {
+        return Err(InstanceError::new(
+            "X",
+            format!(
+                "needs n ≥ 1 sequences of T ≥ 2 tokens in d ≥ 1 dimensions, got shape {:?}",
+                x.shape
+            ),
+        ));
+    }
+    let y = a.labels("y", Some(n))?.to_vec();
+    let u = a.vector("u", Some(d))?.to_vec();
+    let queries = match a.get("z") {
+        Some(_) => a.shaped("z", &[Some(n), Some(d)])?.data.clone(),
+        None => (0..n)
+            .flat_map(|i| x.data[i * t * d..i * t * d + d].to_vec())
+            .collect(),
+    };
+    let data = crate::attention::TokenData::with_queries(n, t, d, x.data.clone(), y, queries)
+        .map_err(|e| InstanceError::new("X", e.to_string()))?;
+    Ok((data, u))
+}
+
 /// A family's instance layout: which arrays, in which shapes, under which assumptions.
 pub trait InstanceFile: Sized {
     /// The arrays this family reads: (name, what it holds and its shape). Optional ones say so.

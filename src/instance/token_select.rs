@@ -128,27 +128,8 @@ impl InstanceFile for TokenSelectData {
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
         a.deny_unknown(&["X", "y", "u", "z", "opt", "W0"])?;
         a.check_finite()?;
-        let x = a.shaped("X", &[None, None, None])?;
-        let (n, t, d) = (x.shape[0], x.shape[1], x.shape[2]);
-        if n == 0 || t < 2 || d == 0 {
-            return Err(InstanceError::new(
-                "X",
-                format!(
-                    "needs n ≥ 1 sequences of T ≥ 2 tokens in d ≥ 1 dimensions, got shape {:?}",
-                    x.shape
-                ),
-            ));
-        }
-        let y = a.labels("y", Some(n))?.to_vec();
-        let u = a.vector("u", Some(d))?.to_vec();
-        let queries = match a.get("z") {
-            Some(_) => a.shaped("z", &[Some(n), Some(d)])?.data.clone(),
-            None => (0..n)
-                .flat_map(|i| x.data[i * t * d..i * t * d + d].to_vec())
-                .collect(),
-        };
-        let data = TokenData::with_queries(n, t, d, x.data.clone(), y, queries)
-            .map_err(|e| InstanceError::new("X", e.to_string()))?;
+        let (data, u) = super::read_tokens(a)?;
+        let n = data.n;
         let inst = Self::new(data, u)?;
         // wsvm-kkt writes the optimal tokens it used; they must be the decoder's
         if a.get("opt").is_some() {

@@ -106,3 +106,143 @@ impl InstanceFile for StationaryPoint {
         a
     }
 }
+
+/// Samples of the prompt-attention model f(X) = φ(XWp)ᵀXv (spec 002 §1.1) with their labels,
+/// and the frozen key matrix W — the data of the generic prompt flow:
+///
+/// | array | shape     | meaning                                                         |
+/// |-------|-----------|-----------------------------------------------------------------|
+/// | `X`   | (N, n, d) | N samples of n ≥ 2 tokens in ℝ^d                                 |
+/// | `y`   | (N,)      | real labels (the squared loss ½(f − y)²)                         |
+/// | `W`   | (d, d)    | optional frozen key matrix, K_i = X_i W (default: the identity) |
+/// | `p0`, `v0` | (d,) | the initial state (read by the init file; allowed here)          |
+///
+/// `np.savez("mine.npz", X=X, y=y, p0=np.zeros(d), v0=np.ones(d) / np.sqrt(d))`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptSamples {
+    /// X (N, n, d), row-major as numpy writes it.
+    pub x: Array,
+    pub y: Vec<f64>,
+    /// W row-major, when given.
+    pub w: Option<Vec<f64>>,
+}
+
+impl PromptSamples {
+    pub fn samples(&self) -> usize {
+        self.x.shape[0]
+    }
+    pub fn tokens(&self) -> usize {
+        self.x.shape[1]
+    }
+    pub fn d(&self) -> usize {
+        self.x.shape[2]
+    }
+}
+
+impl InstanceFile for PromptSamples {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("X", "samples, shape (N, n, d), n ≥ 2 tokens"),
+        ("y", "real labels, shape (N,)"),
+        (
+            "W",
+            "optional frozen key matrix, shape (d, d): K_i = X_i W (default: the identity)",
+        ),
+        (
+            "p0",
+            "the initial p, shape (d,) (read by the init file; allowed here)",
+        ),
+        (
+            "v0",
+            "the initial v, shape (d,) (read by the init file; allowed here)",
+        ),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&["X", "y", "W", "p0", "v0"])?;
+        a.check_finite()?;
+        let x = a.shaped("X", &[None, None, None])?.clone();
+        let (samples, tokens, d) = (x.shape[0], x.shape[1], x.shape[2]);
+        if samples == 0 || d == 0 {
+            return Err(InstanceError::new(
+                "X",
+                "need N ≥ 1 samples in d ≥ 1 dimensions",
+            ));
+        }
+        if tokens < 2 {
+            // one token gets all the attention: φ is constant and p has no gradient
+            return Err(InstanceError::new(
+                "X",
+                format!("need n ≥ 2 tokens per sample (softmax over one token is constant), got {tokens}"),
+            ));
+        }
+        let y = a.vector("y", Some(samples))?.to_vec();
+        let w = match a.get("W") {
+            Some(_) => Some(a.shaped("W", &[Some(d), Some(d)])?.data.clone()),
+            None => None,
+        };
+        Ok(PromptSamples { x, y, w })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        a.insert("X", self.x.clone())
+            .insert("y", Array::vector(&self.y));
+        if let Some(w) = &self.w {
+            let d = self.d();
+            a.insert("W", Array::matrix(d, d, w.clone()));
+        }
+        a
+    }
+}
+
+/// The initial state (p₀, v₀) of the prompt flow (v₀ is the frozen v when only p is trained).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptInit {
+    pub p0: Vec<f64>,
+    pub v0: Vec<f64>,
+}
+
+impl PromptInit {
+    /// Refuses an initial state of another dimension than the data's.
+    pub fn check_dim(&self, d: usize) -> Result<(), InstanceError> {
+        for (name, v) in [("p0", &self.p0), ("v0", &self.v0)] {
+            if v.len() != d {
+                return Err(InstanceError::new(
+                    name,
+                    format!("has {} entries; the data's tokens are in ℝ^{d}", v.len()),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InstanceFile for PromptInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("p0", "the initial p, shape (d,)"),
+        (
+            "v0",
+            "the initial v, shape (d,); the frozen v when only p is trained",
+        ),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.check_finite()?;
+        let p0 = a.vector("p0", None)?.to_vec();
+        let v0 = a.vector("v0", None)?.to_vec();
+        if v0.len() != p0.len() {
+            return Err(InstanceError::new(
+                "v0",
+                format!("has {} entries but p0 has {}", v0.len(), p0.len()),
+            ));
+        }
+        Ok(PromptInit { p0, v0 })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        a.insert("p0", Array::vector(&self.p0))
+            .insert("v0", Array::vector(&self.v0));
+        a
+    }
+}

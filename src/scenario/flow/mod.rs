@@ -65,6 +65,7 @@ use crate::stats;
 
 mod diagonal;
 mod kq;
+mod prompt;
 #[cfg(test)]
 mod tests;
 mod token_select;
@@ -305,6 +306,7 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
     vec![
         &histogram::KIND,
         &kq::KIND,
+        &prompt::KIND,
         &token_select::KIND,
         &diagonal::KIND,
     ]
@@ -316,6 +318,7 @@ pub fn families() -> Vec<&'static dyn Family> {
     vec![
         &histogram::KIND.0,
         &kq::KIND.0,
+        &prompt::KIND.0,
         &token_select::KIND.0,
         &diagonal::KIND.0,
     ]
@@ -339,6 +342,9 @@ const QUANTITIES: &[&str] = &[
     // the families' own measurements (FlowModel::check)
     "columns_flipped",
     "min_phi_opt",
+    "log10_r_start",
+    "log10_r_end",
+    "pl_ratio_paper_min",
 ];
 
 impl<F: Family> ScenarioKind for FlowKind<F> {

@@ -347,3 +347,37 @@ fn bad_instance_files_are_refused() {
     a.insert("Y", Array::vector(&[1.0]));
     refused("flow-kq", &a, &[], "Y", "unknown array");
 }
+
+/// svm-solvers on the one-constraint file: with a single rank-one constraint A = (x₀ − x₁)zᵀ the
+/// nuclear and Frobenius programs share W = A/‖A‖²_F (OPT_* = 1/‖A‖_F, ‖W_F‖² = 1/‖A‖²_F) and the
+/// ℓ1 program puts everything on the largest |B_j| (OPT₁ = 1/3); the toys' exact values skip.
+#[test]
+fn svm_solvers_on_a_file_find_the_hand_solutions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "one.npz", &data());
+    let o = run(
+        "svm-solvers",
+        "o",
+        &[format!("data_file={}", file.display())],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run_dir = tmp.path().join("o/svm-solvers");
+    let params: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("params.json")).unwrap())
+            .unwrap();
+    let got = &params["derived"]["instances"]["data_file"];
+    let a2: f64 = (9.0 + 0.25) * (1.0 + 0.25);
+    for (key, want) in [
+        ("opt_nuclear", 1.0 / a2.sqrt()),
+        ("opt_nuclear_column_generation", 1.0 / a2.sqrt()),
+        ("frobenius_norm_squared", 1.0 / a2),
+        ("opt_l1", 1.0 / 3.0),
+    ] {
+        let v = got[key].as_f64().unwrap();
+        assert!(close(v, want, 1e-8), "{key}: {v} vs {want}");
+    }
+    let checks = std::fs::read_to_string(run_dir.join("checks.json")).unwrap();
+    assert!(checks.contains("data_file: exact values of §5.1") && checks.contains("skipped"));
+    round_trip("svm-solvers", &file, false, &[]);
+}

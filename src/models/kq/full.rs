@@ -3,7 +3,7 @@
 //! fixed-decoder model ([`FixedDecoder`] with [`Loss::Exponential`] and the queries z_i). Nothing
 //! of the loss is recomputed here: with G = ∇_W L (log domain, from [`FixedDecoder`]),
 //! - ∇_K L = G Q, ∇_Q L = Gᵀ K;
-//! - ∇²L·(dK, dQ) = (H[dW] Q + G dQ, H[dW]ᵀ K + Gᵀ dK), dW = dK Qᵀ + K dQᵀ, H = ∇²L_W
+//! - ∇²L·(dK, dQ) = (H\[dW\] Q + G dQ, H\[dW\]ᵀ K + Gᵀ dK), dW = dK Qᵀ + K dQᵀ, H = ∇²L_W
 //!   (the chain rule: second-order term plus the two cross terms).
 //!
 //! State layout: z = [vec_row(K); vec_row(Q)] (row-major K then Q, spec §8), dimension 2·d·d_e;

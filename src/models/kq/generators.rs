@@ -22,7 +22,7 @@ fn sign(rng: &mut impl Rng) -> f64 {
 }
 
 /// random-A2 ("score channel"): decoder v = e_d, labels y_i = ±1 uniform, optimal token
-/// uniform in [L] (catches indexing bugs), the first d − 1 coordinates of every token N(0, 1),
+/// uniform in \[L\] (catches indexing bugs), the first d − 1 coordinates of every token N(0, 1),
 /// the last y_i(γ_nopt + Δ·1[l = opt]), queries z_i ~ N(0, I_d). So γ_{i,opt} = γ_nopt + Δ and
 /// every other score is exactly γ_nopt (Assumption 2 holds exactly).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -3,11 +3,11 @@
 //! ẇ = −(1/N)J(φ(w))∇ℓ̃(φ(w)) it comes from, both as [`VectorField`]s with exact Jacobians, and
 //! the exact discrete GD map z ↦ φ(log z − (η/N)J∇ℓ̃) of eq. (16).
 //!
-//! Derivatives used throughout (DJ[h] = d/dε J(z + εh)):
-//! - DJ[h]x = h⊙x − h(zᵀx) − z(hᵀx);
-//! - DV(z)h = −(1/N)(J²Hh + DJ[h]Jg + J·DJ[h]g), g = ∇ℓ̃, H = ∇²ℓ̃ (§2.6);
-//! - for the logit flow, with h = Ju (so that dz = h): −(1/N)(DJ[h]g + JHh);
-//! - D²φ(w)[h,h] = z⊙((h − zᵀh𝟙)² − hᵀJh) (the second-order term of eq. 16, from (41)).
+//! Derivatives used throughout (DJ\[h\] = d/dε J(z + εh)):
+//! - DJ\[h\]x = h⊙x − h(zᵀx) − z(hᵀx);
+//! - DV(z)h = −(1/N)(J²Hh + DJ\[h\]Jg + J·DJ\[h\]g), g = ∇ℓ̃, H = ∇²ℓ̃ (§2.6);
+//! - for the logit flow, with h = Ju (so that dz = h): −(1/N)(DJ\[h\]g + JHh);
+//! - D²φ(w)\[h,h\] = z⊙((h − zᵀh𝟙)² − hᵀJh) (the second-order term of eq. 16, from (41)).
 
 use std::cell::RefCell;
 
@@ -174,7 +174,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// out = DJ(z)[h]·x = h⊙x − h(zᵀx) − z(hᵀx), the derivative of J(z)x along h.
+/// out = DJ(z)\[h\]·x = h⊙x − h(zᵀx) − z(hᵀx), the derivative of J(z)x along h.
 pub fn jacobian_derivative_apply(z: &[f64], h: &[f64], x: &[f64], out: &mut [f64]) {
     let (zx, hx) = (dot(z, x), dot(h, x));
     for j in 0..out.len() {
@@ -259,7 +259,7 @@ impl<L: SimplexLoss + ?Sized> VectorField for SimplexFlow<'_, L> {
         jacobian_apply(z, &s.a, dz);
         dz.iter_mut().for_each(|x| *x *= -self.inv_samples);
     }
-    /// DV(z)h = −(1/N)(J²Hh + DJ[h]Jg + J·DJ[h]g).
+    /// DV(z)h = −(1/N)(J²Hh + DJ\[h\]Jg + J·DJ\[h\]g).
     fn jvp(&self, _t: f64, z: &[f64], h: &[f64], out: &mut [f64]) {
         let s = &mut *self.scratch.borrow_mut();
         self.loss.grad(z, &mut s.g);
@@ -300,7 +300,7 @@ impl<L: SimplexLoss + ?Sized> VectorField for LogitFlow<'_, L> {
         jacobian_apply(&s.z, &s.g, dw);
         dw.iter_mut().for_each(|x| *x *= -self.0.inv_samples);
     }
-    /// −(1/N)(DJ[h]g + JHh) with h = J(z)u, the velocity of z = φ(w) along u.
+    /// −(1/N)(DJ\[h\]g + JHh) with h = J(z)u, the velocity of z = φ(w) along u.
     fn jvp(&self, _t: f64, w: &[f64], u: &[f64], out: &mut [f64]) {
         let s = &mut *self.0.scratch.borrow_mut();
         softmax_into(w, &mut s.z);

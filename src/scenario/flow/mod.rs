@@ -172,7 +172,7 @@ pub fn build_model(
 pub trait FlowModel: GradientFlow + Send {
     fn initial_state(&self) -> Vec<f64>;
     /// The data and initial state, as written to `instance.npz` (and read back by
-    /// [`Family::build`] to the same model).
+    /// [`build_model`] to the same model).
     fn instance(&self) -> Arrays;
     /// The weight matrices of state `z` whose change W(t) − W(0) is analysed, by name
     /// (e.g. `("W", K Qᵀ)`; a diagonal model gives a 1 × d or d × d matrix).

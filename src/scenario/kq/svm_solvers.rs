@@ -3,6 +3,14 @@
 //! primal–dual iteration, W_* by the primal–dual iteration and by column generation over
 //! rank-one atoms (clarabel LPs) — against the exact toy values of §5.1, with duality gaps and
 //! the LP uniqueness certificate (coordinate ranges over the optimal face).
+//!
+//! With `params.data_file` (the seed-001 layout of [`crate::instance::kq`], A1 required) the
+//! file replaces the named datasets: the solvers' agreement, duality gaps and the diagonal
+//! program's check run on it; the §5.1 exact values and uniqueness verdicts, which are the
+//! toys', are skipped with that reason. Every run writes the datasets it solved as
+//! `instance.npz`.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -11,7 +19,10 @@ use crate::analysis::svm::{
     l1_solution_ranges, solve_nuclear_cuts, solve_nuclear_diagonal, L1Solution, NuclearSettings,
     NuclearSolution, SvmError,
 };
+use crate::attention::Instance;
 use crate::flow::{Method, OdeConfig};
+use crate::instance::kq::KqData;
+use crate::instance::InstanceFile;
 use crate::plot::{BarPanel, Figure, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -19,7 +30,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{
-    build_instance, data_label, instance_svms, singular_values, DataName, SvmSuite,
+    build_instance, data_label, instance_svms, run_instance, singular_values, user_data, DataName,
+    SvmSuite, USER_LABEL,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -27,6 +39,9 @@ use super::common::{
 pub struct Params {
     /// Datasets of spec §5.1 (random ones drawn from the seed).
     pub data: Vec<DataName>,
+    /// Your data instead of the named datasets (seed-001 layout; A1 must hold).
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
     /// Certified relative gap at which the primal–dual iterations stop.
     pub pdhg_tol: f64,
     /// Certified relative gap at which column generation stops.
@@ -67,12 +82,17 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.cuts_max_lps == 0 {
         return Err(sc.invalid("params.cuts_max_lps", "must be ≥ 1"));
     }
+    // a bad file is refused here, before anything is written
+    if let Some(path) = &p.data_file {
+        user_data(sc, path, false)?;
+    }
     Ok(())
 }
 
 /// One dataset with both solvers of each program.
 struct Solved {
-    name: DataName,
+    /// `None` for the user's data.
+    name: Option<DataName>,
     label: String,
     suite: SvmSuite,
     cuts: NuclearSolution,
@@ -81,14 +101,17 @@ struct Solved {
     ranges: Option<Vec<f64>>,
 }
 
-fn solve(name: DataName, p: &Params, ctx: &RunContext) -> Result<Solved, RunError> {
-    let label = data_label(name);
-    let inst = build_instance(name, ctx)?;
+fn solve(
+    name: Option<DataName>,
+    label: String,
+    inst: &Instance,
+    p: &Params,
+) -> Result<Solved, RunError> {
     let pd = NuclearSettings {
         tol: p.pdhg_tol,
         ..NuclearSettings::default()
     };
-    let suite = instance_svms(&inst, &label, &pd)?;
+    let suite = instance_svms(inst, &label, &pd)?;
     let fail = |e: SvmError| RunError::Other(format!("{label}: {e}"));
     let cuts_settings = NuclearSettings {
         tol: p.cuts_tol,
@@ -131,7 +154,10 @@ fn exact_errors(s: &Solved) -> Vec<(&'static str, f64)> {
     };
     let n = &s.suite.nuclear;
     let (s3, third) = (3f64.sqrt(), 1.0 / 3.0);
-    match s.name {
+    let Some(name) = s.name else {
+        return vec![];
+    };
+    match name {
         DataName::Toy1 => vec![
             ("OPT₁ = 1", opt1_err(1.0)),
             ("β*₁ = (1, 0, 0)", l1_err(&[1.0, 0.0, 0.0])),
@@ -180,8 +206,8 @@ fn exact_errors(s: &Solved) -> Vec<(&'static str, f64)> {
 }
 
 /// Whether §5.1 says the instance's ℓ1 LP has a unique solution (`None`: not stated).
-fn expected_unique(name: DataName) -> Option<bool> {
-    match name {
+fn expected_unique(name: Option<DataName>) -> Option<bool> {
+    match name? {
         DataName::Toy2Degenerate => Some(false),
         DataName::Toy1 | DataName::Toy2b | DataName::Toy2Slow | DataName::Toy4 => Some(true),
         _ => None,
@@ -189,6 +215,11 @@ fn expected_unique(name: DataName) -> Option<bool> {
 }
 
 fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
+    for s in solved.iter().filter(|s| s.name.is_none()) {
+        let why = "your data: §5.1's exact values and uniqueness verdicts are the toys'";
+        rep.skip(format!("{}: exact values of §5.1", s.label), why);
+        rep.skip(format!("{}: widest ℓ1 solution range", s.label), why);
+    }
     for s in solved {
         let errors = exact_errors(s);
         if errors.is_empty() {
@@ -313,10 +344,21 @@ fn gap_panel(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let solved = p
-        .data
+    let datasets: Vec<(Option<DataName>, String, Instance)> = match &p.data_file {
+        Some(path) => vec![(
+            None,
+            USER_LABEL.to_string(),
+            user_data(ctx.scenario, path, false).map_err(|e| RunError::Other(e.to_string()))?,
+        )],
+        None => p
+            .data
+            .iter()
+            .map(|&name| Ok((Some(name), data_label(name), build_instance(name, ctx)?)))
+            .collect::<Result<_, RunError>>()?,
+    };
+    let solved = datasets
         .iter()
-        .map(|&name| solve(name, p, ctx))
+        .map(|(name, label, inst)| solve(*name, label.clone(), inst, p))
         .collect::<Result<Vec<_>, _>>()?;
     let mut rep = Report {
         series: Table::new(&["instance", "solver", "step", "certified_gap"]),
@@ -393,6 +435,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .panel(gap_panel("W_*: column generation (clarabel LPs)", "LP solves", &solved, |s| &s.cuts))
             .panel(bars),
     );
+    rep.instance = Some(run_instance(
+        datasets
+            .into_iter()
+            .map(|(_, label, inst)| (label, KqData::new(inst).to_arrays()))
+            .collect(),
+    ));
     Ok(rep)
 }
 

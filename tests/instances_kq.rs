@@ -381,3 +381,33 @@ fn svm_solvers_on_a_file_find_the_hand_solutions() {
     assert!(checks.contains("data_file: exact values of §5.1") && checks.contains("skipped"));
     round_trip("svm-solvers", &file, false, &[]);
 }
+
+/// assumption-validators on the one-constraint file: its verdicts are reported (A1 holds: one
+/// constraint with A ≠ 0; A2 trivially, one non-optimal token), the A2 closed form of L(0) is
+/// checked, and the named datasets' requirements are skipped.
+#[test]
+fn assumption_validators_report_the_verdicts_of_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "one.npz", &data());
+    let o = run(
+        "assumption-validators",
+        "o",
+        &[format!("data_file={}", file.display())],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run_dir = tmp.path().join("o/assumption-validators");
+    let params: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("params.json")).unwrap())
+            .unwrap();
+    let got = &params["derived"]["datasets"]["data_file"];
+    assert_eq!(got["a1"], true, "{got}");
+    assert_eq!(got["a2_spread"].as_f64(), Some(0.0), "{got}");
+    // L(0) = e^{−γ̄} with γ̄ the mean score at uniform attention: (2 + (−1))/2
+    let loss0 = got["a3"]["loss"].as_f64().unwrap();
+    assert!(close(loss0, (-0.5f64).exp(), 1e-14), "{loss0}");
+    let checks = std::fs::read_to_string(run_dir.join("checks.json")).unwrap();
+    assert!(checks.contains("A3: L(0) vs the A2 closed form"));
+    assert!(checks.contains("A2: spread of the non-optimal scores") && checks.contains("skipped"));
+    round_trip("assumption-validators", &file, false, &[]);
+}

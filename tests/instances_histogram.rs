@@ -285,6 +285,7 @@ fn instance_npz_fed_back_reproduces_the_remaining_scenarios() {
     round_trip("limit-kkt", &[]);
     round_trip("imbalance-sweep", &[]);
     round_trip_as("fixed-points", &[], &["data_file"]);
+    round_trip_as("thm2-onset-time", &[], &["data_file"]);
 }
 
 /// limit-kkt on the custom M and (Q0, v0) written here: the flow's limit |v_i(∞)| against
@@ -489,5 +490,15 @@ fn remaining_scenarios_refuse_files_that_do_not_fit() {
         &["data_file=nostrings.npz"],
         "nostrings.npz",
         "strings",
+    );
+    // Theorem 2 cases need c1 > 0
+    let mut cases = Arrays::new();
+    cases.insert("cases", Array::new(&[2, 4], vec![0.5, 1.0, 1.0, -1.0, 0.5, 0.0, 1.0, 1.0]));
+    write(tmp.path(), "cases.npz", &cases);
+    run(
+        "thm2-onset-time",
+        &["data_file=cases.npz", "ode_cases=1"],
+        "cases.npz",
+        "cases[1, 1]",
     );
 }

@@ -213,6 +213,12 @@ fn a_file_written_from_scratch_runs_the_flow_and_lemma31() {
 /// Runs `name` quick with `sets`, feeds its instance.npz back as data and init file, and
 /// compares every output but params.json (which records the file parameters).
 fn round_trip(name: &str, sets: &[&str]) {
+    round_trip_as(name, sets, &["data_file", "init_file"]);
+}
+
+/// [`round_trip`] feeding instance.npz as each of `keys` (a scenario without an initial state
+/// takes only data_file).
+fn round_trip_as(name: &str, sets: &[&str], keys: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let run = |out: &str, extra: &[String]| {
         let mut args: Vec<String> = vec!["run".into(), name.into(), "--quick".into()];
@@ -232,10 +238,8 @@ fn round_trip(name: &str, sets: &[&str]) {
     };
     let first = run("a", &[]);
     let inst = first.join("instance.npz").display().to_string();
-    let second = run(
-        "b",
-        &[format!("data_file={inst}"), format!("init_file={inst}")],
-    );
+    let files: Vec<String> = keys.iter().map(|k| format!("{k}={inst}")).collect();
+    let second = run("b", &files);
     let mut compared = 0;
     for entry in std::fs::read_dir(&first).unwrap() {
         let f = entry.unwrap().file_name();
@@ -267,6 +271,61 @@ fn instance_npz_fed_back_reproduces_the_paper_scenarios() {
     round_trip("thm1-loss-decay", &["trials=2"]);
     round_trip("gd-vs-flow", &[]);
     round_trip("tf-vs-df", &["d=4", "seq_len=20", "n=20", "t_end_tf=8"]);
+}
+
+/// The scenarios converted in issue 17 part 2, each in its quick configuration (smaller where
+/// that is still slow).
+#[test]
+fn instance_npz_fed_back_reproduces_the_remaining_scenarios() {
+    round_trip("conservation", &[]);
+    round_trip("small-init-staircase", &[]);
+    round_trip("threshold-weights", &["d=6", "n=12", "seq_len=10"]);
+    round_trip("bad-init", &[]);
+    round_trip("near-saddle", &[]);
+    round_trip("limit-kkt", &[]);
+    round_trip("imbalance-sweep", &[]);
+    round_trip_as("fixed-points", &[], &["data_file"]);
+    round_trip_as("thm2-onset-time", &[], &["data_file"]);
+}
+
+/// limit-kkt on the custom M and (Q0, v0) written here: the flow's limit |v_i(∞)| against
+/// √(μ_iρ̄_i) computed by hand from the file's β_i.
+#[test]
+fn limit_kkt_on_a_file_reaches_the_hand_computed_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "mine.npz", &instance(&strings()));
+    let o = attnflow(
+        &[
+            "run",
+            "limit-kkt",
+            "--quick",
+            "--set",
+            &format!("data_file={file}"),
+            "--set",
+            &format!("init_file={file}"),
+            "--set",
+            "inits=[\"unbalanced\"]",
+            "--out",
+            "o",
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("o/limit-kkt");
+    let v_end = csv_column(&dir.join("series.csv"), "v_end");
+    assert_eq!(v_end.len(), D, "one run of d columns");
+    for (v, want) in v_end.iter().zip(limit_v_by_hand()) {
+        assert!(
+            (v.abs() - want).abs() <= 1e-7,
+            "|v_i(∞)| = {v} vs √(μρ̄) = {want}"
+        );
+    }
+    assert_eq!(read_json(&dir.join("checks.json"))["all_pass"], true);
+    // the instance written is the file's, M unstacked (one matrix) and one state
+    let written =
+        Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
+    assert_eq!(written.get("M").unwrap().shape, [D, D]);
+    assert_eq!(written.get("Q0").unwrap().shape, [D, D]);
 }
 
 /// Exit code 2, a message naming the file and the array, and no output folder.
@@ -362,5 +421,84 @@ fn bad_files_are_refused_with_file_and_key() {
         "init2.npz",
         "Q0",
         tmp.path(),
+    );
+}
+
+/// The checks the remaining scenarios add: inits that must lie on (or near) the bad set or at
+/// the sweep's imbalances, one initial state per run, stacked task matrices.
+#[test]
+fn remaining_scenarios_refuse_files_that_do_not_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "mine.npz", &instance(&strings()));
+    let run = |name: &str, sets: &[&str], file: &str, key: &str| {
+        let mut args = vec!["run", name, "--quick"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        refused(&args, file, key, tmp.path());
+    };
+    // a Gaussian-like init is not on the corrected bad set of column 1
+    run(
+        "bad-init",
+        &[
+            "data_file=mine.npz",
+            "init_file=mine.npz",
+            "bad_columns=[1]",
+            "bad_deltas=[0.0]",
+        ],
+        "mine.npz",
+        "Q0[:, 0]",
+    );
+    // one state for three ε
+    run(
+        "near-saddle",
+        &["init_file=mine.npz", "d=3"],
+        "mine.npz",
+        "Q0",
+    );
+    // two tasks × two inits need four states
+    run(
+        "limit-kkt",
+        &["init_file=mine.npz", "d=3", "tasks=[\"eq\", \"lt\"]"],
+        "mine.npz",
+        "Q0",
+    );
+    // stacked task matrices: the second has a zero column
+    let mut stacked = Arrays::new();
+    let mut ms = vec![0.0; 2 * D * D];
+    for a in 0..D {
+        ms[a * D + a] = 1.0;
+        ms[D * D + a * D] = 1.0;
+    }
+    stacked.insert("M", Array::new(&[2, D, D], ms));
+    write(tmp.path(), "stacked.npz", &stacked);
+    run(
+        "limit-kkt",
+        &["data_file=stacked.npz"],
+        "stacked.npz",
+        "M[1, :, 1]",
+    );
+    // strings are needed by the ℓ_tf scenarios
+    let mut no_strings = Arrays::new();
+    no_strings.insert(
+        "M",
+        Array::matrix(D, D, vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]),
+    );
+    write(tmp.path(), "nostrings.npz", &no_strings);
+    run(
+        "conservation",
+        &["data_file=nostrings.npz"],
+        "nostrings.npz",
+        "strings",
+    );
+    // Theorem 2 cases need c1 > 0
+    let mut cases = Arrays::new();
+    cases.insert("cases", Array::new(&[2, 4], vec![0.5, 1.0, 1.0, -1.0, 0.5, 0.0, 1.0, 1.0]));
+    write(tmp.path(), "cases.npz", &cases);
+    run(
+        "thm2-onset-time",
+        &["data_file=cases.npz", "ode_cases=1"],
+        "cases.npz",
+        "cases[1, 1]",
     );
 }

@@ -3,10 +3,13 @@
 //!
 //! | array | shape | meaning |
 //! |---|---|---|
-//! | `M` | (d, d) | task matrix: targets y = X M c (eq: I, lt: lower-triangular ones, any real weights); every column m_i ≠ 0 (μ_i = ‖m_i‖ is column i's time scale) |
+//! | `M` | (d, d) | task matrix: targets y = X M c (eq: I, lt: lower-triangular ones, any real weights); every column m_i ≠ 0 (μ_i = ‖m_i‖ is column i's time scale); scenarios that run one df flow per task (bad-init, limit-kkt) take k stacked, (k, d, d) ([`TaskMatrices`]) |
 //! | `strings` | (n, N) or (k, n, N) | n strings of length N, symbols 0..d−1 (integers); k stacked datasets, one per trial |
 //! | `Q0` | (d, d) or (k, d, d) | initial merged query-key matrix Q (or k of them, one per trial) |
 //! | `v0` | (d,) or (k, d) | initial merged value vector v |
+//!
+//! `thm2-onset-time` studies Theorem 2's two-dimensional system alone and reads its cases from a
+//! file of its own ([`Thm2Cases`]): `cases` (k, 4), rows (c, c₁, x₀, y₀) with c₁ > 0.
 //!
 //! `M` and `strings` are the data (`data_file`), `Q0` and `v0` the initial state (`init_file`);
 //! one file may hold all four (a run's `instance.npz` does). The df-linear loss needs only `M`;
@@ -139,6 +142,16 @@ pub fn task_name(m: &DMatrix<f64>) -> &'static str {
     }
 }
 
+/// [`task_name`] with the threshold of a `thr` task ("thr, D = 2"), for titles.
+pub fn task_label(m: &DMatrix<f64>) -> String {
+    use crate::models::histogram::{task_matrix, Task};
+    let d = m.nrows();
+    match (0..d).find(|&d_thr| *m == task_matrix(&Task::Thr { d_thr }, d)) {
+        Some(d_thr) if task_name(m) == "thr" => format!("thr, D = {d_thr}"),
+        _ => task_name(m).to_string(),
+    }
+}
+
 impl InstanceFile for TaskStrings {
     const ARRAYS: &'static [(&'static str, &'static str)] = &[
         ("M", "task matrix (d, d), every column nonzero"),
@@ -160,13 +173,7 @@ impl InstanceFile for TaskStrings {
             ));
         }
         let m = DMatrix::from_column_slice(d, d, &m_arr.to_column_major());
-        if let Some(i) = (0..d).find(|&i| m.column(i).norm() == 0.0) {
-            return Err(InstanceError::new(
-                format!("M[:, {i}]"),
-                "column is zero: μ_i = ‖m_i‖ must be > 0 (the time scale of column i; \
-                 Theorem 1 assumes it)",
-            ));
-        }
+        require_nonzero_columns(&m, "M[:, ")?;
         let datasets = match a.get("strings") {
             None => Vec::new(),
             Some(s) => read_strings(s, d)?,
@@ -194,6 +201,132 @@ impl InstanceFile for TaskStrings {
             };
             a.insert("strings", Array::new(&shape, data));
         }
+        a
+    }
+}
+
+/// Refuses a zero column i of a task matrix, naming it `{prefix}{i}]`.
+fn require_nonzero_columns(m: &DMatrix<f64>, prefix: &str) -> Result<(), InstanceError> {
+    match (0..m.ncols()).find(|&i| m.column(i).norm() == 0.0) {
+        None => Ok(()),
+        Some(i) => Err(InstanceError::new(
+            format!("{prefix}{i}]"),
+            "column is zero: μ_i = ‖m_i‖ must be > 0 (the time scale of column i; Theorem 1 \
+             assumes it)",
+        )),
+    }
+}
+
+/// The task matrices of the scenarios that run one df flow per task (bad-init, limit-kkt): `M`
+/// of shape (d, d), or k stacked (k, d, d), one per run; `strings` are not used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskMatrices {
+    pub ms: Vec<DMatrix<f64>>,
+}
+
+impl TaskMatrices {
+    /// The alphabet size d.
+    pub fn d(&self) -> usize {
+        self.ms[0].nrows()
+    }
+}
+
+impl InstanceFile for TaskMatrices {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[(
+        "M",
+        "task matrix (d, d) or k stacked (k, d, d), one per run, every column nonzero",
+    )];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&NAMES)?;
+        a.check_finite()?;
+        let m_arr = a.require("M")?;
+        let (k, d, stacked) = match m_arr.shape.as_slice() {
+            &[r, c] if r == c && r > 0 => (1, r, false),
+            &[k, r, c] if r == c && r > 0 && k > 0 => (k, r, true),
+            other => {
+                return Err(InstanceError::new(
+                    "M",
+                    format!("expected shape (d, d) or (k, d, d) with d ≥ 1, got {other:?}"),
+                ))
+            }
+        };
+        let ms = (0..k)
+            .map(|j| {
+                let row_major = m_arr.data[j * d * d..(j + 1) * d * d].to_vec();
+                let m = DMatrix::from_row_slice(d, d, &row_major);
+                let prefix = if stacked {
+                    format!("M[{j}, :, ")
+                } else {
+                    "M[:, ".to_string()
+                };
+                require_nonzero_columns(&m, &prefix)?;
+                Ok(m)
+            })
+            .collect::<Result<Vec<_>, InstanceError>>()?;
+        Ok(TaskMatrices { ms })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let d = self.d();
+        let data: Vec<f64> = self
+            .ms
+            .iter()
+            .flat_map(|m| m.transpose().iter().copied().collect::<Vec<_>>())
+            .collect();
+        let shape = match self.ms.len() {
+            1 => vec![d, d],
+            k => vec![k, d, d],
+        };
+        let mut a = Arrays::new();
+        a.insert("M", Array::new(&shape, data));
+        a
+    }
+}
+
+/// The cases of Theorem 2's system ẋ = c₁(y − x³ − cx), ẏ = c₁(x − x²y) (`thm2-onset-time`):
+/// `cases` of shape (k, 4), row j = (c, c₁, x₀, y₀) with c₁ > 0.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thm2Cases {
+    pub cases: Vec<[f64; 4]>,
+}
+
+impl InstanceFile for Thm2Cases {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[(
+        "cases",
+        "(k, 4): rows (c, c1, x0, y0) of Theorem 2's system, c1 > 0",
+    )];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&["cases"])?;
+        a.check_finite()?;
+        let arr = a.shaped("cases", &[None, Some(4)])?;
+        if arr.shape[0] == 0 {
+            return Err(InstanceError::new("cases", "needs at least one case (row)"));
+        }
+        let cases: Vec<[f64; 4]> = arr
+            .data
+            .chunks(4)
+            .map(|r| [r[0], r[1], r[2], r[3]])
+            .collect();
+        if let Some(j) = cases.iter().position(|r| r[1] <= 0.0) {
+            return Err(InstanceError::new(
+                format!("cases[{j}, 1]"),
+                format!(
+                    "c1 = {} must be positive (the time scale ‖m_i‖)",
+                    cases[j][1]
+                ),
+            ));
+        }
+        Ok(Thm2Cases { cases })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        a.insert(
+            "cases",
+            Array::new(&[self.cases.len(), 4], self.cases.concat()),
+        );
         a
     }
 }
@@ -390,5 +523,36 @@ mod tests {
         let init = |json: &str| InitialStates::from_arrays(&arrays(json)).unwrap_err().key;
         assert_eq!(init(r#"{"Q0": [[1, 0], [0, 1]], "v0": [1, 2, 3]}"#), "v0");
         assert_eq!(init(r#"{"Q0": [1, 2]}"#), "Q0");
+        let stacked = |json: &str| TaskMatrices::from_arrays(&arrays(json)).unwrap_err().key;
+        assert_eq!(
+            stacked(r#"{"M": [[[1, 0], [0, 1]], [[1, 0], [1, 0]]]}"#),
+            "M[1, :, 1]"
+        );
+        assert_eq!(stacked(r#"{"M": [[1, 0], [1, 0]]}"#), "M[:, 1]");
+        assert_eq!(stacked(r#"{"M": [[[1, 0, 0], [0, 1, 0]]]}"#), "M");
+    }
+
+    #[test]
+    fn thm2_cases_read_back_and_refuse_c1_le_0() {
+        let a = arrays(r#"{"cases": [[-0.5, 1, 1.2, -1.6], [1, 2, 0, 0.5]]}"#);
+        let t = Thm2Cases::from_arrays(&a).unwrap();
+        assert_eq!(t.cases[1], [1.0, 2.0, 0.0, 0.5]);
+        assert_eq!(t.to_arrays(), a);
+        let bad = |json: &str| Thm2Cases::from_arrays(&arrays(json)).unwrap_err().key;
+        assert_eq!(
+            bad(r#"{"cases": [[0, 1, 0, 0], [0, 0, 1, 1]]}"#),
+            "cases[1, 1]"
+        );
+        assert_eq!(bad(r#"{"cases": [[0, 1, 0]]}"#), "cases");
+        assert_eq!(bad(r#"{"cases": [[0, 1, 0, 0]], "M": [[1]]}"#), "M");
+    }
+
+    #[test]
+    fn stacked_task_matrices_read_back() {
+        let a = arrays(r#"{"M": [[[1, 0], [0, 1]], [[1, 0], [1, 1]]]}"#);
+        let t = TaskMatrices::from_arrays(&a).unwrap();
+        assert_eq!(t.ms.len(), 2);
+        assert_eq!(task_name(&t.ms[1]), "lt");
+        assert_eq!(t.to_arrays(), a);
     }
 }

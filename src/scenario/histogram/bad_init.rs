@@ -2,11 +2,15 @@
 //! q_iᵀm_i + ρ̄_iμ_iv_i = 0 go to the saddle {v_i = 0, q_i ⊥ m_i} and leave ½μ_i² of loss behind;
 //! the set is empty for δ_i < 0; and the paper's condition without μ_i (E5) is not bad on lt.
 
+use std::path::PathBuf;
+
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::{stacked_df_instance, InstanceFiles};
 use super::sizes;
 use crate::flow::{integrate_flow, linspace, GradientFlow, Method, OdeConfig, Trajectory};
+use crate::instance::histogram::{task_name, TaskMatrices};
 use crate::models::histogram::landscape::{bad_init_along_m, bad_init_with_imbalance};
 use crate::models::histogram::theorem2::Imbalance;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow, HistogramError};
@@ -41,6 +45,14 @@ pub struct Params {
     pub root_draws: usize,
     /// Horizon of the run from the paper's condition q_iᵀm_i + ρ̄_iv_i = 0, in units of 1/α.
     pub paper_horizon: f64,
+    /// Task matrices `M`, (d, d) or k stacked (k, d, d): one run per matrix, replacing tasks,
+    /// d_thr and d. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial states (`Q0`, `v0`), one per run, whose bad_columns lie on the corrected bad
+    /// set (refused otherwise); replaces sigma, v_bad, bad_deltas and the construction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -61,8 +73,25 @@ pub struct Checks {
     pub paper_set_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles<TaskMatrices>, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
+/// The task matrix of each run: the data file's, else those of `tasks`.
+fn task_matrices(p: &Params, files: &InstanceFiles<TaskMatrices>) -> Vec<DMatrix<f64>> {
+    match files.data() {
+        Some(data) => data.ms.clone(),
+        None => p.tasks.iter().map(|t| t.matrix(p.d, p.d_thr)).collect(),
+    }
+}
+
+/// The order of the runs, for messages about the init file.
+const RUN_ORDER: &str = "one per task matrix";
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.d < 2 || p.tasks.is_empty() {
+    let files = read_files(p, sc)?;
+    let d = files.d(p.d);
+    if d < 2 || (files.data().is_none() && p.tasks.is_empty()) {
         return Err(sc.invalid("params.tasks", "need d ≥ 2 and at least one task"));
     }
     if p.bad_columns.is_empty() || p.bad_columns.len() != p.bad_deltas.len() {
@@ -74,10 +103,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let mut sorted = p.bad_columns.clone();
     sorted.sort_unstable();
     sorted.dedup();
-    if sorted.len() != p.bad_columns.len() || sorted.iter().any(|&i| i == 0 || i > p.d) {
+    if sorted.len() != p.bad_columns.len() || sorted.iter().any(|&i| i == 0 || i > d) {
         return Err(sc.invalid(
             "params.bad_columns",
-            format!("need distinct 1-based columns in 1..={}", p.d),
+            format!("need distinct 1-based columns in 1..={d}"),
         ));
     }
     if let Some(delta) = p.bad_deltas.iter().find(|&&x| x < 0.0) {
@@ -86,7 +115,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             format!("δ = {delta} < 0: the bad set is empty for δ < 0 (spec E17)"),
         ));
     }
-    if p.tasks.contains(&TaskName::Lt) && p.bad_columns.iter().all(|&i| i == p.d) {
+    let ms = task_matrices(p, &files);
+    if ms.iter().any(|m| task_name(m) == "lt") && p.bad_columns.iter().all(|&i| i == d) {
         return Err(sc.invalid(
             "params.bad_columns",
             "on lt only column d has μ = 1, where the paper's and the corrected bad sets \
@@ -105,6 +135,16 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.closed_form_tol", c.closed_form_tol),
         ("checks.paper_set_tol", c.paper_set_tol),
     ])?;
+    if let Some(inits) = files.run_inits(ms.len(), RUN_ORDER)? {
+        let columns: Vec<usize> = p.bad_columns.iter().map(|c| c - 1).collect();
+        files.require_bad_set_value(
+            &ms,
+            &inits,
+            &columns,
+            &vec![0.0; ms.len()],
+            "params.bad_columns names the columns started on the corrected bad set (spec R10)",
+        )?;
+    }
     Ok(())
 }
 
@@ -126,7 +166,7 @@ fn bad_state(
     ctx: &RunContext,
     stream: u64,
 ) -> Result<Vec<f64>, RunError> {
-    let d = p.d;
+    let d = m.nrows();
     let mut rng = ctx.rng(stream);
     let mut z = gaussian_state(&mut rng, d, p.sigma);
     for (&col, &delta) in p.bad_columns.iter().zip(&p.bad_deltas) {
@@ -156,7 +196,8 @@ fn p_of(z: &[f64], m: &DMatrix<f64>, i: usize) -> f64 {
 
 /// One task's run from the corrected bad set, with what R10 measures.
 struct BadRun {
-    task: TaskName,
+    /// The task's name ([`task_name`] of its matrix).
+    task: &'static str,
     traj: Trajectory,
     saddle_loss: f64,
     /// 5/min_bad(μ_iρ_i).
@@ -172,9 +213,12 @@ struct BadRun {
     decay: Vec<(usize, f64, Vec<f64>)>,
 }
 
-fn run_bad(p: &Params, ctx: &RunContext, task: TaskName, stream: u64) -> Result<BadRun, RunError> {
-    let m = task.matrix(p.d, p.d_thr);
-    let z0 = bad_state(p, &m, BadSet::Corrected, ctx, stream)?;
+fn run_bad(
+    p: &Params,
+    ctx: &RunContext,
+    m: &DMatrix<f64>,
+    z0: Vec<f64>,
+) -> Result<BadRun, RunError> {
     let closed = DfClosedForm::new(&m, &z0);
     let bad: Vec<usize> = p.bad_columns.iter().map(|c| c - 1).collect();
     let slowest_stable = stats::min(bad.iter().map(|&i| {
@@ -196,7 +240,7 @@ fn run_bad(p: &Params, ctx: &RunContext, task: TaskName, stream: u64) -> Result<
     let traj = integrate_flow(&flow, &z0, &times, &ctx.ode)?;
     let k_saddle = times.iter().position(|&t| t == t_saddle).unwrap_or(0);
     let z_end = traj.state(k_saddle);
-    let d = p.d;
+    let d = m.nrows();
     let ratio = |f: &dyn Fn(&[f64], usize) -> f64| {
         stats::max(bad.iter().map(|&i| (f(z_end, i) / f(&z0, i)).abs()))
     };
@@ -215,12 +259,12 @@ fn run_bad(p: &Params, ctx: &RunContext, task: TaskName, stream: u64) -> Result<
     let z_last = traj.last_state();
     let bad_loss: f64 = bad.iter().map(|&i| flow.column_loss(z_last, i)).sum();
     Ok(BadRun {
-        task,
+        task: task_name(m),
         bad_loss,
         good_loss: flow.loss(z_last) - bad_loss,
         saddle_loss: bad.iter().map(|&i| 0.5 * m.column(i).norm_squared()).sum(),
         v_ratio: ratio(&v_of),
-        p_ratio: ratio(&|z: &[f64], i: usize| p_of(z, &m, i)),
+        p_ratio: ratio(&|z: &[f64], i: usize| p_of(z, m, i)),
         closed_error: closed_form_error(&traj, &closed, t_saddle),
         t_saddle,
         decay,
@@ -230,13 +274,13 @@ fn run_bad(p: &Params, ctx: &RunContext, task: TaskName, stream: u64) -> Result<
 
 /// E17: a bad column with prescribed δ exists iff δ ≥ 0; returns the number of (task, column,
 /// δ) cases where the constructor's answer disagrees, and the number of cases tried.
-fn existence_mismatches(p: &Params, ctx: &RunContext) -> (usize, usize) {
+fn existence_mismatches(p: &Params, ms: &[DMatrix<f64>], ctx: &RunContext) -> (usize, usize) {
     let mut rng = ctx.rng(20);
     let (mut wrong, mut tried) = (0, 0);
-    for task in &p.tasks {
-        let m = task.matrix(p.d, p.d_thr);
-        for i in 0..p.d {
-            let direction = gaussian_vector(&mut rng, p.d, 1.0);
+    for m in ms {
+        let d = m.nrows();
+        for i in 0..d {
+            let direction = gaussian_vector(&mut rng, d, 1.0);
             for &delta in &p.delta_probe {
                 let r = bad_init_with_imbalance(
                     m.column(i).as_slice(),
@@ -261,17 +305,17 @@ fn existence_mismatches(p: &Params, ctx: &RunContext) -> (usize, usize) {
 
 /// E17 for R10's p-solve: with q⊥ and v fixed a root always exists and lies at δ ≥ 0. Returns
 /// the most negative δ at a root (or an error message if a solve failed).
-fn root_min_delta(p: &Params, ctx: &RunContext) -> Result<f64, RunError> {
+fn root_min_delta(p: &Params, ms: &[DMatrix<f64>], ctx: &RunContext) -> Result<f64, RunError> {
     let mut rng = ctx.rng(21);
     let mut min_delta = f64::INFINITY;
-    for task in &p.tasks {
-        let m = task.matrix(p.d, p.d_thr);
+    for m in ms {
+        let d = m.nrows();
         for draw in 0..p.root_draws {
-            let i = draw % p.d;
+            let i = draw % d;
             let m_i = m.column(i);
             let mu = m_i.norm();
             // small q⊥ and large |v| make δ(p = 0) < 0: the cases E17 is about
-            let q_perp = gaussian_vector(&mut rng, p.d, 0.1);
+            let q_perp = gaussian_vector(&mut rng, d, 0.1);
             let v = gaussian_vector(&mut rng, 1, 3.0)[0];
             let q = bad_init_along_m(m_i.as_slice(), &q_perp, v, 0.0)
                 .map_err(|e| RunError::Other(format!("R10 p-solve failed: {e}")))?;
@@ -283,15 +327,24 @@ fn root_min_delta(p: &Params, ctx: &RunContext) -> Result<f64, RunError> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
+    let ms = task_matrices(p, &files);
+    // the init file's states (checked by validate), else run j's constructed from stream 40 + j
+    let inits = match files.run_inits(ms.len(), RUN_ORDER)? {
+        Some(inits) => inits,
+        None => (0..ms.len())
+            .map(|j| bad_state(p, &ms[j], BadSet::Corrected, ctx, 40 + j as u64))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let mut rep = Report::default();
-    let runs = p
-        .tasks
+    let runs = ms
         .iter()
-        .enumerate()
-        .map(|(j, &task)| run_bad(p, ctx, task, 40 + j as u64))
+        .zip(&inits)
+        .map(|(m, z0)| run_bad(p, ctx, m, z0.clone()))
         .collect::<Result<Vec<_>, _>>()?;
+    rep.instance = Some(stacked_df_instance(ms.clone(), inits));
     for r in &runs {
-        let name = r.task.label();
+        let name = r.task;
         rep.stats(format!("{name}, corrected bad set"), &r.traj.stats);
         rep.check(
             Check::at_most(
@@ -330,7 +383,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             c.closed_form_tol,
         ));
     }
-    let (wrong, tried) = existence_mismatches(p, ctx);
+    let (wrong, tried) = existence_mismatches(p, &ms, ctx);
     rep.check(
         Check::at_most(
             "bad column with prescribed δ exists ⇔ δ ≥ 0: mismatches",
@@ -345,7 +398,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "Remark 1.1: the bad set is a union of hypersurfaces (empty for δ_i < 0, E17)",
         ),
     );
-    let min_delta = root_min_delta(p, ctx)?;
+    let min_delta = root_min_delta(p, &ms, ctx)?;
     rep.check(
         Check::at_least(
             "R10 p-solve (q⊥, v fixed): min δ at the root",
@@ -358,13 +411,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
 
-    // E5 on lt: the paper's condition without μ_i gives a normally converging init
+    // E5 on lt: the paper's condition without μ_i gives a normally converging init. A property
+    // of the lt task: it runs when a run's matrix is lt, from the paper's set drawn from the
+    // seed like that run's default init (stream 40 + j), whether or not the files gave one
     let mut paper_panel = None;
-    if p.tasks.contains(&TaskName::Lt) {
-        let m = TaskName::Lt.matrix(p.d, p.d_thr);
-        let stream = 40 + p.tasks.iter().position(|t| *t == TaskName::Lt).unwrap_or(0) as u64;
-        let z0 = bad_state(p, &m, BadSet::Paper, ctx, stream)?;
-        let closed = DfClosedForm::new(&m, &z0);
+    if let Some(j) = runs.iter().position(|r| r.task == "lt") {
+        let m = &ms[j];
+        let z0 = bad_state(p, m, BadSet::Paper, ctx, 40 + j as u64)?;
+        let closed = DfClosedForm::new(m, &z0);
         let t_end = closed.onset_time() + p.paper_horizon / closed.alpha();
         let times = linspace(0.0, t_end, p.samples);
         let traj = integrate_flow(&DfFlow::new(m.clone()), &z0, &times, &ctx.ode)?;
@@ -391,16 +445,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ))
             .paper_claim("Theorem 1 / Remark 1.1: q_iᵀm_i = −ρ̄_i v_i is a bad initialization (E5)"),
         );
-        let lt_run = runs.iter().find(|r| r.task == TaskName::Lt);
-        paper_panel = Some(paper_figure_panel(&traj, lt_run, saddle_loss));
+        paper_panel = Some(paper_figure_panel(&traj, Some(&runs[j]), saddle_loss));
     }
 
     rep.series = Table::new(&["task", "t", "loss"]);
     for r in &runs {
         rep.series
-            .push_columns(&[r.task.label().into()], &[&r.traj.t, &r.traj.loss]);
+            .push_columns(&[r.task.into()], &[&r.traj.t, &r.traj.loss]);
     }
-    rep.figure = Some(figure(p, &runs, paper_panel));
+    rep.figure = Some(figure(p, ms[0].nrows(), &runs, paper_panel));
     Ok(rep)
 }
 
@@ -430,7 +483,7 @@ fn paper_figure_panel(traj: &Trajectory, lt_run: Option<&BadRun>, saddle_loss: f
     panel
 }
 
-fn figure(p: &Params, runs: &[BadRun], paper_panel: Option<LinePanel>) -> Figure {
+fn figure(p: &Params, d: usize, runs: &[BadRun], paper_panel: Option<LinePanel>) -> Figure {
     let mut loss = LinePanel::new("loss from the corrected bad set", "t", "ℓ(t)")
         .log_y()
         .legend(LegendPosition::UpperRight);
@@ -439,7 +492,7 @@ fn figure(p: &Params, runs: &[BadRun], paper_panel: Option<LinePanel>) -> Figure
         .legend(LegendPosition::LowerLeft);
     let mut color = 0;
     for r in runs {
-        let name = r.task.label();
+        let name = r.task;
         loss = loss
             .series(Series::numerics(name, r.traj.t.clone(), r.traj.loss.clone()).color(color))
             .series(
@@ -473,9 +526,9 @@ fn figure(p: &Params, runs: &[BadRun], paper_panel: Option<LinePanel>) -> Figure
     }
     let mut fig = Figure::new(3)
         .title(format!(
-            "Remark 1.1: initializations on the bad set q_iᵀm_i + ρ̄_iμ_iv_i = 0 (d = {}, bad \
+            "Remark 1.1: initializations on the bad set q_iᵀm_i + ρ̄_iμ_iv_i = 0 (d = {d}, bad \
              columns {:?}, δ = {:?})",
-            p.d, p.bad_columns, p.bad_deltas
+            p.bad_columns, p.bad_deltas
         ))
         .panel(loss)
         .panel(decay);

@@ -3,13 +3,17 @@
 //! the loss does not increase, and dℓ/dt = −‖∇ℓ‖²; gradient descent changes β_i by exactly
 //! η²(‖∇_{q_i}ℓ‖² − (∂ℓ/∂v_i)²) per step.
 
+use std::path::PathBuf;
+
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::{tf_instance, InstanceFiles};
 use super::sizes;
 use crate::flow::{
     integrate_flow, linspace, logspace, GradientFlow, Method, OdeConfig, Trajectory,
 };
+use crate::instance::histogram::task_name;
 use crate::models::histogram::{DfFlow, HistogramData, RowMoments, TfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -44,6 +48,13 @@ pub struct Params {
     pub eta_df: f64,
     pub eta_tf: f64,
     pub eta_generic: f64,
+    /// The dataset (`M` and one set of `strings`, H_a definite); replaces task, d_thr, d,
+    /// seq_len and n_strings. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial state (`Q0`, `v0`) of the three flows; replaces sigma and the draw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,15 +74,24 @@ pub struct Checks {
     pub gd_formula_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.d < 2 {
-        return Err(sc.invalid("params.d", "need d ≥ 2"));
-    }
-    if p.seq_len == 0 || p.n_strings < p.d {
-        return Err(sc.invalid(
-            "params.n_strings",
-            "need seq_len ≥ 1 and n_strings ≥ d (else ℓ_tf has extra zero directions, spec E16)",
-        ));
+    let files = read_files(p, sc)?;
+    files.require_tf_single()?;
+    if files.data().is_none() {
+        if p.d < 2 {
+            return Err(sc.invalid("params.d", "need d ≥ 2"));
+        }
+        if p.seq_len == 0 || p.n_strings < p.d {
+            return Err(sc.invalid(
+                "params.n_strings",
+                "need seq_len ≥ 1 and n_strings ≥ d (else ℓ_tf has extra zero directions, spec \
+                 E16)",
+            ));
+        }
     }
     sc.require_positive(&[
         ("params.sigma", p.sigma),
@@ -174,14 +194,19 @@ fn audit_flow(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let m = p.task.matrix(p.d, p.d_thr);
-    let data = HistogramData::sample(m.clone(), p.seq_len, p.n_strings, &mut ctx.rng(1));
-    let z0 = gaussian_state(&mut ctx.rng(2), p.d, p.sigma);
+    let files = read_files(p, ctx.scenario)?;
+    let data = files.single_dataset(|| {
+        let m = p.task.matrix(p.d, p.d_thr);
+        HistogramData::sample(m, p.seq_len, p.n_strings, &mut ctx.rng(1))
+    })?;
+    let (m, d) = (data.m.clone(), data.d);
+    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(2), d, p.sigma))?;
     // Lemma A.1 holds for any f(Q Diag(v)): f = ½‖(Q Diag(v) − M)B‖², B with N(0, 1/d) entries
-    let b_entries = gaussian_vector(&mut ctx.rng(3), p.d * p.d, 1.0 / (p.d as f64).sqrt());
-    let b = DMatrix::from_vec(p.d, p.d, b_entries);
+    // (drawn from the seed also on user data: B is part of the test, not of the instance)
+    let b_entries = gaussian_vector(&mut ctx.rng(3), d * d, 1.0 / (d as f64).sqrt());
+    let b = DMatrix::from_vec(d, d, b_entries);
     let generic = TfFlow::new(RowMoments::uniform(&(&b * b.transpose())), m.clone());
-    let df = DfFlow::new(m);
+    let df = DfFlow::new(m.clone());
     let tf = TfFlow::from_data(&data);
     let times = sample_times(p);
     let flows: [(&str, &dyn GradientFlow, f64); 3] = [
@@ -199,6 +224,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "beta_drift_rel",
             "loss0_minus_energy",
         ]),
+        instance: Some(tf_instance(&data, vec![z0.clone()])),
         ..Default::default()
     };
     let mut gd_table = Table::new(&["flow", "k", "t", "beta_drift", "formula", "formula_error"]);
@@ -355,11 +381,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(
         Figure::new(2)
             .title(format!(
-                "Lemma A.1: conservation of β_i = ‖q_i‖² − v_i² ({} task, d = {}, σ = {}; generic: \
+                "Lemma A.1: conservation of β_i = ‖q_i‖² − v_i² ({} task, d = {}, {}; generic: \
                  ½‖(Q Diag(v) − M)B‖²)",
-                p.task.label(),
-                p.d,
-                p.sigma
+                task_name(&m),
+                d,
+                format!("σ = {}", p.sigma)
             ))
             .panel(drift_panel)
             .panel(energy_panel)

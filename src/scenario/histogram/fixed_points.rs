@@ -7,10 +7,14 @@
 //! {v = 0, q ⊥ m, ‖q‖² = β}, only for β ≥ 0, with {−μρ̄, 0 (×(d−1)), μρ}. D4: the nonzero
 //! spectrum at the limit has κ = max 2A_iμ_i / min μ_iρ̄_i (= 1 + ρ² for one column).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::linearize::{eigenvalues, jacobian};
 use crate::flow::{Method, OdeConfig, VectorField};
+use crate::instance::histogram::{task_name, TaskStrings};
+use crate::instance::InstanceFile;
 use crate::models::histogram::theorem2::FixedPointKind;
 use crate::models::histogram::{task_matrix, Thm2System};
 use crate::plot::{BarPanel, Figure, LineStyle};
@@ -22,6 +26,7 @@ use crate::stats;
 use super::fixed_points_column::{
     analysis_err, full_flow, level_set, saddle_hunt, subscript, ColumnFlow, ColumnTally,
 };
+use super::instance_files::InstanceFiles;
 use super::task_param::TaskName;
 use super::worst_case::WorstCase;
 
@@ -46,6 +51,11 @@ pub struct Params {
     /// Newton searches from random starts N(0, random_scale²) anywhere (saddle hunt).
     pub random_starts: usize,
     pub random_scale: f64,
+    /// The task matrix (`M`) whose column supplies m_i; replaces task, d_thr and d. README
+    /// "Your own data". No init_file: the points are built from β and m_i, and the seeded
+    /// random numbers are only search starts and saddle directions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,12 +79,17 @@ pub struct Checks {
     pub kappa_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), None, p.d)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.d < 2 {
+    let d = read_files(p, sc)?.d(p.d);
+    if d < 2 {
         return Err(sc.invalid("params.d", "need d ≥ 2 (saddles with β > 0 need q ⊥ m)"));
     }
-    if p.column >= p.d {
-        return Err(sc.invalid("params.column", format!("must be < d = {}", p.d)));
+    if p.column >= d {
+        return Err(sc.invalid("params.column", format!("must be < d = {d}")));
     }
     if p.betas.is_empty() {
         return Err(sc.invalid("params.betas", "need at least one β"));
@@ -110,11 +125,19 @@ struct JacobianTally {
 }
 
 fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let m = task_matrix(&p.task.task(p.d_thr), p.d);
+    let files = read_files(p, ctx.scenario)?;
+    let m = files.task_matrix(|| task_matrix(&p.task.task(p.d_thr), p.d));
     let mu = m.column(p.column).norm();
     let flow = ColumnFlow::new(m.clone(), p.column);
     let mut rep = Report {
         series: Table::new(&["beta", "point", "k", "lambda_numerical", "lambda_formula"]),
+        instance: Some(
+            TaskStrings {
+                m: m.clone(),
+                datasets: Vec::new(),
+            }
+            .to_arrays(),
+        ),
         ..Default::default()
     };
     let mut jac_table = Table::new(&[
@@ -150,8 +173,8 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut fig = Figure::new(hessian_panels.len().max(1)).title(format!(
         "Stationary points of one df column ({} task, d = {}, column {}, μ = {:.4}) and of \
          Theorem 2's system (spec 000 D1, D4, R8e)",
-        p.task.task(p.d_thr).name(),
-        p.d,
+        task_name(&m),
+        m.nrows(),
         p.column,
         mu
     ));

@@ -161,7 +161,8 @@ pub(super) fn level_set(
 ) -> Result<BarPanel, RunError> {
     let m_col: Vec<f64> = flow.df.m().column(flow.i).iter().copied().collect();
     let mu = flow.df.m().column(flow.i).norm();
-    let direction = DVector::from_fn(p.d, |_, _| rng.sample::<f64, _>(StandardNormal));
+    let d = flow.df.d();
+    let direction = DVector::from_fn(d, |_, _| rng.sample::<f64, _>(StandardNormal));
     let kinds = [
         ColumnCritical::Minimum { sign: 1.0 },
         ColumnCritical::Minimum { sign: -1.0 },
@@ -186,7 +187,7 @@ pub(super) fn level_set(
         t.grad
             .add(crate::flow::norm(&g), || format!("β = {beta}, {name}"));
         let eig = hessian_eigenvalues(flow, &z)?;
-        let expected = column_hessian_spectrum(mu, beta, p.d, kind);
+        let expected = column_hessian_spectrum(mu, beta, d, kind);
         t.hessian.add(spectrum_error(&eig, &expected), || {
             format!("β = {beta}, {name}")
         });
@@ -242,7 +243,7 @@ pub(super) fn level_set(
                 ));
                 continue;
             }
-            let own = column_hessian_spectrum(mu, beta_of(&found.z), p.d, kind);
+            let own = column_hessian_spectrum(mu, beta_of(&found.z), d, kind);
             t.newton
                 .add(spectrum_error(&found.hessian_eigenvalues, &own), where_);
         }
@@ -270,7 +271,7 @@ pub(super) fn level_set(
 pub(super) fn saddle_hunt(p: &Params, flow: &ColumnFlow, rng: &mut impl Rng, t: &mut ColumnTally) {
     let options = NewtonOptions::new(Target::Any);
     for _ in 0..p.random_starts {
-        let z0: Vec<f64> = (0..=p.d)
+        let z0: Vec<f64> = (0..=flow.df.d())
             .map(|_| p.random_scale * rng.sample::<f64, _>(StandardNormal))
             .collect();
         if let Ok(found) = find_stationary(flow, &z0, &options) {
@@ -291,7 +292,7 @@ pub(super) fn full_flow(
     rng: &mut impl Rng,
     t: &mut ColumnTally,
 ) -> Result<(), RunError> {
-    let d = p.d;
+    let d = m.nrows();
     let df = DfFlow::new(m.clone());
     let betas: Vec<f64> = (0..d).map(|i| p.betas[i % p.betas.len()]).collect();
     let minima: Vec<ColumnCritical> = (0..d)

@@ -2,15 +2,20 @@
 //! other columns balanced, the late loss rate is 2α with α = min(μ_1ρ̄(δ_1), min_{i≥2} μ_i) —
 //! for the eq task α = min(1/ρ(δ_1), 1), not the paper's "α = ρ_1".
 
+use std::path::PathBuf;
+
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::{df_instance, InstanceFiles};
 use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig};
+use crate::instance::histogram::task_name;
+use crate::instance::InstanceError;
 use crate::models::histogram::landscape::imbalanced_init;
 use crate::models::histogram::theorem2::Imbalance;
-use crate::models::histogram::{DfClosedForm, DfFlow};
+use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -37,7 +42,21 @@ pub struct Params {
     pub ode_window: [f64; 2],
     /// Closed-form fit window on ℓ for the late slope (spec §7.5: the closed form below 1e-14).
     pub tail_window: [f64; 2],
+    /// The task matrix (`M`); replaces task, d_thr and d. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial states (`Q0`, `v0`), one per point of the sweep, with β_1/μ_1 = that point's
+    /// δ_1 and β_i = 0 for i ≥ 2 (refused otherwise); replaces the construction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
+
+/// The order of the runs, for messages about the init file.
+const RUN_ORDER: &str = "one per δ_1 of the sweep";
+
+/// A given init has the sweep's imbalances when |β_1/μ_1 − δ_1| and |β_i| (i ≥ 2) are at most
+/// this times (‖q_i‖² + v_i²)/μ_i and ‖q_i‖² + v_i² (rounding of the construction: ~1e-16).
+const IMBALANCE_REL: f64 = 1e-10;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,8 +69,49 @@ pub struct Checks {
     pub closed_form_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
+/// Refuses given inits whose imbalances are not those of the sweep (R11's α(δ_1) assumes them).
+fn require_sweep_imbalances(
+    files: &InstanceFiles,
+    m: &DMatrix<f64>,
+    inits: &[Vec<f64>],
+    deltas: &[f64],
+) -> Result<(), InputError> {
+    let d = m.nrows();
+    for (j, (z, &delta)) in inits.iter().zip(deltas).enumerate() {
+        for i in 0..d {
+            let (q, v) = layout::column(z, d, i);
+            let q_sq: f64 = q.iter().map(|x| x * x).sum();
+            let (beta, size) = (q_sq - v * v, q_sq + v * v);
+            let mu = m.column(i).norm();
+            let (wanted, error) = if i == 0 {
+                (format!("δ_1 = {delta}"), (beta / mu - delta).abs() * mu)
+            } else {
+                ("β_i = 0 (balanced)".to_string(), beta.abs())
+            };
+            if error <= IMBALANCE_REL * size {
+                continue;
+            }
+            return Err(files.init_error(InstanceError::new(
+                format!("Q0[{j}, :, {i}]"),
+                format!(
+                    "column {} has β = ‖q‖² − v² = {beta:.6e}, but the sweep's point {j} needs \
+                     {wanted} (relative tolerance {IMBALANCE_REL:e}; spec R11)",
+                    i + 1
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.d < 2 {
+    let files = read_files(p, sc)?;
+    files.require_df_data()?;
+    if files.data().is_none() && p.d < 2 {
         return Err(sc.invalid(
             "params.d",
             "need d ≥ 2 (columns 2..d are the balanced ones)",
@@ -76,6 +136,11 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.ode_slope_margin", c.ode_slope_margin),
         ("checks.closed_form_tol", c.closed_form_tol),
     ])?;
+    if let Some(inits) = files.run_inits(p.points, RUN_ORDER)? {
+        let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
+        let deltas = linspace(p.delta_min, p.delta_max, p.points);
+        require_sweep_imbalances(&files, &m, &inits, &deltas)?;
+    }
     Ok(())
 }
 
@@ -101,11 +166,9 @@ fn sweep_point(
     ctx: &RunContext,
     flow: &DfFlow,
     delta: f64,
+    z0: &[f64],
 ) -> Result<(Point, crate::flow::SolverStats), RunError> {
     let m = flow.m();
-    // the same random directions at every δ_1 (common random numbers)
-    let z0 = imbalanced_init(m, delta, &mut ctx.rng(3))
-        .map_err(|e| RunError::Other(format!("imbalanced init at δ_1 = {delta}: {e}")))?;
     let closed = DfClosedForm::new(m, &z0);
     let alpha_theory = alpha_theory(m, delta);
 
@@ -124,7 +187,7 @@ fn sweep_point(
     let [ode_low, ode_high] = p.ode_window;
     let t_end = reach(1e-2 * ode_low)?;
     let times = linspace(0.0, t_end, p.samples);
-    let traj = integrate_flow(flow, &z0, &times, &ctx.ode)?;
+    let traj = integrate_flow(flow, z0, &times, &ctx.ode)?;
     let ode_slope = log_slope_fit(
         &traj.t,
         &traj.loss,
@@ -148,11 +211,27 @@ fn sweep_point(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let flow = DfFlow::new(p.task.matrix(p.d, p.d_thr));
+    let files = read_files(p, ctx.scenario)?;
+    let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
+    let deltas = linspace(p.delta_min, p.delta_max, p.points);
+    // the init file's states (checked by validate), else the same random directions at every
+    // δ_1 (common random numbers)
+    let inits = match files.run_inits(p.points, RUN_ORDER)? {
+        Some(inits) => inits,
+        None => deltas
+            .iter()
+            .map(|&delta| {
+                imbalanced_init(&m, delta, &mut ctx.rng(3))
+                    .map_err(|e| RunError::Other(format!("imbalanced init at δ_1 = {delta}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let flow = DfFlow::new(m);
     let mut rep = Report::default();
+    rep.instance = Some(df_instance(flow.m(), inits.clone()));
     let mut points = Vec::with_capacity(p.points);
-    for delta in linspace(p.delta_min, p.delta_max, p.points) {
-        let (point, stats) = sweep_point(p, ctx, &flow, delta)?;
+    for (delta, z0) in deltas.into_iter().zip(&inits) {
+        let (point, stats) = sweep_point(p, ctx, &flow, delta, z0)?;
         rep.stats(format!("δ_1 = {delta}"), &stats);
         points.push(point);
     }
@@ -308,8 +387,8 @@ fn figure(p: &Params, c: &Checks, m: &DMatrix<f64>, points: &[Point]) -> Figure 
     Figure::new(2)
         .title(format!(
             "Remark 1.2: the rate is set by the largest imbalance, α = 1/ρ(δ₁) ({} task, d = {})",
-            p.task.label(),
-            p.d
+            task_name(m),
+            m.nrows()
         ))
         .panel(rates)
         .panel(errors)

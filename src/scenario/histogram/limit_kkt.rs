@@ -3,13 +3,18 @@
 //! Φ = Σ_i ½(‖q_i‖² + v_i²) + (β_i/2) ln v_i² subject to Q Diag(v) = M (KKT certificate); for a
 //! balanced init this is the minimum-Frobenius-norm factorization of M.
 
+use std::path::PathBuf;
+
+use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::{stacked_df_instance, InstanceFiles};
 use super::sizes;
 use crate::analysis::stationary::brent_root;
 use crate::flow::{integrate_flow, linspace, GradientFlow, Method, OdeConfig, Trajectory};
+use crate::instance::histogram::{task_name, TaskMatrices};
 use crate::models::histogram::landscape::{kkt_residuals, phi, phi_minimizer};
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{BarPanel, Figure, LineStyle};
@@ -56,7 +61,18 @@ pub struct Params {
     /// feasible and must have larger Φ (D5).
     pub rescalings: usize,
     pub rescale: f64,
+    /// Task matrices `M`, (d, d) or k stacked (k, d, d), replacing tasks, d_thr and d.
+    /// README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial states (`Q0`, `v0`), one per run in the order inits × task matrices (the
+    /// inits labels still name them); replaces sigma and the draws.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
+
+/// The order of the runs, for messages about the init file.
+const RUN_ORDER: &str = "params.inits × task matrices";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,10 +88,25 @@ pub struct Checks {
     pub kkt_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles<TaskMatrices>, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
+/// The task matrices: the data file's, else those of `tasks`.
+fn task_matrices(p: &Params, files: &InstanceFiles<TaskMatrices>) -> Vec<DMatrix<f64>> {
+    match files.data() {
+        Some(data) => data.ms.clone(),
+        None => p.tasks.iter().map(|t| t.matrix(p.d, p.d_thr)).collect(),
+    }
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.d < 2 || p.tasks.is_empty() || p.inits.is_empty() {
+    let files = read_files(p, sc)?;
+    let ms = task_matrices(p, &files);
+    if files.d(p.d) < 2 || ms.is_empty() || p.inits.is_empty() {
         return Err(sc.invalid("params.tasks", "need d ≥ 2, at least one task and one init"));
     }
+    files.run_inits(p.inits.len() * ms.len(), RUN_ORDER)?;
     if p.samples < 10 || p.rescalings == 0 {
         return Err(sc.invalid("params.samples", "need ≥ 10 samples and ≥ 1 rescaling"));
     }
@@ -91,8 +122,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     Ok(())
 }
 
-fn initial_state(p: &Params, balance: Balance, rng: &mut impl Rng) -> Vec<f64> {
-    let d = p.d;
+fn initial_state(p: &Params, d: usize, balance: Balance, rng: &mut impl Rng) -> Vec<f64> {
     let mut z = gaussian_state(rng, d, p.sigma);
     if balance == Balance::Balanced {
         for i in 0..d {
@@ -106,8 +136,10 @@ fn initial_state(p: &Params, balance: Balance, rng: &mut impl Rng) -> Vec<f64> {
 
 /// One (task, init) run and its measurements.
 struct LimitRun {
-    task: TaskName,
+    /// [`task_name`] of the run's matrix.
+    task: &'static str,
     balance: Balance,
+    z0: Vec<f64>,
     traj: Trajectory,
     closed: DfClosedForm,
     betas: Vec<f64>,
@@ -137,17 +169,21 @@ fn argmin_phi(mu: f64, beta: f64) -> Result<f64, RunError> {
     brent_root(d_phi, lo, hi, 1e-15 * hi).map_err(analysis_failed("argmin Φ_i"))
 }
 
+/// The run of `balance` on `m`, from `given` or else the init drawn from `stream`.
 fn run_one(
     p: &Params,
     ctx: &RunContext,
-    task: TaskName,
+    m: &DMatrix<f64>,
     balance: Balance,
     stream: u64,
+    given: Option<&Vec<f64>>,
 ) -> Result<LimitRun, RunError> {
-    let d = p.d;
-    let m = task.matrix(d, p.d_thr);
+    let d = m.nrows();
     let mut rng = ctx.rng(stream);
-    let z0 = initial_state(p, balance, &mut rng);
+    // drawn also when an init is given: the rescalings continue the stream after it, so they
+    // are the same with and without the file (a run's instance.npz reproduces it)
+    let drawn = initial_state(p, d, balance, &mut rng);
+    let z0 = given.cloned().unwrap_or(drawn);
     let flow = DfFlow::new(m.clone());
     let closed = DfClosedForm::new(&m, &z0);
     let t_end = closed.onset_time() + p.horizon / closed.alpha();
@@ -171,7 +207,7 @@ fn run_one(
         sign_mismatches += usize::from(v.signum() != col.bad_set_value().signum());
         u_star.push(u);
     }
-    let kkt = kkt_residuals(&m, &z, &betas);
+    let kkt = kkt_residuals(m, &z, &betas);
     let phi_limit = phi(&z, &betas);
     let phi_gap = stats::min((0..p.rescalings).map(|_| {
         let mut rescaled = z.clone();
@@ -184,7 +220,8 @@ fn run_one(
         phi(&rescaled, &betas) - phi_limit
     }));
     Ok(LimitRun {
-        task,
+        task: task_name(m),
+        z0,
         balance,
         traj,
         closed,
@@ -201,28 +238,34 @@ fn run_one(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
+    let ms = task_matrices(p, &files);
+    let d = ms[0].nrows();
+    let given = files.run_inits(p.inits.len() * ms.len(), RUN_ORDER)?;
     let mut runs = Vec::new();
-    let mut stream = 60;
-    for &balance in &p.inits {
-        for &task in &p.tasks {
-            runs.push(run_one(p, ctx, task, balance, stream)?);
-            stream += 1;
+    // run k (in the order inits × tasks) draws from stream 60 + k
+    for (b, &balance) in p.inits.iter().enumerate() {
+        for (j, m) in ms.iter().enumerate() {
+            let k = b * ms.len() + j;
+            let z0 = given.as_ref().map(|z| &z[k]);
+            runs.push(run_one(p, ctx, m, balance, 60 + k as u64, z0)?);
         }
     }
     let mut rep = Report::default();
+    rep.instance = Some(stacked_df_instance(
+        ms.clone(),
+        runs.iter().map(|r| r.z0.clone()).collect(),
+    ));
     for r in &runs {
-        rep.stats(
-            format!("{}, {}", r.task.label(), r.balance.label()),
-            &r.traj.stats,
-        );
+        rep.stats(format!("{}, {}", r.task, r.balance.label()), &r.traj.stats);
     }
     let worst = |f: &dyn Fn(&LimitRun) -> f64| stats::max(runs.iter().map(f));
     let cases = format!(
         "{} runs: tasks {:?} × inits {:?}, d = {}",
         runs.len(),
-        p.tasks.iter().map(|t| t.label()).collect::<Vec<_>>(),
+        ms.iter().map(task_name).collect::<Vec<_>>(),
         p.inits.iter().map(|b| b.label()).collect::<Vec<_>>(),
-        p.d
+        d
     );
     rep.check(
         Check::at_most(
@@ -299,24 +342,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for r in &runs {
         for (i, col) in r.closed.columns().iter().enumerate() {
             rep.series.push(vec![
-                Cell::from(r.task.label()),
+                Cell::from(r.task),
                 r.balance.label().into(),
                 (i + 1).into(),
                 col.mu().into(),
                 r.betas[i].into(),
-                r.traj.last_state()[layout::v_index(p.d, i)].into(),
+                r.traj.last_state()[layout::v_index(d, i)].into(),
                 phi_minimizer(col.mu(), r.betas[i]).sqrt().into(),
                 r.u_star[i].into(),
                 col.bad_set_value().signum().into(),
             ]);
         }
     }
-    let mut fig = Figure::new(p.tasks.len()).title(format!(
-        "Limits of the df flow: |v_i(∞)| = √(μ_iρ̄_i), the minimizer of Φ s.t. Q Diag(v) = M (d = {})",
-        p.d
+    let mut fig = Figure::new(ms.len()).title(format!(
+        "Limits of the df flow: |v_i(∞)| = √(μ_iρ̄_i), the minimizer of Φ s.t. Q Diag(v) = M (d = {d})"
     ));
     for r in &runs {
-        let d = p.d;
         let columns: Vec<String> = (1..=d).map(|i| i.to_string()).collect();
         let measured: Vec<f64> = (0..d)
             .map(|i| r.traj.last_state()[layout::v_index(d, i)].abs())
@@ -330,7 +371,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect();
         fig = fig.panel(
             BarPanel::new(
-                format!("{}, {}", r.task.label(), r.balance.label()),
+                format!("{}, {}", r.task, r.balance.label()),
                 "column i",
                 "|v_i(∞)|",
                 columns,

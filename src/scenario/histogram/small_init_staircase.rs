@@ -3,13 +3,16 @@
 //! so on lt the columns are learned in decreasing order of μ_i and the loss is a staircase.
 
 use std::cmp::Ordering;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::{df_instance, InstanceFiles};
 use super::sizes;
 use crate::analysis::fit::{first_crossing, Direction, TimeAxis};
 use crate::analysis::stages::{detect_stages, StageOptions, Stages};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig};
+use crate::instance::histogram::task_name;
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -35,6 +38,13 @@ pub struct Params {
     pub rate_threshold: f64,
     pub min_log_drop: f64,
     pub half_window: usize,
+    /// The task matrix (`M`); replaces task, d_thr and d. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial state (`Q0`, `v0`); replaces sigma and the draw. D3's escape times are
+    /// asymptotics for a small init: on a large one the checks measure how far they are off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,7 +60,12 @@ pub struct Checks {
     pub plateau_level_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?.require_df_single()?;
     if p.d < 2 {
         return Err(sc.invalid("params.d", "need d ≥ 2"));
     }
@@ -76,15 +91,17 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let m = p.task.matrix(p.d, p.d_thr);
-    let z0 = gaussian_state(&mut ctx.rng(7), p.d, p.sigma);
+    let files = read_files(p, ctx.scenario)?;
+    let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
+    let d = m.nrows();
+    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(7), d, p.sigma))?;
     let closed = DfClosedForm::new(&m, &z0);
     let times = linspace(0.0, p.t_end, p.samples);
     let traj = integrate_flow(&DfFlow::new(m.clone()), &z0, &times, &ctx.ode)?;
     let mut rep = Report::default();
+    rep.instance = Some(df_instance(&m, vec![z0]));
     rep.stats("ode", &traj.stats);
 
-    let d = p.d;
     let xy: Vec<Vec<f64>> = (0..d)
         .map(|i| {
             (0..traj.len())
@@ -228,8 +245,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("escape_times".into(), table));
     rep.series = Table::new(&["t", "loss"]);
     rep.series.push_columns(&[], &[&traj.t, &traj.loss]);
+    let about = format!("σ = {:e}, {} task, d = {d}", p.sigma, task_name(&m));
     rep.figure = Some(figure(
-        p, &traj.t, &traj.loss, &xy, &predicted, &measured, &closed,
+        &about, &traj.t, &traj.loss, &xy, &predicted, &measured, &closed,
     ));
     Ok(rep)
 }
@@ -249,8 +267,9 @@ fn plateau_level_error(stages: &Stages, predicted: &[f64], mus: &[f64]) -> f64 {
     }))
 }
 
+/// `about`: the init scale, the task and d, for the title.
 fn figure(
-    p: &Params,
+    about: &str,
     t: &[f64],
     loss: &[f64],
     xy: &[Vec<f64>],
@@ -317,11 +336,8 @@ fn figure(
         );
     Figure::new(3)
         .title(format!(
-            "Small init (σ = {:e}, {} task, d = {}): columns leave the saddle one by one at \
-             t½,i ≈ ln(2/|L_i|)/μ_i",
-            p.sigma,
-            p.task.label(),
-            p.d
+            "Small init ({about}): columns leave the saddle one by one at t½,i ≈ \
+             ln(2/|L_i|)/μ_i"
         ))
         .panel(staircase)
         .panel(progress)

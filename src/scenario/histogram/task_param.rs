@@ -31,15 +31,6 @@ impl TaskName {
     pub fn matrix(self, d: usize, d_thr: usize) -> nalgebra::DMatrix<f64> {
         crate::models::histogram::task_matrix(&self.task(d_thr), d)
     }
-
-    /// "eq", "lt" or "thr".
-    pub fn label(self) -> &'static str {
-        match self {
-            TaskName::Eq => "eq",
-            TaskName::Lt => "lt",
-            TaskName::Thr => "thr",
-        }
-    }
 }
 
 /// Default threshold D of the thr task (the paper's Fig. 1).

@@ -5,10 +5,14 @@
 //! x_0 > 0 (E6). Checked on random (c, c_1, x_0, y_0): on a fine grid of the closed form, and
 //! with the root finder of the integrator on a subset.
 
+use std::path::PathBuf;
+
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{integrate, linspace, Events, Method, OdeConfig, SolverStats};
+use crate::instance::histogram::Thm2Cases;
+use crate::instance::InstanceFile;
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -37,6 +41,10 @@ pub struct Params {
     pub ode_cases: usize,
     /// Cases drawn as x(t), y(t) traces: [c, c_1, x_0, y_0] each.
     pub traces: Vec<[f64; 4]>,
+    /// The cases (`cases`, (k, 4), rows (c, c_1, x_0, y_0)): replace cases, c_range, c1_range,
+    /// half_width and the draws. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,7 +55,16 @@ pub struct Checks {
     pub event_time_tol: f64,
 }
 
+/// The cases of the file, if one is given.
+fn file_cases(p: &Params, sc: &Scenario) -> Result<Option<Vec<[f64; 4]>>, InputError> {
+    p.data_file
+        .as_deref()
+        .map(|f| Ok(sc.read_instance::<Thm2Cases>("data_file", f)?.cases))
+        .transpose()
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    let given = file_cases(p, sc)?;
     let range_ok = |r: [f64; 2]| r[0] <= r[1];
     if !range_ok(p.c_range) {
         return Err(sc.invalid("params.c_range", "need low ≤ high"));
@@ -61,11 +78,15 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("params.probe", p.probe),
         ("checks.event_time_tol", c.event_time_tol),
     ])?;
-    if p.cases == 0 {
+    let cases = given.as_ref().map_or(p.cases, Vec::len);
+    if cases == 0 {
         return Err(sc.invalid("params.cases", "need at least one case"));
     }
-    if p.ode_cases > p.cases {
-        return Err(sc.invalid("params.ode_cases", "cannot exceed params.cases"));
+    if p.ode_cases > cases {
+        return Err(sc.invalid(
+            "params.ode_cases",
+            format!("cannot exceed the number of cases ({cases})"),
+        ));
     }
     if p.grid_samples < 2 {
         return Err(sc.invalid("params.grid_samples", "need at least 2 samples"));
@@ -113,9 +134,39 @@ struct PaperTally {
     violating: usize,
 }
 
-fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+/// The cases: the file's, else `p.cases` drawn from stream 1 (c, c_1, x_0, y_0 uniform).
+fn cases(p: &Params, ctx: &RunContext) -> Result<Vec<[f64; 4]>, RunError> {
+    if let Some(cases) = file_cases(p, ctx.scenario)? {
+        return Ok(cases);
+    }
     let mut rng = ctx.rng(1);
+    let mut draw = |r: [f64; 2]| {
+        if r[0] == r[1] {
+            r[0]
+        } else {
+            rng.random_range(r[0]..r[1])
+        }
+    };
+    Ok((0..p.cases)
+        .map(|_| {
+            let c = draw(p.c_range);
+            let c1 = draw(p.c1_range);
+            let x0 = draw([-p.half_width, p.half_width]);
+            let y0 = draw([-p.half_width, p.half_width]);
+            [c, c1, x0, y0]
+        })
+        .collect())
+}
+
+fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let cases = cases(p, ctx)?;
     let mut rep = Report {
+        instance: Some(
+            Thm2Cases {
+                cases: cases.clone(),
+            }
+            .to_arrays(),
+        ),
         series: Table::new(&[
             "c",
             "c1",
@@ -136,18 +187,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut stats = SolverStats::default();
     // scatter of the printed T against the corrected one: (equal, differs)
     let mut scatter: [(Vec<f64>, Vec<f64>); 2] = Default::default();
-    for k in 0..p.cases {
-        let draw = |rng: &mut rand_chacha::ChaCha20Rng, r: [f64; 2]| {
-            if r[0] == r[1] {
-                r[0]
-            } else {
-                rng.random_range(r[0]..r[1])
-            }
-        };
-        let c = draw(&mut rng, p.c_range);
-        let c1 = draw(&mut rng, p.c1_range);
-        let x0 = draw(&mut rng, [-p.half_width, p.half_width]);
-        let y0 = draw(&mut rng, [-p.half_width, p.half_width]);
+    for (k, &[c, c1, x0, y0]) in cases.iter().enumerate() {
         let sys = Thm2System { c, c1 };
         let cf = sys.closed_form(x0, y0);
         let onset = cf.onset_time();
@@ -211,7 +251,12 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let claim = format!(
         "printed T (Theorem 2): equal to the corrected T in {} cases, different in {}, NaN in \
          {}, negative in {}; it violates the sign rule in {} of {} cases (E6)",
-        paper.equal, paper.differs, paper.nan, paper.negative, paper.violating, p.cases
+        paper.equal,
+        paper.differs,
+        paper.nan,
+        paper.negative,
+        paper.violating,
+        cases.len()
     );
     rep.check(
         Check::at_most(
@@ -221,7 +266,9 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "{} cases, {samples} samples on [0, T + {}/c1] and at T ± {:e}/c1",
-            p.cases, p.after, p.probe
+            cases.len(),
+            p.after,
+            p.probe
         ))
         .paper_claim(claim),
     );

@@ -5,10 +5,14 @@
 //! the conserved β_i then fix |v_i| = √(μ_iρ̄_i) and q_i = m_i/v_i (R5, D2): the learned Q is M
 //! with column i scaled by 1/v_i. The figure shows Q, v, Q Diag(v) and M as in the paper.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::{tf_instance, InstanceFiles};
 use super::sizes;
 use crate::flow::{integrate_flow, Method, OdeConfig, TimeGrid};
+use crate::instance::histogram::task_label;
 use crate::models::histogram::layout::column;
 use crate::models::histogram::{state_to_qv, DfClosedForm};
 use crate::plot::{Figure, HeatmapPanel};
@@ -39,6 +43,13 @@ pub struct Params {
     /// Loss samples, log-spaced from `t_first` to `t_end` (plus t = 0).
     pub samples: usize,
     pub t_first: f64,
+    /// The dataset (`M` and one set of `strings`, H_a definite); replaces task, d_thr, d,
+    /// seq_len and n. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The initial state (`Q0`, `v0`); replaces sigma and the draw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,8 +68,16 @@ pub struct Checks {
     pub beta_drift_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    require_tf_data(sc, p.d, p.seq_len, p.n)?;
+    let files = read_files(p, sc)?;
+    files.require_tf_single()?;
+    if files.data().is_none() {
+        require_tf_data(sc, p.d, p.seq_len, p.n)?;
+    }
     if p.samples < 2 {
         return Err(sc.invalid("params.samples", "need at least 2 samples"));
     }
@@ -89,11 +108,12 @@ fn symbol_labels(d: usize) -> Vec<String> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let d = p.d;
+    let files = read_files(p, ctx.scenario)?;
     let task = p.task.task(p.d_thr);
-    let data = trial_data(ctx, &task, d, p.seq_len, p.n, 0);
+    let data = files.single_dataset(|| trial_data(ctx, &task, p.d, p.seq_len, p.n, 0))?;
+    let d = data.d;
     let (flow, lambda_min_h, cond_h) = tf_flow_checked(&data)?;
-    let z0 = trial_init(ctx, d, p.sigma, 0);
+    let z0 = files.single_init(|| trial_init(ctx, d, p.sigma, 0))?;
     let grid = TimeGrid::Log {
         t_first: p.t_first,
         t1: p.t_end,
@@ -130,6 +150,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let lambda_max_h = lambda_min_h * cond_h;
 
     let mut rep = Report::default();
+    rep.instance = Some(tf_instance(&data, vec![z0.clone()]));
     rep.stats("tf", &tr.stats);
     rep.check(
         Check::at_most("max |Q Diag(v) − M| at t_end", product_err, c.product_tol).note(format!(
@@ -212,17 +233,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .axis_labels("column (key symbol)", "row (query symbol)")
     };
     let one = m.amax().max(product.amax());
+    let task_label = task_label(m);
     rep.figure = Some(
         Figure::new(2)
             .aspect(0.9)
             .title(format!(
-                "Fig. 1: weights learned by gradient flow on ℓ_tf ({}, D = {}, d = {d}, N = {}, \
-                 n = {}, σ = {}, t = {})",
-                task.name(),
-                p.d_thr,
-                p.seq_len,
-                p.n,
-                p.sigma,
+                "Fig. 1: weights learned by gradient flow on ℓ_tf ({task_label}, d = {d}, N = {}, \
+                 n = {}, {}, t = {})",
+                data.strings[0].len(),
+                data.n(),
+                format!("σ = {}", p.sigma),
                 p.t_end
             ))
             .panel(square("learned Q", &q))
@@ -233,7 +253,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .axis_labels("symbol", ""),
             )
             .panel(square("learned Q Diag(v)", &product).limit(one))
-            .panel(square(&format!("task matrix M (thr, D = {})", p.d_thr), m).limit(one)),
+            .panel(square(&format!("task matrix M ({task_label})"), m).limit(one)),
     );
     Ok(rep)
 }

@@ -438,7 +438,10 @@ fn bad_init_accepts_a_column_on_the_bad_set_written_by_hand() {
         .collect();
     let mut a = Arrays::new();
     a.insert("M", Array::matrix(D, D, eye))
-        .insert("Q0", Array::matrix(D, D, q0.iter().flatten().copied().collect()))
+        .insert(
+            "Q0",
+            Array::matrix(D, D, q0.iter().flatten().copied().collect()),
+        )
         .insert("v0", Array::vector(&v0));
     let file = write(tmp.path(), "bad.npz", &a);
     let o = attnflow(
@@ -468,7 +471,11 @@ fn bad_init_accepts_a_column_on_the_bad_set_written_by_hand() {
             .map(|(a, i)| (q0[a][i] * v0[i] - f64::from(u8::from(a == i))).powi(2))
             .sum::<f64>();
     let loss = csv_column(&dir.join("series.csv"), "loss");
-    assert!((loss[0] - by_hand).abs() <= 1e-14, "{} vs {by_hand}", loss[0]);
+    assert!(
+        (loss[0] - by_hand).abs() <= 1e-14,
+        "{} vs {by_hand}",
+        loss[0]
+    );
     let checks = read_json(&dir.join("checks.json"));
     assert_eq!(checks["all_pass"], true, "{checks}");
 }
@@ -542,7 +549,10 @@ fn remaining_scenarios_refuse_files_that_do_not_fit() {
     );
     // Theorem 2 cases need c1 > 0
     let mut cases = Arrays::new();
-    cases.insert("cases", Array::new(&[2, 4], vec![0.5, 1.0, 1.0, -1.0, 0.5, 0.0, 1.0, 1.0]));
+    cases.insert(
+        "cases",
+        Array::new(&[2, 4], vec![0.5, 1.0, 1.0, -1.0, 0.5, 0.0, 1.0, 1.0]),
+    );
     write(tmp.path(), "cases.npz", &cases);
     run(
         "thm2-onset-time",

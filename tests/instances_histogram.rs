@@ -424,6 +424,62 @@ fn bad_files_are_refused_with_file_and_key() {
     );
 }
 
+/// bad-init on a file written here: M = I and column 1 started on the ray q_1 = −v_1 m̂_1 (δ_1 = 0,
+/// exactly on the corrected bad set): the file is accepted, ℓ(0) is the hand computation, the
+/// column goes to the saddle and the checks pass.
+#[test]
+fn bad_init_accepts_a_column_on_the_bad_set_written_by_hand() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut q0 = Q0;
+    let mut v0 = V0;
+    (q0[0][0], q0[1][0], q0[2][0], v0[0]) = (-1.0, 0.0, 0.0, 1.0);
+    let eye: Vec<f64> = (0..D * D)
+        .map(|k| f64::from(u8::from(k % (D + 1) == 0)))
+        .collect();
+    let mut a = Arrays::new();
+    a.insert("M", Array::matrix(D, D, eye))
+        .insert(
+            "Q0",
+            Array::matrix(D, D, q0.iter().flatten().copied().collect()),
+        )
+        .insert("v0", Array::vector(&v0));
+    let file = write(tmp.path(), "bad.npz", &a);
+    let o = attnflow(
+        &[
+            "run",
+            "bad-init",
+            "--quick",
+            "--set",
+            &format!("data_file={file}"),
+            "--set",
+            &format!("init_file={file}"),
+            "--set",
+            "bad_columns=[1]",
+            "--set",
+            "bad_deltas=[0.0]",
+            "--out",
+            "o",
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("o/bad-init");
+    // ℓ_df(0) = ½‖Q0 Diag(v0) − I‖²_F
+    let by_hand: f64 = 0.5
+        * (0..D)
+            .flat_map(|a| (0..D).map(move |i| (a, i)))
+            .map(|(a, i)| (q0[a][i] * v0[i] - f64::from(u8::from(a == i))).powi(2))
+            .sum::<f64>();
+    let loss = csv_column(&dir.join("series.csv"), "loss");
+    assert!(
+        (loss[0] - by_hand).abs() <= 1e-14,
+        "{} vs {by_hand}",
+        loss[0]
+    );
+    let checks = read_json(&dir.join("checks.json"));
+    assert_eq!(checks["all_pass"], true, "{checks}");
+}
+
 /// The checks the remaining scenarios add: inits that must lie on (or near) the bad set or at
 /// the sweep's imbalances, one initial state per run, stacked task matrices.
 #[test]
@@ -493,7 +549,10 @@ fn remaining_scenarios_refuse_files_that_do_not_fit() {
     );
     // Theorem 2 cases need c1 > 0
     let mut cases = Arrays::new();
-    cases.insert("cases", Array::new(&[2, 4], vec![0.5, 1.0, 1.0, -1.0, 0.5, 0.0, 1.0, 1.0]));
+    cases.insert(
+        "cases",
+        Array::new(&[2, 4], vec![0.5, 1.0, 1.0, -1.0, 0.5, 0.0, 1.0, 1.0]),
+    );
     write(tmp.path(), "cases.npz", &cases);
     run(
         "thm2-onset-time",

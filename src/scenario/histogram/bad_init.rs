@@ -219,7 +219,7 @@ fn run_bad(
     m: &DMatrix<f64>,
     z0: Vec<f64>,
 ) -> Result<BadRun, RunError> {
-    let closed = DfClosedForm::new(&m, &z0);
+    let closed = DfClosedForm::new(m, &z0);
     let bad: Vec<usize> = p.bad_columns.iter().map(|c| c - 1).collect();
     let slowest_stable = stats::min(bad.iter().map(|&i| {
         let col = &closed.columns()[i];

@@ -381,11 +381,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(
         Figure::new(2)
             .title(format!(
-                "Lemma A.1: conservation of β_i = ‖q_i‖² − v_i² ({} task, d = {}, {}; generic: \
+                "Lemma A.1: conservation of β_i = ‖q_i‖² − v_i² ({} task, d = {}, σ = {}; generic: \
                  ½‖(Q Diag(v) − M)B‖²)",
                 task_name(&m),
                 d,
-                format!("σ = {}", p.sigma)
+                p.sigma
             ))
             .panel(drift_panel)
             .panel(energy_panel)

@@ -103,8 +103,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let flow = DfFlow::new(m.clone());
     let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(8), m.nrows(), p.sigma))?;
     let closed = DfClosedForm::new(&m, &z0);
-    let mut rep = Report::default();
-    rep.instance = Some(df_instance(&m, vec![z0.clone()]));
+    let mut rep = Report {
+        instance: Some(df_instance(&m, vec![z0.clone()])),
+        ..Default::default()
+    };
     let runs = p
         .etas
         .iter()

@@ -169,7 +169,7 @@ fn sweep_point(
     z0: &[f64],
 ) -> Result<(Point, crate::flow::SolverStats), RunError> {
     let m = flow.m();
-    let closed = DfClosedForm::new(m, &z0);
+    let closed = DfClosedForm::new(m, z0);
     let alpha_theory = alpha_theory(m, delta);
 
     let [tail_low, tail_high] = p.tail_window;
@@ -227,8 +227,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect::<Result<Vec<_>, _>>()?,
     };
     let flow = DfFlow::new(m);
-    let mut rep = Report::default();
-    rep.instance = Some(df_instance(flow.m(), inits.clone()));
+    let mut rep = Report {
+        instance: Some(df_instance(flow.m(), inits.clone())),
+        ..Default::default()
+    };
     let mut points = Vec::with_capacity(p.points);
     for (delta, z0) in deltas.into_iter().zip(&inits) {
         let (point, stats) = sweep_point(p, ctx, &flow, delta, z0)?;

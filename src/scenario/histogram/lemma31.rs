@@ -171,14 +171,16 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let points = points(p, &files, d, ctx);
     let data = HistogramData::from_strings(m.clone(), strings[..p.n].to_vec());
     let t3 = data.third_moment();
-    let mut rep = Report::default();
-    rep.instance = Some(instance_arrays(
-        &TaskStrings {
-            m: m.clone(),
-            datasets: vec![strings.clone()],
-        },
-        &InitialStates::from_states(d, points.clone()),
-    ));
+    let mut rep = Report {
+        instance: Some(instance_arrays(
+            &TaskStrings {
+                m: m.clone(),
+                datasets: vec![strings.clone()],
+            },
+            &InitialStates::from_states(d, points.clone()),
+        )),
+        ..Default::default()
+    };
 
     // R2: the three forms at the points (Q, v)
     let mut forms = Table::new(&["trial", "raw", "lemma", "t3", "rel_lemma", "rel_t3"]);

@@ -185,7 +185,7 @@ fn run_one(
     let drawn = initial_state(p, d, balance, &mut rng);
     let z0 = given.cloned().unwrap_or(drawn);
     let flow = DfFlow::new(m.clone());
-    let closed = DfClosedForm::new(&m, &z0);
+    let closed = DfClosedForm::new(m, &z0);
     let t_end = closed.onset_time() + p.horizon / closed.alpha();
     let times = linspace(0.0, t_end, p.samples);
     let traj = integrate_flow(&flow, &z0, &times, &ctx.ode)?;

@@ -241,15 +241,18 @@ fn bad_files_are_refused_with_the_file_and_array_named() {
     }
 }
 
-/// Every file under `dir` (relative paths, sorted), without `params.json` (it names the input
-/// files, which differ between the runs compared).
+/// Every file under `dir` (relative paths, sorted), without `params.json` and `sweep.json`
+/// (they name the input files, which differ between the runs compared).
 fn outputs(dir: &Path) -> Vec<PathBuf> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{dir:?}: {e}")) {
             let path = e.unwrap().path();
             if path.is_dir() {
                 walk(root, &path, out);
-            } else if path.file_name().is_some_and(|n| n != "params.json") {
+            } else if path
+                .file_name()
+                .is_some_and(|n| n != "params.json" && n != "sweep.json")
+            {
                 out.push(path.strip_prefix(root).unwrap().to_path_buf());
             }
         }
@@ -260,17 +263,28 @@ fn outputs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The measured values of `checks.json`, in order (names carry the instance's label, which is
-/// "data" for a file and the built-in name otherwise).
-fn check_values(path: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+/// The measured values of the checks in `file` (`checks.json` or a sweep's `sweep.json`), in
+/// order: their names carry the instance's label, "data" for a file, the built-in name otherwise.
+fn measured(dir: &Path, file: &str) -> Vec<serde_json::Value> {
+    let path = dir.join(file);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     json["checks"]
         .as_array()
-        .unwrap_or_else(|| panic!("{path:?}: no checks"))
-        .iter()
-        .map(|c| c["value"].clone())
-        .collect()
+        .map(|c| c.iter().map(|c| c["measured"].clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Where a run keeps `instance.npz` and `checks.json`: its folder, or a sweep's first run.
+fn run_dir(out: &Path) -> PathBuf {
+    let first = out.join("runs/0000");
+    if first.is_dir() {
+        first
+    } else {
+        out.to_path_buf()
+    }
 }
 
 /// The converted seed-004 scenarios (quick configurations) with the settings that make a data
@@ -321,18 +335,37 @@ fn converted_scenarios_round_trip_through_their_instance() {
             dir(tag).join(name)
         };
         let builtin = go("builtin", None);
-        let first = go("file", Some(&builtin.join("instance.npz")));
-        let again = go("again", Some(&first.join("instance.npz")));
-        let read = |d: &Path, f: &str| std::fs::read(d.join(f)).unwrap_or_else(|e| panic!("{d:?}/{f}: {e}"));
+        let written = run_dir(&builtin).join("instance.npz");
+        let first = go("file", Some(&written));
+        let again = go("again", Some(&run_dir(&first).join("instance.npz")));
+        let read = |d: &Path, f: &str| {
+            std::fs::read(d.join(f)).unwrap_or_else(|e| panic!("{d:?}/{f}: {e}"))
+        };
         assert!(
-            read(&builtin, "instance.npz") == read(&first, "instance.npz"),
+            std::fs::read(&written).unwrap() == read(&run_dir(&first), "instance.npz"),
             "{name}: the fed-back run wrote another instance"
         );
-        assert_eq!(
-            check_values(&builtin.join("checks.json")),
-            check_values(&first.join("checks.json")),
-            "{name}: the built-in run's values are not reproduced from its instance.npz"
-        );
+        for file in ["checks.json", "sweep.json"] {
+            let (b, f) = match file {
+                "checks.json" => (run_dir(&builtin), run_dir(&first)),
+                _ => (builtin.clone(), first.clone()),
+            };
+            let values = measured(&b, file);
+            assert!(
+                file == "sweep.json" || !values.is_empty(),
+                "{name}: no checks"
+            );
+            assert_eq!(
+                values,
+                measured(&f, file),
+                "{name}: the built-in run's {file} values are not reproduced from its instance"
+            );
+            let a = match file {
+                "checks.json" => run_dir(&again),
+                _ => again.clone(),
+            };
+            assert_eq!(measured(&f, file), measured(&a, file), "{name}: {file}");
+        }
         let files = outputs(&first);
         assert_eq!(files, outputs(&again), "{name}: other output files");
         for f in &files {

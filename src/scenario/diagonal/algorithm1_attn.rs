@@ -11,7 +11,6 @@ use super::algorithm1_common::{
 };
 use super::common::{schedule_cost, InstanceName, UserFiles};
 use crate::flow::linspace;
-use crate::instance::diagonal::DiagonalData;
 use crate::instance::InstanceFile;
 use crate::models::diagonal::{Activation, DiagonalAttention, Schedule, Termination};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};

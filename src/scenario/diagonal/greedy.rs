@@ -17,6 +17,7 @@ use crate::models::diagonal::{
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::instance::diagonal::DiagonalData;
+use crate::instance::InstanceFile;
 use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -21,6 +21,7 @@ use crate::flow::GradientFlow;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Stage};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::instance::InstanceFile;
 use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -15,6 +15,7 @@ use crate::flow::Descent;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Schedule, Stage};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
+use crate::instance::InstanceFile;
 use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};

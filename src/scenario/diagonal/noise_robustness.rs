@@ -12,7 +12,7 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use super::common::{schedule_cost, Instance, InstanceName, FIRST_FREE_STREAM, UserFiles};
+use super::common::{schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::flow::{integrate, Events, Method, OdeConfig, SolverStats};
 use crate::models::diagonal::{BalancedFlow, BetaLoss, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};

@@ -11,7 +11,7 @@ use super::common::{flow_cost, Instance, InstanceName, UserFiles};
 use crate::instance::diagonal::{instance_arrays, DiagonalData};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::diagonal::{
-    logistic_beta, BalancedFlow, BetaLoss, DiagLinear, Layout, LogCoordinates, LogFlow,
+    logistic_beta, BalancedFlow, BetaLoss, Layout, LogCoordinates, LogFlow,
     RiccatiCoordinate, TransitionEvent, TransitionEvents,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};

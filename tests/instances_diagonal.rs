@@ -280,7 +280,12 @@ fn measured(dir: &Path, file: &str) -> Vec<(String, serde_json::Value)> {
         .as_array()
         .map(|c| {
             c.iter()
-                .map(|c| (label(c["name"].as_str().unwrap_or("")), c["measured"].clone()))
+                .map(|c| {
+                    (
+                        label(c["name"].as_str().unwrap_or("")),
+                        c["measured"].clone(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -316,7 +321,7 @@ const CONVERTED: &[(&str, &[&str])] = &[
     ("fig2-loss", &[]),
     ("fig8-kq-entries", &[]),
     ("fig9-vo-entries", &[]),
-    ("diag-gd-vs-flow", &[]),
+    ("diag-gd-vs-flow", &["alpha=1e-4"]), // quick is 10–20 s; α = 1e−4 takes 1.5 s
     ("fig10-perturb-plateau", &[]),
     ("fig11-perturb-stage-start", &[]),
 ];
@@ -368,7 +373,11 @@ fn converted_scenarios_round_trip_through_their_instance() {
                 );
             }
             let (f, a) = (run_of(&first), run_of(&again));
-            assert_eq!(measured(&f, "checks.json"), measured(&a, "checks.json"), "{name}");
+            assert_eq!(
+                measured(&f, "checks.json"),
+                measured(&a, "checks.json"),
+                "{name}"
+            );
         }
         assert!(count > 0, "{name}: no checks");
         let files = outputs(&first);
@@ -414,7 +423,10 @@ fn greedy_on_a_linear_instance_from_scratch_gives_the_stage_times_by_hand() {
     let t2 = t1 + (1.0 - 1.3 * t1) / 0.7;
     let table = rows(&out.join("diag-linear-greedy/stages.csv"));
     let col = |h: &str| table[0].iter().position(|x| x == h).unwrap();
-    let t_k: Vec<f64> = table[1..].iter().map(|r| r[col("T_k")].parse().unwrap()).collect();
+    let t_k: Vec<f64> = table[1..]
+        .iter()
+        .map(|r| r[col("T_k")].parse().unwrap())
+        .collect();
     assert_eq!(t_k.len(), 3, "{table:?}");
     assert!((t_k[1] - t1).abs() < 1e-12, "T_1 = {}", t_k[1]);
     assert!((t_k[2] / t2 - 1.0).abs() < 1e-9, "T_2 = {} vs {t2}", t_k[2]);
@@ -441,8 +453,18 @@ fn files_a_scenario_cannot_use_are_refused() {
     let cases: &[(&str, &Path, &[&str], &str)] = &[
         ("gradient-check", &linear, &[], "linear.npz|Sigma"),
         ("fig8-kq-entries", &linear, &[], "linear.npz|Sigma"),
-        ("diag-linear-greedy", &head, &["instances=[\"r1\"]"], "head.npz|X"),
-        ("diag-linear-riccati", &linear, &[], "linear.npz|Sigma[0, 0]"),
+        (
+            "diag-linear-greedy",
+            &head,
+            &["instances=[\"r1\"]"],
+            "head.npz|X",
+        ),
+        (
+            "diag-linear-riccati",
+            &linear,
+            &[],
+            "linear.npz|Sigma[0, 0]",
+        ),
         ("diag-linear-riccati", &head, &[], "head.npz|X"),
         ("conservation-law", &linear, &[], "params.instances"),
         ("log-scale-tracking", &linear, &[], "sweep.grid.instance"),

@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles};
-use crate::instance::diagonal::instance_arrays;
-use crate::scenario::kq::common::run_instance;
 use crate::flow::{integrate, integrate_flow, linspace, Method, OdeConfig, Trajectory};
+use crate::instance::diagonal::instance_arrays;
 use crate::models::diagonal::{DiagonalNet, LogCoordinates, LogFlow, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;

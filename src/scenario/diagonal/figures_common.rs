@@ -32,7 +32,11 @@ impl Toy {
     /// Builds the instance (the built-in `name`, or the user's `files`), runs Algorithm 1 and
     /// takes θ_0 (the seed's or the init file's), as [`Setup::with_files`]: a schedule that
     /// stopped on a failed assumption or a tie has no theory curve to draw, an error here.
-    pub fn build(name: InstanceName, files: &UserFiles, ctx: &RunContext) -> Result<Self, RunError> {
+    pub fn build(
+        name: InstanceName,
+        files: &UserFiles,
+        ctx: &RunContext,
+    ) -> Result<Self, RunError> {
         let setup = Setup::with_files(name, files, ctx)?;
         Ok(Toy {
             t_last: setup.last_time(),

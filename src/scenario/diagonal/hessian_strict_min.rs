@@ -7,21 +7,21 @@
 //! (u, v) network by the chain rule, the identity ∇²F_k = D H_SS D (D = diag(2 s_i u_i), §2.5),
 //! c_k = ½λ_min(∇²F_k), and the inequality sampled on random and extremal directions.
 
-use std::path::PathBuf;
 use std::cell::RefCell;
+use std::path::PathBuf;
 
 use nalgebra::{DMatrix, DVector};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use super::algorithm1_common::{validate_instances, Algorithm1Params, Scheduled, STAGE_B_SOLVER};
-use super::common::{schedule_cost, InstanceName, FIRST_FREE_STREAM, UserFiles};
+use super::common::{schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::analysis::linearize::{hessian, symmetric_eigen};
 use crate::flow::GradientFlow;
+use crate::instance::InstanceFile;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Stage};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
-use crate::instance::InstanceFile;
 use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};

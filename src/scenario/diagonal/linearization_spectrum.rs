@@ -5,17 +5,17 @@
 //! coordinate i_k that Algorithm 1 activates next is not always the fastest of them: Δ_k also
 //! depends on the history stored in b^k.
 
-use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 use super::algorithm1_common::{validate_instances, Algorithm1Params, Scheduled, STAGE_B_SOLVER};
 use super::common::{schedule_cost, InstanceName, UserFiles};
 use crate::analysis::linearize::{eigenvalues, jacobian};
 use crate::flow::Descent;
+use crate::instance::InstanceFile;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Schedule, Stage};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
-use crate::instance::InstanceFile;
 use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -25,8 +25,7 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, farthest_from_one, ln_alphas, log10_alpha_sweep,
-    validate_ln_alphas, Setup,
+    alpha_label, farthest_from_one, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::flow::{integrate, Events, Method, OdeConfig, SolverStats};
+use crate::instance::InstanceFile;
 use crate::models::diagonal::{BalancedFlow, BetaLoss, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
-use crate::instance::InstanceFile;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;

@@ -13,12 +13,12 @@ use super::algorithm1_common::{
 use std::path::PathBuf;
 
 use super::common::{alpha_run, flow_cost, schedule_cost, InstanceName, UserFiles};
-use crate::instance::diagonal::{instance_arrays, DiagonalInit};
-use crate::scenario::kq::common::run_instance;
 use crate::flow::{linspace, Method, OdeConfig};
+use crate::instance::diagonal::{instance_arrays, DiagonalInit};
 use crate::models::diagonal::{Activation, Flag, Termination};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -253,7 +253,14 @@ fn instance_checks(
         .map_or(ln_alpha_sep.min(p.max_order_alpha.ln()), f64::ln);
     let t_last = s.stages.last().map_or(1.0, |st| st.t_start.max(1.0));
     let taus = linspace(0.0, p.horizon_factor * t_last, p.samples);
-    let run = alpha_run(&loss, &(init.u0.clone(), init.v0.clone()), ln_alpha, s, &taus, &ctx.ode)?;
+    let run = alpha_run(
+        &loss,
+        &(init.u0.clone(), init.v0.clone()),
+        ln_alpha,
+        s,
+        &taus,
+        &ctx.ode,
+    )?;
     rep.stats(
         format!("{name}: log layout at ln α = {ln_alpha:.2}"),
         &run.traj.stats,

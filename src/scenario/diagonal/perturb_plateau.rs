@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName, FIRST_FREE_STREAM, UserFiles};
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};

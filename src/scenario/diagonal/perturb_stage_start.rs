@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName, FIRST_FREE_STREAM, UserFiles};
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::diagonal::{Layout, LogFlow, TransitionEvent, TransitionEvents};
 use crate::plot::Figure;

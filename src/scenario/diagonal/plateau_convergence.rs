@@ -25,8 +25,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, best_separated_time, decreases, grid_with_points,
-    log10_alpha_sweep, predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
+    alpha_label, best_separated_time, decreases, grid_with_points, log10_alpha_sweep,
+    predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

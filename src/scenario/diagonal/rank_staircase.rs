@@ -20,8 +20,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, best_separated_time, grid_with_points, log10_alpha_sweep,
-    runs_by_lambda, validate_ln_alphas, Setup,
+    alpha_label, best_separated_time, grid_with_points, log10_alpha_sweep, runs_by_lambda,
+    validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

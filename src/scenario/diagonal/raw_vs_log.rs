@@ -26,9 +26,7 @@ use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::sweeps_common::{
-    alpha_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
-};
+use super::sweeps_common::{alpha_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 use super::common::{flow_cost, Instance, InstanceName, UserFiles};
-use crate::instance::diagonal::{instance_arrays, DiagonalData};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
+use crate::instance::diagonal::{instance_arrays, DiagonalData};
 use crate::models::diagonal::{
-    logistic_beta, BalancedFlow, BetaLoss, Layout, LogCoordinates, LogFlow,
-    RiccatiCoordinate, TransitionEvent, TransitionEvents,
+    logistic_beta, BalancedFlow, BetaLoss, Layout, LogCoordinates, LogFlow, RiccatiCoordinate,
+    TransitionEvent, TransitionEvents,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -64,7 +64,11 @@ fn files(p: &Params) -> UserFiles {
 }
 
 /// Refuses a data file that is not a linear network with Σ = I.
-fn require_identity(p: &Params, data: Option<DiagonalData>, sc: &Scenario) -> Result<(), InputError> {
+fn require_identity(
+    p: &Params,
+    data: Option<DiagonalData>,
+    sc: &Scenario,
+) -> Result<(), InputError> {
     let (Some(file), Some(data)) = (&p.data_file, data) else {
         return Ok(());
     };
@@ -76,7 +80,10 @@ fn require_identity(p: &Params, data: Option<DiagonalData>, sc: &Scenario) -> Re
         )
     };
     let DiagonalData::Linear { sigma, .. } = data else {
-        return Err(error("X".into(), "an attention head, not a linear network".into()));
+        return Err(error(
+            "X".into(),
+            "an attention head, not a linear network".into(),
+        ));
     };
     let identity = |i: usize, j: usize| if i == j { 1.0 } else { 0.0 };
     let n = sigma.nrows();
@@ -353,15 +360,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     rep.derive("limit_stage_times", &limit_times);
-    rep.figure = Some(
-        figure
-            .panel(error_panel)
-            .title(format!(
-                "{} (Σ = I): log-layout flow (solid) vs exact Riccati solution CF1 (dashed); \
+    rep.figure = Some(figure.panel(error_panel).title(format!(
+        "{} (Σ = I): log-layout flow (solid) vs exact Riccati solution CF1 (dashed); \
                  dotted: T_k = 1/|β*_(k)|",
-                files.label_or("R1".into())
-            )),
-    );
+        files.label_or("R1".into())
+    )));
     rep.instance = Some(arrays);
     Ok(rep)
 }

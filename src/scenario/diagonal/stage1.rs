@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 use super::common::{alpha_run, flow_cost, schedule_cost, Instance, InstanceName, UserFiles};
-use crate::instance::diagonal::instance_arrays;
 use crate::flow::{linspace, Method, OdeConfig};
+use crate::instance::diagonal::instance_arrays;
 use crate::models::diagonal::{algorithm1, g_vec, Algorithm1Options, BetaLoss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};

@@ -11,7 +11,6 @@ use super::algorithm1_common::{
 };
 use super::common::{schedule_cost, InstanceName, UserFiles};
 use crate::flow::linspace;
-use crate::instance::diagonal::DiagonalData;
 use crate::instance::InstanceFile;
 use crate::models::diagonal::{Activation, DiagonalAttention, Schedule, Termination};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
@@ -54,28 +53,7 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    let files = UserFiles::new(&p.data_file, &None);
-    if let (Some(file), Some(DiagonalData::Linear { .. })) =
-        (&p.data_file, files.validate(p.instance, sc)?)
-    {
-        return Err(InputError::new(
-            &sc.input_path("data_file", file),
-            "Sigma",
-            "algorithm1-attn needs an attention instance (X with a_star, c_star or Y), the file \
-             holds a linear network (file given by params.data_file)",
-        ));
-    }
-    if p.data_file.is_none()
-        && !matches!(
-            p.instance,
-            InstanceName::Mini | InstanceName::Small | InstanceName::Paper
-        )
-    {
-        return Err(sc.invalid(
-            "params.instance",
-            "algorithm1-attn needs an attention instance (mini, small or paper)",
-        ));
-    }
+    UserFiles::new(&p.data_file, &None).validate_attention(p.instance, "algorithm1-attn", sc)?;
     if !(p.horizon_factor > 1.0 && p.horizon_factor.is_finite()) {
         return Err(sc.invalid("params.horizon_factor", "must be finite and > 1"));
     }

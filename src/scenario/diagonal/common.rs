@@ -14,6 +14,7 @@ use crate::models::diagonal::{
     Schedule, TransitionEvents,
 };
 use crate::scenario::cost::{Cost, FLOPS_PER_SECOND};
+use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
 /// Random stream of the attention inputs X (the teacher is fixed, spec §5.1).
@@ -78,6 +79,14 @@ impl InstanceName {
 }
 
 impl InstanceName {
+    /// Whether this is a diagonal attention head (mini, small, paper) rather than a linear network.
+    pub fn is_attention(self) -> bool {
+        matches!(
+            self,
+            InstanceName::Mini | InstanceName::Small | InstanceName::Paper
+        )
+    }
+
     /// The number p of product coordinates β (2d for attention).
     pub fn p(self) -> usize {
         match self {
@@ -277,6 +286,89 @@ impl UserFiles {
         UserFiles {
             data_file: data_file.clone(),
             init_file: init_file.clone(),
+        }
+    }
+
+    /// The instance's name in tables and check names: [`USER_LABEL`] for a user's data file,
+    /// else the built-in `name`'s.
+    pub fn label(&self, name: InstanceName) -> &'static str {
+        match self.data_file {
+            Some(_) => USER_LABEL,
+            None => super::sweeps_common::instance_label(name),
+        }
+    }
+
+    /// As [`UserFiles::label`] for a scenario with its own spelling `builtin` of the built-in
+    /// name (kept, so that default outputs do not change).
+    pub fn label_or(&self, builtin: String) -> String {
+        match self.data_file {
+            Some(_) => USER_LABEL.to_string(),
+            None => builtin,
+        }
+    }
+
+    /// With a data file every run of a sweep uses the file, so a grid over several built-in
+    /// instances would repeat the same run under different names: refused.
+    pub fn refuse_instance_grid(&self, spec: &SweepSpec, sc: &Scenario) -> Result<(), InputError> {
+        if self.data_file.is_some() && spec.grid.get("instance").is_some_and(|v| v.len() > 1) {
+            return Err(sc.invalid(
+                "sweep.grid.instance",
+                "with params.data_file every run uses the file: sweep one instance \
+                 (--set 'sweep.grid.instance=[\"mini\"]')",
+            ));
+        }
+        Ok(())
+    }
+
+    /// As [`UserFiles::refuse_instance_grid`] for a scenario that loops over a list of
+    /// instances (`params.<key>`): with a data file the list must name one instance, which the
+    /// file replaces; an init file (one θ_0 of one length) needs one instance too.
+    pub fn refuse_instance_list(
+        &self,
+        key: &str,
+        names: &[InstanceName],
+        sc: &Scenario,
+    ) -> Result<(), InputError> {
+        let given = match (&self.data_file, &self.init_file) {
+            (Some(_), _) => "data_file",
+            (None, Some(_)) => "init_file",
+            (None, None) => return Ok(()),
+        };
+        if names.len() > 1 {
+            return Err(sc.invalid(
+                &format!("params.{key}"),
+                format!(
+                    "with params.{given} the run is on one instance: list one \
+                     (--set '{key}=[\"mini\"]')"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`UserFiles::validate`] for a scenario about the attention head (`kind`, in messages):
+    /// the file, else the built-in `name`, must be an attention instance (mini, small, paper).
+    pub fn validate_attention(
+        &self,
+        name: InstanceName,
+        kind: &str,
+        sc: &Scenario,
+    ) -> Result<Option<DiagonalData>, InputError> {
+        let data = self.validate(name, sc)?;
+        match (&self.data_file, &data) {
+            (Some(file), Some(DiagonalData::Linear { .. })) => Err(InputError::new(
+                &sc.input_path("data_file", file),
+                "Sigma",
+                format!(
+                    "{kind} needs an attention instance (X with a_star, c_star or Y), the file \
+                     holds a linear network (file given by params.data_file)"
+                ),
+            )),
+            (None, _) if !name.is_attention() => Err(sc.invalid(
+                "params.instance",
+                format!("{kind} needs an attention instance (mini, small or paper)"),
+            )),
+            _ => Ok(data),
         }
     }
 

@@ -5,11 +5,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, initial_direction, schedule_cost, Instance, InstanceName};
+use std::path::PathBuf;
+
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles};
 use crate::flow::{integrate, integrate_flow, linspace, Method, OdeConfig, Trajectory};
+use crate::instance::diagonal::instance_arrays;
 use crate::models::diagonal::{DiagonalNet, LogCoordinates, LogFlow, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -30,6 +34,13 @@ pub struct Params {
     pub samples: usize,
     /// A4.3(i): ||u0_i| − |v0_i|| ≥ this for the shared direction θ_0 (spec §4).
     pub min_margin: f64,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of the
+    /// built-in instance; `instances` must then list one (the file replaces it).
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (one instance).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,16 +56,23 @@ pub struct Checks {
     pub reconstruction_tol: f64,
 }
 
+/// The user's files of this run (none: the built-in instances and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.instances.is_empty() {
         return Err(sc.invalid("params.instances", "need at least one instance"));
     }
-    if p.instances.contains(&InstanceName::Paper) {
+    if p.instances.contains(&InstanceName::Paper) && p.data_file.is_none() {
         return Err(sc.invalid(
             "params.instances",
             "the paper configuration is too heavy for a raw-layout audit; use mini, small, r1, r2",
         ));
     }
+    files(p).refuse_instance_list("instances", &p.instances, sc)?;
+    files(p).validate(p.instances[0], sc)?;
     validate_alphas(sc, "params.alphas", &p.alphas)?;
     if let Some(a) = p.alphas.iter().find(|a| **a < 1e-6) {
         return Err(sc.invalid(
@@ -165,14 +183,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut figure = Figure::new(p.instances.len().min(3));
     let mut loss_panels = Vec::new();
     let (mut worst_drift, mut worst_increase, mut worst_rebuild) = (0.0_f64, f64::MIN, 0.0_f64);
+    let files = files(p);
+    let mut datasets = Vec::new();
     for name in &p.instances {
-        let instance = Instance::build(*name, ctx)?;
+        let (_, data, instance) = files.instance(*name, ctx)?;
         let loss = instance.loss();
         let schedule = stage_times_schedule(loss)?;
         let t_last = last_stage_time(&schedule);
-        let init = initial_direction(loss.p(), p.min_margin, ctx);
+        let init = files.init(loss.p(), p.min_margin, ctx)?;
+        let label = files.label_or(format!("{name:?}").to_lowercase());
+        datasets.push((label.clone(), instance_arrays(&data, Some(&init))));
+        let init = (init.u0, init.v0);
         let net = DiagonalNet::new(loss);
-        let label = format!("{name:?}").to_lowercase();
         let mut drift_panel = LinePanel::new(
             format!("{label}: relative drift of c = u² − v²"),
             "τ = t / ln(1/α)",
@@ -267,6 +289,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(figure.title(
         "Conservation law (Lemma 4.2) along the raw gradient flow (dotted: Algorithm-1 times T_k)",
     ));
+    rep.instance = Some(run_instance(datasets));
     Ok(rep)
 }
 

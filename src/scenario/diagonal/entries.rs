@@ -8,9 +8,11 @@
 //! e_k(τ) = min(m_k(τ), λ_act·(τ − T_k)) is the predicted exponent: m_k the neglect exponent of
 //! the coordinates still growing, λ_act the slowest stage-B relaxation rate (§3.4).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName};
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles};
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{BetaLoss, DiagonalAttention, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
@@ -92,6 +94,13 @@ pub struct Params {
     /// If set, an extra figure `fig2b.svg` overlays both blocks at this α (Fig. 2(b)).
     #[serde(default)]
     pub overlay_alpha: Option<f64>,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -103,17 +112,14 @@ pub struct Checks {
     pub floor: f64,
 }
 
+/// The user's files of this run (none: the built-in instance and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     check_alphas(&p.alphas).map_err(|r| sc.invalid("params.alphas", r))?;
-    if !matches!(
-        p.instance,
-        InstanceName::Mini | InstanceName::Small | InstanceName::Paper
-    ) {
-        return Err(sc.invalid(
-            "params.instance",
-            "KQ and VO entries exist on the attention instances only (mini, small, paper)",
-        ));
-    }
+    files(p).validate_attention(p.instance, "the KQ/VO entries figure", sc)?;
     if p.samples < 10 {
         return Err(sc.invalid("params.samples", "need at least 10 samples"));
     }
@@ -149,7 +155,7 @@ struct AlphaEntries {
 }
 
 fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let toy = Toy::build(p.instance, ctx)?;
+    let toy = Toy::build(p.instance, &files(p), ctx)?;
     let head: &DiagonalAttention = toy
         .instance
         .attention()
@@ -276,6 +282,7 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
             overlay_figure(p, head, schedule, &taus, alpha, &betas),
         ));
     }
+    rep.instance = Some(toy.arrays.clone());
     Ok(rep)
 }
 
@@ -367,7 +374,7 @@ fn entries_figure(
             Block::Vo => "9",
         },
         block.product(),
-        instance_label(p.instance)
+        instance_label(p.instance, &files(p))
     ));
     for (n, r) in results.iter().enumerate() {
         let curves: Vec<(usize, Vec<f64>)> = indices.clone().zip(r.entries.clone()).collect();
@@ -403,7 +410,7 @@ fn overlay_figure(
         format!(
             "Fig. 2(b): KQ and VO entries, {} ({} instance)",
             alpha_label(alpha),
-            instance_label(p.instance)
+            instance_label(p.instance, &files(p))
         ),
         "entries of diag(w_K)diag(w_Q), diag(w_V)diag(w_O)",
         head,

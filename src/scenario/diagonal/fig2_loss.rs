@@ -6,9 +6,11 @@
 //! A sweep over α: each run integrates one α and writes its loss beside loss_th(τ) and its
 //! plateau errors; the reduction checks the decrease and the smallest α and draws Fig. 2(a).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName};
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles};
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -46,6 +48,13 @@ pub struct Params {
     /// The sup error must decrease over the α ≤ this value whose transitions lie outside the
     /// interiors (spec §7: 1e−4).
     pub decrease_below: f64,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`; every run of the sweep uses it.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,7 +65,13 @@ pub struct Checks {
     pub final_error_rel: f64,
 }
 
+/// The user's files of this run (none: the built-in instance and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    files(p).validate(p.instance, sc)?;
     check_alphas(&[p.alpha]).map_err(|r| sc.invalid("params.alpha", r))?;
     if p.drawn_alphas.len() > MAX_DRAWN {
         return Err(sc.invalid("params.drawn_alphas", format!("at most {MAX_DRAWN} values")));
@@ -100,7 +115,7 @@ fn validate_sweep(
 /// One α: the flow's loss on the τ grid beside loss_th(τ) (series.csv), the sup error on each
 /// plateau interior and whether every transition lies outside the interiors.
 fn run(p: &Params, _c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let toy = Toy::build(p.instance, ctx)?;
+    let toy = Toy::build(p.instance, &files(p), ctx)?;
     let schedule = &toy.schedule;
     let taus = toy.taus(p.horizon, p.samples);
     let tau_end = *taus.last().unwrap();
@@ -170,7 +185,7 @@ fn run(p: &Params, _c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Figure::new(1)
             .title(format!(
                 "{}: loss vs τ, Algorithm 1 dashed",
-                instance_label(p.instance)
+                instance_label(p.instance, &files(p))
             ))
             .panel(
                 LinePanel::new(
@@ -186,6 +201,7 @@ fn run(p: &Params, _c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .series(Series::theory("Algorithm 1: L̃(β^k)", step.x, step.y)),
             ),
     );
+    rep.instance = Some(toy.arrays.clone());
     Ok(rep)
 }
 
@@ -359,7 +375,7 @@ fn figure(p: &Params, c: &Checks, results: &[AlphaResult], loss0: f64) -> Result
         .title(format!(
             "Fig. 2(a): loss of the diagonal attention head ({} instance) vs τ = t/ln(1/α); \
              Algorithm 1 dashed",
-            instance_label(p.instance)
+            instance_label(p.instance, &files(p))
         ))
         .panel(curves)
         .panel(convergence))

@@ -4,17 +4,14 @@
 //! numerics are held against β_th and loss_th (§4), and the colour and label of each α.
 
 use crate::flow::{linspace, OdeConfig};
-use crate::models::diagonal::{BetaLoss, Schedule, Termination};
+use crate::models::diagonal::{BetaLoss, Schedule};
 use crate::scenario::{RunContext, RunError};
 use crate::stats;
 
 pub use super::basics_common::alpha_label;
-use super::common::{
-    alpha_run, initial_direction, shared_schedule, AlphaRun, Instance, InstanceName,
-};
-
-/// A4.3(i) margin ||u0_i| − |v0_i|| ≥ 1e−3 of the shared initial direction (spec §4).
-const INIT_MARGIN: f64 = 1e-3;
+use super::common::{alpha_run, AlphaRun, Instance, InstanceName, UserFiles, USER_LABEL};
+use super::sweeps_common::Setup;
+use crate::instance::Arrays;
 
 /// Palette indices of the α curves, smallest α first (the strongest colours go to the curves
 /// closest to the theory, which the plot draws dark and dashed on top); yellow last.
@@ -27,34 +24,26 @@ pub struct Toy {
     pub init: (Vec<f64>, Vec<f64>),
     /// T_last: the last finite stage time (spec §5.1 horizon 1.2·T_last).
     pub t_last: f64,
+    /// The data and θ_0 as written to `instance.npz`.
+    pub arrays: Arrays,
 }
 
 impl Toy {
-    /// Builds the instance, runs Algorithm 1 and draws θ_0. A schedule that stopped on a
-    /// failed assumption or a tie has no theory curve to draw: that is an error here.
-    pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
-        let instance = Instance::build(name, ctx)?;
-        let schedule = shared_schedule(name, ctx)?;
-        match &schedule.termination {
-            Termination::Converged | Termination::StageLimit => {}
-            other => {
-                return Err(RunError::Other(format!(
-                    "Algorithm 1 on {name:?} stopped early ({other:?}): no limit curve"
-                )))
-            }
-        }
-        let t_last = schedule.stages.last().map_or(0.0, |s| s.t_start);
-        if schedule.stages.len() < 2 {
-            return Err(RunError::Other(format!(
-                "Algorithm 1 on {name:?} has no transition: nothing to draw"
-            )));
-        }
-        let init = initial_direction(instance.loss().p(), INIT_MARGIN, ctx);
+    /// Builds the instance (the built-in `name`, or the user's `files`), runs Algorithm 1 and
+    /// takes θ_0 (the seed's or the init file's), as [`Setup::with_files`]: a schedule that
+    /// stopped on a failed assumption or a tie has no theory curve to draw, an error here.
+    pub fn build(
+        name: InstanceName,
+        files: &UserFiles,
+        ctx: &RunContext,
+    ) -> Result<Self, RunError> {
+        let setup = Setup::with_files(name, files, ctx)?;
         Ok(Toy {
-            instance,
-            schedule,
-            init,
-            t_last,
+            t_last: setup.last_time(),
+            arrays: setup.instance_arrays(),
+            instance: setup.instance,
+            schedule: setup.schedule,
+            init: setup.init,
         })
     }
 
@@ -148,7 +137,10 @@ pub fn transitions_outside_interiors(
 }
 
 /// The instance's name as written in scenario files ("small").
-pub fn instance_label(name: InstanceName) -> String {
+pub fn instance_label(name: InstanceName, files: &UserFiles) -> String {
+    if files.data_file.is_some() {
+        return USER_LABEL.to_string();
+    }
     serde_json::to_value(name)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -263,6 +255,7 @@ mod tests {
             schedule,
             init: (vec![1.0; 5], vec![0.5; 5]),
             t_last: 8.0,
+            arrays: Arrays::new(),
         }
     }
 

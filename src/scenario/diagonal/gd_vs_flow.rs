@@ -10,6 +10,8 @@
 //! w̃ = ũ − ṽ of the oriented pairs, one GD step u ← u + ηv⊙g, v ← v + ηu⊙g is exactly
 //! w ← w(1 + ηg), w̃ ← w̃(1 − ηg), i.e. ln w += ln(1 + ηg), ln w̃ += ln(1 − ηg).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
@@ -21,7 +23,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{flow_cost, schedule_cost, InstanceName};
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles};
 use super::figures_common::{instance_label, Toy};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -38,6 +40,13 @@ pub struct Params {
     pub horizon: f64,
     /// Loss samples per GD run in the figure.
     pub loss_samples: usize,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -52,7 +61,13 @@ pub struct Checks {
     pub layouts_agree: f64,
 }
 
+/// The user's files of this run (none: the built-in instance and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    files(p).validate(p.instance, sc)?;
     if !(p.alpha > 0.0 && p.alpha < 1.0) {
         return Err(sc.invalid("params.alpha", "must lie in (0, 1)"));
     }
@@ -214,7 +229,7 @@ fn gradient_descent(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let toy = Toy::build(p.instance, ctx)?;
+    let toy = Toy::build(p.instance, &files(p), ctx)?;
     let schedule = &toy.schedule;
     let loss = toy.loss();
     let lambda = -p.alpha.ln();
@@ -321,6 +336,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.series = table;
     rep.derive("eta_max", eta_max);
     rep.figure = Some(figure(p, &toy, &flow, &etas, &runs, error, lambda));
+    rep.instance = Some(toy.arrays.clone());
     Ok(rep)
 }
 
@@ -381,7 +397,7 @@ fn figure(
         .title(format!(
             "Footnote 3: GD with step η converges to the gradient flow (α = {:e}, {} instance)",
             p.alpha,
-            instance_label(p.instance)
+            instance_label(p.instance, &files(p))
         ))
         .panel(errors)
         .panel(curves)

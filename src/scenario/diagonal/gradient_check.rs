@@ -5,6 +5,8 @@
 //! (w_K, w_Q) → (λ w_K, w_Q/λ), (w_V, w_O) → (μ w_V, w_O/μ), computed by an independent forward
 //! pass from the four weight vectors.
 
+use std::path::PathBuf;
+
 use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
@@ -17,7 +19,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{Instance, InstanceName, FIRST_FREE_STREAM};
+use super::common::{InstanceName, UserFiles, FIRST_FREE_STREAM};
+use crate::instance::InstanceFile;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,6 +34,10 @@ pub struct Params {
     pub fd_step: f64,
     /// Input samples X on which the rescaling invariance is tested.
     pub rescaling_samples: usize,
+    /// The user's attention head (X with a_star, c_star or Y; README "Your own data") instead
+    /// of `instance`. Every check applies to it (the random β are drawn from the seed).
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,8 +58,14 @@ pub struct Checks {
     pub rescaling_tol: f64,
 }
 
+/// The user's data file of this run (none: the built-in instance).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &None)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if !matches!(p.instance, InstanceName::Mini | InstanceName::Small) {
+    files(p).validate_attention(p.instance, "gradient-check", sc)?;
+    if p.data_file.is_none() && !matches!(p.instance, InstanceName::Mini | InstanceName::Small) {
         return Err(sc.invalid(
             "params.instance",
             "need an attention instance: mini or small (paper is too heavy for FD)",
@@ -164,7 +177,7 @@ fn rescaling_invariance(head: &DiagonalAttention, p: &Params, rng: &mut impl Rng
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let instance = Instance::build(p.instance, ctx)?;
+    let (_, data, instance) = files(p).instance(p.instance, ctx)?;
     let head = instance
         .attention()
         .ok_or_else(|| RunError::Other("gradient-check needs an attention instance".into()))?;
@@ -319,11 +332,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Figure::new(2)
             .title(format!(
                 "Gradient of the diagonal attention head ({} instance)",
-                format!("{:?}", p.instance).to_lowercase()
+                files(p).label_or(format!("{:?}", p.instance).to_lowercase())
             ))
             .panel(errors)
             .panel(at_zero),
     );
+    rep.instance = Some(data.to_arrays());
     Ok(rep)
 }
 

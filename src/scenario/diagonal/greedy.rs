@@ -5,15 +5,20 @@
 //! against the exact sign-constrained minimizer of the convex loss (active-set NNLS, §3.3
 //! "KKT characterization"); R2-degenerate must raise the A4.3(iii) flag.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
-use super::common::{schedule_cost, Instance, InstanceName};
+use super::common::{schedule_cost, Instance, InstanceName, UserFiles};
 use crate::flow::{linspace, Method, OdeConfig};
+use crate::instance::diagonal::DiagonalData;
+use crate::instance::InstanceFile;
 use crate::models::diagonal::{
     g_vec, time_until_active, BetaLoss, DiagLinear, Flag, Schedule, Termination,
 };
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -29,6 +34,11 @@ pub struct Params {
     pub tau_samples: usize,
     /// Also draw [0, 1.25 T_{K−1}] when T_K > `zoom_ratio` · T_{K−1} (R2's late re-entry).
     pub zoom_ratio: f64,
+    /// The user's linear network (Sigma, beta_star; README "Your own data") instead of the
+    /// built-in instance; `instances` must then list one (the file replaces it). The spec §3.6
+    /// tables of R1 and R2 and the R2-degenerate flag are skipped on it.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
 }
 
 /// The R2 stages as listed in spec §3.6 (k = 1..4).
@@ -59,6 +69,11 @@ pub struct Checks {
     pub r2: R2Reference,
 }
 
+/// The user's data file of this run (none: the built-in instances).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &None)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let linear = [
         InstanceName::R1,
@@ -69,6 +84,17 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid(
             "params.instances",
             "need diagonal linear instances: r1, r2, r2-degenerate",
+        ));
+    }
+    files(p).refuse_instance_list("instances", &p.instances, sc)?;
+    if let (Some(file), Some(DiagonalData::Attention { .. })) =
+        (&p.data_file, files(p).validate(p.instances[0], sc)?)
+    {
+        return Err(InputError::new(
+            &sc.input_path("data_file", file),
+            "X",
+            "diag-linear-greedy needs a diagonal linear network (Sigma, beta_star), the file \
+             holds an attention head (file given by params.data_file)",
         ));
     }
     if p.tau_samples < 10 {
@@ -433,12 +459,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut stages = Table::new(&STAGE_HEADERS);
     let (mut kkt_worst, mut hessian_ratio) = (0.0_f64, f64::INFINITY);
     let (mut loss_panels, mut b_panels) = (Vec::new(), Vec::new());
+    let files = files(p);
+    let mut datasets = Vec::new();
     for &name in &p.instances {
-        let instance = Instance::build(name, ctx)?;
+        let (_, data, instance) = files.instance(name, ctx)?;
         let Instance::Linear(model) = &instance else {
             return Err(RunError::Other(format!("{name:?} is not linear")));
         };
-        let label = instance_label(name);
+        let label = files.label_or(instance_label(name));
+        datasets.push((label.clone(), data.to_arrays()));
         let schedule = instance.schedule()?;
         if let Termination::Failed { stage, reason } = &schedule.termination {
             return Err(RunError::Other(format!(
@@ -456,6 +485,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             );
         }
         match name {
+            _ if files.data_file.is_some() => rep.skip(
+                format!("{label}: spec §3.6 reference stages (R1, R2) or A4.3(iii) flag"),
+                "the tables of spec §3.6 and the degenerate drop are properties of the built-in \
+                 instances r1, r2, r2-degenerate, not of this data",
+            ),
             InstanceName::R1 => r1_checks(model, &schedule, c, &mut rep),
             InstanceName::R2 => r2_checks(model, &schedule, c, &mut rep),
             _ => {
@@ -516,6 +550,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "Algorithm 1 on diagonal linear networks: loss plateaus L̃(β^k) and log-scales b_{th}(τ) \
          (dotted: T_k)",
     ));
+    rep.instance = Some(run_instance(datasets));
     Ok(rep)
 }
 

@@ -8,18 +8,21 @@
 //! c_k = ½λ_min(∇²F_k), and the inequality sampled on random and extremal directions.
 
 use std::cell::RefCell;
+use std::path::PathBuf;
 
 use nalgebra::{DMatrix, DVector};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use super::algorithm1_common::{validate_instances, Algorithm1Params, Scheduled, STAGE_B_SOLVER};
-use super::common::{schedule_cost, InstanceName, FIRST_FREE_STREAM};
+use super::common::{schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::analysis::linearize::{hessian, symmetric_eigen};
 use crate::flow::GradientFlow;
+use crate::instance::InstanceFile;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Stage};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -36,6 +39,10 @@ pub struct Params {
     pub radii: Vec<f64>,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of the
+    /// built-in instance; `instances` must then list one (the file replaces it).
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,8 +58,15 @@ pub struct Checks {
     pub min_growth_ratio: f64,
 }
 
+/// The user's data file of this run (none: the built-in instances).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &None)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_instances(&p.instances, "params.instances", sc)?;
+    files(p).refuse_instance_list("instances", &p.instances, sc)?;
+    files(p).validate(p.instances[0], sc)?;
     if p.directions == 0 {
         return Err(sc.invalid("params.directions", "need at least one direction"));
     }
@@ -252,9 +266,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut fig = Figure::new(2).title(
         "Assumption 4.4: H_SS(β^k) ≻ 0 and the strict-minimum constant c_k at every plateau",
     );
+    let mut datasets = Vec::new();
     for &name in &p.instances {
-        let sched = Scheduled::with_options(name, &p.algorithm1.options(&STAGE_B_SOLVER), ctx)?;
+        let opts = p.algorithm1.options(&STAGE_B_SOLVER);
+        let sched = Scheduled::with_files(name, &files(p), &opts, ctx)?;
         let label = sched.label();
+        datasets.push((label.clone(), sched.data.to_arrays()));
         let loss = sched.instance.loss();
         let last = sched.schedule.stages.len() - 1;
         let results = sched
@@ -300,6 +317,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.tables.push(("eigenvalues".into(), eig_table));
     rep.figure = Some(fig);
+    rep.instance = Some(run_instance(datasets));
     Ok(rep)
 }
 

@@ -6,14 +6,17 @@
 //! depends on the history stored in b^k.
 
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 use super::algorithm1_common::{validate_instances, Algorithm1Params, Scheduled, STAGE_B_SOLVER};
-use super::common::{schedule_cost, InstanceName};
+use super::common::{schedule_cost, InstanceName, UserFiles};
 use crate::analysis::linearize::{eigenvalues, jacobian};
 use crate::flow::Descent;
+use crate::instance::InstanceFile;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Schedule, Stage};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
+use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -26,6 +29,10 @@ pub struct Params {
     pub instances: Vec<InstanceName>,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of the
+    /// built-in instance; `instances` must then list one (the file replaces it).
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,8 +46,15 @@ pub struct Checks {
     pub max_imaginary: f64,
 }
 
+/// The user's data file of this run (none: the built-in instances).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &None)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_instances(&p.instances, "params.instances", sc)?;
+    files(p).refuse_instance_list("instances", &p.instances, sc)?;
+    files(p).validate(p.instances[0], sc)?;
     p.algorithm1.validate(sc)?;
     sc.require_positive(&[
         ("checks.max_match_error", c.max_match_error),
@@ -148,9 +162,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut fig = Figure::new(p.instances.len().min(2)).title(
         "Spectrum of the raw-flow Jacobian at the plateau points θ^k: predicted (dashed) and computed (●)",
     );
+    let mut datasets = Vec::new();
     for &name in &p.instances {
-        let sched = Scheduled::with_options(name, &p.algorithm1.options(&STAGE_B_SOLVER), ctx)?;
+        let opts = p.algorithm1.options(&STAGE_B_SOLVER);
+        let sched = Scheduled::with_files(name, &files(p), &opts, ctx)?;
         let label = sched.label();
+        datasets.push((label.clone(), sched.data.to_arrays()));
         let loss = sched.instance.loss();
         let spectra = sched
             .schedule
@@ -192,6 +209,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.tables.push(("stages".into(), summary));
     rep.figure = Some(fig);
+    rep.instance = Some(run_instance(datasets));
     Ok(rep)
 }
 

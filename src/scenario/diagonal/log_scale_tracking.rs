@@ -11,7 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{sampled_run_cost, AlphaRun, InstanceName};
+use std::path::PathBuf;
+
+use super::common::{sampled_run_cost, AlphaRun, InstanceName, UserFiles};
 use crate::flow::{Method, OdeConfig};
 use crate::models::diagonal::{coords::log_scale, g_vec, LogCoordinates};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
@@ -23,8 +25,7 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, farthest_from_one, instance_label, ln_alphas, log10_alpha_sweep,
-    validate_ln_alphas, Setup,
+    alpha_label, farthest_from_one, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,6 +41,13 @@ pub struct Params {
     pub final_stage_span: f64,
     /// Output samples per run; the sup is taken over them.
     pub samples: usize,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`; every run of the sweep uses it.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -76,17 +84,23 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if c.ratio_max <= 1.0 {
         return Err(sc.invalid("checks.ratio_max", "must be > 1"));
     }
+    files(p).validate(p.instance, sc)?;
     Ok(())
+}
+
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
 }
 
 /// The reduction needs ≥ 2 values of α, strictly decreasing, per instance, at one θ_0.
 fn validate_sweep(
-    _: &Params,
+    p: &Params,
     _: &Checks,
     spec: &SweepSpec,
     sc: &Scenario,
 ) -> Result<(), InputError> {
-    log10_alpha_sweep(sc, spec, 2, &["instance"]).map(|_| ())
+    log10_alpha_sweep(sc, spec, 2, &["instance"])?;
+    files(p).refuse_instance_grid(spec, sc)
 }
 
 /// What one α run shows about the log scale.
@@ -171,7 +185,7 @@ const SIGN_CLAIM: &str = "spec §4: on all of [T_k + δΔ_k, T_{k+1} − δΔ_k]
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     let la = ln_alphas(&[p.log10_alpha])[0];
-    let setup = Setup::build(p.instance, ctx)?;
+    let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let label = setup.label();
     let schedule = &setup.schedule;
     let tau_end = setup.last_time() + p.final_stage_span;
@@ -277,6 +291,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("smallest_g", t.smallest_g);
     rep.derive("interior", t.interior);
     rep.derive("on_plateau", t.on_plateau);
+    rep.instance = Some(setup.instance_arrays());
     Ok(rep)
 }
 
@@ -386,7 +401,7 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
     let alphas = runs.grid.get("log10_alpha").map_or(1, Vec::len);
     let mut figure = Figure::new(alphas.min(4)).title(TITLE);
     for (n, (instance, list)) in per_instance.iter().enumerate() {
-        let label = instance_label(*instance);
+        let label = files(p).label(*instance);
         let q = |name: &str| -> Vec<f64> { list.iter().map(|r| r.quantity(name)).collect() };
         let scaled = q("lambda_sup_error");
         let max_ln_w0 = list.first().map_or(f64::NAN, |r| r.quantity("max_ln_w0"));

@@ -4,14 +4,17 @@
 //! coordinate ũ_{i_k} ∈ [1e−6, δ]: every sample must reach ‖β − β^{k+1}‖_∞ ≤ 1e−6, at a hitting
 //! time ≈ ln(1/ũ_{i_k})/|g_{i_k}(θ^k)| + C (the escape from the saddle at its unstable rate).
 
+use std::path::PathBuf;
+
 use std::cell::RefCell;
 
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use super::common::{schedule_cost, Instance, InstanceName, FIRST_FREE_STREAM};
+use super::common::{schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::flow::{integrate, Events, Method, OdeConfig, SolverStats};
+use crate::instance::InstanceFile;
 use crate::models::diagonal::{BalancedFlow, BetaLoss, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
@@ -35,6 +38,10 @@ pub struct Params {
     pub min_new: f64,
     /// Hitting radius ‖β − β^{k+1}‖_∞ (spec §4: 1e−6).
     pub radius: f64,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance` (the perturbations are drawn from the seed).
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,10 +51,16 @@ pub struct Checks {
     pub slope_rel_tol: f64,
 }
 
+/// The user's data file of this run (none: the built-in instance).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &None)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 3 {
         return Err(sc.invalid("params.samples", "need at least 3 samples for a fit"));
     }
+    files(p).validate(p.instance, sc)?;
     if p.deltas.is_empty() || p.deltas.iter().any(|d| !(*d > p.min_new && *d < 1.0)) {
         return Err(sc.invalid("params.deltas", "each δ must lie in (min_new, 1)"));
     }
@@ -126,7 +139,7 @@ fn hitting_time(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let instance = Instance::build(p.instance, ctx)?;
+    let (_, data, instance) = files(p).instance(p.instance, ctx)?;
     let loss = instance.loss();
     let schedule = instance.schedule()?;
     let mut rng = ctx.rng(FIRST_FREE_STREAM);
@@ -263,6 +276,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect::<Vec<_>>(),
     );
     rep.figure = Some(figure(p, &schedule, loss, &batches));
+    rep.instance = Some(data.to_arrays());
     Ok(rep)
 }
 
@@ -279,7 +293,7 @@ fn figure(p: &Params, schedule: &Schedule, loss: &dyn BetaLoss, batches: &[Batch
         "Assumption 4.5: hitting time of ‖β − β^(k+1)‖ ≤ {:e} from perturbed starts ({} \
          instance, {} samples per δ)",
         p.radius,
-        instance_label(p.instance),
+        instance_label(p.instance, &files(p)),
         p.samples
     ));
     for k in 0..schedule.stages.len() - 1 {

@@ -10,11 +10,15 @@ use serde::{Deserialize, Serialize};
 use super::algorithm1_common::{
     label, termination_text, validate_instances, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
 };
-use super::common::{alpha_run, flow_cost, initial_direction, schedule_cost, InstanceName};
+use std::path::PathBuf;
+
+use super::common::{alpha_run, flow_cost, schedule_cost, InstanceName, UserFiles};
 use crate::flow::{linspace, Method, OdeConfig};
+use crate::instance::diagonal::{instance_arrays, DiagonalInit};
 use crate::models::diagonal::{Activation, Flag, Termination};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -42,6 +46,15 @@ pub struct Params {
     pub samples: usize,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of the
+    /// built-in instance; `instances` must then list one (the file replaces it). The control
+    /// stays the built-in `degenerate_control` (fixed, not written to `instance.npz`).
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (A4.3(i) is then
+    /// checked on it; one instance).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,8 +69,15 @@ pub struct Checks {
     pub dropped_g_rel: f64,
 }
 
+/// The user's files of this run (none: the built-in instances and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_instances(&p.instances, "params.instances", sc)?;
+    files(p).refuse_instance_list("instances", &p.instances, sc)?;
+    files(p).validate(p.instances[0], sc)?;
     if p.samples < 2 {
         return Err(sc.invalid("params.samples", "need at least 2 samples"));
     }
@@ -113,9 +133,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ..Default::default()
     };
     let mut all_gaps = Vec::new();
+    let mut datasets = Vec::new();
     for &name in &p.instances {
-        let sched = Scheduled::with_options(name, &opts, ctx)?;
-        all_gaps.push(instance_checks(&mut rep, &sched, p, c, ctx)?);
+        let sched = Scheduled::with_files(name, &files(p), &opts, ctx)?;
+        let init = files(p).init(sched.instance.loss().p(), p.init_redraw_margin, ctx)?;
+        datasets.push((sched.label(), instance_arrays(&sched.data, Some(&init))));
+        all_gaps.push(instance_checks(&mut rep, &sched, &init, p, c, ctx)?);
     }
     if let Some(name) = p.degenerate_control {
         let sched = Scheduled::with_options(name, &opts, ctx)?;
@@ -145,6 +168,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     }
     rep.figure = Some(figure(&all_gaps));
+    rep.instance = Some(run_instance(datasets));
     Ok(rep)
 }
 
@@ -152,6 +176,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn instance_checks(
     rep: &mut Report,
     sched: &Scheduled,
+    init: &DiagonalInit,
     p: &Params,
     c: &Checks,
     ctx: &RunContext,
@@ -166,11 +191,10 @@ fn instance_checks(
         .note(termination_text(&s.termination)),
     );
 
-    let init = initial_direction(loss.p(), p.init_redraw_margin, ctx);
     let margin = stats::min(
-        init.0
+        init.u0
             .iter()
-            .zip(&init.1)
+            .zip(&init.v0)
             .map(|(u, v)| (u.abs() - v.abs()).abs()),
     );
     rep.check(
@@ -229,7 +253,14 @@ fn instance_checks(
         .map_or(ln_alpha_sep.min(p.max_order_alpha.ln()), f64::ln);
     let t_last = s.stages.last().map_or(1.0, |st| st.t_start.max(1.0));
     let taus = linspace(0.0, p.horizon_factor * t_last, p.samples);
-    let run = alpha_run(&loss, &init, ln_alpha, s, &taus, &ctx.ode)?;
+    let run = alpha_run(
+        &loss,
+        &(init.u0.clone(), init.v0.clone()),
+        ln_alpha,
+        s,
+        &taus,
+        &ctx.ode,
+    )?;
     rep.stats(
         format!("{name}: log layout at ln α = {ln_alpha:.2}"),
         &run.traj.stats,

@@ -4,10 +4,12 @@
 //! Compared in β space: the noise changes the conserved c_i of the active pairs, so (u, v)
 //! settle O(σ) away while β returns (spec §6 #16).
 
+use std::path::PathBuf;
+
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName, FIRST_FREE_STREAM};
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
@@ -54,6 +56,13 @@ pub struct Params {
     pub min_relaxations: f64,
     /// Samples per window.
     pub samples: usize,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,7 +72,13 @@ pub struct Checks {
     pub max_beta_distance: f64,
 }
 
+/// The user's files of this run (none: the built-in instance and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    files(p).validate(p.instance, sc)?;
     if !(p.alpha > 0.0 && p.alpha < 1.0) {
         return Err(sc.invalid("params.alpha", "must lie in (0, 1)"));
     }
@@ -114,7 +129,7 @@ impl Outcome {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let toy = Toy::build(p.instance, ctx)?;
+    let toy = Toy::build(p.instance, &files(p), ctx)?;
     let schedule = &toy.schedule;
     let t_last = toy.t_last;
     let lambda = -p.alpha.ln();
@@ -284,6 +299,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.series = table;
     rep.derive("stage_times", schedule.stage_times());
     rep.figure = Some(figure(p, &toy, &outcomes));
+    rep.instance = Some(toy.arrays.clone());
     Ok(rep)
 }
 
@@ -305,7 +321,7 @@ fn figure(p: &Params, toy: &Toy, outcomes: &[Outcome]) -> Figure {
         p.threshold,
         outcomes.len(),
         alpha_label(p.alpha),
-        instance_label(p.instance)
+        instance_label(p.instance, &files(p))
     ));
     let mut distances = LinePanel::new(
         "return to the unperturbed flow",

@@ -4,9 +4,11 @@
 //! non-negligible weight, continue to the best-separated time τ*_{k+1} of the stage being
 //! entered, and compare β with the plateau point β^{k+1} of Algorithm 1.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName, FIRST_FREE_STREAM};
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::diagonal::{Layout, LogFlow, TransitionEvent, TransitionEvents};
 use crate::plot::Figure;
@@ -41,6 +43,13 @@ pub struct Params {
     /// tolerance at τ*_{k+1}: factor·α^{e_{k+1}(τ*)} + 1e−8 ≤ max_beta_distance (spec §7
     /// `fig8-kq-entries`: factor 10).
     pub resolution_factor: f64,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,7 +59,13 @@ pub struct Checks {
     pub max_beta_distance: f64,
 }
 
+/// The user's files of this run (none: the built-in instance and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    files(p).validate(p.instance, sc)?;
     if !(p.alpha > 0.0 && p.alpha < 1.0) {
         return Err(sc.invalid("params.alpha", "must lie in (0, 1)"));
     }
@@ -87,7 +102,7 @@ struct Outcome {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let toy = Toy::build(p.instance, ctx)?;
+    let toy = Toy::build(p.instance, &files(p), ctx)?;
     let schedule = &toy.schedule;
     let loss = toy.loss();
     let lambda = -p.alpha.ln();
@@ -256,6 +271,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.series = table;
     rep.derive("stage_times", schedule.stage_times());
     rep.figure = Some(figure(p, c, &toy, &outcomes));
+    rep.instance = Some(toy.arrays.clone());
     Ok(rep)
 }
 
@@ -268,7 +284,7 @@ fn figure(p: &Params, c: &Checks, toy: &Toy, outcomes: &[Outcome]) -> Figure {
         p.sigma,
         p.threshold,
         alpha_label(p.alpha),
-        instance_label(p.instance)
+        instance_label(p.instance, &files(p))
     ));
     for (n, o) in outcomes.iter().enumerate() {
         let next = &schedule.stages[o.next];

@@ -12,7 +12,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{sampled_run_cost, InstanceName};
+use std::path::PathBuf;
+
+use super::common::{sampled_run_cost, InstanceName, UserFiles};
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
@@ -23,8 +25,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, best_separated_time, decreases, grid_with_points, instance_label,
-    log10_alpha_sweep, predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
+    alpha_label, best_separated_time, decreases, grid_with_points, log10_alpha_sweep,
+    predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -37,6 +39,13 @@ pub struct Params {
     pub final_stage_span: f64,
     /// Output samples of each run (for the trajectories in `trajectories.csv`).
     pub samples: usize,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`; every run of the sweep uses it.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,7 +78,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 2 {
         return Err(sc.invalid("params.samples", "need at least 2 samples"));
     }
+    files(p).validate(p.instance, sc)?;
     Ok(())
+}
+
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
 }
 
 /// The exponent law needs two values of α, and the reference α must be one of them.
@@ -93,7 +107,7 @@ fn validate_sweep(
 /// m_k(τ†_k) and the activation label), the distance to the theory along the trajectory
 /// (`trajectories.csv`) and the theory curves e_k(τ), m_k(τ) (`exponents.csv`).
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.instance, ctx)?;
+    let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let schedule = &setup.schedule;
     let stages = schedule.stages.len();
     let tau_end = setup.last_time() + p.final_stage_span;
@@ -178,6 +192,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(run_figure(
         &setup, la, &tau, &distance, &best, &err, c.floor,
     ));
+    rep.instance = Some(setup.instance_arrays());
     Ok(rep)
 }
 
@@ -355,7 +370,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     ));
     let exponents = table(first, "exponents")?;
     rep.figure = Some(figure(
-        instance_label(p.instance),
+        files(p).label(p.instance),
         &log10_alpha,
         &plateaus,
         &exponents,

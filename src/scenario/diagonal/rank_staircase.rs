@@ -6,7 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{sampled_run_cost, InstanceName};
+use std::path::PathBuf;
+
+use super::common::{sampled_run_cost, InstanceName, UserFiles};
 use crate::flow::{Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::Cost;
@@ -18,8 +20,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, best_separated_time, grid_with_points, instance_label, log10_alpha_sweep,
-    runs_by_lambda, validate_ln_alphas, Setup,
+    alpha_label, best_separated_time, grid_with_points, log10_alpha_sweep, runs_by_lambda,
+    validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,6 +36,13 @@ pub struct Params {
     pub samples: usize,
     /// The paper-style fixed threshold (Fig. 11 protocol "non-negligible"), reported only.
     pub fixed_threshold: f64,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`; every run of the sweep uses it.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,7 +72,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if c.max_added < 0.0 {
         return Err(sc.invalid("checks.max_added", "must be ≥ 0"));
     }
+    files(p).validate(p.instance, sc)?;
     Ok(())
+}
+
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
 }
 
 /// Any α grid will do (one α may cover every stage); it must be an α grid.
@@ -99,7 +113,7 @@ fn ranks(setup: &Setup, set: &[usize]) -> (usize, usize) {
 /// (counted set = S_k where eligible; at most `max_added` new indices and at most one rank
 /// change of +1 between consecutive eligible stages), and the rank step curves (`series.csv`).
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.instance, ctx)?;
+    let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let schedule = &setup.schedule;
     let stages = schedule.stages.len();
     let tau_end = setup.last_time() + p.final_stage_span;
@@ -270,6 +284,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 LegendPosition::UpperLeft,
             )),
     );
+    rep.instance = Some(setup.instance_arrays());
     Ok(rep)
 }
 
@@ -319,7 +334,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
         ];
         let la = run.grid_value("log10_alpha") * std::f64::consts::LN_10;
         panels.push(panel(
-            instance_label(p.instance),
+            files(p).label(p.instance),
             la,
             &col("tau")?,
             curves,
@@ -356,7 +371,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     );
     rep.tables
         .push(("counts".into(), runs.stacked("counts").map_err(other)?));
-    let mut figure = Figure::new(panels.len().min(4)).title(title(instance_label(p.instance)));
+    let mut figure = Figure::new(panels.len().min(4)).title(title(files(p).label(p.instance)));
     for p in panels {
         figure = figure.panel(p);
     }

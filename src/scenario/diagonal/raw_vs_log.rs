@@ -12,7 +12,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{alpha_run, flow_cost, schedule_cost, InstanceName};
+use std::path::PathBuf;
+
+use super::common::{alpha_run, flow_cost, schedule_cost, InstanceName, UserFiles};
 use crate::flow::{integrate, linspace, Descent, Method, OdeConfig};
 use crate::models::diagonal::network::conserved;
 use crate::models::diagonal::{transition_times, DiagonalNet, Layout, TransitionEvents};
@@ -24,9 +26,7 @@ use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::sweeps_common::{
-    alpha_label, instance_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
-};
+use super::sweeps_common::{alpha_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,6 +45,13 @@ pub struct Params {
     pub samples: usize,
     /// The coordinate shown in the figure (R2: 2, the one that re-enters).
     pub shown_coordinate: usize,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`; every run of the sweep uses it.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -74,7 +81,19 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.samples < 2 {
         return Err(sc.invalid("params.samples", "need at least 2 samples"));
     }
+    let data = files(p).validate(p.instance, sc)?;
+    let dim = data.as_ref().map_or(p.instance.p(), |d| d.p());
+    if p.shown_coordinate >= dim {
+        return Err(sc.invalid(
+            "params.shown_coordinate",
+            format!("the instance has p = {dim} coordinates β_0 … β_{}", dim - 1),
+        ));
+    }
     Ok(())
+}
+
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
 }
 
 /// The grid must contain the reference α of the agreement check and at least one α where the
@@ -146,7 +165,7 @@ fn figure_title(p: &Params) -> String {
     format!(
         "{}: β_{} in the raw (u, v) vs the log layout (f64): for α ≲ 1e−8 the raw layout \
          re-enters early or not at all",
-        instance_label(p.instance),
+        files(p).label(p.instance),
         p.shown_coordinate
     )
 }
@@ -167,7 +186,7 @@ fn discrepancy_text(la: f64, kk: usize, last_gap: f64, diff: f64, drift: f64) ->
 /// One α: both layouts over the horizon, the agreement check at the reference α, the offsets
 /// of the log layout at small α, and the raw layout's discrepancy (reported).
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.instance, ctx)?;
+    let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let (schedule, loss) = (&setup.schedule, setup.instance.loss());
     let dim = loss.p();
     if p.shown_coordinate >= dim {
@@ -304,7 +323,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let tau_shown: Vec<f64> = taus[..beta_log_i.len()].to_vec();
     let title = format!(
         "{}: β_{}, raw (u, v) vs log layout",
-        instance_label(p.instance),
+        files(p).label(p.instance),
         p.shown_coordinate
     );
     rep.figure = Some(Figure::new(1).title(title).panel(alpha_panel(
@@ -316,6 +335,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         [theory, beta_log_i, beta_raw_i],
         true,
     )));
+    rep.instance = Some(setup.instance_arrays());
     Ok(rep)
 }
 

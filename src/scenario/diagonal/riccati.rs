@@ -5,11 +5,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, initial_direction, InstanceName};
+use std::path::PathBuf;
+
+use super::common::{flow_cost, Instance, InstanceName, UserFiles};
 use crate::flow::{integrate, linspace, Method, OdeConfig};
+use crate::instance::diagonal::{instance_arrays, DiagonalData};
 use crate::models::diagonal::{
-    logistic_beta, BalancedFlow, BetaLoss, DiagLinear, Layout, LogCoordinates, LogFlow,
-    RiccatiCoordinate, TransitionEvent, TransitionEvents,
+    logistic_beta, BalancedFlow, BetaLoss, Layout, LogCoordinates, LogFlow, RiccatiCoordinate,
+    TransitionEvent, TransitionEvents,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -34,6 +37,13 @@ pub struct Params {
     pub logistic_eps: f64,
     /// CF2 horizon (unrescaled time).
     pub logistic_t_end: f64,
+    /// The user's linear network (README "Your own data") instead of R1: Sigma must be the
+    /// identity (the Riccati closed form CF1 is for decoupled coordinates), beta_star any.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,11 +58,53 @@ pub struct Checks {
     pub offset_bound: f64,
 }
 
+/// The user's files of this run (none: R1 and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
+/// Refuses a data file that is not a linear network with Σ = I.
+fn require_identity(
+    p: &Params,
+    data: Option<DiagonalData>,
+    sc: &Scenario,
+) -> Result<(), InputError> {
+    let (Some(file), Some(data)) = (&p.data_file, data) else {
+        return Ok(());
+    };
+    let error = |key: String, reason: String| {
+        InputError::new(
+            &sc.input_path("data_file", file),
+            key,
+            format!("{reason}: CF1 is the closed form for Σ = I (file given by params.data_file)"),
+        )
+    };
+    let DiagonalData::Linear { sigma, .. } = data else {
+        return Err(error(
+            "X".into(),
+            "an attention head, not a linear network".into(),
+        ));
+    };
+    let identity = |i: usize, j: usize| if i == j { 1.0 } else { 0.0 };
+    let n = sigma.nrows();
+    match (0..n)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .find(|&(i, j)| sigma[(i, j)] != identity(i, j))
+    {
+        Some((i, j)) => Err(error(
+            format!("Sigma[{i}, {j}]"),
+            format!("{}, not {}", sigma[(i, j)], identity(i, j)),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_alphas(sc, "params.alphas", &p.alphas)?;
     if p.samples < 10 {
         return Err(sc.invalid("params.samples", "need at least 10 samples"));
     }
+    require_identity(p, files(p).validate(InstanceName::R1, sc)?, sc)?;
     if !(p.logistic_eps > 0.0 && p.logistic_eps < 1.0) {
         return Err(sc.invalid("params.logistic_eps", "must lie in (0, 1)"));
     }
@@ -161,14 +213,20 @@ fn logistic_error(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let model = DiagLinear::r1();
+    let files = files(p);
+    let (_, data, instance) = files.instance(InstanceName::R1, ctx)?;
+    let Instance::Linear(model) = &instance else {
+        return Err(RunError::Other("CF1 needs a linear network".into()));
+    };
     let teacher = model
         .teacher()
         .ok_or_else(|| RunError::Other("R1 has no teacher".into()))?
         .to_vec();
     let dim = teacher.len();
-    let loss: &dyn BetaLoss = &model;
-    let init = initial_direction(dim, p.min_margin, ctx);
+    let loss: &dyn BetaLoss = model;
+    let init = files.init(dim, p.min_margin, ctx)?;
+    let arrays = instance_arrays(&data, Some(&init));
+    let init = (init.u0, init.v0);
     let mut headers = vec!["alpha".to_string(), "tau".into(), "t".into()];
     headers.extend((0..dim).map(|i| format!("beta_num[{i}]")));
     headers.extend((0..dim).map(|i| format!("beta_exact[{i}]")));
@@ -302,11 +360,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     rep.derive("limit_stage_times", &limit_times);
-    rep.figure = Some(
-        figure
-            .panel(error_panel)
-            .title("R1 (Σ = I): log-layout flow (solid) vs exact Riccati solution CF1 (dashed); dotted: T_k = 1/|β*_(k)|"),
-    );
+    rep.figure = Some(figure.panel(error_panel).title(format!(
+        "{} (Σ = I): log-layout flow (solid) vs exact Riccati solution CF1 (dashed); \
+                 dotted: T_k = 1/|β*_(k)|",
+        files.label_or("R1".into())
+    )));
+    rep.instance = Some(arrays);
     Ok(rep)
 }
 

@@ -5,10 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{
-    alpha_run, flow_cost, initial_direction, schedule_cost, Instance, InstanceName,
-};
+use std::path::PathBuf;
+
+use super::common::{alpha_run, flow_cost, schedule_cost, Instance, InstanceName, UserFiles};
 use crate::flow::{linspace, Method, OdeConfig};
+use crate::instance::diagonal::instance_arrays;
 use crate::models::diagonal::{algorithm1, g_vec, Algorithm1Options, BetaLoss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -32,6 +33,13 @@ pub struct Params {
     pub samples: usize,
     /// A4.3(i) margin of the shared direction θ_0.
     pub min_margin: f64,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,14 +53,20 @@ pub struct Checks {
     pub t1_rtol: f64,
 }
 
+/// The user's files of this run (none: the built-in instance and the seed's θ_0).
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_alphas(sc, "params.alpha", &[p.alpha])?;
-    if p.instance == InstanceName::Paper {
+    if p.instance == InstanceName::Paper && p.data_file.is_none() {
         return Err(sc.invalid(
             "params.instance",
             "the paper configuration is too heavy here",
         ));
     }
+    files(p).validate(p.instance, sc)?;
     if !(p.linear_fraction > 0.0 && p.linear_fraction < 1.0) {
         return Err(sc.invalid("params.linear_fraction", "must lie in (0, 1)"));
     }
@@ -83,7 +97,7 @@ fn closed_form_g0(instance: &Instance) -> Vec<f64> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let instance = Instance::build(p.instance, ctx)?;
+    let (_, data, instance) = files(p).instance(p.instance, ctx)?;
     let loss: &dyn BetaLoss = instance.loss();
     let dim = loss.p();
     let g0 = g_vec(loss, &vec![0.0; dim]);
@@ -115,7 +129,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .expect("p ≥ 1");
     let t1_closed = 1.0 / g_top;
 
-    let init = initial_direction(dim, p.min_margin, ctx);
+    let init = files(p).init(dim, p.min_margin, ctx)?;
+    let arrays = instance_arrays(&data, Some(&init));
+    let init = (init.u0, init.v0);
     let taus = linspace(0.0, p.tau_end_factor * t1, p.samples);
     let run = alpha_run(loss, &init, p.alpha.ln(), &schedule, &taus, &ctx.ode)?;
     let mut rep = rep_and_figure(
@@ -151,6 +167,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "normalized_offset_logistic",
         (2.0 * beta1.sqrt()).ln() - ln_w0,
     );
+    rep.instance = Some(arrays);
     Ok(rep)
 }
 

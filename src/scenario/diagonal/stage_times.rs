@@ -113,13 +113,7 @@ fn validate_sweep(
 ) -> Result<(), InputError> {
     let key = "sweep.grid.log10_alpha";
     let grid = log10_alpha_sweep(sc, spec, 3, &["instance"])?;
-    if p.data_file.is_some() && spec.grid.get("instance").is_some_and(|v| v.len() > 1) {
-        return Err(sc.invalid(
-            "sweep.grid.instance",
-            "with params.data_file every run uses the file: sweep one instance \
-             (--set 'sweep.grid.instance=[\"mini\"]')",
-        ));
-    }
+    UserFiles::new(&p.data_file, &p.init_file).refuse_instance_grid(spec, sc)?;
     if grid
         .iter()
         .filter(|&&a| a >= c.spread_min_log10_alpha)

@@ -31,14 +31,9 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Builds the built-in instance `name` and runs Algorithm 1; a schedule that stopped on a
+    /// Builds the instance — the user's data file, else the built-in `name` — with θ_0 from
+    /// the init file (else the seed's) and runs Algorithm 1; a schedule that stopped on a
     /// failed assumption or a tie cannot be swept and is an error.
-    pub fn build(name: InstanceName, ctx: &RunContext) -> Result<Self, RunError> {
-        Self::with_files(name, &UserFiles::default(), ctx)
-    }
-
-    /// As [`Setup::build`], with the data and θ_0 of the user's files where given (the
-    /// built-in `name` and the seed's θ_0 otherwise).
     pub fn with_files(
         name: InstanceName,
         files: &UserFiles,

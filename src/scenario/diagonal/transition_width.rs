@@ -15,7 +15,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{flow_cost, schedule_cost, InstanceName};
+use std::path::PathBuf;
+
+use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles};
 use crate::flow::{integrate, linspace, Event, Events, Method, OdeConfig};
 use crate::models::diagonal::{
     g_vec, BalancedFlow, BetaLoss, Layout, LogCoordinates, LogFlow, Schedule, TransitionEvent,
@@ -30,7 +32,7 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, decreases, instance_label, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
+    alpha_label, decreases, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,6 +49,13 @@ pub struct Params {
     pub horizon_factor: f64,
     /// Samples of each transition curve in the figure.
     pub window_samples: usize,
+    /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
+    /// `instance`; every run of the sweep uses it.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's initial direction θ_0 = (u0, v0) instead of the seed's (the same for every α).
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -88,7 +97,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if c.min_widths < 1 {
         return Err(sc.invalid("checks.min_widths", "must be ≥ 1"));
     }
+    files(p).validate(p.instance, sc)?;
     Ok(())
+}
+
+fn files(p: &Params) -> UserFiles {
+    UserFiles::new(&p.data_file, &p.init_file)
 }
 
 /// The reduction needs ≥ 2 values of α, strictly decreasing, of one instance at one θ_0.
@@ -255,7 +269,7 @@ fn races(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.instance, ctx)?;
+    let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let (schedule, loss) = (&setup.schedule, setup.instance.loss());
     let kk = setup.transitions();
     let la = ln_alphas(&[p.log10_alpha])[0];
@@ -455,6 +469,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("curves".into(), curves_table));
     rep.tables.push(("transitions".into(), transitions));
     rep.tables.push(("stage_b".into(), stage_b));
+    rep.instance = Some(setup.instance_arrays());
     Ok(rep)
 }
 
@@ -656,7 +671,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     rep.tables
         .push(("transitions".into(), table_of(&transitions)));
     rep.figure = Some(figure(&FigureData {
-        label: instance_label(p.instance),
+        label: files(p).label(p.instance),
         activations: transitions.text_column("activation")?,
         rho: p.rho,
         radius: p.radius,

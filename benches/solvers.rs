@@ -19,7 +19,7 @@ use attnflow::flow::{
     StepRule,
 };
 use attnflow::attention::{FixedDecoder, Loss};
-use attnflow::flow::{integrate, VectorField};
+use attnflow::flow::{integrate, LinearSolver, VectorField};
 use attnflow::models::histogram::{task_matrix, DfFlow, HistogramData, Task, TfFlow};
 use attnflow::models::token_select::{Example1, LogTimeGradientFlow};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -107,6 +107,26 @@ fn token_select(c: &mut Criterion) {
             b.iter(|| integrate(&flow, black_box(&z0), &taus, &cfg, None).expect("solve"))
         });
     }
+    g.finish();
+    // the dense LU behind Bdf's Newton systems, each backend forced (`auto` picks by dimension)
+    let mut g = c.benchmark_group("linear_solver");
+    let (data, tf_z0) = setup(10, 100, 100, 0.5);
+    let tf = TfFlow::from_data(&data);
+    for lu in [LinearSolver::Nalgebra, LinearSolver::Faer] {
+        let cfg = OdeConfig {
+            linear_solver: lu,
+            ..OdeConfig::new(Method::Bdf, RTOL, ATOL)
+        };
+        let name = format!("{lu:?}").to_lowercase();
+        g.bench_function(BenchmarkId::new("tf_d10_bdf", &name), |b| {
+            b.iter(|| integrate_flow(&tf, black_box(&tf_z0), &[0.0, 1.0], &cfg).expect("solve"))
+        });
+        g.bench_function(BenchmarkId::new("token_d32_bdf", &name), |b| {
+            b.iter(|| integrate(&flow, black_box(&z0), &taus, &cfg, None).expect("solve"))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("token_ex1_d32_t1e10");
     let v: Vec<f64> = z0.iter().rev().copied().collect();
     let mut out = vec![0.0; z0.len()];
     g.bench_function("rhs", |b| {

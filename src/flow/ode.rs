@@ -627,6 +627,44 @@ mod tests {
         }
     }
 
+    /// Both dense LUs solve the same Newton systems: the samples agree to rounding, the step
+    /// sequence is the same, and `auto` picks by dimension.
+    #[test]
+    fn the_linear_solvers_agree() {
+        let times = linspace(0.0, 5.0, 11);
+        let run = |lu| {
+            let cfg = OdeConfig {
+                linear_solver: lu,
+                ..OdeConfig::new(Method::Bdf, 1e-10, 1e-12)
+            };
+            integrate(&Spiral, &[1.0, 0.0], &times, &cfg, None).unwrap()
+        };
+        let (na, fa) = (run(LinearSolver::Nalgebra), run(LinearSolver::Faer));
+        assert_eq!(na.stats.steps, fa.stats.steps);
+        for k in 0..na.len() {
+            assert!(crate::stats::max_abs_diff(na.state(k), fa.state(k)) < 1e-13);
+        }
+        assert_eq!(LinearSolver::Auto.resolve(FAER_MIN_DIM - 1), LinearSolver::Nalgebra);
+        assert_eq!(LinearSolver::Auto.resolve(FAER_MIN_DIM), LinearSolver::Faer);
+        assert_eq!(LinearSolver::Nalgebra.resolve(10_000), LinearSolver::Nalgebra);
+    }
+
+    /// `linear_solver` is optional, left out of the written configuration when `auto`, and an
+    /// unknown value is refused naming the accepted ones.
+    #[test]
+    fn the_linear_solver_key_parses_and_round_trips() {
+        let base = "method = \"bdf\"\nrtol = 1e-8\natol = 1e-10\n";
+        let cfg: OdeConfig = toml::from_str(base).unwrap();
+        assert_eq!(cfg.linear_solver, LinearSolver::Auto);
+        assert!(!toml::to_string(&cfg).unwrap().contains("linear_solver"));
+        let faer: OdeConfig = toml::from_str(&format!("{base}linear_solver = \"faer\"")).unwrap();
+        assert_eq!(faer.linear_solver, LinearSolver::Faer);
+        let err = toml::from_str::<OdeConfig>(&format!("{base}linear_solver = \"lu\""))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("lu") && err.contains("nalgebra"), "{err}");
+    }
+
     #[test]
     fn events_are_located_and_can_stop_the_run() {
         // first zero of z_0 = e^{-t} cos 2t at t = π/4

@@ -14,11 +14,11 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use attnflow::attention::{FixedDecoder, Loss};
 use attnflow::flow::{
     gradient_descent, integrate_flow, DiscreteConfig, GradientFlow, Method, OdeConfig, Recording,
     StepRule,
 };
-use attnflow::attention::{FixedDecoder, Loss};
 use attnflow::flow::{integrate, LinearSolver, VectorField};
 use attnflow::models::histogram::{task_matrix, DfFlow, HistogramData, Task, TfFlow};
 use attnflow::models::token_select::{Example1, LogTimeGradientFlow};

@@ -84,7 +84,8 @@ fn gemm(
     b: (&[f64], usize, usize),
     c: &mut [f64],
 ) {
-    let last = |rows: usize, cols: usize, (rs, cs): (usize, usize)| (rows - 1) * rs + (cols - 1) * cs;
+    let last =
+        |rows: usize, cols: usize, (rs, cs): (usize, usize)| (rows - 1) * rs + (cols - 1) * cs;
     assert!(a.0.len() > last(m, k, (a.1, a.2)) && b.0.len() > last(k, n, (b.1, b.2)));
     assert_eq!(c.len(), m * n);
     // SAFETY: the asserts keep every index of A, B and C inside its slice.

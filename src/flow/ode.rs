@@ -644,9 +644,15 @@ mod tests {
         for k in 0..na.len() {
             assert!(crate::stats::max_abs_diff(na.state(k), fa.state(k)) < 1e-13);
         }
-        assert_eq!(LinearSolver::Auto.resolve(FAER_MIN_DIM - 1), LinearSolver::Nalgebra);
+        assert_eq!(
+            LinearSolver::Auto.resolve(FAER_MIN_DIM - 1),
+            LinearSolver::Nalgebra
+        );
         assert_eq!(LinearSolver::Auto.resolve(FAER_MIN_DIM), LinearSolver::Faer);
-        assert_eq!(LinearSolver::Nalgebra.resolve(10_000), LinearSolver::Nalgebra);
+        assert_eq!(
+            LinearSolver::Nalgebra.resolve(10_000),
+            LinearSolver::Nalgebra
+        );
     }
 
     /// `linear_solver` is optional, left out of the written configuration when `auto`, and an

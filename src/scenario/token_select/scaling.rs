@@ -106,12 +106,7 @@ impl Point {
 }
 
 /// The log-clock gradient flow of Example 1 at dimension d.
-fn solve(
-    p: &Params,
-    d: usize,
-    cfg: &OdeConfig,
-    ctx: &RunContext,
-) -> Result<SolverStats, RunError> {
+fn solve(p: &Params, d: usize, cfg: &OdeConfig, ctx: &RunContext) -> Result<SolverStats, RunError> {
     let spec = Example1 {
         n: p.n,
         t: p.t,
@@ -243,7 +238,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 band[0],
                 band[1],
             )
-            .note(format!("sizes d = {:?}", pts.iter().map(|q| q.d).collect::<Vec<_>>())),
+            .note(format!(
+                "sizes d = {:?}",
+                pts.iter().map(|q| q.d).collect::<Vec<_>>()
+            )),
         );
         // the wall-time fit is drawn, not checked or stored with the reproducible outputs
         let time_label = match log_log_slope_fit(&x, &wall, all) {
@@ -259,16 +257,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .color(k),
         );
-        time_panel = time_panel
-            .series(Series::new(time_label, x, wall, LineStyle::SolidMarkers).color(k));
+        time_panel =
+            time_panel.series(Series::new(time_label, x, wall, LineStyle::SolidMarkers).color(k));
     }
     let title = format!(
         "Cost of the Example-1 gradient flow (n = {}, T = {}) to t = {:e} against P",
         p.n, p.t, p.t_end
     );
     rep.figure = Some(Figure::new(1).title(title.clone()).panel(work_panel));
-    rep.figures
-        .push(("timing".into(), Figure::new(1).title(title).panel(time_panel)));
+    rep.figures.push((
+        "timing".into(),
+        Figure::new(1).title(title).panel(time_panel),
+    ));
     Ok(rep)
 }
 

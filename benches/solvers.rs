@@ -3,17 +3,25 @@
 //! and ℓ_tf (eq, d = 10, N = n = 100), plus the hot-path kernels (tf gradient and Hessian-vector
 //! product at d = 10 and 26, which must not allocate: see tests/histogram_tf_alloc.rs).
 //!
+//!
+//! The token-selection group is the seed-003 flow of issue 21: Example 1 (n = 8, T = 4, d = 32,
+//! 1,025 states) in the log clock τ = ln(1 + t) to t = 1e10 from W₀ ~ N(0, 0.01²), with Tsit45
+//! and Bdf, and its gradient and Hessian-vector product.
+//!
 //! Run: `cargo bench --bench solvers` (about a minute). Measurement times are short on purpose;
 //! pass `-- --measurement-time 10` for tighter intervals.
 
 use std::hint::black_box;
 use std::time::Duration;
 
+use attnflow::attention::{FixedDecoder, Loss};
 use attnflow::flow::{
     gradient_descent, integrate_flow, DiscreteConfig, GradientFlow, Method, OdeConfig, Recording,
     StepRule,
 };
+use attnflow::flow::{integrate, LinearSolver, VectorField};
 use attnflow::models::histogram::{task_matrix, DfFlow, HistogramData, Task, TfFlow};
+use attnflow::models::token_select::{Example1, LogTimeGradientFlow};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -73,6 +81,63 @@ fn solves(c: &mut Criterion) {
     bench_solves(c, "tf_eq_d10_t1", &TfFlow::from_data(&data), &z0, 1.0, 1e-4);
 }
 
+/// Example 1 at d = 32 (seeded) and W₀ ~ N(0, 0.01²).
+fn token_setup() -> (FixedDecoder, Vec<f64>) {
+    let mut rng = ChaCha20Rng::seed_from_u64(0);
+    let inst = Example1::ex1().generate(&mut rng).expect("ex1");
+    let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential).expect("model");
+    let w0 = (0..model.dim())
+        .map(|_| {
+            let x: f64 = StandardNormal.sample(&mut rng);
+            0.01 * x
+        })
+        .collect();
+    (model, w0)
+}
+
+fn token_select(c: &mut Criterion) {
+    let (model, w0) = token_setup();
+    let flow = LogTimeGradientFlow::new(&model);
+    let z0 = flow.initial_state(&w0);
+    let taus = [0.0, LogTimeGradientFlow::tau_of(1e10)];
+    let mut g = c.benchmark_group("token_ex1_d32_t1e10");
+    for method in [Method::Tsit45, Method::Bdf] {
+        let cfg = OdeConfig::new(method, RTOL, ATOL);
+        g.bench_function(BenchmarkId::new("ode", method.name()), |b| {
+            b.iter(|| integrate(&flow, black_box(&z0), &taus, &cfg, None).expect("solve"))
+        });
+    }
+    g.finish();
+    // the dense LU behind Bdf's Newton systems, each backend forced (`auto` picks by dimension)
+    let mut g = c.benchmark_group("linear_solver");
+    let (data, tf_z0) = setup(10, 100, 100, 0.5);
+    let tf = TfFlow::from_data(&data);
+    for lu in [LinearSolver::Nalgebra, LinearSolver::Faer] {
+        let cfg = OdeConfig {
+            linear_solver: lu,
+            ..OdeConfig::new(Method::Bdf, RTOL, ATOL)
+        };
+        let name = format!("{lu:?}").to_lowercase();
+        g.bench_function(BenchmarkId::new("tf_d10_bdf", &name), |b| {
+            b.iter(|| integrate_flow(&tf, black_box(&tf_z0), &[0.0, 1.0], &cfg).expect("solve"))
+        });
+        g.bench_function(BenchmarkId::new("token_d32_bdf", &name), |b| {
+            b.iter(|| integrate(&flow, black_box(&z0), &taus, &cfg, None).expect("solve"))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("token_ex1_d32_t1e10");
+    let v: Vec<f64> = z0.iter().rev().copied().collect();
+    let mut out = vec![0.0; z0.len()];
+    g.bench_function("rhs", |b| {
+        b.iter(|| flow.rhs(1.0, black_box(&z0), &mut out))
+    });
+    g.bench_function("jvp", |b| {
+        b.iter(|| flow.jvp(1.0, black_box(&z0), black_box(&v), &mut out))
+    });
+    g.finish();
+}
+
 fn kernels(c: &mut Criterion) {
     let mut g = c.benchmark_group("kernels");
     for d in [10, 26] {
@@ -101,6 +166,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2));
-    targets = solves, kernels
+    targets = solves, token_select, kernels
 }
 criterion_main!(benches);

@@ -1,7 +1,8 @@
 //! Reproducibility: every scenario's fast configuration, run with one and with two rayon threads,
 //! writes byte-identical CSV, JSON and SVG. The only outputs exempt are the wall-clock columns of
-//! the two benchmark scenarios, whose purpose is to measure time (`stiffness-report`'s work.csv,
-//! `work-precision`'s series.csv and its wall-time panels); their other files are compared.
+//! the three benchmark scenarios, whose purpose is to measure time (`stiffness-report`'s work.csv,
+//! `work-precision`'s series.csv and its wall-time panels, `scaling`'s timing.csv and
+//! timing.svg); their other files are compared.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,10 +12,12 @@ use attnflow::scenario::registry::Registry;
 use attnflow::scenario::sweep::wildcard_match;
 
 /// Files that hold wall-clock measurements by design.
-const TIMED: [&str; 3] = [
+const TIMED: [&str; 5] = [
     "stiffness-report/work.csv",
     "work-precision/series.csv",
     "work-precision/figure.svg",
+    "scaling/timing.csv",
+    "scaling/timing.svg",
 ];
 
 fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {

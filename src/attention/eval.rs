@@ -35,7 +35,8 @@ pub(crate) struct SampleState {
 /// Work arrays sized once per model, so that evaluations do not allocate.
 #[derive(Debug, Clone)]
 pub(crate) struct Workspace {
-    /// W q_i, V q_i, and two token combinations (d each).
+    /// W Q and V Q (column i is W q_i, d × n), the per-sample token combinations whose
+    /// products with the queries form the W block (d × n), and the u block's combination (d).
     p: Vec<f64>,
     dp: Vec<f64>,
     v: Vec<f64>,
@@ -49,14 +50,18 @@ pub(crate) struct Workspace {
     dg_raw: Vec<f64>,
     dg: Vec<SignedLog>,
     pub samples: Vec<SampleState>,
+    /// The W the per-sample state was last evaluated at (empty: none). A model whose scores do
+    /// not change between calls skips [`evaluate`] at the same W: an implicit solver's
+    /// Jacobian is n products at one point.
+    pub at: Vec<f64>,
 }
 
 impl Workspace {
     pub fn new(n: usize, t: usize, d: usize) -> Self {
         Workspace {
-            p: vec![0.0; d],
-            dp: vec![0.0; d],
-            v: vec![0.0; d],
+            p: vec![0.0; d * n],
+            dp: vec![0.0; d * n],
+            v: vec![0.0; d * n],
             vu: vec![0.0; d],
             ls: vec![0.0; n * t],
             gm: vec![SignedLog::ZERO; n * t],
@@ -65,37 +70,73 @@ impl Workspace {
             dg_raw: vec![0.0; t],
             dg: vec![SignedLog::ZERO; t],
             samples: vec![SampleState::default(); n],
+            at: Vec::new(),
         }
     }
 }
 
-/// out = W q for W stored column-major (d × d).
-fn mat_vec(w: &[f64], q: &[f64], out: &mut [f64]) {
-    let d = q.len();
-    out.iter_mut().for_each(|o| *o = 0.0);
-    for (c, &qc) in q.iter().enumerate() {
-        if qc != 0.0 {
-            for (o, &wrc) in out.iter_mut().zip(&w[c * d..(c + 1) * d]) {
-                *o += wrc * qc;
-            }
-        }
+/// C = A·B for an m × k matrix A and a k × n matrix B given by their (row, column) strides, into
+/// C column-major (m × n), through matrixmultiply's blocked kernel (vectorized, several
+/// accumulators; its summation order is fixed, so results do not depend on the thread count).
+fn gemm(
+    (m, k, n): (usize, usize, usize),
+    a: (&[f64], usize, usize),
+    b: (&[f64], usize, usize),
+    c: &mut [f64],
+) {
+    let last =
+        |rows: usize, cols: usize, (rs, cs): (usize, usize)| (rows - 1) * rs + (cols - 1) * cs;
+    assert!(a.0.len() > last(m, k, (a.1, a.2)) && b.0.len() > last(k, n, (b.1, b.2)));
+    assert_eq!(c.len(), m * n);
+    // SAFETY: the asserts keep every index of A, B and C inside its slice.
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.0.as_ptr(),
+            a.1 as isize,
+            a.2 as isize,
+            b.0.as_ptr(),
+            b.1 as isize,
+            b.2 as isize,
+            0.0,
+            c.as_mut_ptr(),
+            1,
+            m as isize,
+        );
     }
 }
 
-/// out += a qᵀ (column-major d × d).
-fn add_outer(a: &[f64], q: &[f64], out: &mut [f64]) {
-    let d = q.len();
-    for (c, &qc) in q.iter().enumerate() {
-        if qc != 0.0 {
-            for (o, &ar) in out[c * d..(c + 1) * d].iter_mut().zip(a) {
-                *o += ar * qc;
-            }
-        }
-    }
+/// out = A Q (d × n, column i is A q_i) for A column-major d × d.
+fn times_queries(data: &TokenData, a: &[f64], out: &mut [f64]) {
+    let d = data.d;
+    gemm((d, d, data.n), (a, 1, d), (&data.queries, 1, d), out);
 }
 
+/// out = V Qᵀ = Σ_i v_i q_iᵀ (column-major d × d) for V = (v_1 … v_n), d × n.
+fn times_queries_transposed(data: &TokenData, v: &[f64], out: &mut [f64]) {
+    let d = data.d;
+    gemm((d, data.n, d), (v, 1, d), (&data.queries, d, 1), out);
+}
+
+/// aᵀb with four accumulators (a dependent chain of additions would wait on each one).
 fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    let mut acc = [0.0; 4];
+    for (x, y) in ca.zip(cb) {
+        for k in 0..4 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
 /// Fills the workspace at W (column-major) for scores γ (n × T) and optimal tokens `opt`.
@@ -107,12 +148,13 @@ pub(crate) fn evaluate(
     loss: Loss,
     ws: &mut Workspace,
 ) {
-    let tt = data.t;
+    let (tt, d) = (data.t, data.d);
+    times_queries(data, w, &mut ws.p);
     for i in 0..data.n {
-        mat_vec(w, data.query(i), &mut ws.p);
+        let p = &ws.p[i * d..(i + 1) * d];
         let ls = &mut ws.ls[i * tt..(i + 1) * tt];
         for (t, l) in ls.iter_mut().enumerate() {
-            *l = dot(data.token(i, t), &ws.p);
+            *l = dot(data.token(i, t), p);
         }
         let pivot = super::data::argmax(ls);
         let lse = log_sum_exp(ls.iter().copied());
@@ -181,20 +223,20 @@ pub(crate) fn u_gradient_scale(ws: &Workspace, t: usize) -> f64 {
 
 /// out = e^{−shift} ∇_W L (column-major d × d).
 pub(crate) fn w_gradient(data: &TokenData, ws: &mut Workspace, shift: f64, out: &mut [f64]) {
-    out.iter_mut().for_each(|o| *o = 0.0);
     let shift = shift + (data.n as f64).ln();
+    let d = data.d;
+    ws.v.iter_mut().for_each(|v| *v = 0.0);
     for i in 0..data.n {
-        ws.v.iter_mut().for_each(|v| *v = 0.0);
         for t in 0..data.t {
             let c = w_coefficient(ws, i, i * data.t + t).scaled(shift);
             if c != 0.0 {
-                for (v, &x) in ws.v.iter_mut().zip(data.token(i, t)) {
+                for (v, &x) in ws.v[i * d..(i + 1) * d].iter_mut().zip(data.token(i, t)) {
                     *v += c * x;
                 }
             }
         }
-        add_outer(&ws.v, data.query(i), out);
     }
+    times_queries_transposed(data, &ws.v, out);
 }
 
 /// out = e^{−shift} ∇_u L = e^{−shift} (1/n) Σ_i ℓ'_i y_i X_iᵀ φ_i.
@@ -232,55 +274,71 @@ pub(crate) fn hessian_vector(
     out_w: &mut [f64],
     mut out_u: Option<&mut [f64]>,
 ) {
-    out_w.iter_mut().for_each(|o| *o = 0.0);
     if let Some(o) = out_u.as_deref_mut() {
         o.iter_mut().for_each(|o| *o = 0.0);
     }
-    let tt = data.t;
+    let (tt, d) = (data.t, data.d);
     let shift = shift + (data.n as f64).ln();
+    times_queries(data, dir.w, &mut ws.dp);
+    ws.v.iter_mut().for_each(|v| *v = 0.0);
     for i in 0..data.n {
         let s = ws.samples[i];
         let ls = &ws.ls[i * tt..(i + 1) * tt];
         let gm = &ws.gm[i * tt..(i + 1) * tt];
-        mat_vec(dir.w, data.query(i), &mut ws.dp);
+        let dp = &ws.dp[i * d..(i + 1) * d];
         for t in 0..tt {
-            ws.ds_raw[t] = dot(data.token(i, t), &ws.dp);
-            ws.dg_raw[t] = dir
-                .u
-                .map_or(0.0, |du| data.y[i] * dot(data.token(i, t), du));
+            ws.ds_raw[t] = dot(data.token(i, t), dp);
         }
         centered(&ws.ds_raw, ls, s.pivot, &mut ws.ds);
-        centered(&ws.dg_raw, ls, s.pivot, &mut ws.dg);
         let phi = |t: usize| SignedLog::exp(ls[t]);
-        let (ds, dg, dg_raw) = (&ws.ds, &ws.dg, &ws.dg_raw);
+        let ds = &ws.ds;
         let dm_w = SignedLog::sum((0..tt).map(|t| phi(t) * ds[t] * gm[t]));
-        let dm = SignedLog::sum(
-            (0..tt)
-                .map(|t| phi(t) * SignedLog::from_f64(dg_raw[t]))
-                .chain([dm_w]),
-        );
+        // Without δu, δγ = 0: its terms are exact zeros, which leave every signed-log sum
+        // unchanged, so they are skipped (the fixed-decoder HVP's cost is halved).
+        let dm = match dir.u {
+            Some(du) => {
+                for t in 0..tt {
+                    ws.dg_raw[t] = data.y[i] * dot(data.token(i, t), du);
+                }
+                centered(&ws.dg_raw, ls, s.pivot, &mut ws.dg);
+                let dg_raw = &ws.dg_raw;
+                SignedLog::sum(
+                    (0..tt)
+                        .map(|t| phi(t) * SignedLog::from_f64(dg_raw[t]))
+                        .chain([dm_w]),
+                )
+            }
+            None => dm_w,
+        };
         let slope = SignedLog::exp(s.log_slope);
         let curve = SignedLog::exp(s.log_slope + s.log_curvature);
-        ws.v.iter_mut().for_each(|v| *v = 0.0);
         ws.vu.iter_mut().for_each(|v| *v = 0.0);
+        let v = &mut ws.v[i * d..(i + 1) * d];
         for t in 0..tt {
+            let dg = if dir.u.is_some() {
+                ws.dg[t]
+            } else {
+                SignedLog::ZERO
+            };
             let terms = [
                 curve * dm * gm[t],
                 -(slope * ds[t] * gm[t]),
                 slope * dm_w,
-                -(slope * dg[t]),
+                -(slope * dg),
             ];
             let cw = (phi(t) * SignedLog::sum(terms.iter().copied())).scaled(shift);
-            let u_terms = [curve * dm, -(slope * ds[t])];
-            let cu = (phi(t) * SignedLog::sum(u_terms.iter().copied())).scaled(shift) * data.y[i];
-            for ((v, vu), &x) in ws.v.iter_mut().zip(ws.vu.iter_mut()).zip(data.token(i, t)) {
-                *v += cw * x;
-                *vu += cu * x;
+            let x = data.token(i, t);
+            v.iter_mut().zip(x).for_each(|(v, &x)| *v += cw * x);
+            if out_u.is_some() {
+                let u_terms = [curve * dm, -(slope * ds[t])];
+                let cu =
+                    (phi(t) * SignedLog::sum(u_terms.iter().copied())).scaled(shift) * data.y[i];
+                ws.vu.iter_mut().zip(x).for_each(|(vu, &x)| *vu += cu * x);
             }
         }
-        add_outer(&ws.v, data.query(i), out_w);
         if let Some(o) = out_u.as_deref_mut() {
             o.iter_mut().zip(&ws.vu).for_each(|(o, v)| *o += v);
         }
     }
+    times_queries_transposed(data, &ws.v, out_w);
 }

@@ -105,7 +105,12 @@ impl FixedDecoder {
     fn evaluated(&self, w: &[f64]) -> std::cell::RefMut<'_, Workspace> {
         self.check(w);
         let mut ws = self.ws.borrow_mut();
-        eval::evaluate(&self.data, w, &self.gamma, &self.opt, self.loss, &mut ws);
+        // the scores are fixed, so the state at the W last evaluated is still valid
+        if ws.at != w {
+            eval::evaluate(&self.data, w, &self.gamma, &self.opt, self.loss, &mut ws);
+            ws.at.clear();
+            ws.at.extend_from_slice(w);
+        }
         ws
     }
 

@@ -79,3 +79,28 @@ fn ties_and_bad_shapes_are_rejected() {
     let model = FixedDecoder::new(data, p.u.clone().unwrap(), Loss::Exponential).unwrap();
     assert_eq!(model.optimal_tokens(), p.opt.as_slice());
 }
+
+/// The model keeps its evaluation at the last W: a call at another W must refresh it, and a
+/// call back at the first W must give the same bits as a fresh model there.
+#[test]
+fn the_cached_evaluation_follows_w() {
+    let mut r = rng(7);
+    let data = random_data(&mut r);
+    let u = gaussian_vec(&mut r, data.d, 1.0);
+    let model = FixedDecoder::new(data.clone(), u.clone(), Loss::Logistic).unwrap();
+    let w1 = gaussian_vec(&mut r, model.dim(), 1.0);
+    let w2 = gaussian_vec(&mut r, model.dim(), 1.0);
+    let v = gaussian_vec(&mut r, model.dim(), 1.0);
+    let at = |m: &FixedDecoder, w: &[f64]| {
+        let (mut g, mut h) = (vec![0.0; m.dim()], vec![0.0; m.dim()]);
+        m.grad(w, &mut g);
+        m.hvp(w, &v, &mut h);
+        (m.loss(w), g, h)
+    };
+    let first = at(&model, &w1);
+    let second = at(&model, &w2);
+    assert_ne!(first.0, second.0);
+    assert_eq!(at(&model, &w1), first);
+    let fresh = FixedDecoder::new(data, u, Loss::Logistic).unwrap();
+    assert_eq!(at(&fresh, &w2), second);
+}

@@ -5,13 +5,17 @@
 //! The implicit methods (Bdf, Esdirk34, TrBdf2) assemble their Newton matrix from the field's
 //! exact Jacobian-vector product: for a gradient flow that is −∇²ℓ·u, the analytic Hessian-vector
 //! product. No finite differences reach the solver.
+//!
+//! Their linear solver is a dense LU of that Newton matrix, from nalgebra or from faer
+//! ([`LinearSolver`]): faer's blocked LU wins on large systems, nalgebra's has less overhead on
+//! the papers' small ones. Both run on one thread, so results do not depend on the thread count.
 
 use std::cell::Cell;
 use std::time::Instant;
 
 use diffsol::{
-    NalgebraLU, NalgebraMat, NalgebraVec, OdeBuilder, OdeEquations, OdeSolverMethod,
-    OdeSolverStopReason, Vector, VectorCommon,
+    FaerLU, FaerMat, FaerVec, NalgebraLU, NalgebraMat, NalgebraVec, OdeBuilder, OdeEquations,
+    OdeSolverMethod, OdeSolverStopReason, Vector, VectorCommon,
 };
 use serde::{Deserialize, Serialize};
 
@@ -60,6 +64,39 @@ impl Method {
     }
 }
 
+/// The dense LU behind the implicit methods' Newton systems (`[solver] linear_solver`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinearSolver {
+    /// nalgebra below [`FAER_MIN_DIM`] states, faer from there up.
+    #[default]
+    Auto,
+    /// nalgebra's LU (unblocked: O(n³) at a low rate, least overhead on tiny systems).
+    Nalgebra,
+    /// faer's blocked LU (one thread).
+    Faer,
+}
+
+impl LinearSolver {
+    fn is_auto(&self) -> bool {
+        *self == LinearSolver::Auto
+    }
+
+    /// The backend used for a system of `dim` states.
+    pub fn resolve(self, dim: usize) -> LinearSolver {
+        match self {
+            LinearSolver::Auto if dim >= FAER_MIN_DIM => LinearSolver::Faer,
+            LinearSolver::Auto => LinearSolver::Nalgebra,
+            other => other,
+        }
+    }
+}
+
+/// From this many states up `auto` factorizes with faer. Measured inside Bdf (benches/solvers.rs,
+/// `linear_solver` group, on a loaded 2-core machine): faer is ~1.3× slower at 110 states (tf,
+/// d = 10) and ~1.2× faster at 1,025 (token selection, d = 32); the crossover lies between.
+pub const FAER_MIN_DIM: usize = 512;
+
 /// Method and tolerances of one integration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,6 +107,10 @@ pub struct OdeConfig {
     /// Maximum number of accepted steps before the solve is reported as failed.
     #[serde(default = "default_max_steps")]
     pub max_steps: usize,
+    /// Dense LU of the implicit methods (ignored by Tsit45). Left out of the written
+    /// configuration when `auto`, so outputs of runs that do not set it keep their bytes.
+    #[serde(default, skip_serializing_if = "LinearSolver::is_auto")]
+    pub linear_solver: LinearSolver,
 }
 
 const DEFAULT_MAX_STEPS: usize = 2_000_000;
@@ -85,6 +126,7 @@ impl OdeConfig {
             rtol,
             atol,
             max_steps: DEFAULT_MAX_STEPS,
+            linear_solver: LinearSolver::Auto,
         }
     }
 
@@ -205,16 +247,64 @@ pub fn integrate<V: VectorField + ?Sized>(
     check_inputs(n, z0, times, cfg)?;
     let rhs_count = Cell::new(0usize);
     let jvp_count = Cell::new(0usize);
-    let rhs = |z: &[f64], _p: &[f64], t: f64, dz: &mut [f64]| {
+    // Trait objects, so that the solver code below is compiled once per backend rather than
+    // once per field type and backend.
+    let rhs: Rhs = &|z, _p, t, dz| {
         rhs_count.set(rhs_count.get() + 1);
         field.rhs(t, z, dz);
     };
-    let jac = |z: &[f64], _p: &[f64], t: f64, u: &[f64], out: &mut [f64]| {
+    let jac: Jvp = &|z, _p, t, u, out| {
         jvp_count.set(jvp_count.get() + 1);
         field.jvp(t, z, u, out);
     };
-    let init = |_p: &[f64], _t: f64, y: &mut [f64]| y.copy_from_slice(z0);
-    let builder = OdeBuilder::<NalgebraMat<f64>>::new()
+    let init: Init = &|_p, _t, y| y.copy_from_slice(z0);
+    let start = Instant::now();
+    let mut traj = match cfg.linear_solver.resolve(n) {
+        LinearSolver::Faer => solve_with::<FaerMat<f64>, FaerLU<f64>>(
+            OdeBuilder::new(),
+            (rhs, jac, init, n),
+            times,
+            cfg,
+            events,
+        )?,
+        _ => solve_with::<NalgebraMat<f64>, NalgebraLU<f64>>(
+            OdeBuilder::new(),
+            (rhs, jac, init, n),
+            times,
+            cfg,
+            events,
+        )?,
+    };
+    traj.stats.rhs_evals = rhs_count.get();
+    traj.stats.jvp_evals = jvp_count.get();
+    traj.stats.wall_seconds = start.elapsed().as_secs_f64();
+    Ok(traj)
+}
+
+/// diffsol's closures: f(z, p, t, dz), (∂f/∂z)(z, p, t)·u, and z0(p, t).
+type Rhs<'a> = &'a dyn Fn(&[f64], &[f64], f64, &mut [f64]);
+type Jvp<'a> = &'a dyn Fn(&[f64], &[f64], f64, &[f64], &mut [f64]);
+type Init<'a> = &'a dyn Fn(&[f64], f64, &mut [f64]);
+
+/// The right-hand side, its Jacobian-vector product, the initial state and the dimension.
+type Closures<'a> = (Rhs<'a>, Jvp<'a>, Init<'a>, usize);
+
+/// Builds the diffsol problem on matrix type `M` and integrates it with linear solver `Lu`.
+fn solve_with<M, Lu>(
+    builder: OdeBuilder<M>,
+    (rhs, jac, init, n): Closures,
+    times: &[f64],
+    cfg: &OdeConfig,
+    events: Option<&Events>,
+) -> Result<Trajectory, FlowError>
+where
+    M: diffsol::Matrix<T = f64>,
+    M::V: AsSlice + diffsol::DefaultDenseMatrix<T = f64, C = M::C>,
+    for<'b> &'b M::V: diffsol::VectorRef<M::V>,
+    for<'b> &'b M: diffsol::matrix::MatrixRef<M>,
+    Lu: diffsol::LinearSolver<M>,
+{
+    let builder = builder
         .t0(times[0])
         .rtol(cfg.rtol)
         .atol([cfg.atol])
@@ -226,22 +316,17 @@ pub fn integrate<V: VectorField + ?Sized>(
         t_end: *times.last().unwrap(),
         reason: format!("could not set up the problem: {e}"),
     };
-    let start = Instant::now();
-    let mut traj = match events {
+    match events {
         None => {
             let problem = builder.build().map_err(build_err)?;
-            drive_method(&problem, times, cfg, None)?
+            drive_method::<_, Lu>(&problem, times, cfg, None)
         }
         Some(ev) => {
             let root = |z: &[f64], _p: &[f64], t: f64, g: &mut [f64]| (ev.func)(t, z, g);
             let problem = builder.root(root, ev.count).build().map_err(build_err)?;
-            drive_method(&problem, times, cfg, Some(ev.terminal))?
+            drive_method::<_, Lu>(&problem, times, cfg, Some(ev.terminal))
         }
-    };
-    traj.stats.rhs_evals = rhs_count.get();
-    traj.stats.jvp_evals = jvp_count.get();
-    traj.stats.wall_seconds = start.elapsed().as_secs_f64();
-    Ok(traj)
+    }
 }
 
 /// Integrates the gradient flow ż = −∇ℓ(z) and records loss, ‖∇ℓ‖ and invariants at every
@@ -288,19 +373,18 @@ fn check_inputs(n: usize, z0: &[f64], times: &[f64], cfg: &OdeConfig) -> Result<
     Ok(())
 }
 
-fn drive_method<Eqn>(
+fn drive_method<Eqn, Lu>(
     problem: &diffsol::OdeSolverProblem<Eqn>,
     times: &[f64],
     cfg: &OdeConfig,
     terminal: Option<bool>,
 ) -> Result<Trajectory, FlowError>
 where
-    Eqn: diffsol::OdeEquationsImplicit<
-        T = f64,
-        V = NalgebraVec<f64>,
-        M = NalgebraMat<f64>,
-        C = diffsol::NalgebraContext,
-    >,
+    Eqn: diffsol::OdeEquationsImplicit<T = f64>,
+    Eqn::V: AsSlice + diffsol::DefaultDenseMatrix<T = f64, C = Eqn::C>,
+    for<'b> &'b Eqn::V: diffsol::VectorRef<Eqn::V>,
+    for<'b> &'b Eqn::M: diffsol::matrix::MatrixRef<Eqn::M>,
+    Lu: diffsol::LinearSolver<Eqn::M>,
 {
     let fail = |t_reached: f64, reason: String| FlowError::SolverFailed {
         method: cfg.method.name().into(),
@@ -308,7 +392,6 @@ where
         t_end: *times.last().unwrap(),
         reason,
     };
-    type Lu = NalgebraLU<f64>;
     match cfg.method {
         Method::Bdf => {
             let s = problem
@@ -345,7 +428,8 @@ fn drive<'a, Eqn, S>(
     terminal: Option<bool>,
 ) -> Result<Trajectory, FlowError>
 where
-    Eqn: OdeEquations<T = f64, V = NalgebraVec<f64>> + 'a,
+    Eqn: OdeEquations<T = f64> + 'a,
+    Eqn::V: AsSlice,
     S: OdeSolverMethod<'a, Eqn>,
 {
     let t_end = *times.last().unwrap();
@@ -357,7 +441,7 @@ where
         t_end,
         reason,
     };
-    traj.push(times[0], as_slice(solver.state().y));
+    traj.push(times[0], solver.state().y.as_slice());
     let mut next = 1;
     solver
         .set_stop_time(t_end)
@@ -369,7 +453,7 @@ where
             .map_err(|e| fail(solver.state().t, e.to_string()))?;
         steps += 1;
         let t_now = solver.state().t;
-        if as_slice(solver.state().y).iter().any(|x| !x.is_finite()) {
+        if solver.state().y.as_slice().iter().any(|x| !x.is_finite()) {
             return Err(FlowError::NonFinite {
                 quantity: "state".into(),
                 t: t_now,
@@ -392,7 +476,7 @@ where
         };
         while next < times.len() && times[next] <= sample_until {
             let z = if times[next] == t_now {
-                as_slice(solver.state().y).to_vec()
+                solver.state().y.as_slice().to_vec()
             } else {
                 interpolate(&solver, times[next], &fail)?
             };
@@ -456,17 +540,35 @@ fn interpolate<'a, Eqn, S>(
     fail: &dyn Fn(f64, String) -> FlowError,
 ) -> Result<Vec<f64>, FlowError>
 where
-    Eqn: OdeEquations<T = f64, V = NalgebraVec<f64>> + 'a,
+    Eqn: OdeEquations<T = f64> + 'a,
+    Eqn::V: AsSlice,
     S: OdeSolverMethod<'a, Eqn>,
 {
     solver
         .interpolate(t)
-        .map(|v| as_slice(&v).to_vec())
+        .map(|v| v.as_slice().to_vec())
         .map_err(|e| fail(solver.state().t, format!("dense output at t = {t}: {e}")))
 }
 
-fn as_slice(v: &NalgebraVec<f64>) -> &[f64] {
-    v.inner().as_slice()
+/// The state of a one-batch diffsol vector as a slice.
+trait AsSlice {
+    fn as_slice(&self) -> &[f64];
+}
+
+impl AsSlice for NalgebraVec<f64> {
+    fn as_slice(&self) -> &[f64] {
+        self.inner().as_slice()
+    }
+}
+
+impl AsSlice for FaerVec<f64> {
+    fn as_slice(&self) -> &[f64] {
+        self.inner()
+            .col(0)
+            .try_as_col_major()
+            .expect("a one-batch faer vector is one contiguous column")
+            .as_slice()
+    }
 }
 
 #[cfg(test)]
@@ -523,6 +625,50 @@ mod tests {
                 assert!(tr.stats.jvp_evals > 0, "{} used no Jacobian", m.name());
             }
         }
+    }
+
+    /// Both dense LUs solve the same Newton systems: the samples agree to rounding, the step
+    /// sequence is the same, and `auto` picks by dimension.
+    #[test]
+    fn the_linear_solvers_agree() {
+        let times = linspace(0.0, 5.0, 11);
+        let run = |lu| {
+            let cfg = OdeConfig {
+                linear_solver: lu,
+                ..OdeConfig::new(Method::Bdf, 1e-10, 1e-12)
+            };
+            integrate(&Spiral, &[1.0, 0.0], &times, &cfg, None).unwrap()
+        };
+        let (na, fa) = (run(LinearSolver::Nalgebra), run(LinearSolver::Faer));
+        assert_eq!(na.stats.steps, fa.stats.steps);
+        for k in 0..na.len() {
+            assert!(crate::stats::max_abs_diff(na.state(k), fa.state(k)) < 1e-13);
+        }
+        assert_eq!(
+            LinearSolver::Auto.resolve(FAER_MIN_DIM - 1),
+            LinearSolver::Nalgebra
+        );
+        assert_eq!(LinearSolver::Auto.resolve(FAER_MIN_DIM), LinearSolver::Faer);
+        assert_eq!(
+            LinearSolver::Nalgebra.resolve(10_000),
+            LinearSolver::Nalgebra
+        );
+    }
+
+    /// `linear_solver` is optional, left out of the written configuration when `auto`, and an
+    /// unknown value is refused naming the accepted ones.
+    #[test]
+    fn the_linear_solver_key_parses_and_round_trips() {
+        let base = "method = \"bdf\"\nrtol = 1e-8\natol = 1e-10\n";
+        let cfg: OdeConfig = toml::from_str(base).unwrap();
+        assert_eq!(cfg.linear_solver, LinearSolver::Auto);
+        assert!(!toml::to_string(&cfg).unwrap().contains("linear_solver"));
+        let faer: OdeConfig = toml::from_str(&format!("{base}linear_solver = \"faer\"")).unwrap();
+        assert_eq!(faer.linear_solver, LinearSolver::Faer);
+        let err = toml::from_str::<OdeConfig>(&format!("{base}linear_solver = \"lu\""))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("lu") && err.contains("nalgebra"), "{err}");
     }
 
     #[test]

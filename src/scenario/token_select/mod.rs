@@ -16,6 +16,7 @@ mod joint_record;
 mod joint_training;
 mod ngd_fixed_decoder;
 mod polyak_step;
+mod scaling;
 mod softmax_sparsification;
 mod stable_numerics;
 mod svm_common;
@@ -44,5 +45,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &tokens_bad_init::KIND,
         &flow_path_equivalence::KIND,
         &joint_training::KIND,
+        &scaling::KIND,
     ]
 }

@@ -1,0 +1,305 @@
+//! `scaling` (issue 21): what one gradient flow costs as the parameter count P = d² grows, for a
+//! non-stiff solve (Tsit45) and a stiff one (Bdf), on the token-selection flow of Example 1 in
+//! the log clock τ = ln(1 + t) (the flow of `gd-asymptotic`), from W₀ ~ N(0, init_scale²).
+//!
+//! Cost model (per unit of simulated time τ; n sequences of T tokens held fixed):
+//! - one gradient (rhs) is O(nTd + nd²) = O(P) flops, one exact Hessian-vector product too;
+//! - Tsit45 takes a number of steps set by the dynamics, not by P: its gradient count is O(P⁰)
+//!   and its wall time O(P¹);
+//! - Bdf with a dense Newton matrix assembles each Jacobian from P Hessian-vector products
+//!   (O(P) gradient-equivalents, O(P²) flops) and factorizes it (O(P³) flops, O(P²) memory):
+//!   its gradient-equivalent count is O(P¹) and its wall time between O(P²) and O(P³).
+//!
+//! The checks hold deterministic work counts to these exponents: Tsit45's gradient-equivalents
+//! (P⁰) and Bdf's Hessian-vector products (P¹; its gradient-equivalents add the rhs evaluations
+//! of the Newton iterations, a P⁰ term that dominates below P ≈ 10³, so their fitted exponent
+//! approaches 1 only from below).
+//! Wall times are measured and fitted too, but a clock is not reproducible: they go to
+//! `timing.csv` and `timing.svg` only, the two files `tests/determinism.rs` exempts.
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::fit::{log_log_slope_fit, Window};
+use crate::attention::{FixedDecoder, Loss};
+use crate::flow::{integrate, Method, OdeConfig, SolverStats};
+use crate::models::token_select::{Example1, LogTimeGradientFlow};
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::scenario::cost::{n, Cost};
+use crate::scenario::registry::Kind;
+use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::common::DATA_STREAM;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Example 1 sequences and tokens per sequence (noise σ = 1/√d, signal 1).
+    pub n: usize,
+    pub t: usize,
+    /// W₀ entries iid N(0, init_scale²).
+    pub init_scale: f64,
+    /// GF time the flow is followed to (τ_end = ln(1 + t_end)).
+    pub t_end: f64,
+    /// Dimensions d (P = d² parameters) solved with Tsit45, increasing.
+    pub tsit45_d: Vec<usize>,
+    /// Dimensions solved with Bdf (dense LU: keep P ≲ 2·10³), increasing.
+    pub bdf_d: Vec<usize>,
+    /// Gradient-equivalents of one Hessian-vector product (cost model; ≈ 2 measured by
+    /// benches/solvers.rs, `token_ex1_d32_t1e10/{rhs,jvp}`).
+    pub hvp_cost: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Band for the fitted exponent of Tsit45's gradient-equivalents per unit τ against P
+    /// (model: 0).
+    pub tsit45_work_exponent: [f64; 2],
+    /// Band for the exponent of Bdf's Hessian-vector products per unit τ (model: 1, the P
+    /// products of each Jacobian).
+    pub bdf_work_exponent: [f64; 2],
+}
+
+fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.n == 0 || p.t < 2 {
+        return Err(sc.invalid("params.n", "Example 1 needs n ≥ 1 and t ≥ 2"));
+    }
+    sc.require_positive(&[
+        ("params.init_scale", p.init_scale),
+        ("params.t_end", p.t_end),
+        ("params.hvp_cost", p.hvp_cost),
+    ])?;
+    for (key, ds) in [("params.tsit45_d", &p.tsit45_d), ("params.bdf_d", &p.bdf_d)] {
+        if ds.len() < 2 {
+            return Err(sc.invalid(key, "need at least two sizes for an exponent"));
+        }
+        if ds[0] < 2 || ds.windows(2).any(|w| w[1] <= w[0]) {
+            return Err(sc.invalid(key, "sizes must be ≥ 2 and strictly increasing"));
+        }
+    }
+    for (key, [lo, hi]) in [
+        ("checks.tsit45_work_exponent", c.tsit45_work_exponent),
+        ("checks.bdf_work_exponent", c.bdf_work_exponent),
+    ] {
+        if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+            return Err(sc.invalid(key, format!("need lo < hi, got [{lo}, {hi}]")));
+        }
+    }
+    Ok(())
+}
+
+/// One solve: its size, work counts and wall time.
+struct Point {
+    method: Method,
+    d: usize,
+    stats: SolverStats,
+}
+
+impl Point {
+    fn params(&self) -> f64 {
+        n(self.d * self.d)
+    }
+    fn gradient_equivalents(&self, hvp_cost: f64) -> f64 {
+        n(self.stats.rhs_evals) + hvp_cost * n(self.stats.jvp_evals)
+    }
+}
+
+/// The log-clock gradient flow of Example 1 at dimension d.
+fn solve(p: &Params, d: usize, cfg: &OdeConfig, ctx: &RunContext) -> Result<SolverStats, RunError> {
+    let spec = Example1 {
+        n: p.n,
+        t: p.t,
+        d,
+        noise: 1.0 / (d as f64).sqrt(),
+        ..Example1::ex1()
+    };
+    let mut rng = ctx.rng(DATA_STREAM);
+    let inst = spec
+        .generate(&mut rng)
+        .map_err(|e| RunError::Other(format!("ex1 data at d = {d}: {e}")))?;
+    let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential)
+        .map_err(|e| RunError::Other(format!("ex1 model at d = {d}: {e}")))?;
+    let w0: Vec<f64> = (0..d * d)
+        .map(|_| p.init_scale * rng.sample::<f64, _>(rand_distr::StandardNormal))
+        .collect();
+    let flow = LogTimeGradientFlow::new(&model);
+    let taus = [0.0, LogTimeGradientFlow::tau_of(p.t_end)];
+    let tr = integrate(&flow, &flow.initial_state(&w0), &taus, cfg, None)?;
+    Ok(tr.stats)
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let mut rep = Report::default();
+    let tau_end = LogTimeGradientFlow::tau_of(p.t_end);
+    let mut points = Vec::new();
+    for (method, ds) in [(Method::Tsit45, &p.tsit45_d), (Method::Bdf, &p.bdf_d)] {
+        let cfg = OdeConfig { method, ..ctx.ode };
+        for &d in ds {
+            let stats = solve(p, d, &cfg, ctx)?;
+            rep.stats(format!("{} d={d}", method.name()), &stats);
+            points.push(Point { method, d, stats });
+        }
+    }
+    let mut series = Table::new(&[
+        "method",
+        "d",
+        "params",
+        "steps",
+        "rhs_evals",
+        "jvp_evals",
+        "linear_solver_setups",
+        "gradient_equivalents_per_tau",
+    ]);
+    let mut timing = Table::new(&["method", "d", "params", "wall_seconds_per_tau"]);
+    for q in &points {
+        series.push(vec![
+            q.method.name().into(),
+            n(q.d).into(),
+            q.params().into(),
+            n(q.stats.steps).into(),
+            n(q.stats.rhs_evals).into(),
+            n(q.stats.jvp_evals).into(),
+            n(q.stats.linear_solver_setups).into(),
+            (q.gradient_equivalents(p.hvp_cost) / tau_end).into(),
+        ]);
+        timing.push(vec![
+            q.method.name().into(),
+            n(q.d).into(),
+            q.params().into(),
+            (q.stats.wall_seconds / tau_end).into(),
+        ]);
+    }
+    rep.series = series;
+    rep.tables.push(("timing".into(), timing));
+
+    let all = Window::Time {
+        from: 0.0,
+        to: f64::INFINITY,
+    };
+    let mut work_panel = LinePanel::new(
+        "work: gradient-equivalents per unit τ",
+        "parameters P = d²",
+        "gradient-equivalents / τ",
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::UpperLeft);
+    let mut time_panel = LinePanel::new("wall time per unit τ", "parameters P = d²", "seconds / τ")
+        .log_x()
+        .log_y()
+        .legend(LegendPosition::UpperLeft);
+    // (method, checked count, its band and model exponent, gradient-equivalents' and wall
+    // time's model exponents)
+    type Count = fn(&Point, f64) -> f64;
+    let models: [(Method, &str, Count, [f64; 2], &str, &str, &str); 2] = [
+        (
+            Method::Tsit45,
+            "gradient-equivalents",
+            |q, c| q.gradient_equivalents(c),
+            c.tsit45_work_exponent,
+            "0",
+            "0",
+            "1",
+        ),
+        (
+            Method::Bdf,
+            "Hessian-vector products",
+            |q, _| n(q.stats.jvp_evals),
+            c.bdf_work_exponent,
+            "1",
+            "→ 1",
+            "2 to 3",
+        ),
+    ];
+    for (k, (method, counted, count, band, count_model, work_model, time_model)) in
+        models.into_iter().enumerate()
+    {
+        let pts: Vec<&Point> = points.iter().filter(|q| q.method == method).collect();
+        let x: Vec<f64> = pts.iter().map(|q| q.params()).collect();
+        let work: Vec<f64> = pts
+            .iter()
+            .map(|q| q.gradient_equivalents(p.hvp_cost) / tau_end)
+            .collect();
+        let wall: Vec<f64> = pts.iter().map(|q| q.stats.wall_seconds / tau_end).collect();
+        let name = method.name();
+        let fit = |y: &[f64], what: &str| {
+            log_log_slope_fit(&x, y, all)
+                .map_err(|e| RunError::Other(format!("{name} {what} exponent: {e}")))
+        };
+        let work_fit = fit(&work, "work")?;
+        let counts: Vec<f64> = pts.iter().map(|q| count(q, p.hvp_cost) / tau_end).collect();
+        let count_fit = fit(&counts, "count")?;
+        rep.derive(&format!("{name}_work_exponent"), count_fit.slope);
+        rep.check(
+            Check::within(
+                &format!("{name}: exponent of {counted} per τ in P (model {count_model})"),
+                count_fit.slope,
+                band[0],
+                band[1],
+            )
+            .note(format!(
+                "sizes d = {:?}",
+                pts.iter().map(|q| q.d).collect::<Vec<_>>()
+            )),
+        );
+        // the wall-time fit is drawn, not checked or stored with the reproducible outputs
+        let time_label = match log_log_slope_fit(&x, &wall, all) {
+            Ok(f) => format!("{name}: P^{:.2} (model {time_model})", f.slope),
+            Err(_) => format!("{name}: no fit (model {time_model})"),
+        };
+        work_panel = work_panel.series(
+            Series::new(
+                format!("{name}: P^{:.2} (model {work_model})", work_fit.slope),
+                x.clone(),
+                work,
+                LineStyle::SolidMarkers,
+            )
+            .color(k),
+        );
+        time_panel =
+            time_panel.series(Series::new(time_label, x, wall, LineStyle::SolidMarkers).color(k));
+    }
+    let title = format!(
+        "Cost of the Example-1 gradient flow (n = {}, T = {}) to t = {:e} against P",
+        p.n, p.t, p.t_end
+    );
+    rep.figure = Some(Figure::new(1).title(title.clone()).panel(work_panel));
+    rep.figures.push((
+        "timing".into(),
+        Figure::new(1).title(title).panel(time_panel),
+    ));
+    Ok(rep)
+}
+
+/// Per size: the model (n·T·d tokens), one solve of d² + 1 states; Bdf's dense Newton matrix,
+/// its LU and the stored Jacobian (3 (d² + 1)² doubles) refreshed from d² + 1 products.
+fn cost(p: &Params, _: &RunContext) -> Cost {
+    let mut cost = Cost::new();
+    for (method, ds, key) in [
+        (Method::Tsit45, &p.tsit45_d, "tsit45_d"),
+        (Method::Bdf, &p.bdf_d, "bdf_d"),
+    ] {
+        for &d in ds {
+            let dim = n(d * d + 1);
+            let grad_flops = 4.0 * n(p.n) * (n(p.t) * n(d) + n(d * d));
+            cost = cost
+                .doubles(key, "tokens, workspace", n(p.n * p.t * d) + 8.0 * dim)
+                .ode(key, 1.0, dim, grad_flops, method);
+        }
+    }
+    cost.table("tsit45_d, bdf_d", n(p.tsit45_d.len() + p.bdf_d.len()), 8.0)
+}
+
+pub static KIND: Kind<Params, Checks> = Kind {
+    name: "token_select.scaling",
+    paper: "003",
+    summary: "Cost of the Example-1 gradient flow against its parameter count P = d² (10²…10⁵): \
+              Tsit45 and Bdf work (gradient-equivalents per unit time) with fitted exponents \
+              checked against the cost model, and wall time (timing.csv, timing.svg).",
+    solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
+    validate,
+    cost,
+    quantities: &["tsit45_work_exponent", "bdf_work_exponent"],
+    run,
+};

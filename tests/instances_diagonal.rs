@@ -490,7 +490,6 @@ fn files_a_scenario_cannot_use_are_refused() {
 /// factor dt/ds = τeˢ is ~1e73 (or infinite): h < 1e−13 and "step size too small". Fixed by
 /// freezing the log-clock field past the run's last clock value in `src/flow/clock.rs`.
 #[test]
-#[ignore = "fails until src/flow/clock.rs freezes the log-clock field past the run's end"]
 fn the_log_clock_follows_the_flow_past_convergence() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("mine.npz");

@@ -12,6 +12,12 @@ pub struct LogClock<'a, V: ?Sized> {
     pub inner: &'a V,
     /// Time scale τ > 0: t ≪ τ runs in the original clock, t ≫ τ logarithmically.
     pub tau: f64,
+    /// The clock value of the last sample: the field is evaluated at min(s, s_end). The
+    /// solution on [0, s_end] is unchanged (no step goes past the stop time), but diffsol's
+    /// initial-step heuristic probes the field at s₀ + 0.01‖z‖/‖ż‖ at every restart, which on
+    /// a slow flow lands decades of t past the run, where dt/ds = τeˢ overflows and the
+    /// heuristic returns a step below the solver's minimum ("step size too small").
+    pub s_end: f64,
 }
 
 impl<V: ?Sized> LogClock<'_, V> {
@@ -30,11 +36,13 @@ impl<V: VectorField + ?Sized> VectorField for LogClock<'_, V> {
         self.inner.dim()
     }
     fn rhs(&self, s: f64, z: &[f64], dz: &mut [f64]) {
+        let s = s.min(self.s_end);
         self.inner.rhs(self.t_of(s), z, dz);
         let dt_ds = self.tau * s.exp();
         dz.iter_mut().for_each(|x| *x *= dt_ds);
     }
     fn jvp(&self, s: f64, z: &[f64], u: &[f64], out: &mut [f64]) {
+        let s = s.min(self.s_end);
         self.inner.jvp(self.t_of(s), z, u, out);
         let dt_ds = self.tau * s.exp();
         out.iter_mut().for_each(|x| *x *= dt_ds);
@@ -55,8 +63,13 @@ pub fn integrate_log_time<V: VectorField + ?Sized>(
             "log-clock scale τ must be positive, got {tau}"
         )));
     }
-    let clock = LogClock { inner: field, tau };
+    let mut clock = LogClock {
+        inner: field,
+        tau,
+        s_end: f64::INFINITY,
+    };
     let s: Vec<f64> = times.iter().map(|&t| clock.s_of(t)).collect();
+    clock.s_end = s.last().copied().unwrap_or(0.0);
     let mut traj = super::integrate(&clock, z0, &s, cfg, None).map_err(|e| match e {
         FlowError::SolverFailed {
             method,

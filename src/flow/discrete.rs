@@ -156,15 +156,14 @@ pub fn gradient_descent<F: GradientFlow + ?Sized>(
         }
         let eta = match cfg.rule {
             StepRule::Constant { eta } | StepRule::Normalized { eta } => eta,
-            StepRule::Polyak { loss_star, cap } => {
-                ((loss - loss_star) / (gn * gn)).clamp(0.0, cap)
-            }
+            StepRule::Polyak { loss_star, cap } => ((loss - loss_star) / (gn * gn)).clamp(0.0, cap),
         };
         match cfg.rule {
             // ∇ℓ/‖∇ℓ‖ entry by entry (each ≤ 1): η/‖∇ℓ‖ alone can overflow for a tiny gradient
-            StepRule::Normalized { .. } => {
-                z.iter_mut().zip(&g).for_each(|(zi, gi)| *zi -= eta * (gi / gn))
-            }
+            StepRule::Normalized { .. } => z
+                .iter_mut()
+                .zip(&g)
+                .for_each(|(zi, gi)| *zi -= eta * (gi / gn)),
             _ => z.iter_mut().zip(&g).for_each(|(zi, gi)| *zi -= eta * gi),
         }
         t += eta;

@@ -58,7 +58,6 @@ impl TokenSelectData {
     pub fn wsvm_matrix(&self) -> DMatrix<f64> {
         DMatrix::from_column_slice(self.data.d, self.data.d, &self.wsvm.w)
     }
-
 }
 
 /// The arrays X, y, u of tokens and a decoder, and z when the queries are not the first tokens

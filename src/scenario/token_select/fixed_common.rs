@@ -14,9 +14,7 @@ use crate::models::token_select::{FixedRule, FixedStepper, StepReport};
 use crate::scenario::{Check, Report, RunContext, RunError};
 use crate::stats;
 
-use super::common::{
-    instance_arrays, w_svm, DataName, Source, UserFiles, FIRST_FREE_STREAM,
-};
+use super::common::{instance_arrays, w_svm, DataName, Source, UserFiles, FIRST_FREE_STREAM};
 
 /// A fixed-decoder problem with its W-SVM and the constants of Sec. 3.1 (spec 003 §1.1, §3).
 pub struct Setup {

@@ -253,10 +253,13 @@ impl InstanceFile for TokenSelectStarts {
                 ))
             }
         };
-        if rows != cols {
+        if rows != cols || rows == 0 {
             return Err(InstanceError::new(
                 "W0",
-                format!("each W₀ must be square (d, d), got shape {:?}", w.shape),
+                format!(
+                    "each W₀ must be square (d, d) with d ≥ 1, got shape {:?}",
+                    w.shape
+                ),
             ));
         }
         a.check_finite()?;

@@ -422,3 +422,158 @@ fn two_token_from_another_start_keeps_its_closed_forms() {
     );
     assert!(!tmp.path().join("c").exists());
 }
+
+/// Runs `scenario --quick` with `sets` into `cwd/out` (exit 0, or 1 when a check fails on
+/// user data); returns the run folder.
+fn run_any(cwd: &Path, out: &str, scenario: &str, sets: &[String]) -> PathBuf {
+    let mut args = vec!["run", scenario, "--quick", "--out", out];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = attnflow(&args, cwd);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{scenario} {sets:?}: {}",
+        stderr(&o)
+    );
+    cwd.join(out).join(scenario)
+}
+
+#[test]
+fn fixed_decoder_scenarios_round_trip_through_instance_npz() {
+    // the built-in run's instance.npz as user files, then that run's instance.npz again: the
+    // two file runs write the same files (params.json, which names the files, aside)
+    for scenario in [
+        "fig2-fixed-decoder",
+        "ngd-fixed-decoder",
+        "polyak-step",
+        "gd-asymptotic",
+        "softmax-sparsification",
+        "asymptotic-linearization",
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = |dir: &Path| {
+            let f = dir.join("instance.npz").display().to_string();
+            vec![format!("data_file={f}"), format!("init_file={f}")]
+        };
+        let built_in = run_any(tmp.path(), "a", scenario, &[]);
+        let first = run_any(tmp.path(), "b", scenario, &files(&built_in));
+        let second = run_any(tmp.path(), "c", scenario, &files(&first));
+        for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
+            assert_eq!(
+                std::fs::read(first.join(f)).unwrap(),
+                std::fs::read(second.join(f)).unwrap(),
+                "{scenario}: {f} differs after the round trip"
+            );
+        }
+        // the built-in tokens and start, read back, are the arrays the run wrote
+        assert_eq!(
+            std::fs::read(built_in.join("instance.npz")).unwrap(),
+            std::fs::read(first.join("instance.npz")).unwrap(),
+            "{scenario}: instance.npz"
+        );
+    }
+}
+
+#[test]
+fn polyak_step_on_data_written_from_scratch_starts_at_the_hand_computed_loss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "mine.npz", &instance(Some(vec![0.0; 25])));
+    let f = file.display().to_string();
+    let dir = run_any(
+        tmp.path(),
+        "o",
+        "polyak-step",
+        &[format!("data_file={f}"), format!("init_file={f}")],
+    );
+    // at W = 0 the softmax is uniform (as in the flow test above)
+    let (x, y, u) = tokens();
+    let gamma = |i: usize, t: usize| -> f64 {
+        y[i] * (0..5).map(|r| u[r] * x[(i * 3 + t) * 5 + r]).sum::<f64>()
+    };
+    let l0: f64 = (0..3)
+        .map(|i| (-(0..3).map(|t| gamma(i, t)).sum::<f64>() / 3.0).exp())
+        .sum::<f64>()
+        / 3.0;
+    let l_star: f64 = (0..3).map(|i| (-gamma(i, 0)).exp()).sum::<f64>() / 3.0;
+    let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(row[col("k")].parse::<f64>().unwrap(), 0.0);
+    let measured: f64 = row[col("log10_excess_loss")].parse().unwrap();
+    let want = (l0 - l_star).log10();
+    assert!((measured - want).abs() < 1e-12, "{measured} vs {want}");
+    let written =
+        Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
+    assert_eq!(written, instance(Some(vec![0.0; 25])));
+}
+
+#[test]
+fn bad_init_files_of_the_fixed_decoder_scenarios_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = write(tmp.path(), "mine.npz", &instance(None));
+    let refuse = |scenario: &str, w0: Array, want: &str| {
+        let mut a = Arrays::new();
+        a.insert("W0", w0);
+        let bad = write(tmp.path(), "bad.npz", &a);
+        let o = attnflow(
+            &[
+                "run",
+                scenario,
+                "--quick",
+                "--out",
+                "o",
+                "--set",
+                &format!("data_file={}", data.display()),
+                "--set",
+                &format!("init_file={}", bad.display()),
+            ],
+            tmp.path(),
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("bad.npz") && err.contains("W0"), "{err}");
+        assert!(err.contains(want), "{want}: {err}");
+        assert!(!tmp.path().join("o").exists());
+    };
+    refuse("polyak-step", Array::matrix(2, 2, vec![0.0; 4]), "d = 5");
+    // one run, two starts
+    refuse(
+        "fig2-fixed-decoder",
+        Array::new(&[2, 5, 5], vec![0.0; 50]),
+        "at most 1",
+    );
+    refuse("ngd-fixed-decoder", Array::vector(&[0.0; 5]), "(k, d, d)");
+}
+
+#[test]
+fn ngd_stops_cleanly_once_the_gradient_underflows() {
+    // NGD's excess loss on ex1 falls like e^{−Γ‖W‖} with ‖W‖ = ηk: it leaves the normal range
+    // of f64 after ~1200 steps of 0.5; the run must stop there, finite, not reach NaN
+    let tmp = tempfile::tempdir().unwrap();
+    let o = attnflow(
+        &[
+            "flow",
+            "token-select",
+            "--optimizer",
+            "ngd",
+            "--eta",
+            "0.5",
+            "--steps",
+            "20000",
+            "--out",
+            "o",
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("o/flow-token-select");
+    let loss = column(&dir, "loss");
+    let t = column(&dir, "t");
+    assert!(loss.iter().all(|l| l.is_finite()), "{loss:?}");
+    assert!(*loss.last().unwrap() < 1e-290, "{loss:?}");
+    // it stopped early: the last time is below ηK
+    assert!(*t.last().unwrap() < 0.5 * 20000.0, "{t:?}");
+}

@@ -145,21 +145,27 @@ pub fn gradient_descent<F: GradientFlow + ?Sized>(
                 eta,
             });
         }
-        if gn == 0.0 {
-            // exactly stationary: every later iterate is the same point
+        if gn < f64::MIN_POSITIVE {
+            // the gradient is zero, or underflowed below the normal range of f64 (every entry
+            // subnormal): a GD or Polyak step no longer moves any entry of z, and the direction
+            // ∇ℓ/‖∇ℓ‖ of a normalized step has lost its precision (η/‖∇ℓ‖ may even overflow
+            // to ∞, and ∞·0 = NaN). Stationary in floating point: stop here.
             traj.push(t, &z);
             traj.stop = StopReason::Converged { step: k, t };
             break;
         }
-        let (eta, scale) = match cfg.rule {
-            StepRule::Constant { eta } => (eta, eta),
-            StepRule::Normalized { eta } => (eta, eta / gn),
-            StepRule::Polyak { loss_star, cap } => {
-                let eta = ((loss - loss_star) / (gn * gn)).clamp(0.0, cap);
-                (eta, eta)
-            }
+        let eta = match cfg.rule {
+            StepRule::Constant { eta } | StepRule::Normalized { eta } => eta,
+            StepRule::Polyak { loss_star, cap } => ((loss - loss_star) / (gn * gn)).clamp(0.0, cap),
         };
-        z.iter_mut().zip(&g).for_each(|(zi, gi)| *zi -= scale * gi);
+        match cfg.rule {
+            // ∇ℓ/‖∇ℓ‖ entry by entry (each ≤ 1): η/‖∇ℓ‖ alone can overflow for a tiny gradient
+            StepRule::Normalized { .. } => z
+                .iter_mut()
+                .zip(&g)
+                .for_each(|(zi, gi)| *zi -= eta * (gi / gn)),
+            _ => z.iter_mut().zip(&g).for_each(|(zi, gi)| *zi -= eta * gi),
+        }
         t += eta;
     }
     traj.record_diagnostics(flow);

@@ -9,6 +9,7 @@
 //! | `z`   | (n, d)    | optional queries q_i (default: the first token of each sequence)   |
 //! | `opt` | (n,)      | optional optimal-token indices; must be argmax_t γ_{i,t} if given  |
 //! | `W0`  | (d, d)    | initial state W₀ (rows as numpy prints them; a separate init file) |
+//! |       | (k, d, d) | or k starts, for the scenarios that run several initializations    |
 //!
 //! ```python
 //! X = np.random.randn(8, 4, 6); y = np.sign(np.random.randn(8)); u = np.eye(6)[0]
@@ -57,11 +58,20 @@ impl TokenSelectData {
     pub fn wsvm_matrix(&self) -> DMatrix<f64> {
         DMatrix::from_column_slice(self.data.d, self.data.d, &self.wsvm.w)
     }
+}
 
-    /// Whether the queries are the first tokens (then `z` is not written).
-    fn first_token_queries(&self) -> bool {
-        (0..self.data.n).all(|i| self.data.query(i) == self.data.token(i, 0))
+/// The arrays X, y, u of tokens and a decoder, and z when the queries are not the first tokens
+/// (what [`TokenSelectData::from_arrays`] reads back).
+pub fn token_arrays(data: &TokenData, u: &[f64]) -> Arrays {
+    let (n, t, d) = (data.n, data.t, data.d);
+    let mut a = Arrays::new();
+    a.insert("X", Array::new(&[n, t, d], data.x.clone()))
+        .insert("y", Array::vector(&data.y))
+        .insert("u", Array::vector(u));
+    if (0..n).any(|i| data.query(i) != data.token(i, 0)) {
+        a.insert("z", Array::matrix(n, d, data.queries.clone()));
     }
+    a
 }
 
 /// opt_i = argmax_t y_i uᵀx_{i,t}, refusing ties (naming the sequence) and all-zero scores.
@@ -149,15 +159,7 @@ impl InstanceFile for TokenSelectData {
     }
 
     fn to_arrays(&self) -> Arrays {
-        let (n, t, d) = (self.data.n, self.data.t, self.data.d);
-        let mut a = Arrays::new();
-        a.insert("X", Array::new(&[n, t, d], self.data.x.clone()))
-            .insert("y", Array::vector(&self.data.y))
-            .insert("u", Array::vector(&self.u));
-        if !self.first_token_queries() {
-            a.insert("z", Array::matrix(n, d, self.data.queries.clone()));
-        }
-        a
+        token_arrays(&self.data, &self.u)
     }
 }
 
@@ -172,17 +174,19 @@ pub struct TokenSelectInit {
 impl TokenSelectInit {
     /// W₀ must be d × d for tokens in ℝ^d.
     pub fn for_dimension(&self, d: usize) -> Result<&[f64], InstanceError> {
-        if self.d == d {
-            Ok(&self.w0)
-        } else {
-            Err(InstanceError::new(
-                "W0",
-                format!(
-                    "is {0} × {0} but the tokens have d = {d} (W₀ must be d × d)",
-                    self.d
-                ),
-            ))
-        }
+        require_dimension(self.d, d).map(|_| self.w0.as_slice())
+    }
+}
+
+/// W₀ (of side `have`) must be d × d for tokens in ℝ^d.
+fn require_dimension(have: usize, d: usize) -> Result<(), InstanceError> {
+    if have == d {
+        Ok(())
+    } else {
+        Err(InstanceError::new(
+            "W0",
+            format!("is {have} × {have} but the tokens have d = {d} (W₀ must be d × d)"),
+        ))
     }
 }
 
@@ -208,6 +212,81 @@ impl InstanceFile for TokenSelectInit {
     fn to_arrays(&self) -> Arrays {
         let mut a = Arrays::new();
         a.insert("W0", Array::from_column_major(self.d, self.d, &self.w0));
+        a
+    }
+}
+
+/// The initial attention matrices of a scenario that runs one or several starts (array `W0`:
+/// (d, d) for one start, (k, d, d) for k starts, each W₀ row-major as numpy prints it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenSelectStarts {
+    pub d: usize,
+    /// vec(W₀) of each start, column-major (the models' layout).
+    pub starts: Vec<Vec<f64>>,
+}
+
+impl TokenSelectStarts {
+    /// Every start must be d × d for tokens in ℝ^d.
+    pub fn require_dimension(&self, d: usize) -> Result<(), InstanceError> {
+        require_dimension(self.d, d)
+    }
+}
+
+impl InstanceFile for TokenSelectStarts {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[(
+        "W0",
+        "the initial attention matrix, shape (d, d), or k of them, shape (k, d, d)",
+    )];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        let w = a.require("W0")?;
+        let (k, rows, cols) = match w.shape[..] {
+            [rows, cols] => (1, rows, cols),
+            [k, rows, cols] if k >= 1 => (k, rows, cols),
+            _ => {
+                return Err(InstanceError::new(
+                    "W0",
+                    format!(
+                        "must be (d, d) or a stack (k, d, d) with k ≥ 1, got shape {:?}",
+                        w.shape
+                    ),
+                ))
+            }
+        };
+        if rows != cols || rows == 0 {
+            return Err(InstanceError::new(
+                "W0",
+                format!(
+                    "each W₀ must be square (d, d) with d ≥ 1, got shape {:?}",
+                    w.shape
+                ),
+            ));
+        }
+        a.check_finite()?;
+        let starts = w
+            .data
+            .chunks(rows * cols)
+            .take(k)
+            .map(|m| Array::matrix(rows, cols, m.to_vec()).to_column_major())
+            .collect();
+        Ok(TokenSelectStarts { d: rows, starts })
+    }
+
+    /// One start as (d, d) (what the single-start scenarios and the generic flow read), several
+    /// as (k, d, d).
+    fn to_arrays(&self) -> Arrays {
+        let d = self.d;
+        let rows: Vec<f64> = self
+            .starts
+            .iter()
+            .flat_map(|w| Array::from_column_major(d, d, w).data)
+            .collect();
+        let shape = match self.starts.len() {
+            1 => vec![d, d],
+            k => vec![k, d, d],
+        };
+        let mut a = Arrays::new();
+        a.insert("W0", Array::new(&shape, rows));
         a
     }
 }
@@ -264,5 +343,24 @@ mod tests {
         assert_eq!(init.for_dimension(3).unwrap_err().key, "W0");
         a.insert("W0", Array::matrix(2, 3, vec![0.0; 6]));
         assert_eq!(TokenSelectInit::from_arrays(&a).unwrap_err().key, "W0");
+    }
+
+    #[test]
+    fn starts_read_one_matrix_or_a_stack() {
+        let mut a = Arrays::new();
+        a.insert("W0", Array::matrix(2, 2, vec![1.0, 2.0, 3.0, 4.0]));
+        let one = TokenSelectStarts::from_arrays(&a).unwrap();
+        assert_eq!(one.starts, vec![vec![1.0, 3.0, 2.0, 4.0]]);
+        assert_eq!(one.to_arrays(), a);
+        let stack = Array::new(&[2, 2, 2], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        a.insert("W0", stack);
+        let two = TokenSelectStarts::from_arrays(&a).unwrap();
+        assert_eq!(two.starts[1], vec![5.0, 7.0, 6.0, 8.0]);
+        assert_eq!(two.to_arrays(), a);
+        assert_eq!(two.require_dimension(3).unwrap_err().key, "W0");
+        a.insert("W0", Array::new(&[1, 2, 3], vec![0.0; 6]));
+        assert_eq!(TokenSelectStarts::from_arrays(&a).unwrap_err().key, "W0");
+        a.insert("W0", Array::vector(&[0.0; 4]));
+        assert_eq!(TokenSelectStarts::from_arrays(&a).unwrap_err().key, "W0");
     }
 }

@@ -3,6 +3,8 @@
 //! iterate's offset from the W_mm ray converges to the w̃ that surrogate predicts, so that
 //! 1 − corr ≈ ‖w̃_⊥‖²/(2‖W‖²).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::MarginConstraints;
@@ -14,7 +16,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{optimizer_runs, DataName};
+use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
 use super::fixed_linearization::{Linearization, PerpSplit};
 
@@ -31,6 +33,12 @@ pub struct Params {
     pub margin_threshold: f64,
     /// ‖W_⊥‖² is compared with its prediction where ‖W‖ ≥ this (spec §4.4: 2000).
     pub norm_threshold: f64,
+    /// The user's tokens (X, y, u, optional z), replacing `data`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's W₀ (array `W0`, d × d), replacing `init`.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,7 +62,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.perp_rel_tol", c.perp_rel_tol),
         ("checks.conservation_tol", c.conservation_tol),
     ])?;
-    Ok(())
+    UserFiles::new(&p.data_file, &p.init_file).validate(p.data, 1, sc)
 }
 
 #[derive(Default)]
@@ -68,12 +76,16 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, ctx)?;
+    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
     let lin = Linearization::new(&setup)?;
-    let mut rep = Report::default();
+    let initial = setup.start(&p.init, ctx);
+    let mut rep = Report {
+        instance: Some(setup.instance(std::slice::from_ref(&initial))),
+        ..Report::default()
+    };
     setup.derive_constants(&mut rep);
     setup.premise_checks(&mut rep);
-    let w0 = setup.initial(&p.init, 0, ctx);
+    let w0 = initial.w0;
     let outside0 = lin.split(&w0, &setup.wmm_unit).outside;
     let rule = FixedRule::Ngd {
         eta: p.eta,
@@ -302,7 +314,7 @@ fn figure(
         .series(Series::theory("slope 1", vec![lo, hi], vec![lo + shift, hi + shift]).color(1));
     Figure::new(2)
         .title(format!(
-            "Asymptotic linearization along NGD (η = {}) on {:?}: |S| = {} of {} constraints",
+            "Asymptotic linearization along NGD (η = {}) on {}: |S| = {} of {} constraints",
             p.eta,
             setup.data,
             setup.svm.support.len(),

@@ -1,14 +1,18 @@
 //! What every seed-003 scenario shares: the named data models (spec 003 §1.3) drawn from the
 //! scenario seed, and the W-SVM direction every optimizer is measured against (§3).
 
-use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::analysis::svm::{solve_l2, L2Solution, RankOneConstraints, SvmMethod};
 use crate::attention::{Instance, TokenError};
+use crate::instance::token_select::{token_arrays, TokenSelectData, TokenSelectStarts};
+use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::token_select::generators::{bad_init, two_token};
 use crate::models::token_select::{Example1, GaussianJoint};
 use crate::scenario::cost::{n, Cost};
-use crate::scenario::{RunContext, RunError, Scenario};
+use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
 /// Random stream of the data (tokens, labels, decoder).
 pub const DATA_STREAM: u64 = 0;
@@ -47,6 +51,142 @@ pub fn draw_instance(name: DataName, sc: &Scenario) -> Result<Instance, TokenErr
         DataName::TwoToken => Ok(two_token()),
         DataName::BadInit => Ok(bad_init()),
     }
+}
+
+/// Where a scenario's tokens come from: a named data model or the user's `data_file`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Named(DataName),
+    /// The user's tokens; titles and the derived `data` say `data_file` (a fixed word, so a
+    /// run fed its own `instance.npz` writes the same outputs).
+    File,
+}
+
+impl Source {
+    /// Whether the tokens are the user's (checks of the built-in instance are skipped).
+    pub fn is_file(self) -> bool {
+        self == Source::File
+    }
+}
+
+/// As figure titles print it: the model's name (`Ex1`) or `data_file`.
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Named(name) => write!(f, "{name:?}"),
+            Source::File => f.write_str("data_file"),
+        }
+    }
+}
+
+/// As `params.json` derives it: the model's key (`ex1`) or `data_file`.
+impl Serialize for Source {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Source::Named(name) => name.serialize(s),
+            Source::File => s.serialize_str("data_file"),
+        }
+    }
+}
+
+/// The user's files of a seed-003 scenario (the layout of [`crate::instance::token_select`]):
+/// `params.data_file` (X, y, u, optional z) replaces the named data model and
+/// `params.init_file` (W0: (d, d), or (k, d, d) for k starts) replaces the initializations
+/// drawn from the seed. Read in `validate` (a bad file is bad input: exit 2, nothing written)
+/// and again by the run.
+#[derive(Debug, Clone, Copy)]
+pub struct UserFiles<'a> {
+    pub data_file: Option<&'a Path>,
+    pub init_file: Option<&'a Path>,
+}
+
+impl<'a> UserFiles<'a> {
+    pub fn new(data_file: &'a Option<PathBuf>, init_file: &'a Option<PathBuf>) -> Self {
+        UserFiles {
+            data_file: data_file.as_deref(),
+            init_file: init_file.as_deref(),
+        }
+    }
+
+    /// The tokens, their source and their optimal tokens: the data file's (validated: a
+    /// unique optimal token per sequence and a feasible W-SVM), else `name` drawn from the
+    /// scenario seed.
+    pub fn instance(&self, name: DataName, sc: &Scenario) -> Result<(Source, Instance), RunError> {
+        match self.data_file {
+            Some(f) => {
+                let data: TokenSelectData = sc.read_instance("data_file", f)?;
+                let inst = Instance {
+                    data: data.data,
+                    decoder: data.u,
+                    opt: data.opt,
+                };
+                Ok((Source::File, inst))
+            }
+            None => draw_instance(name, sc)
+                .map(|inst| (Source::Named(name), inst))
+                .map_err(|e| RunError::Other(format!("generating the {name:?} data: {e}"))),
+        }
+    }
+
+    /// The init file's starts (vec(W₀) column-major), each d × d, at most `max_starts` of
+    /// them; `None` without an init file.
+    pub fn starts(
+        &self,
+        d: usize,
+        max_starts: usize,
+        sc: &Scenario,
+    ) -> Result<Option<Vec<Vec<f64>>>, InputError> {
+        let Some(f) = self.init_file else {
+            return Ok(None);
+        };
+        let read: TokenSelectStarts = sc.read_instance("init_file", f)?;
+        let k = read.starts.len();
+        read.require_dimension(d)
+            .and_then(|()| match k <= max_starts {
+                true => Ok(()),
+                false => Err(InstanceError::new(
+                    "W0",
+                    format!("holds {k} starts but this scenario runs at most {max_starts}"),
+                )),
+            })
+            .map_err(|e| {
+                InputError::new(
+                    &sc.input_path("init_file", f),
+                    e.key,
+                    format!("{} (file given by params.init_file)", e.reason),
+                )
+            })?;
+        Ok(Some(read.starts))
+    }
+
+    /// Reads both files as the run will, refusing bad ones before anything runs.
+    pub fn validate(
+        &self,
+        name: DataName,
+        max_starts: usize,
+        sc: &Scenario,
+    ) -> Result<(), InputError> {
+        let d = match self.instance(name, sc) {
+            Ok((_, inst)) => inst.data.d,
+            Err(RunError::Input(e)) => return Err(e),
+            Err(e) => return Err(sc.invalid("params.data", e.to_string())),
+        };
+        self.starts(d, max_starts, sc).map(|_| ())
+    }
+}
+
+/// `instance.npz` of a run: the tokens X, y, u (z when the queries are not the first tokens)
+/// and the starts W0 ((d, d) for one, (k, d, d) for several; none if `starts` is empty).
+pub fn instance_arrays(inst: &Instance, starts: &[Vec<f64>]) -> Arrays {
+    let mut a = token_arrays(&inst.data, &inst.decoder);
+    if !starts.is_empty() {
+        let w0 = TokenSelectStarts {
+            d: inst.data.d,
+            starts: starts.to_vec(),
+        };
+        a.merge_prefixed("", w0.to_arrays());
+    }
+    a
 }
 
 /// The W-SVM of an instance (dual QP, polished, with its KKT certificate).

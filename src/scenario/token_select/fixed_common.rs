@@ -14,11 +14,15 @@ use crate::models::token_select::{FixedRule, FixedStepper, StepReport};
 use crate::scenario::{Check, Report, RunContext, RunError};
 use crate::stats;
 
-use super::common::{build_instance, w_svm, DataName, FIRST_FREE_STREAM};
+use super::common::{instance_arrays, w_svm, DataName, Source, UserFiles, FIRST_FREE_STREAM};
 
 /// A fixed-decoder problem with its W-SVM and the constants of Sec. 3.1 (spec 003 §1.1, §3).
 pub struct Setup {
-    pub data: DataName,
+    pub data: Source,
+    /// The tokens and decoder, as `instance.npz` records them.
+    tokens: crate::attention::Instance,
+    /// The init file's starts (vec(W₀)), replacing the drawn initializations.
+    user_starts: Option<Vec<Vec<f64>>>,
     pub model: FixedDecoder,
     pub constraints: RankOneConstraints,
     pub svm: L2Solution,
@@ -32,23 +36,32 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// The named data with the exponential loss (the paper's theory) and its W-SVM.
-    pub fn build(data: DataName, ctx: &RunContext) -> Result<Self, RunError> {
-        let inst = build_instance(data, ctx)?;
+    /// The named data (or the user's `data_file`) with the exponential loss (the paper's
+    /// theory) and its W-SVM; the init file's starts (at most `max_starts`) if one is given.
+    pub fn build(
+        data: DataName,
+        files: UserFiles,
+        max_starts: usize,
+        ctx: &RunContext,
+    ) -> Result<Self, RunError> {
+        let (source, inst) = files.instance(data, ctx.scenario)?;
+        let user_starts = files.starts(inst.data.d, max_starts, ctx.scenario)?;
         let (constraints, svm) = w_svm(&inst)?;
         let assumptions = inst.data.assumptions(&inst.decoder, &inst.opt);
-        let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential)
+        let model = FixedDecoder::new(inst.data.clone(), inst.decoder.clone(), Loss::Exponential)
             .map_err(|e| RunError::Other(format!("fixed-decoder model: {e}")))?;
         if model.optimal_tokens() != inst.opt.as_slice() {
             return Err(RunError::Other(format!(
-                "{data:?}: the decoder's optimal tokens {:?} differ from the generator's {:?}",
+                "{source}: the decoder's optimal tokens {:?} differ from the generator's {:?}",
                 model.optimal_tokens(),
                 inst.opt
             )));
         }
         let wmm_unit = svm.w.iter().map(|x| x / svm.norm).collect();
         Ok(Setup {
-            data,
+            data: source,
+            tokens: inst,
+            user_starts,
             margin: 1.0 / svm.norm,
             token_bound: assumptions.token_bound,
             model,
@@ -123,8 +136,55 @@ impl Setup {
         }
     }
 
+    /// The starts of a run: the init file's W₀ (labelled `W₀ of init_file`, or `W₀[j] of
+    /// init_file` for a stack), else `inits` drawn from their own streams.
+    pub fn starts(&self, inits: &[Init], ctx: &RunContext) -> Vec<Start> {
+        match &self.user_starts {
+            Some(ws) if ws.len() == 1 => vec![Start {
+                label: "W₀ of init_file".into(),
+                w0: ws[0].clone(),
+            }],
+            Some(ws) => ws
+                .iter()
+                .enumerate()
+                .map(|(j, w0)| Start {
+                    label: format!("W₀[{j}] of init_file"),
+                    w0: w0.clone(),
+                })
+                .collect(),
+            None => inits
+                .iter()
+                .enumerate()
+                .map(|(index, init)| Start {
+                    label: init.label(),
+                    w0: self.initial(init, index, ctx),
+                })
+                .collect(),
+        }
+    }
+
+    /// The label of a single-initialization run's start: `init`'s, or `W₀ of init_file`.
+    pub fn init_label(&self, init: &Init) -> String {
+        match self.user_starts {
+            Some(_) => "W₀ of init_file".into(),
+            None => init.label(),
+        }
+    }
+
+    /// The one start of a single-initialization run (see [`Setup::starts`]).
+    pub fn start(&self, init: &Init, ctx: &RunContext) -> Start {
+        let mut starts = self.starts(std::slice::from_ref(init), ctx);
+        starts.swap_remove(0)
+    }
+
+    /// `instance.npz`: the tokens, the decoder and the starts the run used.
+    pub fn instance(&self, starts: &[Start]) -> crate::instance::Arrays {
+        let w0: Vec<Vec<f64>> = starts.iter().map(|s| s.w0.clone()).collect();
+        instance_arrays(&self.tokens, &w0)
+    }
+
     /// W₀ for an initialization, from the init's own random stream.
-    pub fn initial(&self, init: &Init, index: usize, ctx: &RunContext) -> Vec<f64> {
+    fn initial(&self, init: &Init, index: usize, ctx: &RunContext) -> Vec<f64> {
         let mut rng = ctx.rng(FIRST_FREE_STREAM + index as u64);
         let dim = self.wmm_unit.len();
         let mut gauss = || -> f64 { rng.sample(StandardNormal) };
@@ -173,6 +233,12 @@ impl Setup {
                 .note("Γ, W̄_mm and every alignment are measured against this certificate"),
         );
     }
+}
+
+/// One start of a run: its label and vec(W₀).
+pub struct Start {
+    pub label: String,
+    pub w0: Vec<f64>,
 }
 
 /// W₀ (spec 003 §4.2: "any direction, small norm").

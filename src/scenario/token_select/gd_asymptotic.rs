@@ -2,6 +2,8 @@
 //! integrated in the log clock τ = ln(1 + t) to t = 10¹⁰) converges in direction to W_mm, but
 //! only logarithmically: ‖W‖ = (1/Γ) ln t + O(1) and 1 − corr = O(1/ln²t).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{integrate, logspace, Method, OdeConfig, SolverStats};
@@ -12,7 +14,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::{optimizer_runs, DataName, BUILT_IN_GRAD, BUILT_IN_W};
+use super::common::{optimizer_runs, DataName, UserFiles, BUILT_IN_GRAD, BUILT_IN_W};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
 use super::fixed_linearization::Linearization;
 
@@ -39,6 +41,12 @@ pub struct Params {
     pub reference_steps: usize,
     /// ‖W‖ − (ln t)/Γ is judged on [t_end·offset_window_fraction, t_end].
     pub offset_window_fraction: f64,
+    /// The user's tokens (X, y, u, optional z), replacing `data`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's W₀ (array `W0`, d × d), replacing `init`.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -90,7 +98,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.flow_t_end > 0.0 && p.flow_points_per_decade == 0 {
         return Err(sc.invalid("params.flow_points_per_decade", "must be positive"));
     }
-    Ok(())
+    UserFiles::new(&p.data_file, &p.init_file).validate(p.data, 1, sc)
 }
 
 /// A sampled run in time t (t = ηk for GD).
@@ -103,11 +111,15 @@ struct Run {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, ctx)?;
-    let mut rep = Report::default();
+    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
+    let initial = setup.start(&p.init, ctx);
+    let mut rep = Report {
+        instance: Some(setup.instance(std::slice::from_ref(&initial))),
+        ..Report::default()
+    };
     setup.derive_constants(&mut rep);
     setup.premise_checks(&mut rep);
-    let w0 = setup.initial(&p.init, 0, ctx);
+    let w0 = initial.w0;
     let mut table = checkpoint_table();
     let mut gd = Run {
         label: format!("GD η = {}", p.eta),
@@ -391,7 +403,7 @@ fn figure(p: &Params, setup: &Setup, runs: &[Run], envelopes: &[f64], limit: f64
         .vline(RefLine::new(b, "").style(LineStyle::Dotted));
     Figure::new(3)
         .title(format!(
-            "GD (η = {}) and gradient flow on {:?}: Γ = {gamma:.4}",
+            "GD (η = {}) and gradient flow on {}: Γ = {gamma:.4}",
             p.eta, setup.data
         ))
         .aspect(0.82)

@@ -2,6 +2,8 @@
 //! from three initializations, with Lemmas 3, 4, 5 and the certified skeleton of Thm 1/5 at
 //! every iterate, Lemma 7's ε̂ → 0, a fitted k^{−1/2} envelope and global convergence.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{log_log_slope_fit, Window};
@@ -13,7 +15,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::{optimizer_runs, DataName};
+use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,6 +37,12 @@ pub struct Params {
     pub global_k: usize,
     /// Window [k₁, k₂] of the reported log–log slope of 1 − corr.
     pub slope_window: [usize; 2],
+    /// The user's tokens (X, y, u, optional z), replacing `data`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's starts (array `W0`: one d × d, or k of them as (k, d, d)), replacing `inits`.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,7 +99,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if !(1 <= a && a < b && b <= p.steps) {
         return Err(sc.invalid("params.slope_window", "need 1 ≤ k₁ < k₂ ≤ steps"));
     }
-    Ok(())
+    UserFiles::new(&p.data_file, &p.init_file).validate(p.data, usize::MAX, sc)
 }
 
 /// The skeleton of Thm 1/5 from one start k₀ (spec 003 §4.2):
@@ -143,8 +151,13 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, ctx)?;
-    let mut rep = Report::default();
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let setup = Setup::build(p.data, files, usize::MAX, ctx)?;
+    let starts = setup.starts(&p.inits, ctx);
+    let mut rep = Report {
+        instance: Some(setup.instance(&starts)),
+        ..Report::default()
+    };
     setup.derive_constants(&mut rep);
     setup.premise_checks(&mut rep);
     let (gamma, b2, eta) = (setup.margin, setup.b2(), p.eta);
@@ -157,14 +170,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     let mut table = checkpoint_table();
     let mut all_curves = Vec::new();
-    for (index, init) in p.inits.iter().enumerate() {
-        let label = init.label();
-        let w0 = setup.initial(init, index, ctx);
+    for init in &starts {
+        let (label, w0) = (init.label.clone(), &init.w0);
         let mut acc: Option<RunChecks> = None;
         let mut curves = Curves::default();
         let (mut norm0, mut proj0) = (0.0, 0.0);
         let start = std::time::Instant::now();
-        trace(&setup, rule, &w0, p.steps, Probing::EveryStep, |v| {
+        trace(&setup, rule, w0, p.steps, Probing::EveryStep, |v| {
             let pr = v.probe;
             let phi = &pr.attention.phi_opt;
             let a = acc.get_or_insert_with(|| {
@@ -558,7 +570,7 @@ fn figure(p: &Params, setup: &Setup, runs: &[(String, Curves, f64)]) -> Figure {
     }
     Figure::new(3)
         .title(format!(
-            "NGD (η = {eta}) on {:?}, fixed decoder: Γ = {gamma:.3}, B = {:.3}, ρ_orth = {:.1e}",
+            "NGD (η = {eta}) on {}, fixed decoder: Γ = {gamma:.3}, B = {:.3}, ρ_orth = {:.1e}",
             setup.data, setup.token_bound, setup.assumptions.rho_orth
         ))
         .panel(align)

@@ -4,6 +4,8 @@
 //! so uncapped PS is NGD with η_eff = (L − L*)/‖∇L‖ ∈ [1/(2B²(1+Δ̄)), 1/(Γφ_min)]; with a cap,
 //! every step from the first capped one k_sw on is capped, i.e. the run is GD(cap).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig, SolverStats};
@@ -14,7 +16,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::{optimizer_runs, DataName};
+use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Cap, Init, Probing, Setup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,6 +30,12 @@ pub struct Params {
     pub caps: Vec<Cap>,
     /// Figure only: lower end of the log₁₀(L − L*) axis (curves below it leave the panel).
     pub loss_axis_floor: f64,
+    /// The user's tokens (X, y, u, optional z), replacing `data`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's W₀ (array `W0`, d × d), replacing `init`.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,7 +62,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if let Some(i) = p.caps.iter().position(|c| c.value() <= 0.0) {
         return Err(sc.invalid(&format!("params.caps[{i}]"), "a cap must be positive"));
     }
-    Ok(())
+    UserFiles::new(&p.data_file, &p.init_file).validate(p.data, 1, sc)
 }
 
 /// Every-iterate accumulators of one run.
@@ -89,15 +97,19 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, ctx)?;
-    let mut rep = Report::default();
+    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
+    let initial = setup.start(&p.init, ctx);
+    let mut rep = Report {
+        instance: Some(setup.instance(std::slice::from_ref(&initial))),
+        ..Report::default()
+    };
     setup.derive_constants(&mut rep);
     setup.premise_checks(&mut rep);
     let (gamma, b2) = (setup.margin, setup.b2());
     let delta_max = setup.assumptions.gap_max;
     let upper_factor = 2.0 * b2 * (1.0 + delta_max);
     let eta_eff_floor = 1.0 / upper_factor;
-    let w0 = setup.initial(&p.init, 0, ctx);
+    let w0 = initial.w0;
     let mut table = checkpoint_table();
     let mut runs = Vec::new();
     for cap in &p.caps {
@@ -365,9 +377,9 @@ fn figure(
     }
     Figure::new(2)
         .title(format!(
-            "Polyak step on {:?} (W₀: {}): Γ = {:.3}, B = {:.3}, Δ̄ = {}",
+            "Polyak step on {} (W₀: {}): Γ = {:.3}, B = {:.3}, Δ̄ = {}",
             setup.data,
-            p.init.label(),
+            setup.init_label(&p.init),
             setup.margin,
             setup.token_bound,
             setup.assumptions.gap_max

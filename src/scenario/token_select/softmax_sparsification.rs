@@ -3,6 +3,8 @@
 //! 1 − φ_{i,opt} ≤ (T−1)·exp(−‖W‖(Γ − 2√2B²√(1−corr))) at every iterate, and that the
 //! asymptotic exponents of 1 − min_i φ_{i,opt} and of L − L* in ‖W‖ are −Γ.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
@@ -13,7 +15,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
-use super::common::{optimizer_runs, DataName};
+use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{
     checkpoint_row, checkpoint_table, least_squares_slope, trace, Init, Probing, Setup,
 };
@@ -29,6 +31,12 @@ pub struct Params {
     pub init: Init,
     /// The exponents are fitted on the last `fit_fraction` of the iterations.
     pub fit_fraction: f64,
+    /// The user's tokens (X, y, u, optional z), replacing `data`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's W₀ (array `W0`, d × d), replacing `init`.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,7 +61,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.steps < 10 {
         return Err(sc.invalid("params.steps", "need at least 10 iterations to fit a slope"));
     }
-    Ok(())
+    UserFiles::new(&p.data_file, &p.init_file).validate(p.data, 1, sc)
 }
 
 /// Every iterate's ‖W‖, ln(1 − φ_{i,opt}) per sample and ln(L − L*).
@@ -73,13 +81,17 @@ impl Path {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, ctx)?;
-    let mut rep = Report::default();
+    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
+    let initial = setup.start(&p.init, ctx);
+    let mut rep = Report {
+        instance: Some(setup.instance(std::slice::from_ref(&initial))),
+        ..Report::default()
+    };
     setup.derive_constants(&mut rep);
     setup.premise_checks(&mut rep);
     let (gamma, b2) = (setup.margin, setup.b2());
     let log_tokens = ((setup.t() - 1) as f64).ln();
-    let w0 = setup.initial(&p.init, 0, ctx);
+    let w0 = initial.w0;
     let rule = FixedRule::Ngd {
         eta: p.eta,
         cap: f64::INFINITY,
@@ -282,7 +294,7 @@ fn figure(
     );
     Figure::new(2)
         .title(format!(
-            "Softmax sparsification along NGD (η = {}) on {:?}: Γ = {gamma:.4}",
+            "Softmax sparsification along NGD (η = {}) on {}: Γ = {gamma:.4}",
             p.eta, setup.data
         ))
         .panel(attn)

@@ -605,3 +605,185 @@ impl InstanceFile for AttentionVectors {
         a
     }
 }
+
+/// How far ‖u‖ may be from 1 (a float64 vector divided by its norm is within ~nε).
+const UNIT_TOL: f64 = 1e-12;
+
+/// Every array name of the orthogonal-block layouts ([`OrthData`], [`OrthInit`]).
+const ORTH_NAMES: [&str; 7] = ["X", "v", "u", "p_teacher", "xi", "p0", "points"];
+
+/// Data of the overparameterized-theory scenarios (`lemma2-pl-inequality`, `thm1-linear-rate`,
+/// `prop1-value-scaling`; built-in: the orthogonal blocks C-orth of spec 002 §1.5). W = I, so the
+/// keys are the tokens; labels come from a teacher, y_i = φ(X_i p_T)ᵀX_i v.
+///
+/// | array       | shape      | meaning                                                       |
+/// |-------------|------------|---------------------------------------------------------------|
+/// | `X`         | (N, n, d)  | N samples of n ≥ 2 tokens in ℝ^d (A2: X_iX_jᵀ = δ_ij I_n)     |
+/// | `v`         | (d,)       | value vector, frozen (A1) — Lemma 2                            |
+/// | `u`         | (d,)       | unit direction of v = αu (‖u‖ = 1 within 1e−12) — Thm 1, Prop. 1 |
+/// | `p_teacher` | (d,)       | teacher p_T — Lemma 2, Prop. 1                                 |
+/// | `xi`        | (d,)       | teacher offset, p_T = p₀ + εξ — Theorem 1                      |
+///
+/// Each scenario reads the arrays it names and refuses a file missing one. Assumption A2 is not
+/// required of a file: the checks whose proofs need it measure it and are skipped when it fails.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrthData {
+    pub samples: usize,
+    pub n_tokens: usize,
+    pub d: usize,
+    /// X row-major (N·n·d).
+    pub x: Vec<f64>,
+    /// The optional vectors of length d by name (`v`, `u`, `p_teacher`, `xi`).
+    pub vectors: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
+/// Initial state / evaluation points of the orthogonal-block scenarios: `p0` (d,) the start
+/// (Theorem 1, Prop. 1; for Lemma 2 the base of the tight instance) and `points` (m, d), the
+/// random p at which Lemma 2 is evaluated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrthInit {
+    pub p0: Option<Vec<f64>>,
+    pub points: Option<Vec<Vec<f64>>>,
+}
+
+impl OrthData {
+    /// The vector `name`, or an error saying this scenario needs it.
+    pub fn require(&self, name: &str) -> Result<&[f64], InstanceError> {
+        self.vectors.get(name).map(Vec::as_slice).ok_or_else(|| {
+            InstanceError::new(
+                name,
+                format!("missing: this scenario needs `{name}` of shape ({},)", self.d),
+            )
+        })
+    }
+}
+
+impl InstanceFile for OrthData {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("X", "(N, n, d): N samples of n ≥ 2 tokens (A2: X_iX_jᵀ = δ_ij I)"),
+        ("v", "(d,): frozen value vector (Lemma 2)"),
+        ("u", "(d,): unit direction of v = αu (Theorem 1, Prop. 1)"),
+        ("p_teacher", "(d,): teacher p_T (Lemma 2, Prop. 1)"),
+        ("xi", "(d,): teacher offset p_T = p₀ + εξ (Theorem 1)"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&ORTH_NAMES)?;
+        let x = a.shaped("X", &[None, None, None])?;
+        let [samples, n_tokens, d] = [x.shape[0], x.shape[1], x.shape[2]];
+        if samples == 0 || n_tokens < 2 || d == 0 {
+            return Err(InstanceError::new(
+                "X",
+                format!(
+                    "needs N ≥ 1 samples of n ≥ 2 tokens in d ≥ 1 dimensions, got shape {:?}",
+                    x.shape
+                ),
+            ));
+        }
+        let mut vectors = std::collections::BTreeMap::new();
+        for name in ["v", "u", "p_teacher", "xi"] {
+            if a.get(name).is_some() {
+                vectors.insert(name.to_string(), a.vector(name, Some(d))?.to_vec());
+            }
+        }
+        if let Some(u) = vectors.get("u") {
+            let norm = u.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if (norm - 1.0).abs() > UNIT_TOL {
+                return Err(InstanceError::new(
+                    "u",
+                    format!("must be a unit vector (‖u‖ = 1 within {UNIT_TOL:e}), got ‖u‖ = {norm}"),
+                ));
+            }
+        }
+        Ok(OrthData {
+            samples,
+            n_tokens,
+            d,
+            x: x.data.clone(),
+            vectors,
+        })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        a.insert(
+            "X",
+            Array::new(&[self.samples, self.n_tokens, self.d], self.x.clone()),
+        );
+        for (name, v) in &self.vectors {
+            a.insert(name, Array::vector(v));
+        }
+        a
+    }
+}
+
+impl OrthInit {
+    /// Checks the lengths against the data's d.
+    pub fn require_fits(&self, d: usize) -> Result<(), InstanceError> {
+        let p0 = self.p0.iter().map(|p| ("p0", p.len()));
+        let points = self.points.iter().map(|p| ("points", p[0].len()));
+        match p0.chain(points).find(|&(_, len)| len != d) {
+            Some((name, len)) => Err(InstanceError::new(
+                name,
+                format!("vectors of length {len}, but the data has d = {d}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// `p0`, or an error saying this scenario needs it.
+    pub fn require_p0(&self) -> Result<&[f64], InstanceError> {
+        self.p0
+            .as_deref()
+            .ok_or_else(|| InstanceError::new("p0", "missing: this scenario starts at p0 (d,)"))
+    }
+}
+
+impl InstanceFile for OrthInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("p0", "(d,): the start (the tight instance's base for Lemma 2)"),
+        ("points", "(m, d): the p at which Lemma 2 is evaluated"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&ORTH_NAMES)?;
+        let p0 = a
+            .get("p0")
+            .map(|_| a.vector("p0", None).map(<[f64]>::to_vec))
+            .transpose()?;
+        let points = match a.get("points") {
+            None => None,
+            Some(_) => {
+                let m = a.shaped("points", &[None, None])?;
+                if m.shape[0] == 0 || m.shape[1] == 0 {
+                    return Err(InstanceError::new(
+                        "points",
+                        format!("needs m ≥ 1 points in d ≥ 1 dimensions, got {:?}", m.shape),
+                    ));
+                }
+                Some(m.data.chunks(m.shape[1]).map(<[f64]>::to_vec).collect())
+            }
+        };
+        if p0.is_none() && points.is_none() {
+            return Err(InstanceError::new(
+                "p0",
+                "missing (the file holds neither p0 nor points)",
+            ));
+        }
+        Ok(OrthInit { p0, points })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        if let Some(p0) = &self.p0 {
+            a.insert("p0", Array::vector(p0));
+        }
+        if let Some(points) = &self.points {
+            a.insert(
+                "points",
+                Array::matrix(points.len(), points[0].len(), points.concat()),
+            );
+        }
+        a
+    }
+}

@@ -196,7 +196,8 @@ pub fn teacher_instance(draws: &[SyntheticDraw], init: Option<TrainName>) -> Arr
     a
 }
 
-fn file_error(path: &Path, key: &str, e: InstanceError) -> InputError {
+/// An error about an array of the file `path`, given by `params.<key>`.
+pub fn file_error(path: &Path, key: &str, e: InstanceError) -> InputError {
     InputError::new(
         path,
         e.key,

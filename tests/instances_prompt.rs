@@ -226,13 +226,25 @@ fn teacher_and_lemma1_round_trips_are_byte_identical() {
     let cases: Vec<(&str, Vec<String>, &str, bool)> = vec![
         (
             "hessian-conditioning-vs-r",
-            small(&["d=5", "samples=12", "trials=2", "sigma_ps=[0.5, 2.0]", "export_hessians=true"]),
+            small(&[
+                "d=5",
+                "samples=12",
+                "trials=2",
+                "sigma_ps=[0.5, 2.0]",
+                "export_hessians=true",
+            ]),
             "",
             false,
         ),
         (
             "local-rate-vs-hessian",
-            small(&["d=4", "samples=12", "trials=2", "sigma_ps=[0.5]", "max_iterations=3000"]),
+            small(&[
+                "d=4",
+                "samples=12",
+                "trials=2",
+                "sigma_ps=[0.5]",
+                "max_iterations=3000",
+            ]),
             "",
             true,
         ),
@@ -244,16 +256,31 @@ fn teacher_and_lemma1_round_trips_are_byte_identical() {
         ),
         (
             "fig1-underparameterized",
-            small(&["d=5", "samples=12", "iterations=300", "loss_at=[100]", "sweep.seeds=1"]),
+            small(&[
+                "d=5",
+                "samples=12",
+                "iterations=300",
+                "loss_at=[100]",
+                "sweep.seeds=1",
+            ]),
             "runs/0000",
             true,
         ),
-        ("lemma1-softmax-jacobian", small(&["n_max=6", "export_spectra=true"]), "", false),
+        (
+            "lemma1-softmax-jacobian",
+            small(&["n_max=6", "export_spectra=true"]),
+            "",
+            false,
+        ),
     ];
     for (name, set, folder, init) in cases {
         let first = run_quick(name, &dir.join(format!("{name}-a")), &set);
         let inst = first.join(folder).join("instance.npz");
-        assert!(inst.exists(), "{name}: no instance.npz in {}", inst.display());
+        assert!(
+            inst.exists(),
+            "{name}: no instance.npz in {}",
+            inst.display()
+        );
         let mut again = set.clone();
         again.push(format!("data_file={}", inst.display()));
         if init {
@@ -284,7 +311,9 @@ fn teacher_file(samples: usize, n: usize, d: usize) -> (Vec<f64>, Vec<f64>, Vec<
         .map(|k| ((k as f64) * 0.731).sin() + 0.1 * ((k * k) as f64 * 0.013).cos())
         .collect();
     let xi_p: Vec<f64> = (0..d).map(|k| ((k as f64) * 1.3 + 0.2).cos()).collect();
-    let xi_v: Vec<f64> = (0..d).map(|k| ((k as f64) * 0.7 - 0.4).sin() + 0.5).collect();
+    let xi_v: Vec<f64> = (0..d)
+        .map(|k| ((k as f64) * 0.7 - 0.4).sin() + 0.5)
+        .collect();
     (x, xi_p, xi_v)
 }
 
@@ -434,25 +463,72 @@ fn teacher_and_attention_files_are_refused_when_bad() {
         let mut a = Arrays::new();
         a.insert("X", Array::new(shape, x))
             .insert("xi_p", Array::vector(xi_p))
-            .insert("xi_v", Array::vector(&xi_v[..shape[shape.len() - 1].min(2)]));
+            .insert(
+                "xi_v",
+                Array::vector(&xi_v[..shape[shape.len() - 1].min(2)]),
+            );
         a.to_npz_bytes()
     };
     let mut nan = x.clone();
     nan[5] = f64::NAN;
     let hc = "hessian-conditioning-vs-r";
-    refused(&dir, hc, "nan", teacher(&[4, 3, 2], nan, &xi_p), "data_file", "X[0, 2, 1]");
-    refused(&dir, hc, "dims", teacher(&[24], x.clone(), &xi_p), "data_file", "X");
-    refused(&dir, hc, "one-token", teacher(&[4, 1, 6], x.clone(), &xi_p), "data_file", "n ≥ 2");
-    refused(&dir, hc, "xi-len", teacher(&[4, 3, 2], x.clone(), &[1.0, 2.0, 3.0]), "data_file", "xi_p");
+    refused(
+        &dir,
+        hc,
+        "nan",
+        teacher(&[4, 3, 2], nan, &xi_p),
+        "data_file",
+        "X[0, 2, 1]",
+    );
+    refused(
+        &dir,
+        hc,
+        "dims",
+        teacher(&[24], x.clone(), &xi_p),
+        "data_file",
+        "X",
+    );
+    refused(
+        &dir,
+        hc,
+        "one-token",
+        teacher(&[4, 1, 6], x.clone(), &xi_p),
+        "data_file",
+        "n ≥ 2",
+    );
+    refused(
+        &dir,
+        hc,
+        "xi-len",
+        teacher(&[4, 3, 2], x.clone(), &[1.0, 2.0, 3.0]),
+        "data_file",
+        "xi_p",
+    );
     // two stacked trials: a one-trial scenario refuses them
     let stacked = {
         let mut a = Arrays::new();
-        a.insert("X", Array::new(&[2, 4, 3, 2], [x.clone(), x.clone()].concat()))
-            .insert("xi_p", Array::matrix(2, 2, [xi_p.clone(), xi_p.clone()].concat()))
-            .insert("xi_v", Array::matrix(2, 2, [xi_v.clone(), xi_v.clone()].concat()));
+        a.insert(
+            "X",
+            Array::new(&[2, 4, 3, 2], [x.clone(), x.clone()].concat()),
+        )
+        .insert(
+            "xi_p",
+            Array::matrix(2, 2, [xi_p.clone(), xi_p.clone()].concat()),
+        )
+        .insert(
+            "xi_v",
+            Array::matrix(2, 2, [xi_v.clone(), xi_v.clone()].concat()),
+        );
         a.to_npz_bytes()
     };
-    refused(&dir, "spurious-sparse-minimum", "stacked", stacked, "data_file", "stacked trials");
+    refused(
+        &dir,
+        "spurious-sparse-minimum",
+        "stacked",
+        stacked,
+        "data_file",
+        "stacked trials",
+    );
     // an initial state of the wrong dimension (the built-in d = 20), and one without v0
     let init = |p0: &[f64], v0: Option<&[f64]>| {
         let mut a = Arrays::new();
@@ -462,8 +538,22 @@ fn teacher_and_attention_files_are_refused_when_bad() {
         }
         a.to_npz_bytes()
     };
-    refused(&dir, "spurious-sparse-minimum", "p0-len", init(&[0.1; 3], Some(&[0.1; 3])), "init_file", "p0");
-    refused(&dir, "spurious-sparse-minimum", "no-v0", init(&[0.1; 20], None), "init_file", "v0");
+    refused(
+        &dir,
+        "spurious-sparse-minimum",
+        "p0-len",
+        init(&[0.1; 3], Some(&[0.1; 3])),
+        "init_file",
+        "p0",
+    );
+    refused(
+        &dir,
+        "spurious-sparse-minimum",
+        "no-v0",
+        init(&[0.1; 20], None),
+        "init_file",
+        "v0",
+    );
     // attention vectors
     let att = |name: &str, data: Vec<f64>, shape: &[usize]| {
         let mut a = Arrays::new();
@@ -471,9 +561,30 @@ fn teacher_and_attention_files_are_refused_when_bad() {
         a.to_npz_bytes()
     };
     let l1 = "lemma1-softmax-jacobian";
-    refused(&dir, l1, "z-sum", att("z", vec![0.5, 0.4, 0.3, 0.7], &[2, 2]), "data_file", "z[0]");
-    refused(&dir, l1, "z-zero", att("z", vec![0.5, 0.5, 1.0, 0.0], &[2, 2]), "data_file", "z[1, 1]");
-    refused(&dir, l1, "z-one", att("z", vec![1.0], &[1, 1]), "data_file", "n ≥ 2");
+    refused(
+        &dir,
+        l1,
+        "z-sum",
+        att("z", vec![0.5, 0.4, 0.3, 0.7], &[2, 2]),
+        "data_file",
+        "z[0]",
+    );
+    refused(
+        &dir,
+        l1,
+        "z-zero",
+        att("z", vec![0.5, 0.5, 1.0, 0.0], &[2, 2]),
+        "data_file",
+        "z[1, 1]",
+    );
+    refused(
+        &dir,
+        l1,
+        "z-one",
+        att("z", vec![1.0], &[1, 1]),
+        "data_file",
+        "n ≥ 2",
+    );
     let ragged = {
         let mut a = Arrays::new();
         a.insert("logits", Array::vector(&[0.0, 1.0, 2.0]))
@@ -489,7 +600,11 @@ fn teacher_and_attention_files_are_refused_when_bad() {
 #[test]
 fn orthogonal_block_scenarios_round_trip_and_measure_a2() {
     let dir = scratch("orth");
-    for name in ["lemma2-pl-inequality", "thm1-linear-rate"] {
+    for name in [
+        "lemma2-pl-inequality",
+        "thm1-linear-rate",
+        "prop1-value-scaling",
+    ] {
         let first = run_quick(name, &dir.join(format!("{name}-a")), &[]);
         let inst = first.join("instance.npz");
         let set = [
@@ -521,7 +636,10 @@ fn orthogonal_block_scenarios_round_trip_and_measure_a2() {
     let mut a = Arrays::new();
     a.insert("X", Array::new(&[samples, n, d], x))
         .insert("v", Array::vector(&[0.3, -0.2, 0.5, 0.1, 0.0, 0.4]))
-        .insert("p_teacher", Array::vector(&[1.0, 0.5, -0.5, 0.2, 0.3, -0.1]));
+        .insert(
+            "p_teacher",
+            Array::vector(&[1.0, 0.5, -0.5, 0.2, 0.3, -0.1]),
+        );
     let file = dir.join("gauss.npz");
     std::fs::write(&file, a.to_npz_bytes()).unwrap();
     let run = run_quick(
@@ -534,10 +652,17 @@ fn orthogonal_block_scenarios_round_trip_and_measure_a2() {
     assert_eq!(skipped.len(), 2, "{checks}");
     for s in skipped {
         let reason = s["reason"].as_str().unwrap();
-        assert!(reason.contains(&format!("{worst:.3e}")), "{reason} vs {worst:.3e}");
+        assert!(
+            reason.contains(&format!("{worst:.3e}")),
+            "{reason} vs {worst:.3e}"
+        );
     }
     for c in checks["checks"].as_array().unwrap() {
-        if c["name"].as_str().unwrap().starts_with("PL with the derived") {
+        if c["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("PL with the derived")
+        {
             assert_eq!(c["pass"], true, "{c}");
         }
     }
@@ -546,5 +671,12 @@ fn orthogonal_block_scenarios_round_trip_and_measure_a2() {
     bad.insert("X", Array::new(&[1, 2, 2], vec![1.0, 0.0, 0.0, 1.0]))
         .insert("u", Array::vector(&[1.0, 1.0]))
         .insert("xi", Array::vector(&[0.1, 0.2]));
-    refused(&dir, "thm1-linear-rate", "not-unit", bad.to_npz_bytes(), "data_file", "u");
+    refused(
+        &dir,
+        "thm1-linear-rate",
+        "not-unit",
+        bad.to_npz_bytes(),
+        "data_file",
+        "u",
+    );
 }

@@ -182,7 +182,10 @@ fn per_trial_vectors(
     if rows.is_empty() || rows[0].is_empty() {
         return Err(InstanceError::new(
             name,
-            format!("needs at least one trial and d ≥ 1, got shape {:?}", arr.shape),
+            format!(
+                "needs at least one trial and d ≥ 1, got shape {:?}",
+                arr.shape
+            ),
         ));
     }
     Ok(rows)
@@ -317,7 +320,10 @@ impl StudentInit {
             if rows[0].len() != d {
                 return Err(InstanceError::new(
                     name,
-                    format!("vectors of length {}, but the data has d = {d}", rows[0].len()),
+                    format!(
+                        "vectors of length {}, but the data has d = {d}",
+                        rows[0].len()
+                    ),
                 ));
             }
             if rows.len() != trials {
@@ -336,7 +342,10 @@ impl StudentInit {
 
 impl InstanceFile for StudentInit {
     const ARRAYS: &'static [(&'static str, &'static str)] = &[
-        ("p0", "(d,) or (k, d): the student's initial p, one per trial"),
+        (
+            "p0",
+            "(d,) or (k, d): the student's initial p, one per trial",
+        ),
         (
             "v0",
             "optional, shaped like p0: the initial v (read where v is trained)",
@@ -430,10 +439,7 @@ impl AttentionFamily {
 
 /// The rows of a (m, n) array, or of a flat (Σn,) array cut by `sizes`; each row's first flat
 /// index is returned for messages.
-fn ragged_rows<'a>(
-    a: &'a Arrays,
-    name: &str,
-) -> Result<Vec<(usize, &'a [f64])>, InstanceError> {
+fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>, InstanceError> {
     let arr = a.require(name)?;
     let sizes: Vec<usize> = match (arr.shape.len(), a.get("sizes")) {
         (2, None) => vec![arr.shape[1]; arr.shape[0]],
@@ -525,10 +531,7 @@ impl InstanceFile for AttentionVectors {
         a.deny_unknown(&["logits", "z", "sizes", "family", "scale"])?;
         let given_z = match (a.get("logits"), a.get("z")) {
             (Some(_), Some(_)) => {
-                return Err(InstanceError::new(
-                    "z",
-                    "give either logits or z, not both",
-                ))
+                return Err(InstanceError::new("z", "give either logits or z, not both"))
             }
             (None, None) => {
                 return Err(InstanceError::new(
@@ -563,7 +566,11 @@ impl InstanceFile for AttentionVectors {
                 _ => f64::NAN,
             };
             let (logits, z) = if given_z {
-                let row_key = if flat { format!("z[{start}..]") } else { format!("z[{i}]") };
+                let row_key = if flat {
+                    format!("z[{start}..]")
+                } else {
+                    format!("z[{i}]")
+                };
                 open_simplex_row(row, &row_key, |j| match flat {
                     true => format!("z[{}]", start + j),
                     false => format!("z[{i}, {j}]"),
@@ -652,7 +659,10 @@ impl OrthData {
         self.vectors.get(name).map(Vec::as_slice).ok_or_else(|| {
             InstanceError::new(
                 name,
-                format!("missing: this scenario needs `{name}` of shape ({},)", self.d),
+                format!(
+                    "missing: this scenario needs `{name}` of shape ({},)",
+                    self.d
+                ),
             )
         })
     }
@@ -660,7 +670,10 @@ impl OrthData {
 
 impl InstanceFile for OrthData {
     const ARRAYS: &'static [(&'static str, &'static str)] = &[
-        ("X", "(N, n, d): N samples of n ≥ 2 tokens (A2: X_iX_jᵀ = δ_ij I)"),
+        (
+            "X",
+            "(N, n, d): N samples of n ≥ 2 tokens (A2: X_iX_jᵀ = δ_ij I)",
+        ),
         ("v", "(d,): frozen value vector (Lemma 2)"),
         ("u", "(d,): unit direction of v = αu (Theorem 1, Prop. 1)"),
         ("p_teacher", "(d,): teacher p_T (Lemma 2, Prop. 1)"),
@@ -691,7 +704,9 @@ impl InstanceFile for OrthData {
             if (norm - 1.0).abs() > UNIT_TOL {
                 return Err(InstanceError::new(
                     "u",
-                    format!("must be a unit vector (‖u‖ = 1 within {UNIT_TOL:e}), got ‖u‖ = {norm}"),
+                    format!(
+                        "must be a unit vector (‖u‖ = 1 within {UNIT_TOL:e}), got ‖u‖ = {norm}"
+                    ),
                 ));
             }
         }
@@ -741,7 +756,10 @@ impl OrthInit {
 
 impl InstanceFile for OrthInit {
     const ARRAYS: &'static [(&'static str, &'static str)] = &[
-        ("p0", "(d,): the start (the tight instance's base for Lemma 2)"),
+        (
+            "p0",
+            "(d,): the start (the tight instance's base for Lemma 2)",
+        ),
         ("points", "(m, d): the p at which Lemma 2 is evaluated"),
     ];
 

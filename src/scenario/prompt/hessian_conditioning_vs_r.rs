@@ -333,7 +333,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if p.export_hessians {
         rep.tables.push(("hessians".into(), hessian_table(&points)));
     }
-    rep.figure = Some(figure(&format!("d = {d}, N = {samples}; seed means ({trials} trials)"), &means));
+    rep.figure = Some(figure(
+        &format!("d = {d}, N = {samples}; seed means ({trials} trials)"),
+        &means,
+    ));
     rep.instance = Some(teacher_instance(&first_draws, None));
     Ok(rep)
 }

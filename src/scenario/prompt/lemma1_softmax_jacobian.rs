@@ -486,24 +486,20 @@ fn figure((z, caption): (&[f64], String), all: &[Measured]) -> Result<Figure, Ru
         let k: Vec<f64> = (1..=n).map(|k| k as f64).collect();
         let half: Vec<f64> = (1..n).map(|k| k as f64 + 0.5).collect();
         fig = fig.panel(
-            LinePanel::new(
-                caption,
-                "index k (λₖ₊₁ drawn at k + ½)",
-                "z̃ₖ, λₖ₊₁",
-            )
-            .log_y()
-            .series(Series::new("z̃ₖ (sorted z)", k, sorted, LineStyle::Markers).color(0))
-            .series(
-                Series::new(
-                    "λₖ₊₁ of J (secular)",
-                    half,
-                    sec[1..].to_vec(),
-                    LineStyle::Markers,
+            LinePanel::new(caption, "index k (λₖ₊₁ drawn at k + ½)", "z̃ₖ, λₖ₊₁")
+                .log_y()
+                .series(Series::new("z̃ₖ (sorted z)", k, sorted, LineStyle::Markers).color(0))
+                .series(
+                    Series::new(
+                        "λₖ₊₁ of J (secular)",
+                        half,
+                        sec[1..].to_vec(),
+                        LineStyle::Markers,
+                    )
+                    .color(1),
                 )
-                .color(1),
-            )
-            .hline(RefLine::new(0.5, "½").style(LineStyle::Dotted))
-            .legend(LegendPosition::LowerRight),
+                .hline(RefLine::new(0.5, "½").style(LineStyle::Dotted))
+                .legend(LegendPosition::LowerRight),
         );
     }
     let (mut x, mut y, mut bound) = (Vec::new(), Vec::new(), Vec::new());

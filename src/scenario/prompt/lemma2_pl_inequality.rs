@@ -25,7 +25,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::orth_common::{
-    a2_violation, blocks, gaussian_vec, if_a2, A2_TOL, norm, orth_instance, p_model, unit_vec, OrthFiles,
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, p_model, unit_vec, OrthFiles,
+    A2_TOL,
 };
 use crate::instance::prompt::OrthInit;
 
@@ -252,7 +253,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]);
     }
     let panel = LinePanel::new(
-        format!("Lemma 2 at {} random p (N = {})", usable.len(), data.samples),
+        format!(
+            "Lemma 2 at {} random p (N = {})",
+            usable.len(),
+            data.samples
+        ),
         "‖p‖",
         "½‖∇L‖² / (σ²_min(F)·(L − L*))",
     )

@@ -12,14 +12,13 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles,
-    TrainName,
+    prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
-use crate::models::prompt::SyntheticDraw;
 use crate::analysis::fit::line_fit;
 use crate::analysis::linearize::{hessian, symmetric_eigen};
 use crate::flow::{norm, Method, OdeConfig};
 use crate::models::prompt::Attention;
+use crate::models::prompt::SyntheticDraw;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;

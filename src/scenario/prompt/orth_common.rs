@@ -79,7 +79,8 @@ impl OrthFiles {
                 let data: OrthData = sc.read_instance("data_file", f)?;
                 let path = sc.input_path("data_file", f);
                 for name in vectors {
-                    data.require(name).map_err(|e| file_error(&path, "data_file", e))?;
+                    data.require(name)
+                        .map_err(|e| file_error(&path, "data_file", e))?;
                 }
                 Ok::<_, InputError>((path, data))
             })

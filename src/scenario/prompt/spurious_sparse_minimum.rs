@@ -15,8 +15,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles,
-    TrainName,
+    prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
 use crate::analysis::stationary::{find_stationary, NewtonOptions, Target};
 use crate::flow::{integrate_flow, norm, Method, OdeConfig, TimeGrid};

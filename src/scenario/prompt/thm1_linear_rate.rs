@@ -365,7 +365,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         if d >= data.samples {
             rep.check(check);
         } else {
-            let reason = format!("Theorem 1 supposes d ≥ N; the data have d = {d} < N = {}", data.samples);
+            let reason = format!(
+                "Theorem 1 supposes d ≥ N; the data have d = {d} < N = {}",
+                data.samples
+            );
             rep.skip(check.name, reason);
         }
     }

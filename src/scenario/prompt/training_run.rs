@@ -405,10 +405,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.figure =
         Some(Figure::single(panel).title("Gradient descent on the synthetic teacher data"));
-    rep.instance = Some(teacher_instance(
-        std::slice::from_ref(&draw),
-        Some(p.train),
-    ));
+    rep.instance = Some(teacher_instance(std::slice::from_ref(&draw), Some(p.train)));
     Ok(rep)
 }
 

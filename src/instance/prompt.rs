@@ -551,9 +551,9 @@ impl InstanceFile for AttentionVectors {
         for (i, (start, row)) in rows.into_iter().enumerate() {
             let family = match family.map(|f| f[i]) {
                 None => AttentionFamily::Given,
-                Some(c) if c == 0.0 => AttentionFamily::Given,
-                Some(c) if c == 1.0 => AttentionFamily::Gaussian,
-                Some(c) if c == 2.0 => AttentionFamily::Dirichlet,
+                Some(0.0) => AttentionFamily::Given,
+                Some(1.0) => AttentionFamily::Gaussian,
+                Some(2.0) => AttentionFamily::Dirichlet,
                 Some(c) => {
                     return Err(InstanceError::new(
                         format!("family[{i}]"),

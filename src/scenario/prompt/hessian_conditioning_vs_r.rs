@@ -157,7 +157,7 @@ fn one_point(
         kappa_pv: kappa(&eig_pv)?,
         kappa_j: median,
         kappa_lin: kappa(&eig_lin)?,
-        hessians: p.export_hessians.then(|| [h_p, h_pv, h_lin]),
+        hessians: p.export_hessians.then_some([h_p, h_pv, h_lin]),
     })
 }
 

@@ -47,7 +47,8 @@ pub mod trajectory;
 pub use clock::{integrate_log_time, LogClock};
 pub use discrete::{gradient_descent, recorded_iterations, DiscreteConfig, Recording, StepRule};
 pub use ode::{
-    integrate, integrate_flow, linspace, logspace, Events, LinearSolver, Method, OdeConfig, TimeGrid,
+    integrate, integrate_flow, linspace, logspace, Events, LinearSolver, Method, OdeConfig,
+    TimeGrid,
 };
 pub use trajectory::{norm, Event, SolverStats, StopReason, Trajectory};
 

@@ -31,9 +31,19 @@ fn open_simplex_point<'a>(a: &'a Arrays, name: &str) -> Result<&'a [f64], Instan
     if z.len() < 2 {
         return Err(InstanceError::new(name, "need n ≥ 2 entries"));
     }
+    open_simplex_row(z, name, |i| format!("{name}[{i}]"))?;
+    Ok(z)
+}
+
+/// Every entry of `z` > 0 (`entry(i)` names entry i) and the sum 1 (`key` names the vector).
+fn open_simplex_row(
+    z: &[f64],
+    key: &str,
+    entry: impl Fn(usize) -> String,
+) -> Result<(), InstanceError> {
     if let Some(i) = z.iter().position(|&x| x <= 0.0) {
         return Err(InstanceError::new(
-            format!("{name}[{i}]"),
+            entry(i),
             format!(
                 "entries must be > 0 (an interior point of the simplex), got {}",
                 z[i]
@@ -43,11 +53,11 @@ fn open_simplex_point<'a>(a: &'a Arrays, name: &str) -> Result<&'a [f64], Instan
     let sum: f64 = z.iter().sum();
     if (sum - 1.0).abs() > SIMPLEX_SUM_TOL {
         return Err(InstanceError::new(
-            name,
+            key,
             format!("entries must sum to 1 (within {SIMPLEX_SUM_TOL:e}), got {sum}"),
         ));
     }
-    Ok(z)
+    Ok(())
 }
 
 /// A symmetric positive definite n × n matrix (symmetric to 1e−12 relative to its largest entry;
@@ -103,6 +113,695 @@ impl InstanceFile for StationaryPoint {
         let mut a = Arrays::new();
         a.insert("z_star", Array::vector(&self.z_star))
             .insert("H", Array::from_column_major(n, n, self.h.as_slice()));
+        a
+    }
+}
+
+/// Every array name of the synthetic-teacher layouts ([`TeacherData`], [`StudentInit`]): data and
+/// initial state may share one file (a run's `instance.npz` does).
+const TEACHER_NAMES: [&str; 5] = ["X", "xi_p", "xi_v", "p0", "v0"];
+
+/// The synthetic teacher data of spec 002 §1.2 (`hessian-conditioning-vs-r`,
+/// `local-rate-vs-hessian`, `spurious-sparse-minimum`, the `fig1-*` runs of `training-run`): the
+/// tokens of one or more trials and the teacher's directions. A run at teacher scale σ_p labels
+/// the samples with the softmax teacher p_T = σ_p ξ_p, v_T = ξ_v: y_i = φ(X_i p_T)ᵀX_i v_T, so one
+/// file serves every σ_p (common random numbers, spec §1.2 step 3).
+///
+/// | array  | shape                        | meaning                                          |
+/// |--------|------------------------------|--------------------------------------------------|
+/// | `X`    | (N, n, d) or (k, N, n, d)    | N samples of n ≥ 2 tokens in ℝ^d; k trials       |
+/// | `xi_p` | (d,) or (k, d)               | teacher direction of p (p_T = σ_p ξ_p)           |
+/// | `xi_v` | (d,) or (k, d)               | teacher value vector v_T = ξ_v                   |
+///
+/// `np.savez("teacher.npz", X=rng.standard_normal((100, 8, 20)), xi_p=rng.standard_normal(20),
+/// xi_v=rng.standard_normal(20))`. With k stacked trials `xi_p` and `xi_v` are stacked too.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TeacherData {
+    /// Samples N, tokens per sample n, token dimension d.
+    pub samples: usize,
+    pub n_tokens: usize,
+    pub d: usize,
+    /// Per trial: X row-major (N·n·d), ξ_p, ξ_v.
+    pub trials: Vec<TeacherTrial>,
+}
+
+/// One trial of [`TeacherData`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TeacherTrial {
+    pub x: Vec<f64>,
+    pub xi_p: Vec<f64>,
+    pub xi_v: Vec<f64>,
+}
+
+/// The student's initial state of the synthetic-teacher scenarios: `p0` (d,) or (k, d), and `v0`
+/// of the same shape (needed only where v is trained; with v frozen at v_T it is not read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudentInit {
+    /// One p₀ per trial.
+    pub p0: Vec<Vec<f64>>,
+    /// One v₀ per trial, if the file has `v0`.
+    pub v0: Option<Vec<Vec<f64>>>,
+}
+
+/// `name` as one vector of length `d` per trial: shape (d,) (one trial) or (k, d) (k trials);
+/// `stacked` says which shape is required (`None`: either). `d = None` accepts any length.
+fn per_trial_vectors(
+    a: &Arrays,
+    name: &str,
+    stacked: Option<bool>,
+    d: Option<usize>,
+) -> Result<Vec<Vec<f64>>, InstanceError> {
+    let arr = a.require(name)?;
+    let rows: Vec<Vec<f64>> = if stacked.unwrap_or(arr.shape.len() == 2) {
+        let m = a.shaped(name, &[None, d])?;
+        let len = m.shape[1].max(1);
+        m.data.chunks(len).map(<[f64]>::to_vec).collect()
+    } else {
+        vec![a.vector(name, d)?.to_vec()]
+    };
+    if rows.is_empty() || rows[0].is_empty() {
+        return Err(InstanceError::new(
+            name,
+            format!(
+                "needs at least one trial and d ≥ 1, got shape {:?}",
+                arr.shape
+            ),
+        ));
+    }
+    Ok(rows)
+}
+
+/// Vectors of one per trial as an array: (d,) for one trial, (k, d) for k.
+fn stack_vectors(rows: &[Vec<f64>]) -> Array {
+    match rows {
+        [one] => Array::vector(one),
+        _ => Array::matrix(rows.len(), rows[0].len(), rows.concat()),
+    }
+}
+
+impl TeacherData {
+    /// Exactly one trial (for scenarios that run one): refuses k > 1 stacked trials.
+    pub fn single_trial(&self) -> Result<&TeacherTrial, InstanceError> {
+        match self.trials.as_slice() {
+            [one] => Ok(one),
+            many => Err(InstanceError::new(
+                "X",
+                format!(
+                    "{} stacked trials: this scenario runs one, of shape (N, n, d)",
+                    many.len()
+                ),
+            )),
+        }
+    }
+}
+
+impl InstanceFile for TeacherData {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "X",
+            "(N, n, d) or (k, N, n, d): N samples of n ≥ 2 tokens in ℝ^d, k trials",
+        ),
+        ("xi_p", "(d,) or (k, d): teacher direction, p_T = σ_p ξ_p"),
+        ("xi_v", "(d,) or (k, d): teacher value vector v_T = ξ_v"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&TEACHER_NAMES)?;
+        let x = a.require("X")?;
+        let (k, dims) = match x.shape.as_slice() {
+            [n_s, n_t, d] => (None, [*n_s, *n_t, *d]),
+            [k, n_s, n_t, d] => (Some(*k), [*n_s, *n_t, *d]),
+            _ => {
+                return Err(InstanceError::new(
+                    "X",
+                    format!(
+                        "expected shape (N, n, d) or (k, N, n, d), got {:?}",
+                        x.shape
+                    ),
+                ))
+            }
+        };
+        let [samples, n_tokens, d] = dims;
+        if samples == 0 || n_tokens < 2 || d == 0 || k == Some(0) {
+            return Err(InstanceError::new(
+                "X",
+                format!(
+                    "needs k ≥ 1 trials of N ≥ 1 samples of n ≥ 2 tokens (softmax over one \
+                     token is constant) in d ≥ 1 dimensions, got shape {:?}",
+                    x.shape
+                ),
+            ));
+        }
+        let stacked = Some(k.is_some());
+        let xi_p = per_trial_vectors(a, "xi_p", stacked, Some(d))?;
+        let xi_v = per_trial_vectors(a, "xi_v", stacked, Some(d))?;
+        let trials = k.unwrap_or(1);
+        for (name, rows) in [("xi_p", &xi_p), ("xi_v", &xi_v)] {
+            if rows.len() != trials {
+                return Err(InstanceError::new(
+                    name,
+                    format!("{} rows, but X holds {trials} trial(s)", rows.len()),
+                ));
+            }
+        }
+        let len = samples * n_tokens * d;
+        let trials = x
+            .data
+            .chunks(len)
+            .zip(xi_p)
+            .zip(xi_v)
+            .map(|((x, xi_p), xi_v)| TeacherTrial {
+                x: x.to_vec(),
+                xi_p,
+                xi_v,
+            })
+            .collect();
+        Ok(TeacherData {
+            samples,
+            n_tokens,
+            d,
+            trials,
+        })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let k = self.trials.len();
+        let dims = [self.samples, self.n_tokens, self.d];
+        let shape = match k {
+            1 => dims.to_vec(),
+            _ => [&[k][..], &dims].concat(),
+        };
+        let x: Vec<f64> = self.trials.iter().flat_map(|t| t.x.clone()).collect();
+        let xi_p: Vec<Vec<f64>> = self.trials.iter().map(|t| t.xi_p.clone()).collect();
+        let xi_v: Vec<Vec<f64>> = self.trials.iter().map(|t| t.xi_v.clone()).collect();
+        let mut a = Arrays::new();
+        a.insert("X", Array::new(&shape, x))
+            .insert("xi_p", stack_vectors(&xi_p))
+            .insert("xi_v", stack_vectors(&xi_v));
+        a
+    }
+}
+
+impl StudentInit {
+    /// Requires `v0` (for runs that train v), naming what is missing.
+    pub fn require_v0(&self) -> Result<&[Vec<f64>], InstanceError> {
+        self.v0.as_deref().ok_or_else(|| {
+            InstanceError::new(
+                "v0",
+                "missing: this run trains v and starts it at v0 (shape like p0)",
+            )
+        })
+    }
+
+    /// Checks the state against the data: dimension d and k trials.
+    pub fn require_fits(&self, d: usize, trials: usize) -> Result<(), InstanceError> {
+        let v0 = self.v0.iter().map(|v| ("v0", v));
+        for (name, rows) in std::iter::once(("p0", &self.p0)).chain(v0) {
+            if rows[0].len() != d {
+                return Err(InstanceError::new(
+                    name,
+                    format!(
+                        "vectors of length {}, but the data has d = {d}",
+                        rows[0].len()
+                    ),
+                ));
+            }
+            if rows.len() != trials {
+                return Err(InstanceError::new(
+                    name,
+                    format!(
+                        "{} initial state(s), but the data holds {trials} trial(s): one per trial",
+                        rows.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InstanceFile for StudentInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "p0",
+            "(d,) or (k, d): the student's initial p, one per trial",
+        ),
+        (
+            "v0",
+            "optional, shaped like p0: the initial v (read where v is trained)",
+        ),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&TEACHER_NAMES)?;
+        let p0 = per_trial_vectors(a, "p0", None, None)?;
+        let stacked = Some(a.require("p0")?.shape.len() == 2);
+        let v0 = match a.get("v0") {
+            None => None,
+            Some(_) => {
+                let v0 = per_trial_vectors(a, "v0", stacked, Some(p0[0].len()))?;
+                if v0.len() != p0.len() {
+                    return Err(InstanceError::new(
+                        "v0",
+                        format!("{} rows, but p0 has {}", v0.len(), p0.len()),
+                    ));
+                }
+                Some(v0)
+            }
+        };
+        Ok(StudentInit { p0, v0 })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        a.insert("p0", stack_vectors(&self.p0));
+        if let Some(v0) = &self.v0 {
+            a.insert("v0", stack_vectors(v0));
+        }
+        a
+    }
+}
+
+/// Attention vectors for Lemma 1 (`lemma1-softmax-jacobian`): m instances, each given by its
+/// logits w (z = φ(w)) or directly by z on the open simplex (then w = ln z).
+///
+/// | array    | shape               | meaning                                                   |
+/// |----------|---------------------|-----------------------------------------------------------|
+/// | `logits` | (m, n) or (Σn,)     | logits of m instances of n ≥ 2 tokens (any reals)          |
+/// | `z`      | (m, n) or (Σn,)     | instead of `logits`: rows > 0 summing to 1 (within 1e−12)  |
+/// | `sizes`  | (m,)                | with a flat (Σn,) array: each instance's n (ragged)        |
+/// | `family` | (m,)                | optional label: 0 given, 1 Gaussian logits, 2 Dirichlet(1) |
+/// | `scale`  | (m,)                | optional logit scale s of a Gaussian instance (w = s·g)    |
+///
+/// `np.savez("att.npz", logits=3.0 * rng.standard_normal((10, 6)))`. A run writes the flat form
+/// with `sizes`, `family` and `scale`, so its instances come back with their labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionVectors {
+    pub instances: Vec<LabelledAttention>,
+    /// Whether the file gave z (then it is written back as z, exactly) rather than logits.
+    pub given_z: bool,
+}
+
+/// One instance of [`AttentionVectors`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelledAttention {
+    pub logits: Vec<f64>,
+    pub z: Vec<f64>,
+    pub family: AttentionFamily,
+    /// The logit scale of a Gaussian instance (NaN otherwise).
+    pub scale: f64,
+}
+
+/// Where an attention vector came from (labels in outputs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionFamily {
+    Given,
+    Gaussian,
+    Dirichlet,
+}
+
+impl AttentionFamily {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttentionFamily::Given => "given",
+            AttentionFamily::Gaussian => "gaussian",
+            AttentionFamily::Dirichlet => "dirichlet",
+        }
+    }
+    fn code(self) -> f64 {
+        match self {
+            AttentionFamily::Given => 0.0,
+            AttentionFamily::Gaussian => 1.0,
+            AttentionFamily::Dirichlet => 2.0,
+        }
+    }
+}
+
+/// The rows of a (m, n) array, or of a flat (Σn,) array cut by `sizes`; each row's first flat
+/// index is returned for messages.
+fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>, InstanceError> {
+    let arr = a.require(name)?;
+    let sizes: Vec<usize> = match (arr.shape.len(), a.get("sizes")) {
+        (2, None) => vec![arr.shape[1]; arr.shape[0]],
+        (1, Some(_)) => {
+            let s = a.vector("sizes", None)?;
+            if let Some(i) = s.iter().position(|&k| k.fract() != 0.0 || k < 2.0) {
+                return Err(InstanceError::new(
+                    format!("sizes[{i}]"),
+                    format!("each instance needs an integer n ≥ 2 tokens, got {}", s[i]),
+                ));
+            }
+            let sizes: Vec<usize> = s.iter().map(|&k| k as usize).collect();
+            let total: usize = sizes.iter().sum();
+            if total != arr.data.len() {
+                return Err(InstanceError::new(
+                    "sizes",
+                    format!(
+                        "sum to {total}, but {name} holds {} entries",
+                        arr.data.len()
+                    ),
+                ));
+            }
+            sizes
+        }
+        (2, Some(_)) => {
+            return Err(InstanceError::new(
+                "sizes",
+                format!("only with a flat (Σn,) {name}; {name} is (m, n)"),
+            ))
+        }
+        _ => {
+            return Err(InstanceError::new(
+                name,
+                format!(
+                    "expected (m, n), or (Σn,) with `sizes`, got shape {:?}",
+                    arr.shape
+                ),
+            ))
+        }
+    };
+    if sizes.is_empty() || sizes.iter().any(|&k| k < 2) {
+        return Err(InstanceError::new(
+            name,
+            format!(
+                "needs m ≥ 1 instances of n ≥ 2 tokens, got shape {:?}",
+                arr.shape
+            ),
+        ));
+    }
+    let mut start = 0;
+    Ok(sizes
+        .iter()
+        .map(|&k| {
+            let row = (start, &arr.data[start..start + k]);
+            start += k;
+            row
+        })
+        .collect())
+}
+
+/// A per-instance label vector `name` of length m, if present.
+fn per_instance<'a>(
+    a: &'a Arrays,
+    name: &str,
+    m: usize,
+) -> Result<Option<&'a [f64]>, InstanceError> {
+    a.get(name).map(|_| a.vector(name, Some(m))).transpose()
+}
+
+impl InstanceFile for AttentionVectors {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "logits",
+            "(m, n) or flat (Σn,) with `sizes`: logits of m instances, n ≥ 2",
+        ),
+        (
+            "z",
+            "instead of logits: rows on the open simplex (> 0, summing to 1)",
+        ),
+        ("sizes", "(m,): n of each instance, with a flat array"),
+        (
+            "family",
+            "optional (m,): 0 given, 1 Gaussian logits, 2 Dirichlet(1)",
+        ),
+        ("scale", "optional (m,): logit scale of a Gaussian instance"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&["logits", "z", "sizes", "family", "scale"])?;
+        let given_z = match (a.get("logits"), a.get("z")) {
+            (Some(_), Some(_)) => {
+                return Err(InstanceError::new("z", "give either logits or z, not both"))
+            }
+            (None, None) => {
+                return Err(InstanceError::new(
+                    "logits",
+                    "missing (give `logits` or `z`)",
+                ))
+            }
+            (_, z) => z.is_some(),
+        };
+        let name = if given_z { "z" } else { "logits" };
+        let rows = ragged_rows(a, name)?;
+        let flat = a.require(name)?.shape.len() == 1;
+        let m = rows.len();
+        let family = per_instance(a, "family", m)?;
+        let scale = per_instance(a, "scale", m)?;
+        let mut instances = Vec::with_capacity(m);
+        for (i, (start, row)) in rows.into_iter().enumerate() {
+            let family = match family.map(|f| f[i]) {
+                None => AttentionFamily::Given,
+                Some(0.0) => AttentionFamily::Given,
+                Some(1.0) => AttentionFamily::Gaussian,
+                Some(2.0) => AttentionFamily::Dirichlet,
+                Some(c) => {
+                    return Err(InstanceError::new(
+                        format!("family[{i}]"),
+                        format!("0 (given), 1 (Gaussian) or 2 (Dirichlet), got {c}"),
+                    ))
+                }
+            };
+            let scale = match (family, scale) {
+                (AttentionFamily::Gaussian, Some(s)) => s[i],
+                _ => f64::NAN,
+            };
+            let (logits, z) = if given_z {
+                let row_key = if flat {
+                    format!("z[{start}..]")
+                } else {
+                    format!("z[{i}]")
+                };
+                open_simplex_row(row, &row_key, |j| match flat {
+                    true => format!("z[{}]", start + j),
+                    false => format!("z[{i}, {j}]"),
+                })?;
+                (row.iter().map(|x| x.ln()).collect(), row.to_vec())
+            } else {
+                let mut z = vec![0.0; row.len()];
+                crate::models::prompt::softmax::softmax_into(row, &mut z);
+                (row.to_vec(), z)
+            };
+            instances.push(LabelledAttention {
+                logits,
+                z,
+                family,
+                scale,
+            });
+        }
+        Ok(AttentionVectors { instances, given_z })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let inst = &self.instances;
+        let values: Vec<f64> = inst
+            .iter()
+            .flat_map(|i| if self.given_z { &i.z } else { &i.logits }.clone())
+            .collect();
+        let sizes: Vec<f64> = inst.iter().map(|i| i.logits.len() as f64).collect();
+        let family: Vec<f64> = inst.iter().map(|i| i.family.code()).collect();
+        let scale: Vec<f64> = inst
+            .iter()
+            .map(|i| if i.scale.is_nan() { 0.0 } else { i.scale })
+            .collect();
+        let mut a = Arrays::new();
+        let name = if self.given_z { "z" } else { "logits" };
+        a.insert(name, Array::vector(&values))
+            .insert("sizes", Array::vector(&sizes))
+            .insert("family", Array::vector(&family))
+            .insert("scale", Array::vector(&scale));
+        a
+    }
+}
+
+/// How far ‖u‖ may be from 1 (a float64 vector divided by its norm is within ~nε).
+const UNIT_TOL: f64 = 1e-12;
+
+/// Every array name of the orthogonal-block layouts ([`OrthData`], [`OrthInit`]).
+const ORTH_NAMES: [&str; 7] = ["X", "v", "u", "p_teacher", "xi", "p0", "points"];
+
+/// Data of the overparameterized-theory scenarios (`lemma2-pl-inequality`, `thm1-linear-rate`,
+/// `prop1-value-scaling`; built-in: the orthogonal blocks C-orth of spec 002 §1.5). W = I, so the
+/// keys are the tokens; labels come from a teacher, y_i = φ(X_i p_T)ᵀX_i v.
+///
+/// | array       | shape      | meaning                                                       |
+/// |-------------|------------|---------------------------------------------------------------|
+/// | `X`         | (N, n, d)  | N samples of n ≥ 2 tokens in ℝ^d (A2: X_iX_jᵀ = δ_ij I_n)     |
+/// | `v`         | (d,)       | value vector, frozen (A1) — Lemma 2                            |
+/// | `u`         | (d,)       | unit direction of v = αu (‖u‖ = 1 within 1e−12) — Thm 1, Prop. 1 |
+/// | `p_teacher` | (d,)       | teacher p_T — Lemma 2, Prop. 1                                 |
+/// | `xi`        | (d,)       | teacher offset, p_T = p₀ + εξ — Theorem 1                      |
+///
+/// Each scenario reads the arrays it names and refuses a file missing one. Assumption A2 is not
+/// required of a file: the checks whose proofs need it measure it and are skipped when it fails.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrthData {
+    pub samples: usize,
+    pub n_tokens: usize,
+    pub d: usize,
+    /// X row-major (N·n·d).
+    pub x: Vec<f64>,
+    /// The optional vectors of length d by name (`v`, `u`, `p_teacher`, `xi`).
+    pub vectors: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
+/// Initial state / evaluation points of the orthogonal-block scenarios: `p0` (d,) the start
+/// (Theorem 1, Prop. 1; for Lemma 2 the base of the tight instance) and `points` (m, d), the
+/// random p at which Lemma 2 is evaluated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrthInit {
+    pub p0: Option<Vec<f64>>,
+    pub points: Option<Vec<Vec<f64>>>,
+}
+
+impl OrthData {
+    /// The vector `name`, or an error saying this scenario needs it.
+    pub fn require(&self, name: &str) -> Result<&[f64], InstanceError> {
+        self.vectors.get(name).map(Vec::as_slice).ok_or_else(|| {
+            InstanceError::new(
+                name,
+                format!(
+                    "missing: this scenario needs `{name}` of shape ({},)",
+                    self.d
+                ),
+            )
+        })
+    }
+}
+
+impl InstanceFile for OrthData {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "X",
+            "(N, n, d): N samples of n ≥ 2 tokens (A2: X_iX_jᵀ = δ_ij I)",
+        ),
+        ("v", "(d,): frozen value vector (Lemma 2)"),
+        ("u", "(d,): unit direction of v = αu (Theorem 1, Prop. 1)"),
+        ("p_teacher", "(d,): teacher p_T (Lemma 2, Prop. 1)"),
+        ("xi", "(d,): teacher offset p_T = p₀ + εξ (Theorem 1)"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&ORTH_NAMES)?;
+        let x = a.shaped("X", &[None, None, None])?;
+        let [samples, n_tokens, d] = [x.shape[0], x.shape[1], x.shape[2]];
+        if samples == 0 || n_tokens < 2 || d == 0 {
+            return Err(InstanceError::new(
+                "X",
+                format!(
+                    "needs N ≥ 1 samples of n ≥ 2 tokens in d ≥ 1 dimensions, got shape {:?}",
+                    x.shape
+                ),
+            ));
+        }
+        let mut vectors = std::collections::BTreeMap::new();
+        for name in ["v", "u", "p_teacher", "xi"] {
+            if a.get(name).is_some() {
+                vectors.insert(name.to_string(), a.vector(name, Some(d))?.to_vec());
+            }
+        }
+        if let Some(u) = vectors.get("u") {
+            let norm = u.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if (norm - 1.0).abs() > UNIT_TOL {
+                return Err(InstanceError::new(
+                    "u",
+                    format!(
+                        "must be a unit vector (‖u‖ = 1 within {UNIT_TOL:e}), got ‖u‖ = {norm}"
+                    ),
+                ));
+            }
+        }
+        Ok(OrthData {
+            samples,
+            n_tokens,
+            d,
+            x: x.data.clone(),
+            vectors,
+        })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        a.insert(
+            "X",
+            Array::new(&[self.samples, self.n_tokens, self.d], self.x.clone()),
+        );
+        for (name, v) in &self.vectors {
+            a.insert(name, Array::vector(v));
+        }
+        a
+    }
+}
+
+impl OrthInit {
+    /// Checks the lengths against the data's d.
+    pub fn require_fits(&self, d: usize) -> Result<(), InstanceError> {
+        let p0 = self.p0.iter().map(|p| ("p0", p.len()));
+        let points = self.points.iter().map(|p| ("points", p[0].len()));
+        match p0.chain(points).find(|&(_, len)| len != d) {
+            Some((name, len)) => Err(InstanceError::new(
+                name,
+                format!("vectors of length {len}, but the data has d = {d}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// `p0`, or an error saying this scenario needs it.
+    pub fn require_p0(&self) -> Result<&[f64], InstanceError> {
+        self.p0
+            .as_deref()
+            .ok_or_else(|| InstanceError::new("p0", "missing: this scenario starts at p0 (d,)"))
+    }
+}
+
+impl InstanceFile for OrthInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "p0",
+            "(d,): the start (the tight instance's base for Lemma 2)",
+        ),
+        ("points", "(m, d): the p at which Lemma 2 is evaluated"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&ORTH_NAMES)?;
+        let p0 = a
+            .get("p0")
+            .map(|_| a.vector("p0", None).map(<[f64]>::to_vec))
+            .transpose()?;
+        let points = match a.get("points") {
+            None => None,
+            Some(_) => {
+                let m = a.shaped("points", &[None, None])?;
+                if m.shape[0] == 0 || m.shape[1] == 0 {
+                    return Err(InstanceError::new(
+                        "points",
+                        format!("needs m ≥ 1 points in d ≥ 1 dimensions, got {:?}", m.shape),
+                    ));
+                }
+                Some(m.data.chunks(m.shape[1]).map(<[f64]>::to_vec).collect())
+            }
+        };
+        if p0.is_none() && points.is_none() {
+            return Err(InstanceError::new(
+                "p0",
+                "missing (the file holds neither p0 nor points)",
+            ));
+        }
+        Ok(OrthInit { p0, points })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        if let Some(p0) = &self.p0 {
+            a.insert("p0", Array::vector(p0));
+        }
+        if let Some(points) = &self.points {
+            a.insert(
+                "points",
+                Array::matrix(points.len(), points[0].len(), points.concat()),
+            );
+        }
         a
     }
 }

@@ -113,6 +113,10 @@ pub struct Synthetic {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyntheticDraw {
     pub data: PromptData,
+    /// The teacher's directions ξ_p, ξ_v (p_T = σ_p ξ_p, v_T = σ_v ξ_v): what an instance file
+    /// stores, so that one file serves every σ_p.
+    pub xi_p: Vec<f64>,
+    pub xi_v: Vec<f64>,
     pub p_teacher: Vec<f64>,
     pub v_teacher: Vec<f64>,
     pub p0: Vec<f64>,
@@ -127,25 +131,44 @@ impl Synthetic {
         let x = gaussian_vec(rng, n * d * d, 1.0);
         let xi_p = gaussian_vec(rng, d, 1.0);
         let xi_v = gaussian_vec(rng, d, 1.0);
-        let init_scale = 1.0 / (d as f64).sqrt();
-        let p0 = gaussian_vec(rng, d, init_scale);
-        let v0 = gaussian_vec(rng, d, init_scale);
+        let (p0, v0) = student_start(d, rng);
+        let tokens = PromptData::new(d, d, n, x, vec![0.0; n]);
+        self.with_numbers(tokens, xi_p, xi_v, p0, v0)
+    }
+
+    /// The draw made of given numbers (e.g. a user's instance file): tokens X_i (any n, d; the
+    /// labels of `tokens` are replaced by the teacher's), directions ξ_p, ξ_v ∈ ℝ^d and the
+    /// student's start (p₀, v₀). The sizes are the data's; `self.d` and `self.samples` are not
+    /// used.
+    pub fn with_numbers(
+        &self,
+        tokens: PromptData,
+        xi_p: Vec<f64>,
+        xi_v: Vec<f64>,
+        p0: Vec<f64>,
+        v0: Vec<f64>,
+    ) -> SyntheticDraw {
         let p_teacher: Vec<f64> = xi_p.iter().map(|x| self.sigma_p * x).collect();
         let v_teacher: Vec<f64> = xi_v.iter().map(|x| self.sigma_v * x).collect();
-        let data = labelled(
-            PromptData::new(d, d, n, x, vec![0.0; n]),
-            self.teacher,
-            &p_teacher,
-            &v_teacher,
-        );
+        let data = labelled(tokens, self.teacher, &p_teacher, &v_teacher);
         SyntheticDraw {
             data,
+            xi_p,
+            xi_v,
             p_teacher,
             v_teacher,
             p0,
             v0,
         }
     }
+}
+
+/// p₀, v₀ ~ N(0, I/d) (the synthetic student's start), drawn from `rng`.
+pub fn student_start(d: usize, rng: &mut impl Rng) -> (Vec<f64>, Vec<f64>) {
+    let init_scale = 1.0 / (d as f64).sqrt();
+    let p0 = gaussian_vec(rng, d, init_scale);
+    let v0 = gaussian_vec(rng, d, init_scale);
+    (p0, v0)
 }
 
 /// The data with labels y_i = f(X_i; p, v) of the given attention.

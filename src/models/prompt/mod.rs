@@ -31,6 +31,6 @@ pub mod simplex_linearization;
 pub mod softmax;
 pub mod two_token;
 
-pub use data::{labelled, orthogonal_blocks, PromptData, Synthetic, SyntheticDraw};
+pub use data::{labelled, orthogonal_blocks, student_start, PromptData, Synthetic, SyntheticDraw};
 pub use linear::LinearFlow;
 pub use model::{Attention, AttentionStats, PromptModel, Trained};

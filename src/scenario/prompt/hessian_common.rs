@@ -2,6 +2,8 @@
 //! Hessian of the prompt model assembled from its exact Hessian-vector products, its spectrum
 //! and condition number, and a plain GD loop that stops at a loss floor.
 
+use nalgebra::DMatrix;
+
 use crate::analysis::linearize::{conditioning, hessian, symmetric_eigenvalues};
 use crate::flow::GradientFlow;
 use crate::scenario::RunError;
@@ -12,8 +14,18 @@ pub fn hessian_eigenvalues<F: GradientFlow + ?Sized>(
     flow: &F,
     theta: &[f64],
 ) -> Result<Vec<f64>, RunError> {
+    hessian_spectrum(flow, theta).map(|(_, eig)| eig)
+}
+
+/// The dense (symmetrized) ∇²L at θ from `hvp`, and its eigenvalues (ascending).
+pub fn hessian_spectrum<F: GradientFlow + ?Sized>(
+    flow: &F,
+    theta: &[f64],
+) -> Result<(DMatrix<f64>, Vec<f64>), RunError> {
     let h = hessian(flow, theta).map_err(|e| RunError::Other(format!("Hessian: {e}")))?;
-    symmetric_eigenvalues(&h.matrix).map_err(|e| RunError::Other(format!("Hessian spectrum: {e}")))
+    let eig = symmetric_eigenvalues(&h.matrix)
+        .map_err(|e| RunError::Other(format!("Hessian spectrum: {e}")))?;
+    Ok((h.matrix, eig))
 }
 
 /// κ = max|λ| / min|λ| of a spectrum (all modes; the prompt model has no symmetry zero modes).

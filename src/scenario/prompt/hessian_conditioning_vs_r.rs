@@ -4,10 +4,17 @@
 //! (p_T, v_T), the median over samples of the per-sample κ(J(z_i)|_T) = λ_n/λ₂ (secular-equation
 //! eigenvalues, accurate beyond eigvalsh's 1e12 limit), and κ of the linear-attention Hessian,
 //! which does not depend on p and hence not on σ_p.
+//!
+//! `data_file` ([`crate::instance::prompt::TeacherData`]: `X`, `xi_p`, `xi_v`) replaces the drawn
+//! tokens and teachers (its trials and sizes replace `trials`, `d`, `samples`); `export_hessians`
+//! writes every Hessian assembled (`hessians.csv`, long format).
 
+use std::path::PathBuf;
+
+use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::common::{prompt_grad, synthetic_data, synthetic_draw, TrainName};
+use super::common::{prompt_grad, synthetic_data, teacher_instance, TeacherFiles, TrainName};
 use crate::analysis::fit::line_fit;
 use crate::flow::{Method, OdeConfig};
 use crate::models::prompt::jacobian_spectrum::secular_eigenvalues;
@@ -19,7 +26,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::hessian_common::{hessian_eigenvalues, kappa};
+use super::hessian_common::{hessian_spectrum, kappa};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +44,14 @@ pub struct Params {
     /// The κ_p growth check compares the seed means at these two σ_p (spec: 0.5 and 2).
     pub growth_sigma_lo: f64,
     pub growth_sigma_hi: f64,
+    /// Tokens and teacher directions of every trial (layout `instance::prompt::TeacherData`),
+    /// replacing the draw; the trial count and d, n, N are the file's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// Write every Hessian (∇²_pp L, the (p, v) Hessian, the linear one; per σ_p and trial) to
+    /// `hessians.csv`, one entry per row.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub export_hessians: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,7 +66,12 @@ pub struct Checks {
     pub jacobian_slope_hi: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
+    TeacherFiles::read(sc, p.data_file.as_deref(), None, p.d, false, false)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.d < 2 || p.samples == 0 || p.trials == 0 {
         return Err(sc.invalid("params.d", "need d ≥ 2, samples ≥ 1, trials ≥ 1"));
     }
@@ -90,24 +110,31 @@ struct Point {
     /// Median over samples of κ(J(z_i)|_T) = λ_n/λ₂.
     kappa_j: f64,
     kappa_lin: f64,
+    /// The three Hessians (p, (p, v), linear), kept when they are exported.
+    hessians: Option<[DMatrix<f64>; 3]>,
 }
 
-fn one_point(p: &Params, ctx: &RunContext, sigma_p: f64, trial: usize) -> Result<Point, RunError> {
-    let draw = synthetic_draw(ctx, p.d, p.samples, sigma_p, trial);
+fn one_point(
+    p: &Params,
+    draw: &crate::models::prompt::SyntheticDraw,
+    sigma_p: f64,
+    trial: usize,
+) -> Result<Point, RunError> {
     let (pt, vt) = (&draw.p_teacher, &draw.v_teacher);
     let frozen = Trained::P { v: vt.clone() };
     let model_p = PromptModel::new(draw.data.clone(), Attention::Softmax, frozen.clone());
-    let eig_p = hessian_eigenvalues(&model_p, pt)?;
+    let (h_p, eig_p) = hessian_spectrum(&model_p, pt)?;
     let model_pv = PromptModel::new(draw.data.clone(), Attention::Softmax, Trained::PV);
-    let eig_pv = hessian_eigenvalues(&model_pv, &model_pv.state(pt, vt))?;
+    let (h_pv, eig_pv) = hessian_spectrum(&model_pv, &model_pv.state(pt, vt))?;
     let linear_trained = match p.linear_train {
         TrainName::P => frozen,
         TrainName::Pv => Trained::PV,
     };
     let linear = PromptModel::new(draw.data.clone(), Attention::Linear, linear_trained);
-    let eig_lin = hessian_eigenvalues(&linear, &linear.state(pt, vt))?;
-    let mut kj = Vec::with_capacity(p.samples);
-    let mut z = vec![0.0; p.d];
+    let (h_lin, eig_lin) = hessian_spectrum(&linear, &linear.state(pt, vt))?;
+    let mut kj = Vec::with_capacity(draw.data.samples);
+    // one attention vector over the n tokens of a sample
+    let mut z = vec![0.0; draw.data.n_tokens];
     for w in model_p.logits(pt) {
         softmax_into(&w, &mut z);
         let eig = secular_eigenvalues(&z)
@@ -130,6 +157,7 @@ fn one_point(p: &Params, ctx: &RunContext, sigma_p: f64, trial: usize) -> Result
         kappa_pv: kappa(&eig_pv)?,
         kappa_j: median,
         kappa_lin: kappa(&eig_lin)?,
+        hessians: p.export_hessians.then_some([h_p, h_pv, h_lin]),
     })
 }
 
@@ -145,12 +173,21 @@ struct Mean {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
+    let trials = files.trials(p.trials);
     let mut points = Vec::new();
+    // the draws at the first σ_p: the instance (the numbers are common to every σ_p)
+    let mut first_draws = Vec::with_capacity(trials);
     for &s in &p.sigma_ps {
-        for trial in 0..p.trials {
-            points.push(one_point(p, ctx, s, trial)?);
+        for trial in 0..trials {
+            let draw = files.draw(ctx, p.d, p.samples, s, trial);
+            points.push(one_point(p, &draw, s, trial)?);
+            if first_draws.len() < trials {
+                first_draws.push(draw);
+            }
         }
     }
+    let (d, samples) = (first_draws[0].data.d, first_draws[0].data.samples);
     let means: Vec<Mean> = p
         .sigma_ps
         .iter()
@@ -172,7 +209,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
 
     // 1. the linear κ does not see σ_p
-    let spread = stats::max((0..p.trials).map(|t| {
+    let spread = stats::max((0..trials).map(|t| {
         let k: Vec<f64> = points
             .iter()
             .filter(|q| q.trial == t)
@@ -293,19 +330,47 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]);
     }
     rep.tables.push(("means".into(), table));
-    rep.figure = Some(figure(p, &means));
+    if p.export_hessians {
+        rep.tables.push(("hessians".into(), hessian_table(&points)));
+    }
+    rep.figure = Some(figure(
+        &format!("d = {d}, N = {samples}; seed means ({trials} trials)"),
+        &means,
+    ));
+    rep.instance = Some(teacher_instance(&first_draws, None));
     Ok(rep)
 }
 
-fn figure(p: &Params, means: &[Mean]) -> Figure {
+/// Every exported Hessian in long format: (σ_p, trial, which, row, col, value); `which` is `p`
+/// (∇²_pp L, v = v_T), `pv` (over (p, v)) or `linear`.
+fn hessian_table(points: &[Point]) -> Table {
+    let mut t = Table::new(&["sigma_p", "trial", "hessian", "row", "col", "value"]);
+    for q in points {
+        let Some(hs) = &q.hessians else { continue };
+        for (which, h) in ["p", "pv", "linear"].iter().zip(hs) {
+            for i in 0..h.nrows() {
+                for j in 0..h.ncols() {
+                    t.push(vec![
+                        q.sigma_p.into(),
+                        q.trial.into(),
+                        (*which).into(),
+                        i.into(),
+                        j.into(),
+                        h[(i, j)].into(),
+                    ]);
+                }
+            }
+        }
+    }
+    t
+}
+
+fn figure(setting: &str, means: &[Mean]) -> Figure {
     let r: Vec<f64> = means.iter().map(|m| 10f64.powf(m.log10_r)).collect();
     let curve =
         |f: &dyn Fn(&Mean) -> f64| means.iter().map(|m| 10f64.powf(f(m))).collect::<Vec<_>>();
     let panel = LinePanel::new(
-        format!(
-            "d = {}, N = {}; seed means ({} trials)",
-            p.d, p.samples, p.trials
-        ),
+        setting,
         "teacher R (geometric mean over samples)",
         "condition number κ",
     )

@@ -4,10 +4,19 @@
 //! extensions λ_{k+1} ∈ [z̃_k, z̃_{k+1}], λ_n ≤ ½, tr J = 1 − ‖z‖², λ₂ = 2z₁z₂ for n = 2 — with
 //! the eigenvalues of eigvalsh and of the secular equation, whose relative accuracy is held
 //! against closed forms at extreme sparsity; and eq. 7, Dφ(w) = J(φ(w)), by central differences.
+//!
+//! `data_file` (layout [`AttentionVectors`]: `logits` or `z`) replaces the drawn instances; every
+//! Lemma 1 check runs on them (the n = 2 identity only if some instance has n = 2; the closed-form
+//! accuracy check of the secular solver runs on its own constructed instances either way).
+//! `export_spectra` writes both spectra of every instance to `spectra.csv`.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
+use crate::instance::prompt::{AttentionFamily, AttentionVectors, LabelledAttention};
+use crate::instance::InstanceFile;
 use crate::models::prompt::attention_families::Attention;
 use crate::models::prompt::jacobian_spectrum::{
     dense_eigenvalues, jacobian_matrix, secular_eigenvalues, Lemma1Facts,
@@ -40,6 +49,12 @@ pub struct Params {
     /// The instance drawn in the interlacing panel: n and logit scale (first draw).
     pub shown_n: usize,
     pub shown_scale: f64,
+    /// Attention vectors (layout `instance::prompt::AttentionVectors`) replacing the drawn ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// Write every instance's spectra (secular and eigvalsh) to `spectra.csv`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub export_spectra: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,6 +82,9 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if let Some(f) = &p.data_file {
+        sc.read_instance::<AttentionVectors>("data_file", f)?;
+    }
     if p.n_min < 2 || p.n_max < p.n_min {
         return Err(sc.invalid("params.n_min", "need 2 ≤ n_min ≤ n_max"));
     }
@@ -141,7 +159,7 @@ fn eq7_error(att: &Attention, h: f64) -> f64 {
 
 /// One instance's measurements.
 struct Measured {
-    family: String,
+    family: &'static str,
     n: usize,
     scale: f64,
     ln_r: f64,
@@ -152,17 +170,25 @@ struct Measured {
     lambda_n: f64,
     z_min: f64,
     eq7: f64,
+    /// Both spectra (secular, eigvalsh), kept when they are exported.
+    spectra: Option<(Vec<f64>, Vec<f64>)>,
 }
 
-fn measure(family: &str, scale: f64, att: &Attention, fd_step: f64) -> Result<Measured, RunError> {
+fn measure(inst: &LabelledAttention, fd_step: f64, keep: bool) -> Result<Measured, RunError> {
+    let family = inst.family.name();
+    let att = Attention {
+        logits: inst.logits.clone(),
+        z: inst.z.clone(),
+    };
+    let att = &att;
     let err = |e: crate::analysis::AnalysisError| RunError::Other(format!("{family}: {e}"));
     let dense = dense_eigenvalues(&att.z).map_err(err)?;
     let sec = secular_eigenvalues(&att.z).map_err(err)?;
     let n = att.z.len();
     Ok(Measured {
-        family: family.into(),
+        family,
         n,
-        scale,
+        scale: inst.scale,
         ln_r: att.ln_ratio(),
         dense: Lemma1Facts::measure(&att.z, &dense).map_err(err)?,
         secular: Lemma1Facts::measure(&att.z, &sec).map_err(err)?,
@@ -171,6 +197,7 @@ fn measure(family: &str, scale: f64, att: &Attention, fd_step: f64) -> Result<Me
         lambda_n: sec[n - 1],
         z_min: stats::min(att.z.iter()),
         eq7: eq7_error(att, fd_step),
+        spectra: keep.then(|| (sec.clone(), dense.clone())),
     })
 }
 
@@ -197,26 +224,65 @@ fn closed_form_error(p: &Params) -> Result<f64, RunError> {
     Ok(err)
 }
 
-fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+/// The built-in instances: per n, Gaussian logits at every scale, then Dirichlet(1) draws.
+fn drawn_instances(p: &Params, ctx: &RunContext) -> AttentionVectors {
     let mut gauss_rng = ctx.rng(1);
     let mut dirichlet_rng = ctx.rng(2);
-    let mut all = Vec::new();
-    let mut shown = None;
+    let label = |att: Attention, family, scale| LabelledAttention {
+        logits: att.logits,
+        z: att.z,
+        family,
+        scale,
+    };
+    let mut instances = Vec::new();
     for n in p.n_min..=p.n_max {
         for &s in &p.scales {
-            for draw in 0..p.draws {
+            for _ in 0..p.draws {
                 let att = Attention::gaussian_logits(n, s, &mut gauss_rng);
-                if n == p.shown_n && s == p.shown_scale && draw == 0 {
-                    shown = Some(att.z.clone());
-                }
-                all.push(measure("gaussian", s, &att, p.fd_step)?);
+                instances.push(label(att, AttentionFamily::Gaussian, s));
             }
         }
         for _ in 0..p.draws {
             let att = Attention::dirichlet(n, &mut dirichlet_rng);
-            all.push(measure("dirichlet", f64::NAN, &att, p.fd_step)?);
+            instances.push(label(att, AttentionFamily::Dirichlet, f64::NAN));
         }
     }
+    AttentionVectors {
+        instances,
+        given_z: false,
+    }
+}
+
+/// The instance of the interlacing panel and its caption: the first Gaussian one with n =
+/// shown_n at scale shown_scale, else (a user's file) the first instance.
+fn shown_instance<'a>(p: &Params, inst: &'a [LabelledAttention]) -> (&'a [f64], String) {
+    let wanted = inst.iter().find(|i| {
+        i.family == AttentionFamily::Gaussian && i.z.len() == p.shown_n && i.scale == p.shown_scale
+    });
+    match wanted {
+        Some(i) => (
+            &i.z,
+            format!("interlacing, n = {}, z = φ({}·g)", i.z.len(), p.shown_scale),
+        ),
+        None => (
+            &inst[0].z,
+            format!("interlacing, n = {}, the first instance", inst[0].z.len()),
+        ),
+    }
+}
+
+fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let instances = match &p.data_file {
+        Some(f) => ctx
+            .scenario
+            .read_instance::<AttentionVectors>("data_file", f)?,
+        None => drawn_instances(p, ctx),
+    };
+    let all = instances
+        .instances
+        .iter()
+        .map(|i| measure(i, p.fd_step, p.export_spectra))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut rep = Report::default();
     let count = all.len();
     let over = |f: &dyn Fn(&Measured) -> f64| stats::max(all.iter().map(f));
@@ -276,14 +342,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(note("1 − ‖z‖² formed as Σ_i z_i Σ_{j≠i} z_j")),
     );
     let two = all.iter().filter(|m| m.n == 2).count();
-    rep.check(
-        Check::at_most(
+    if two > 0 {
+        rep.check(
+            Check::at_most(
+                "n = 2: |λ₂ − 2z₁z₂|",
+                stats::max(all.iter().filter_map(|m| m.dense.two_token_error)),
+                c.two_token_tol,
+            )
+            .note(format!("eigvalsh, {two} two-token instances")),
+        );
+    } else {
+        rep.skip(
             "n = 2: |λ₂ − 2z₁z₂|",
-            stats::max(all.iter().filter_map(|m| m.dense.two_token_error)),
-            c.two_token_tol,
-        )
-        .note(format!("eigvalsh, {two} two-token instances")),
-    );
+            "no instance has n = 2 tokens (the identity is about n = 2)",
+        );
+    }
     let chain_failures = all.iter().filter(|m| !m.secular.strict_chain).count();
     rep.check(
         Check::at_most(
@@ -351,7 +424,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ]);
     for m in &all {
         rep.series.push(vec![
-            m.family.as_str().into(),
+            m.family.into(),
             m.n.into(),
             m.scale.into(),
             m.ln_r.into(),
@@ -365,15 +438,47 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             m.eq7.into(),
         ]);
     }
-    rep.figure = Some(figure(p, shown.as_deref(), &all)?);
+    if p.export_spectra {
+        rep.tables.push(("spectra".into(), spectra_table(&all)));
+    }
+    rep.figure = Some(figure(shown_instance(p, &instances.instances), &all)?);
+    rep.instance = Some(instances.to_arrays());
     Ok(rep)
 }
 
-fn figure(p: &Params, shown: Option<&[f64]>, all: &[Measured]) -> Result<Figure, RunError> {
+/// Every instance's spectrum in long format: (instance, family, n, k, λ_k secular, λ_k eigvalsh).
+fn spectra_table(all: &[Measured]) -> Table {
+    let mut t = Table::new(&[
+        "instance",
+        "family",
+        "n",
+        "k",
+        "lambda_secular",
+        "lambda_eigvalsh",
+    ]);
+    for (i, m) in all.iter().enumerate() {
+        let Some((sec, dense)) = &m.spectra else {
+            continue;
+        };
+        for (k, (a, b)) in sec.iter().zip(dense).enumerate() {
+            t.push(vec![
+                i.into(),
+                m.family.into(),
+                m.n.into(),
+                (k + 1).into(),
+                (*a).into(),
+                (*b).into(),
+            ]);
+        }
+    }
+    t
+}
+
+fn figure((z, caption): (&[f64], String), all: &[Measured]) -> Result<Figure, RunError> {
     let mut fig = Figure::new(2).title(
         "Lemma 1: spectrum of J(z) = diag(z) − zzᵀ — interlacing, and eigvalsh vs the secular equation",
     );
-    if let Some(z) = shown {
+    {
         let sec = secular_eigenvalues(z).map_err(|e| RunError::Other(e.to_string()))?;
         let mut sorted = z.to_vec();
         sorted.sort_by(f64::total_cmp);
@@ -381,24 +486,20 @@ fn figure(p: &Params, shown: Option<&[f64]>, all: &[Measured]) -> Result<Figure,
         let k: Vec<f64> = (1..=n).map(|k| k as f64).collect();
         let half: Vec<f64> = (1..n).map(|k| k as f64 + 0.5).collect();
         fig = fig.panel(
-            LinePanel::new(
-                format!("interlacing, n = {n}, z = φ({}·g)", p.shown_scale),
-                "index k (λₖ₊₁ drawn at k + ½)",
-                "z̃ₖ, λₖ₊₁",
-            )
-            .log_y()
-            .series(Series::new("z̃ₖ (sorted z)", k, sorted, LineStyle::Markers).color(0))
-            .series(
-                Series::new(
-                    "λₖ₊₁ of J (secular)",
-                    half,
-                    sec[1..].to_vec(),
-                    LineStyle::Markers,
+            LinePanel::new(caption, "index k (λₖ₊₁ drawn at k + ½)", "z̃ₖ, λₖ₊₁")
+                .log_y()
+                .series(Series::new("z̃ₖ (sorted z)", k, sorted, LineStyle::Markers).color(0))
+                .series(
+                    Series::new(
+                        "λₖ₊₁ of J (secular)",
+                        half,
+                        sec[1..].to_vec(),
+                        LineStyle::Markers,
+                    )
+                    .color(1),
                 )
-                .color(1),
-            )
-            .hline(RefLine::new(0.5, "½").style(LineStyle::Dotted))
-            .legend(LegendPosition::LowerRight),
+                .hline(RefLine::new(0.5, "½").style(LineStyle::Dotted))
+                .legend(LegendPosition::LowerRight),
         );
     }
     let (mut x, mut y, mut bound) = (Vec::new(), Vec::new(), Vec::new());

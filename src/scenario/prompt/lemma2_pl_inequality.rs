@@ -4,6 +4,13 @@
 //! N ≥ 2; the paper's is false for N = 1). The derived constant is attained: with labels that
 //! leave a residual only on the sample with the smallest row of F, the ratio is 1. Under A2 the
 //! rows of F are orthogonal, so σ_min(F) = (1/N) min_i‖J(z_i)a_i‖ (checked against the SVD).
+//!
+//! `data_file` (`X`, `v`, `p_teacher`; layout `instance::prompt::OrthData`) replaces the drawn
+//! data and `init_file` (`points` (m, d), `p0` the tight instance's base) the random points.
+//! Lemma 2 holds for any data; the tightness construction and the closed form of σ_min(F) need
+//! A2, measured on the file's tokens: they are skipped with the violation when it fails.
+
+use std::path::PathBuf;
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -17,7 +24,11 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::orth_common::{blocks, gaussian_vec, norm, p_model, unit_vec};
+use super::orth_common::{
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, p_model, unit_vec, OrthFiles,
+    A2_TOL,
+};
+use crate::instance::prompt::OrthInit;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +46,13 @@ pub struct Params {
     pub gaussian_tokens: bool,
     /// Logit change of the tight instance on the sample with the smallest row of F.
     pub tight_shift: f64,
+    /// Tokens, v and the teacher (layout `instance::prompt::OrthData`: X, v, p_teacher),
+    /// replacing the drawn data (then tokens, samples and gaussian_tokens are not used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The evaluation points and the tight instance's base (`points`, `p0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,7 +66,14 @@ pub struct Checks {
     pub closed_form_rel_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<OrthFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    let d = p.tokens * p.samples;
+    OrthFiles::read(sc, data, init, &["v", "p_teacher"], true, d)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.tokens < 2 || p.samples == 0 || p.points == 0 {
         return Err(sc.invalid("params.tokens", "need n ≥ 2, N ≥ 1 and points ≥ 1"));
     }
@@ -72,26 +97,47 @@ struct Point {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
     let mut rng = ctx.rng(1);
-    let data = blocks(p.tokens, p.samples, p.gaussian_tokens, &mut rng);
+    let (data, v, p_teacher, user_a2) = match files.data() {
+        Some((tokens, f)) => {
+            let a2 = a2_violation(&tokens);
+            let (v, pt) = (f.require("v"), f.require("p_teacher"));
+            let (v, pt) = (v.expect("read"), pt.expect("read"));
+            (tokens, v.to_vec(), pt.to_vec(), Some(a2))
+        }
+        None => {
+            let data = blocks(p.tokens, p.samples, p.gaussian_tokens, &mut rng);
+            let v = gaussian_vec(&mut rng, data.d, p.v_scale);
+            let p_teacher = gaussian_vec(&mut rng, data.d, p.teacher_scale);
+            (data, v, p_teacher, None)
+        }
+    };
     let d = data.d;
-    let v = gaussian_vec(&mut rng, d, p.v_scale);
-    let p_teacher = gaussian_vec(&mut rng, d, p.teacher_scale);
     let model = p_model(data.clone(), &v, &p_teacher, &v);
-    let n = p.samples as f64;
+    let n = data.samples as f64;
 
-    let mut points = Vec::with_capacity(p.points);
-    for _ in 0..p.points {
-        let dir = unit_vec(&mut rng, d);
-        let r = p.radius * rng.random::<f64>().powf(1.0 / d as f64);
-        let x: Vec<f64> = dir.iter().map(|a| r * a).collect();
-        let (half_grad2, loss) = pl_ratio(&model, &x, 0.0);
-        let rows = f_row_norms_closed_form(&model, &x, &v);
+    // the evaluation points: the init file's, else uniform in the ball ‖p‖ ≤ radius
+    let given = files.init();
+    let xs: Vec<Vec<f64>> = match given.and_then(|i| i.points.clone()) {
+        Some(points) => points,
+        None => (0..p.points)
+            .map(|_| {
+                let dir = unit_vec(&mut rng, d);
+                let r = p.radius * rng.random::<f64>().powf(1.0 / d as f64);
+                dir.iter().map(|a| r * a).collect()
+            })
+            .collect(),
+    };
+    let mut points = Vec::with_capacity(xs.len());
+    for x in &xs {
+        let (half_grad2, loss) = pl_ratio(&model, x, 0.0);
+        let rows = f_row_norms_closed_form(&model, x, &v);
         points.push(Point {
-            p_norm: norm(&x),
+            p_norm: norm(x),
             loss,
             half_grad2,
-            sigma_min: f_sigma_min(&model, &x),
+            sigma_min: f_sigma_min(&model, x),
             closed_form: stats::min(rows.iter()),
         });
     }
@@ -106,8 +152,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
 
     // tight instance: labels from p_T = p₀ + K_kᵀΔ, k the smallest row of F(p₀)
-    let dir = unit_vec(&mut rng, d);
-    let base: Vec<f64> = dir.iter().map(|a| 0.5 * p.radius * a).collect();
+    let base: Vec<f64> = match given.and_then(|i| i.p0.clone()) {
+        Some(p0) => p0,
+        None => {
+            let dir = unit_vec(&mut rng, d);
+            dir.iter().map(|a| 0.5 * p.radius * a).collect()
+        }
+    };
     let rows = f_row_norms_closed_form(&model, &base, &v);
     let k = (0..rows.len())
         .min_by(|&a, &b| rows[a].total_cmp(&rows[b]))
@@ -127,16 +178,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let tight_ratio = hg / (n * sm * sm * gap);
 
     let mut rep = Report::default();
+    // a file on which A2 holds is orthogonal-block data (a run's own instance.npz reads back
+    // with the same description)
+    let kind = match (user_a2, p.gaussian_tokens) {
+        (Some(a2), _) if a2 > A2_TOL => "non-A2",
+        (None, true) => "Gaussian",
+        _ => "C-orth",
+    };
     let setting = format!(
-        "{} {} × {} tokens, N = {}, d = {d}; {} points with ‖p‖ ≤ {}; L* = 0 (realizable)",
-        if p.gaussian_tokens {
-            "Gaussian"
-        } else {
-            "C-orth"
-        },
-        p.samples,
-        p.tokens,
-        p.samples,
+        "{kind} {} × {} tokens, N = {}, d = {d}; {} points with ‖p‖ ≤ {}; L* = 0 (realizable)",
+        data.samples,
+        data.n_tokens,
+        data.samples,
         usable.len(),
         p.radius
     );
@@ -161,27 +214,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ))
         .paper_claim("Lemma 2: μ(p) = 2mσ²_min(F(p)) (the derivation gives mNσ²_min)"),
     );
-    rep.check(
-        Check::close(
-            "tightness: residual only on the smallest row of F ⇒ ½‖∇L‖²/(mNσ²_min·L) = 1",
-            tight_ratio,
-            1.0,
-            c.tight_rel_tol,
+    let tight = "tightness: residual only on the smallest row of F ⇒ ½‖∇L‖²/(mNσ²_min·L) = 1";
+    if_a2(&mut rep, user_a2, tight, |rep| {
+        rep.check(
+            Check::close(tight, tight_ratio, 1.0, c.tight_rel_tol).note(format!(
+                "labels from p_T = p + K_kᵀ({}, 0, …), k = {k} (the smallest (1/N)‖J(z_k)a_k‖): \
+                 mNσ²_min is the best constant",
+                p.tight_shift
+            )),
         )
-        .note(format!(
-            "labels from p_T = p + K_kᵀ({}, 0, …), k = {k} (the smallest (1/N)‖J(z_k)a_k‖): \
-             mNσ²_min is the best constant",
-            p.tight_shift
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "A2 closed form: max |(1/N)min_i‖J(z_i)a_i‖ / σ_min(F) − 1|",
-            closed_err,
-            c.closed_form_rel_tol,
+    });
+    let closed = "A2 closed form: max |(1/N)min_i‖J(z_i)a_i‖ / σ_min(F) − 1|";
+    if_a2(&mut rep, user_a2, closed, |rep| {
+        rep.check(
+            Check::at_most(closed, closed_err, c.closed_form_rel_tol)
+                .note("rows of F are orthogonal under A2 (spec §2.2); σ_min(F) from the SVD"),
         )
-        .note("rows of F are orthogonal under A2 (spec §2.2); σ_min(F) from the SVD"),
-    );
+    });
     rep.derive("min_ratio_over_n", min_ratio / n);
     rep.derive("tight_ratio", tight_ratio);
 
@@ -204,7 +253,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]);
     }
     let panel = LinePanel::new(
-        format!("Lemma 2 at {} random p (N = {})", usable.len(), p.samples),
+        format!(
+            "Lemma 2 at {} random p (N = {})",
+            usable.len(),
+            data.samples
+        ),
         "‖p‖",
         "½‖∇L‖² / (σ²_min(F)·(L − L*))",
     )
@@ -227,6 +280,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.figure = Some(Figure::single(panel).title(
         "Lemma 2: the PL ratio stays above mN (derived, attained) and 2m (paper, conservative for N ≥ 2)",
+    ));
+    let init = OrthInit {
+        p0: Some(base),
+        points: Some(xs),
+    };
+    rep.instance = Some(orth_instance(
+        &data,
+        &[("v", &v), ("p_teacher", &p_teacher)],
+        init,
     ));
     Ok(rep)
 }

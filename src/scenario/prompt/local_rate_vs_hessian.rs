@@ -2,16 +2,23 @@
 //! model (v = v_T, A1) converges to the teacher p_T, and its tail rate is the linearization's:
 //! near p_T, GD is the linear map I − η∇²L(p_T), so ln L falls by 2 ln max(|1 − ηλ_min|,
 //! |1 − ηλ_max|) per iteration, λ from the analytic Hessian at p_T (assembled from exact HVPs).
+//!
+//! `data_file` (`X`, `xi_p`, `xi_v`) replaces the drawn tokens and teachers (its trials and
+//! sizes replace `trials`, `d`, `samples`), `init_file` (`p0`) the drawn start: the checks are
+//! theorems of GD near a realizable minimum and run on any instance.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    prompt_grad, student, synthetic_data, synthetic_draw, teacher_state, TrainName,
+    prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
 use crate::analysis::fit::line_fit;
 use crate::analysis::linearize::{hessian, symmetric_eigen};
 use crate::flow::{norm, Method, OdeConfig};
 use crate::models::prompt::Attention;
+use crate::models::prompt::SyntheticDraw;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -42,6 +49,13 @@ pub struct Params {
     pub min_window_points: usize,
     /// Every k-th iteration goes to the curve table and the figure.
     pub record_every: usize,
+    /// Tokens and teacher directions per trial (layout `instance::prompt::TeacherData`),
+    /// replacing the draw; the trial count and d, n, N are the file's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The start p₀ per trial (`p0`, layout `instance::prompt::StudentInit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,7 +71,13 @@ pub struct Checks {
     pub recovery_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    TeacherFiles::read(sc, data, init, p.d, false, false)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.d < 2 || p.samples == 0 || p.trials == 0 {
         return Err(sc.invalid("params.d", "need d ≥ 2, samples ≥ 1, trials ≥ 1"));
     }
@@ -109,10 +129,9 @@ struct Run {
     loss: Vec<f64>,
 }
 
-fn one_run(p: &Params, ctx: &RunContext, sigma_p: f64, trial: usize) -> Result<Run, RunError> {
-    let draw = synthetic_draw(ctx, p.d, p.samples, sigma_p, trial);
-    let (model, theta0) = student(&draw, Attention::Softmax, TrainName::P);
-    let p_t = teacher_state(&model, &draw);
+fn one_run(p: &Params, draw: &SyntheticDraw, sigma_p: f64, trial: usize) -> Result<Run, RunError> {
+    let (model, theta0) = student(draw, Attention::Softmax, TrainName::P);
+    let p_t = teacher_state(&model, draw);
     let h = hessian(&model, &p_t).map_err(|e| RunError::Other(format!("Hessian: {e}")))?;
     let spec = symmetric_eigen(&h.matrix).map_err(|e| RunError::Other(format!("eigen: {e}")))?;
     let eig = spec.values.clone();
@@ -193,12 +212,21 @@ fn one_run(p: &Params, ctx: &RunContext, sigma_p: f64, trial: usize) -> Result<R
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
+    let trials = files.trials(p.trials);
     let mut runs = Vec::new();
+    // the draws at the first σ_p: the instance (the numbers are common to every σ_p)
+    let mut first_draws = Vec::with_capacity(trials);
     for &s in &p.sigma_ps {
-        for trial in 0..p.trials {
-            runs.push(one_run(p, ctx, s, trial)?);
+        for trial in 0..trials {
+            let draw = files.draw(ctx, p.d, p.samples, s, trial);
+            runs.push(one_run(p, &draw, s, trial)?);
+            if first_draws.len() < trials {
+                first_draws.push(draw);
+            }
         }
     }
+    let (d, samples) = (first_draws[0].data.d, first_draws[0].data.samples);
     let mut rep = Report::default();
     let unfitted = runs.iter().filter(|r| r.fitted.is_nan()).count();
     let window_err = stats::max(
@@ -248,8 +276,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "prediction: ½Σλ_j c_j²(1 − ηλ_j)^{{2k}} from the GD iterate at the window's start, \
              fitted over the same iterations; d = {}, N = {}, p only (v = v_T), η = {}; window \
              {:e} < L < {:e} ({unfitted} of {} runs never reached it); {}",
-            p.d,
-            p.samples,
+            d,
+            samples,
             p.eta,
             p.window_lo,
             p.window_hi,
@@ -343,16 +371,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         curves.push_columns(&[r.sigma_p.into(), r.trial.into()], &[&k, &l]);
     }
     rep.tables.push(("loss".into(), curves));
-    rep.figure = Some(figure(p, &runs));
+    rep.figure = Some(figure(p, &runs, d, samples));
+    rep.instance = Some(teacher_instance(&first_draws, Some(TrainName::P)));
     Ok(rep)
 }
 
-fn figure(p: &Params, runs: &[Run]) -> Figure {
+fn figure(p: &Params, runs: &[Run], d: usize, samples: usize) -> Figure {
     let mut panel = LinePanel::new(
-        format!(
-            "GD on p (v = v_T), d = {}, N = {}, η = {}",
-            p.d, p.samples, p.eta
-        ),
+        format!("GD on p (v = v_T), d = {d}, N = {samples}, η = {}", p.eta),
         "iteration k",
         "loss L(p_k)",
     )

@@ -6,6 +6,13 @@
 //! this instance the margin is negative at every α (the proposition fails). With labels whose
 //! residual at p₀ does not grow with α (`labels = "offset"`, the proof's implicit assumption),
 //! the margin turns positive.
+//!
+//! `data_file` (`X`, `u` with ‖u‖ = 1, `p_teacher`; layout `instance::prompt::OrthData`) replaces
+//! the drawn C-orth data and `init_file` (`p0`) the drawn start. The scaling checks hold for any
+//! data; the count of α with a positive margin refutes Proposition 1 only where its hypothesis
+//! A2 holds, measured on the file (skipped with the violation when it fails).
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +26,10 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::orth_common::{blocks, gaussian_vec, norm, unit_vec};
+use super::orth_common::{
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, unit_vec, OrthFiles, A2_TOL,
+};
+use crate::instance::prompt::OrthInit;
 
 /// Which labels the α sweep uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +55,13 @@ pub struct Params {
     /// Teacher p_T ~ N(0, teacher_scale² I) at v = u (α = 1); student p₀ ~ N(0, I/d).
     pub teacher_scale: f64,
     pub labels: Labels,
+    /// Tokens, unit direction u and teacher (layout `instance::prompt::OrthData`: X, u,
+    /// p_teacher), replacing the drawn data (then tokens and samples are not used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The start p₀ (`p0`, layout `instance::prompt::OrthInit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,7 +74,14 @@ pub struct Checks {
     pub max_positive: usize,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<OrthFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    let d = p.tokens * p.samples;
+    OrthFiles::read(sc, data, init, &["u", "p_teacher"], false, d)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.tokens < 2 || p.samples == 0 {
         return Err(sc.invalid("params.tokens", "need n ≥ 2 and N ≥ 1"));
     }
@@ -82,12 +106,28 @@ struct Row {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
     let mut rng = ctx.rng(1);
-    let data = blocks(p.tokens, p.samples, false, &mut rng);
+    // the draw order of the built-in instance: data, u, p_T, p₀
+    let (data, u, p_teacher, user_a2) = match files.data() {
+        Some((tokens, f)) => {
+            let u = f.require("u").expect("read").to_vec();
+            let pt = f.require("p_teacher").expect("read").to_vec();
+            let a2 = a2_violation(&tokens);
+            (tokens, u, pt, Some(a2))
+        }
+        None => {
+            let data = blocks(p.tokens, p.samples, false, &mut rng);
+            let u = unit_vec(&mut rng, data.d);
+            let pt = gaussian_vec(&mut rng, data.d, p.teacher_scale);
+            (data, u, pt, None)
+        }
+    };
     let d = data.d;
-    let u = unit_vec(&mut rng, d);
-    let p_teacher = gaussian_vec(&mut rng, d, p.teacher_scale);
-    let p0 = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
+    let p0 = match files.init().and_then(|i| i.p0.clone()) {
+        Some(p0) => p0,
+        None => gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt()),
+    };
     let teacher_labels = labelled(data.clone(), Attention::Softmax, &p_teacher, &u).y;
     let at_one = PromptModel::new(data.clone(), Attention::Softmax, Trained::PV).outputs(&p0, &u);
     let residual: Vec<f64> = at_one
@@ -115,7 +155,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let inputs = Thm1Inputs {
             c_sigma: c_sigma(&model),
             sigma_w: 1.0,
-            samples: p.samples,
+            samples: data.samples,
             loss_gap: loss0,
             v_norm: norm(&v),
             p0_norm: norm(&p0),
@@ -187,21 +227,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 last.parts[k].3 / last.alpha
             )),
         );
-        rep.check(
-            Check::at_most(
-                &format!(
-                    "{}: α values with a positive hypothesis margin",
-                    reading.name()
-                ),
-                positive as f64,
-                c.max_positive as f64,
-            )
-            .note(format!(
-                "labels {:?}; α ∈ {:?}; the margin scales like α with limit {limit:.4}·α",
-                p.labels, p.alphas
-            ))
-            .paper_claim("Proposition 1: there is A such that α > A ⇒ σ_min(F(p₀)) > γ + √(μ/2m)"),
+        let name = format!(
+            "{}: α values with a positive hypothesis margin",
+            reading.name()
         );
+        if_a2(&mut rep, user_a2, &name, |rep| {
+            rep.check(
+                Check::at_most(&name, positive as f64, c.max_positive as f64)
+                    .note(format!(
+                        "labels {:?}; α ∈ {:?}; the margin scales like α with limit {limit:.4}·α",
+                        p.labels, p.alphas
+                    ))
+                    .paper_claim(
+                        "Proposition 1: there is A such that α > A ⇒ σ_min(F(p₀)) > γ + √(μ/2m)",
+                    ),
+            )
+        });
     }
 
     rep.series = Table::new(&[
@@ -232,8 +273,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let mut panel = LinePanel::new(
         format!(
-            "C-orth, N = {}, labels {:?}, c₁ = {}, c₂ = {}",
-            p.samples, p.labels, p.c1, p.c2
+            "{}, N = {}, labels {:?}, c₁ = {}, c₂ = {}",
+            if user_a2.is_some_and(|a2| a2 > A2_TOL) {
+                "non-A2"
+            } else {
+                "C-orth"
+            },
+            data.samples,
+            p.labels,
+            p.c1,
+            p.c2
         ),
         "α = ‖v‖",
         "quantity / α",
@@ -277,6 +326,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.figure = Some(Figure::single(panel).title(
         "Proposition 1: with fixed labels the hypothesis margin scales like α and stays negative",
+    ));
+    let init = OrthInit {
+        p0: Some(p0.clone()),
+        points: None,
+    };
+    rep.instance = Some(orth_instance(
+        &data,
+        &[("u", &u), ("p_teacher", &p_teacher)],
+        init,
     ));
     Ok(rep)
 }

@@ -4,11 +4,18 @@
 //! teacher has loss 0, and with sparse attention (geometric-mean R far above the teacher's).
 //! The end point is polished by damped Newton on the exact Hessian (analysis::stationary) until
 //! ‖∇L‖ < 1e−12 and classified by the Hessian spectrum.
+//!
+//! `data_file` (`X`, `xi_p`, `xi_v` of one trial) replaces trial `trial`'s draw (d, n, N are the
+//! file's), `init_file` (`p0`, `v0`) its start. Every check runs on a user's instance: together
+//! they ask whether the flow ends at a spurious sparse strict local minimum there (a FAIL says
+//! which part does not hold).
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    prompt_grad, student, synthetic_data, synthetic_draw, teacher_state, TrainName,
+    prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
 use crate::analysis::stationary::{find_stationary, NewtonOptions, Target};
 use crate::flow::{integrate_flow, norm, Method, OdeConfig, TimeGrid};
@@ -35,6 +42,13 @@ pub struct Params {
     /// Newton polish: stop at ‖∇L‖ ≤ grad_tol (spec: 1e−12) or after max_newton steps.
     pub grad_tol: f64,
     pub max_newton: usize,
+    /// One trial's tokens and teacher directions (layout `instance::prompt::TeacherData`),
+    /// replacing the draw of `trial`; d, n, N are the file's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The start (`p0`, `v0`; layout `instance::prompt::StudentInit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,7 +67,13 @@ pub struct Checks {
     pub flow_end_rel_max: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    TeacherFiles::read(sc, data, init, p.d, true, true)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.d < 2 || p.samples == 0 {
         return Err(sc.invalid("params.d", "need d ≥ 2 and samples ≥ 1"));
     }
@@ -75,7 +95,9 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let draw = synthetic_draw(ctx, p.d, p.samples, p.sigma_p, p.trial);
+    let files = read_files(p, ctx.scenario)?;
+    let draw = files.draw(ctx, p.d, p.samples, p.sigma_p, p.trial);
+    let (d, samples) = (draw.data.d, draw.data.samples);
     let (model, theta0) = student(&draw, Attention::Softmax, TrainName::Pv);
     let teacher = teacher_state(&model, &draw);
     let cfg = ctx.ode;
@@ -112,8 +134,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     let setting = format!(
         "d = {}, N = {}, σ_p = {}, trial {}, (p, v) flow by {} (rtol {:e}) to t = {:e}",
-        p.d,
-        p.samples,
+        d,
+        samples,
         p.sigma_p,
         p.trial,
         cfg.method.name(),
@@ -232,7 +254,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let idx: Vec<f64> = (1..=eig.len()).map(|k| k as f64).collect();
     let spectrum = LinePanel::new(
-        format!("Hessian spectrum, (p, v), d = {}, σ_p = {}", p.d, p.sigma_p),
+        format!("Hessian spectrum, (p, v), d = {d}, σ_p = {}", p.sigma_p),
         "eigenvalue index k",
         "λ_k(∇²L)",
     )
@@ -275,6 +297,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .panel(spectrum)
             .panel(flow),
     );
+    rep.instance = Some(teacher_instance(
+        std::slice::from_ref(&draw),
+        Some(TrainName::Pv),
+    ));
     Ok(rep)
 }
 

@@ -5,6 +5,13 @@
 //! η = c₂/L′ must satisfy (14) L_t − L* ≤ (1 − ημ)^t(L₀ − L*) at every t and ‖p_t‖ ≤ M_p. The
 //! measured linear rate of GD is set against the bound's 1 − ημ. The proof's intermediate claim
 //! (24) ‖p_t − p₀‖ ≤ C_p is reported (it fails in the literal reading; only ‖p_t‖ ≤ M_p survives).
+//!
+//! `data_file` (`X`, `u`, `xi`; layout `instance::prompt::OrthData`) replaces the drawn data
+//! (v = αu, ‖u‖ = 1; p_T = p₀ + εξ) and `init_file` (`p0`) the drawn start. Theorem 1 supposes
+//! d ≥ N, not A2: its checks run on any data with d ≥ N (skipped otherwise); the closed form of
+//! σ_min(F) needs A2, measured on the file's tokens (skipped with the violation when it fails).
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +28,10 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::orth_common::{blocks, gaussian_vec, norm, p_model, unit_vec};
+use super::orth_common::{
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, p_model, unit_vec, OrthFiles,
+};
+use crate::instance::prompt::OrthInit;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +53,13 @@ pub struct Params {
     pub gaussian_tokens: bool,
     /// The measured GD rate is fitted on the steps with L_t ≥ rate_floor (above rounding).
     pub rate_floor: f64,
+    /// Tokens, direction u and teacher offset ξ (layout `instance::prompt::OrthData`: X, u, xi),
+    /// replacing the drawn data (then tokens, samples and gaussian_tokens are not used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The start p₀ (`p0`, layout `instance::prompt::OrthInit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,7 +73,14 @@ pub struct Checks {
     pub closed_form_rel_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<OrthFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    let d = p.tokens * p.samples;
+    OrthFiles::read(sc, data, init, &["u", "xi"], false, d)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.tokens < 2 || p.samples == 0 || p.steps < 10 {
         return Err(sc.invalid("params.tokens", "need n ≥ 2, N ≥ 1, steps ≥ 10"));
     }
@@ -148,12 +172,33 @@ fn gd(model: &PromptModel, p0: &[f64], eta: f64, steps: usize, eps: f64, floor: 
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
     let mut rng = ctx.rng(1);
-    let data = blocks(p.tokens, p.samples, p.gaussian_tokens, &mut rng);
+    // the draw order of the built-in instance: data, u, p₀, ξ
+    let (data, u, drawn_p0, xi, user_a2) = match files.data() {
+        Some((tokens, f)) => {
+            let u = f.require("u").expect("read").to_vec();
+            let xi = f.require("xi").expect("read").to_vec();
+            let scale = 1.0 / (tokens.d as f64).sqrt();
+            let p0 = gaussian_vec(&mut rng, tokens.d, scale);
+            let a2 = a2_violation(&tokens);
+            (tokens, u, p0, xi, Some(a2))
+        }
+        None => {
+            let data = blocks(p.tokens, p.samples, p.gaussian_tokens, &mut rng);
+            let d = data.d;
+            let u = unit_vec(&mut rng, d);
+            let p0 = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
+            let xi = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
+            (data, u, p0, xi, None)
+        }
+    };
     let d = data.d;
-    let v: Vec<f64> = unit_vec(&mut rng, d).iter().map(|x| p.alpha * x).collect();
-    let p0 = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
-    let xi = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
+    let p0 = match files.init().and_then(|i| i.p0.clone()) {
+        Some(p0) => p0,
+        None => drawn_p0,
+    };
+    let v: Vec<f64> = u.iter().map(|x| p.alpha * x).collect();
     let mut runs = Vec::new();
     let mut instances = Vec::new();
     let mut closed_err = 0.0f64;
@@ -166,7 +211,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let base = Thm1Inputs {
             c_sigma: c_sigma(&model),
             sigma_w: 1.0,
-            samples: p.samples,
+            samples: data.samples,
             loss_gap: model.loss(&p0),
             v_norm: norm(&v),
             p0_norm: norm(&p0),
@@ -244,7 +289,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // the checks below hold for every holding instance: vacuously (ratio 0, looseness +∞) when
     // none holds, which the count checks above report as a failure
     let worst_bound = stats::max_with(0.0, holding.iter().map(|i| i.bound_ratio));
-    rep.check(
+    let mut theorem = Report::default();
+    theorem.check(
         Check::at_most(
             "(14) where the hypothesis holds: max_{t≥1} (L_t − L*)/((1 − ημ)^t(L₀ − L*))",
             worst_bound,
@@ -272,7 +318,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (all_printed, all_fixed) = (dist_all(false), dist_all(true));
     rep.derive("max_dist_over_cp_printed", dist_printed);
     rep.derive("max_dist_over_cp_sqrt_n", dist_fixed);
-    rep.check(
+    theorem.check(
         Check::at_most(
             "‖p_t‖ ≤ M_p where the hypothesis holds: max_t ‖p_t‖/M_p",
             worst_norm,
@@ -302,7 +348,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }),
     );
     rep.derive("min_rate_looseness", looseness);
-    rep.check(
+    theorem.check(
         Check::at_most(
             "measured GD factor per step / (1 − ημ), where the hypothesis holds (max)",
             rate_gap,
@@ -314,14 +360,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             p.rate_floor
         )),
     );
-    rep.check(
-        Check::at_most(
-            "σ_min(F(p₀)): max |SVD / ((1/N)min_i‖J(z_i)a_i‖) − 1|",
-            closed_err,
-            c.closed_form_rel_tol,
+    // Theorem 1 supposes d ≥ N (always so on the built-in d = nN)
+    for check in theorem.checks {
+        if d >= data.samples {
+            rep.check(check);
+        } else {
+            let reason = format!(
+                "Theorem 1 supposes d ≥ N; the data have d = {d} < N = {}",
+                data.samples
+            );
+            rep.skip(check.name, reason);
+        }
+    }
+    let closed = "σ_min(F(p₀)): max |SVD / ((1/N)min_i‖J(z_i)a_i‖) − 1|";
+    if_a2(&mut rep, user_a2, closed, |rep| {
+        rep.check(
+            Check::at_most(closed, closed_err, c.closed_form_rel_tol)
+                .note("A2 closed form (spec §2.2)"),
         )
-        .note("A2 closed form (spec §2.2)"),
-    );
+    });
 
     rep.series = Table::new(&[
         "eps",
@@ -366,6 +423,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.tables.push(("gd".into(), curves));
     rep.figure = Some(figure(p, &runs, &instances));
+    let init = OrthInit {
+        p0: Some(p0.clone()),
+        points: None,
+    };
+    rep.instance = Some(orth_instance(&data, &[("u", &u), ("xi", &xi)], init));
     Ok(rep)
 }
 

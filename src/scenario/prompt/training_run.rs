@@ -12,10 +12,18 @@
 //! loss, found by damped Newton with the exact Hessian from GD's end point (the bilinear linear
 //! model has no closed-form floor when v is trained), with the iterations until the loss is
 //! within a factor (1 + `floor_within`) of it. Divergence of GD is an error naming the step.
+//!
+//! `data_file` (`X`, `xi_p`, `xi_v` of one trial; d, n, N are the file's) replaces the draw and
+//! `init_file` (`p0`, and `v0` when v is trained) the start; in a sweep every run uses them (the
+//! seed then only draws the start when no `init_file` is given).
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{prompt_grad, student, synthetic_data, synthetic_draw, TrainName};
+use super::common::{
+    prompt_grad, student, synthetic_data, teacher_instance, TeacherFiles, TrainName,
+};
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::analysis::stationary::{find_stationary, NewtonOptions, Target};
 use crate::flow::{FlowError, Method, OdeConfig};
@@ -84,6 +92,13 @@ pub struct Params {
     /// `iterations_to_floor`: the first k with L_k ≤ (1 + floor_within)·L_floor.
     #[serde(default = "default_floor_within")]
     pub floor_within: f64,
+    /// One trial's tokens and teacher directions (layout `instance::prompt::TeacherData`),
+    /// replacing the draw; d, n, N are the file's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The start (`p0`, and `v0` for train = "pv"; layout `instance::prompt::StudentInit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 fn default_rate_min_loss() -> f64 {
@@ -119,7 +134,13 @@ fn default_floor_eig_tol() -> f64 {
     1e-8
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    TeacherFiles::read(sc, data, init, p.d, p.train == TrainName::Pv, true)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.d < 2 {
         return Err(sc.invalid("params.d", format!("need d ≥ 2, got {}", p.d)));
     }
@@ -222,7 +243,8 @@ fn rayleigh_power(model: &PromptModel, theta: &[f64], steps: usize) -> f64 {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let draw = synthetic_draw(ctx, p.d, p.samples, p.sigma_p, 0);
+    let files = read_files(p, ctx.scenario)?;
+    let draw = files.draw(ctx, p.d, p.samples, p.sigma_p, 0);
     let (model, theta0) = student(&draw, p.attention.model(), p.train);
     let (losses, theta) = descend(&model, &theta0, p.eta, p.iterations, c.divergence_factor)?;
     let mut rep = Report::default();
@@ -371,7 +393,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut panel = LinePanel::new(
         format!(
             "{:?} attention, d = {}, N = {}, train {:?}, η = {}",
-            p.attention, p.d, p.samples, p.train, p.eta
+            p.attention, draw.data.d, draw.data.samples, p.train, p.eta
         ),
         "GD iteration k",
         "training loss L_k",
@@ -383,6 +405,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.figure =
         Some(Figure::single(panel).title("Gradient descent on the synthetic teacher data"));
+    rep.instance = Some(teacher_instance(std::slice::from_ref(&draw), Some(p.train)));
     Ok(rep)
 }
 

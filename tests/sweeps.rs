@@ -139,7 +139,11 @@ fn shards_merge_to_the_single_run_and_thread_count_does_not_matter() {
         2,
     );
     let one = snapshot(&tmp.path().join("one/seeded-sweep"));
-    assert_eq!(one.len(), 6 * 4 + 4, "6 runs of 4 files + the sweep files");
+    assert_eq!(
+        one.len(),
+        6 * 5 + 4,
+        "6 runs of 5 files (with the instance.npz each used) + the sweep files"
+    );
     assert_eq!(one, snapshot(&tmp.path().join("two/seeded-sweep")));
     assert_eq!(one, snapshot(&tmp.path().join("merged/seeded-sweep")));
     // the seeds differ: the runs are not copies of each other

@@ -97,6 +97,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.rtols.windows(2).any(|w| w[1] >= w[0]) {
         return Err(sc.invalid("params.rtols", "must decrease strictly (loosest first)"));
     }
+    // atol = rtol·atol_ratio: a bad ratio must be blamed on its own key, not on the rtols
+    sc.require_positive(&[("params.atol_ratio", p.atol_ratio)])?;
     for &rtol in &p.rtols {
         OdeConfig::new(Method::Bdf, rtol, rtol * p.atol_ratio)
             .validate()

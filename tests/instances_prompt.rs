@@ -48,6 +48,16 @@ fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The files `names` of two runs' folders agree byte for byte (a round trip reproduces the run).
+fn assert_same_files(first: &Path, second: &Path, names: &[&str]) {
+    for f in names {
+        assert!(
+            std::fs::read(first.join(f)).unwrap() == std::fs::read(second.join(f)).unwrap(),
+            "{f} differs after the round trip"
+        );
+    }
+}
+
 fn stationary_point(z: &[f64], h: DMatrix<f64>) -> Arrays {
     let n = z.len();
     let mut a = Arrays::new();
@@ -119,18 +129,17 @@ fn thm2_instance_round_trip_is_byte_identical() {
         &dir.join("b"),
         &[format!("data_file={}", inst.display())],
     );
-    for f in [
-        "series.csv",
-        "curves.csv",
-        "checks.json",
-        "figure.svg",
-        "instance.npz",
-    ] {
-        assert!(
-            std::fs::read(first.join(f)).unwrap() == std::fs::read(second.join(f)).unwrap(),
-            "{f} differs after the round trip"
-        );
-    }
+    assert_same_files(
+        &first,
+        &second,
+        &[
+            "series.csv",
+            "curves.csv",
+            "checks.json",
+            "figure.svg",
+            "instance.npz",
+        ],
+    );
 }
 
 #[test]
@@ -767,19 +776,18 @@ fn flow_instance_round_trip_is_byte_identical() {
             format!("data_file={}", inst.display()),
         ],
     );
-    for f in [
-        "series.csv",
-        "spectra.csv",
-        "hessian_spectrum.csv",
-        "checks.json",
-        "figure.svg",
-        "instance.npz",
-    ] {
-        assert!(
-            std::fs::read(first.join(f)).unwrap() == std::fs::read(second.join(f)).unwrap(),
-            "{f} differs after the round trip"
-        );
-    }
+    assert_same_files(
+        &first,
+        &second,
+        &[
+            "series.csv",
+            "spectra.csv",
+            "hessian_spectrum.csv",
+            "checks.json",
+            "figure.svg",
+            "instance.npz",
+        ],
+    );
 }
 
 #[test]

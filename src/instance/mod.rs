@@ -524,3 +524,18 @@ pub mod prompt;
 mod tests;
 
 pub mod histogram;
+
+/// The `instance.npz` of a run over several datasets: one dataset's arrays as they are (so the
+/// file feeds back as `data_file`), several under `<dataset>_` (e.g. `toy2b_X`).
+pub fn run_instance(datasets: Vec<(String, Arrays)>) -> Arrays {
+    match <[_; 1]>::try_from(datasets) {
+        Ok([(_, one)]) => one,
+        Err(several) => {
+            let mut all = Arrays::new();
+            for (label, arrays) in several {
+                all.merge_prefixed(&format!("{label}_"), arrays);
+            }
+            all
+        }
+    }
+}

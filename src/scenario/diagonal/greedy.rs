@@ -12,13 +12,13 @@ use serde::{Deserialize, Serialize};
 use super::common::{schedule_cost, Instance, InstanceName, UserFiles};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::instance::diagonal::DiagonalData;
+use crate::instance::run_instance;
 use crate::instance::InstanceFile;
 use crate::models::diagonal::{
     g_vec, time_until_active, BetaLoss, DiagLinear, Flag, Schedule, Termination,
 };
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
-use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;

@@ -18,11 +18,11 @@ use super::algorithm1_common::{validate_instances, Algorithm1Params, Scheduled, 
 use super::common::{schedule_cost, InstanceName, UserFiles, FIRST_FREE_STREAM};
 use crate::analysis::linearize::{hessian, symmetric_eigen};
 use crate::flow::GradientFlow;
+use crate::instance::run_instance;
 use crate::instance::InstanceFile;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Stage};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
-use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;

@@ -12,11 +12,11 @@ use super::algorithm1_common::{validate_instances, Algorithm1Params, Scheduled, 
 use super::common::{schedule_cost, InstanceName, UserFiles};
 use crate::analysis::linearize::{eigenvalues, jacobian};
 use crate::flow::Descent;
+use crate::instance::run_instance;
 use crate::instance::InstanceFile;
 use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Schedule, Stage};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
-use crate::scenario::kq::common::run_instance;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;

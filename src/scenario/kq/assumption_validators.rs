@@ -34,9 +34,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{
-    build_instance, data_label, run_instance, DataName, FIRST_FREE_STREAM, USER_LABEL,
-};
+use super::common::{build_instance, data_label, DataName, FIRST_FREE_STREAM, USER_LABEL};
+use crate::instance::run_instance;
 
 /// The Δ*(n, L) table of spec §1.4 (its values are the exact roots truncated to 1e−3).
 const SPEC_THRESHOLDS: [((usize, usize), f64); 11] = [

@@ -12,7 +12,6 @@ use crate::attention::Instance;
 use std::path::Path;
 
 use crate::instance::kq::KqData;
-use crate::instance::Arrays;
 use crate::models::kq::assumptions::a4_report;
 use crate::models::kq::generators::{first_valid, RandomA2, RandomA4};
 use crate::models::kq::toys;
@@ -134,21 +133,6 @@ pub fn require_a4(sc: &Scenario, path: &Path, inst: &Instance) -> Result<(), Inp
             a4.odd_tokens, a4.orthogonality, a4.alignment, a4.pairing
         ),
     ))
-}
-
-/// The `instance.npz` of a run over several datasets: one dataset's arrays as they are (so the
-/// file feeds back as `data_file`), several under `<dataset>_` (e.g. `toy2b_X`).
-pub fn run_instance(datasets: Vec<(String, Arrays)>) -> Arrays {
-    match <[_; 1]>::try_from(datasets) {
-        Ok([(_, one)]) => one,
-        Err(several) => {
-            let mut all = Arrays::new();
-            for (label, arrays) in several {
-                all.merge_prefixed(&format!("{label}_"), arrays);
-            }
-            all
-        }
-    }
 }
 
 /// The max-margin programs of spec §3 on one constraint set, each certified.

@@ -31,9 +31,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{
-    build_instance, data_label, named_instance, run_instance, user_data, DataName, USER_LABEL,
-};
+use super::common::{build_instance, data_label, named_instance, user_data, DataName, USER_LABEL};
+use crate::instance::run_instance;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -25,10 +25,11 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{
-    build_instance, data_label, instance_svms, numerical_rank, run_instance, singular_values,
-    user_data, DataName, SvmSuite, USER_LABEL,
+    build_instance, data_label, instance_svms, numerical_rank, singular_values, user_data,
+    DataName, SvmSuite, USER_LABEL,
 };
 use crate::instance::kq::KqData;
+use crate::instance::run_instance;
 use crate::instance::InstanceFile;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -30,9 +30,10 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{
-    build_instance, data_label, instance_svms, run_instance, singular_values, user_data, DataName,
-    SvmSuite, USER_LABEL,
+    build_instance, data_label, instance_svms, singular_values, user_data, DataName, SvmSuite,
+    USER_LABEL,
 };
+use crate::instance::run_instance;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

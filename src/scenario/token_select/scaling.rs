@@ -245,12 +245,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         // the wall-time fit is drawn, not checked or stored with the reproducible outputs
         let time_label = match log_log_slope_fit(&x, &wall, all) {
-            Ok(f) => format!("{name}: P^{:.2} (model {time_model})", f.slope),
+            Ok(f) => format!("{name}: P^{{{:.2}}} (model {time_model})", f.slope),
             Err(_) => format!("{name}: no fit (model {time_model})"),
         };
         work_panel = work_panel.series(
             Series::new(
-                format!("{name}: P^{:.2} (model {work_model})", work_fit.slope),
+                format!("{name}: P^{{{:.2}}} (model {work_model})", work_fit.slope),
                 x.clone(),
                 work,
                 LineStyle::SolidMarkers,
@@ -260,9 +260,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         time_panel =
             time_panel.series(Series::new(time_label, x, wall, LineStyle::SolidMarkers).color(k));
     }
+    // 1e10 printed as 10¹⁰ (real superscripts in figure text)
+    let log10_t = p.t_end.log10();
+    let horizon = if log10_t.fract() == 0.0 {
+        format!("10^{{{log10_t}}}")
+    } else {
+        format!("{:e}", p.t_end)
+    };
     let title = format!(
-        "Cost of the Example-1 gradient flow (n = {}, T = {}) to t = {:e} against P",
-        p.n, p.t, p.t_end
+        "Cost of the Example-1 gradient flow (n = {}, T = {}) to t = {horizon} against P",
+        p.n, p.t
     );
     rep.figure = Some(Figure::new(1).title(title.clone()).panel(work_panel));
     rep.figures.push((

@@ -57,10 +57,7 @@ impl Default for ModelOptions {
 
 impl ModelOptions {
     fn parse(options: &toml::Table) -> Result<Self, InstanceError> {
-        let o: ModelOptions = options
-            .clone()
-            .try_into()
-            .map_err(|e| InstanceError::new("params.model", e.to_string()))?;
+        let o: ModelOptions = super::model_options(options)?;
         if !(o.log10_alpha.is_finite() && o.log10_alpha < 0.0) {
             return Err(InstanceError::new(
                 "params.model.log10_alpha",

@@ -146,10 +146,7 @@ impl Family for Histogram {
         init: &Arrays,
         options: &toml::Table,
     ) -> Result<Box<dyn FlowModel>, InstanceError> {
-        let o: Options = options
-            .clone()
-            .try_into()
-            .map_err(|e| InstanceError::new("params.model", e.to_string()))?;
+        let o: Options = super::model_options(options)?;
         let data = TaskStrings::from_arrays(data)?;
         let init = InitialStates::from_arrays(init)?;
         init.require_alphabet(data.d())?;

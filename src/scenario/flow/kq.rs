@@ -87,9 +87,7 @@ fn default_certificate_tol() -> f64 {
 /// The options as the model reads them (`options` were validated while the scenario was parsed
 /// when they come from a scenario file; a Rust caller's bad table is reported here).
 fn options(table: &toml::Table) -> Result<Options, InstanceError> {
-    toml::Value::Table(table.clone())
-        .try_into()
-        .map_err(|e| InstanceError::new("params.model", e.to_string()))
+    super::model_options(table)
 }
 
 impl Family for Kq {

@@ -302,6 +302,17 @@ pub struct Checks {
 pub struct FlowKind<F>(pub F);
 
 /// Every family's generic flow.
+/// A family's `[params.model]` table read into its options type; a bad table (a Rust caller's:
+/// a scenario file's was refused while it was parsed) is an error naming `params.model`.
+pub fn model_options<T: serde::de::DeserializeOwned>(
+    table: &toml::Table,
+) -> Result<T, InstanceError> {
+    table
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| InstanceError::new("params.model", e.to_string()))
+}
+
 pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
     vec![
         &histogram::KIND,

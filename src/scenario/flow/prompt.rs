@@ -84,9 +84,7 @@ fn default_sigma_p() -> f64 {
 
 impl Options {
     fn parse(options: &toml::Table) -> Result<Self, InstanceError> {
-        let o: Options = options.clone().try_into().map_err(|e: toml::de::Error| {
-            InstanceError::new("params.model", e.message().to_string())
-        })?;
+        let o: Options = super::model_options(options)?;
         if !(o.pl_tol.is_finite() && o.pl_tol >= 0.0) {
             return Err(InstanceError::new(
                 "params.model.pl_tol",

@@ -70,9 +70,7 @@ fn default_span_tol() -> f64 {
 
 impl Options {
     fn parse(options: &toml::Table) -> Result<Self, InstanceError> {
-        let o: Options = options.clone().try_into().map_err(|e: toml::de::Error| {
-            InstanceError::new("params.model", e.message().to_string())
-        })?;
+        let o: Options = super::model_options(options)?;
         if !(o.span_tol.is_finite() && o.span_tol >= 0.0) {
             return Err(InstanceError::new(
                 "params.model.span_tol",

@@ -814,7 +814,33 @@ fn flow_refuses_bad_files() {
         ),
         ("misspelt", with("V0", Array::vector(&[0.0; 4])), "V0"),
     ];
-    for (tag, arrays, key) in cases {
+    // the teacher layout: one trial, and a start p0 (the flow draws nothing on a file)
+    let (x, xi_p, xi_v) = teacher_file(2, 3, 4);
+    let teacher = |x_shape: &[usize], p0: Option<&[f64]>| {
+        let mut a = Arrays::new();
+        let x = x.iter().cycle().take(x_shape.iter().product()).copied();
+        a.insert("X", Array::new(x_shape, x.collect()))
+            .insert("xi_p", Array::vector(&xi_p))
+            .insert("xi_v", Array::vector(&xi_v));
+        if let Some(p0) = p0 {
+            a.insert("p0", Array::vector(p0));
+        }
+        a
+    };
+    let teacher_cases = [
+        ("teacher-no-start", teacher(&[2, 3, 4], None), "p0"),
+        (
+            "teacher-stacked",
+            teacher(&[2, 2, 3, 4], Some(&[0.0; 4])),
+            "xi_p",
+        ),
+        (
+            "teacher-start-dim",
+            teacher(&[2, 3, 4], Some(&[0.0; 3])),
+            "p0",
+        ),
+    ];
+    for (tag, arrays, key) in cases.into_iter().chain(teacher_cases) {
         let file = dir.join(format!("{tag}.npz"));
         std::fs::write(&file, arrays.to_npz_bytes()).unwrap();
         let out = dir.join(format!("out-{tag}"));
@@ -835,4 +861,99 @@ fn flow_refuses_bad_files() {
         );
         assert!(!out.join("flow-prompt").exists(), "{tag}: output written");
     }
+}
+
+/// One teacher file written here (X, ξ_p, ξ_v and p₀; N = 7 samples of n = 3 tokens in ℝ⁴) feeds
+/// both the generic flow and the paper's `hessian-conditioning-vs-r`, and both agree with a
+/// computation made here from the arrays: L(p₀) with the teacher's labels at σ_p = 0.5; the flow
+/// ends at the teacher (the labels are realizable and N > d pins p), where the residuals vanish
+/// and the Hessian is the Gauss–Newton matrix (1/N) Σ c_i c_iᵀ, c_i = X_iᵀ(diag z_i − z_i z_iᵀ)X_i v_T,
+/// z_i = φ(X_i p_T); the flow's end-point spectrum and the scenario's exported p-Hessian are it.
+#[test]
+fn one_teacher_file_feeds_the_flow_and_the_paper_scenario() {
+    let dir = scratch("teacher-flow");
+    let (samples, n, d) = (7, 3, 4);
+    let sigma_p = 0.5;
+    let (x, xi_p, xi_v) = teacher_file(samples, n, d);
+    let p0 = [0.1, -0.2, 0.0, 0.3];
+    let mut a = Arrays::new();
+    a.insert("X", Array::new(&[samples, n, d], x.clone()))
+        .insert("xi_p", Array::vector(&xi_p))
+        .insert("xi_v", Array::vector(&xi_v))
+        .insert("p0", Array::vector(&p0));
+    let file = dir.join("teacher.npz");
+    std::fs::write(&file, a.to_npz_bytes()).unwrap();
+
+    // f_i(p) = φ(X_i p)ᵀX_i v and its p-gradient, here from the arrays
+    let sample = |i: usize| DMatrix::from_row_slice(n, d, &x[i * n * d..(i + 1) * n * d]);
+    let v = nalgebra::DVector::from_column_slice(&xi_v);
+    let attend = |i: usize, p: &[f64]| {
+        let logits = sample(i) * nalgebra::DVector::from_column_slice(p);
+        let e = logits.map(|l| (l - logits.max()).exp());
+        e.clone() / e.sum()
+    };
+    let p_t: Vec<f64> = xi_p.iter().map(|x| sigma_p * x).collect();
+    let mut loss0 = 0.0;
+    let mut gauss_newton = DMatrix::<f64>::zeros(d, d);
+    for i in 0..samples {
+        let values = sample(i) * &v;
+        let (z_t, z_0) = (attend(i, &p_t), attend(i, &p0));
+        loss0 += 0.5 * (z_0.dot(&values) - z_t.dot(&values)).powi(2) / samples as f64;
+        let jac = DMatrix::from_diagonal(&z_t) - &z_t * z_t.transpose();
+        let c = sample(i).transpose() * (jac * &values);
+        gauss_newton += &c * c.transpose() / samples as f64;
+    }
+    let eig = gauss_newton.clone().symmetric_eigen().eigenvalues;
+
+    let flow = run_quick(
+        "flow-prompt",
+        &dir.join("flow"),
+        &[
+            format!("data_file={}", file.display()),
+            format!("model.sigma_p={sigma_p}"),
+            "clock=log".into(),
+            "t_end=1e6".into(),
+        ],
+    );
+    let series = std::fs::read_to_string(flow.join("series.csv")).unwrap();
+    let first: f64 = series.lines().nth(1).unwrap().split(',').nth(1).unwrap().parse().unwrap();
+    assert!((first - loss0).abs() <= 1e-13 * loss0, "L(p₀) = {first}, here {loss0}");
+    let derived = &json(&flow.join("params.json"))["derived"];
+    assert!(derived["final_loss"].as_f64().unwrap() < 1e-20 * loss0, "{derived}");
+    for (key, want) in [("hessian.lambda_min", eig.min()), ("hessian.lambda_max", eig.max())] {
+        let got = derived[key].as_f64().unwrap();
+        assert!((got / want - 1.0).abs() < 1e-6, "{key}: flow {got}, here {want}");
+    }
+    // the instance written is the file's, with the start v₀ = v_T the p-only flow froze v at
+    let mut written = a.clone();
+    written.insert("v0", Array::vector(&xi_v));
+    assert_eq!(Arrays::read(&flow.join("instance.npz")).unwrap(), written);
+
+    let paper = run_quick(
+        "hessian-conditioning-vs-r",
+        &dir.join("paper"),
+        &[format!("data_file={}", file.display()), "export_hessians=true".into()],
+    );
+    let text = std::fs::read_to_string(paper.join("hessians.csv")).unwrap();
+    let mut rows = text.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let mut seen = 0;
+    for line in rows {
+        let f: Vec<&str> = line.split(',').collect();
+        let at_sigma = f[col("sigma_p")].parse::<f64>().unwrap() == sigma_p;
+        if !(at_sigma && f[col("hessian")] == "p") {
+            continue;
+        }
+        let index = |name: &str| f[col(name)].parse::<f64>().unwrap() as usize;
+        let (i, j) = (index("row"), index("col"));
+        let got: f64 = f[col("value")].parse().unwrap();
+        assert!(
+            (got - gauss_newton[(i, j)]).abs() <= 1e-12 * gauss_newton.amax(),
+            "H_p[{i}, {j}] = {got}, here {}",
+            gauss_newton[(i, j)]
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, d * d, "σ_p = {sigma_p} must be one of the quick σ_p");
 }

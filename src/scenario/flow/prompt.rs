@@ -1,8 +1,13 @@
 //! `flow.prompt`: the generic flow of seed 002's prompt attention f(X) = φ(XWp)ᵀXv (or the
 //! linear attention (XWp)ᵀXv of its Section 5.2) under the squared loss
-//! L = (1/N) Σ ½(f_i − y_i)², on any instance of [`crate::instance::prompt::PromptSamples`]
-//! with an initial state [`PromptInit`]; p alone is trained with v frozen at v₀ (Assumption A1,
-//! the theorems' setting) or p and v together (the paper's experiments).
+//! L = (1/N) Σ ½(f_i − y_i)², on labelled samples ([`crate::instance::prompt::PromptSamples`]:
+//! X, y, W, with an initial state [`PromptInit`]: p0, v0) or on the paper's synthetic teacher
+//! ([`TeacherData`]: X, ξ_p, ξ_v, labelled by p_T = σ_p ξ_p, v_T = ξ_v with σ_p =
+//! `model.sigma_p`, the layout the seed-002 scenarios read, with [`StudentInit`]: p0 and an
+//! optional v0, default v_T). One teacher file thus feeds this flow and the paper's scenarios
+//! (`hessian-conditioning-vs-r`, the `fig1-*` runs, …) alike. p alone is trained with v frozen
+//! at v₀ (Assumption A1, the theorems' setting) or p and v together (the paper's experiments).
+//! The default instance is the teacher layout, drawn as the paper's scenarios draw trial k.
 //!
 //! The loss, gradient and exact Hessian-vector product are [`PromptModel`]'s. The family's
 //! check is Lemma 2's PL inequality with the constant its derivation gives (spec 002 E1):
@@ -17,10 +22,10 @@ use serde::Deserialize;
 
 use super::{Family, FlowKind, FlowModel};
 use crate::flow::{GradientFlow, Trajectory};
-use crate::instance::prompt::{PromptInit, PromptSamples};
-use crate::instance::{Array, Arrays, InstanceError, InstanceFile};
+use crate::instance::prompt::{PromptInit, PromptSamples, StudentInit, TeacherData, TeacherTrial};
+use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::prompt::pl_theory::f_singular_values;
-use crate::models::prompt::{Attention, PromptData, PromptModel, Synthetic, Trained};
+use crate::models::prompt::{Attention, PromptData, PromptModel, Synthetic, SyntheticDraw, Trained};
 use crate::scenario::prompt::common::{TrainName, TRIAL_STREAM};
 use crate::scenario::{Check, InputError, Report, Scenario};
 use crate::stats;
@@ -50,15 +55,16 @@ struct Options {
     /// min ½‖∇L‖² / (Nσ²_min(F)L) may fall below 1 by this (round-off in F and ∇L).
     #[serde(default = "default_pl_tol")]
     pl_tol: f64,
+    /// The teacher's scale σ_p: labels of a teacher file (and of the default instance) are
+    /// y_i = φ(X_i p_T)ᵀX_i v_T with p_T = σ_p ξ_p, v_T = ξ_v; unused on labelled samples.
+    #[serde(default = "default_sigma_p")]
+    sigma_p: f64,
     /// The default instance: spec 002 §1.2's synthetic teacher data, n = d tokens in ℝ^d,
-    /// N samples, teacher p_T = σ_p ξ_p, v_T = ξ_v; trial k is random stream 1000 + k, as in
-    /// the paper's scenarios.
+    /// N samples; trial k is random stream 1000 + k, as in the paper's scenarios.
     #[serde(default = "default_d")]
     d: usize,
     #[serde(default = "default_samples")]
     samples: usize,
-    #[serde(default = "default_sigma_p")]
-    sigma_p: f64,
     #[serde(default)]
     trial: usize,
 }
@@ -85,13 +91,26 @@ fn default_sigma_p() -> f64 {
 impl Options {
     fn parse(options: &toml::Table) -> Result<Self, InstanceError> {
         let o: Options = super::model_options(options)?;
+        o.check()?;
+        Ok(o)
+    }
+
+    /// The ranges serde does not know.
+    fn check(&self) -> Result<(), InstanceError> {
+        let o = self;
         if !(o.pl_tol.is_finite() && o.pl_tol >= 0.0) {
             return Err(InstanceError::new(
                 "params.model.pl_tol",
                 "must be a finite number ≥ 0",
             ));
         }
-        Ok(o)
+        if !(o.sigma_p.is_finite() && o.sigma_p > 0.0) {
+            return Err(InstanceError::new(
+                "params.model.sigma_p",
+                "must be a positive number",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -106,44 +125,25 @@ impl Family for Prompt {
         "002"
     }
     fn summary(&self) -> &'static str {
-        "prompt attention: p (and v) of φ(XWp)ᵀXv under the squared loss, on X, y (, W) and \
-         p0, v0: Lemma 2's PL inequality along the flow, attention ratio R and Hessian κ"
+        "prompt attention: p (and v) of φ(XWp)ᵀXv under the squared loss, on X, y (, W) or a \
+         teacher X, xi_p, xi_v, and p0, v0: Lemma 2's PL inequality along the flow, attention \
+         ratio R and Hessian κ"
     }
 
     fn default_instance(&self, sc: &Scenario, options: &toml::Table) -> Result<Arrays, InputError> {
         let o: Options = sc.typed_subtable("params.model", options.clone())?;
+        o.check().map_err(|e| sc.invalid(&e.key, e.reason))?;
         if o.d < 2 || o.samples == 0 {
             return Err(sc.invalid(
                 "params.model.d",
                 "the default instance needs d ≥ 2 (n = d tokens) and samples ≥ 1",
             ));
         }
-        if !(o.sigma_p.is_finite() && o.sigma_p > 0.0) {
-            return Err(sc.invalid("params.model.sigma_p", "must be a positive number"));
-        }
-        let draw = Synthetic {
-            d: o.d,
-            samples: o.samples,
-            sigma_p: o.sigma_p,
-            sigma_v: 1.0,
-            teacher: Attention::Softmax,
-        }
-        .draw(&mut sc.rng(TRIAL_STREAM + o.trial as u64));
+        let draw = teacher(o.d, o.samples, o.sigma_p)
+            .draw(&mut sc.rng(TRIAL_STREAM + o.trial as u64));
         // v starts at the teacher's v_T: with p alone trained (A1) the labels stay realizable
-        let samples = PromptSamples {
-            x: Array::new(&[o.samples, o.d, o.d], draw.data.x.clone()),
-            y: draw.data.y.clone(),
-            w: None,
-        };
-        let init = PromptInit {
-            p0: draw.p0,
-            v0: draw.v_teacher,
-        };
-        let mut a = samples.to_arrays();
-        for (name, array) in init.to_arrays().iter() {
-            a.insert(name, array.clone());
-        }
-        Ok(a)
+        let (p0, v0) = (draw.p0.clone(), draw.v_teacher.clone());
+        Ok(teacher_arrays(&draw, p0, v0))
     }
 
     fn model(
@@ -153,35 +153,116 @@ impl Family for Prompt {
         options: &toml::Table,
     ) -> Result<Box<dyn FlowModel>, InstanceError> {
         let o = Options::parse(options)?;
-        let samples = PromptSamples::from_arrays(data)?;
-        let init = PromptInit::from_arrays(init)?;
-        init.check_dim(samples.d())?;
-        let (n_s, n, d) = (samples.samples(), samples.tokens(), samples.d());
-        let data = match &samples.w {
-            None => PromptData::new(n, d, n_s, samples.x.data.clone(), samples.y.clone()),
-            Some(w) => PromptData::with_w(n, d, n_s, samples.x.data.clone(), w, samples.y.clone()),
+        let (data, p0, v0, instance) = match data.get("xi_p") {
+            Some(_) => from_teacher(data, init, o.sigma_p)?,
+            None => from_samples(data, init)?,
         };
         let attention = match o.attention {
             AttentionName::Softmax => Attention::Softmax,
             AttentionName::Linear => Attention::Linear,
         };
         let trained = match o.train {
-            TrainName::P => Trained::P { v: init.v0.clone() },
+            TrainName::P => Trained::P { v: v0.clone() },
             TrainName::Pv => Trained::PV,
         };
         Ok(Box::new(PromptFlow {
             model: PromptModel::new(data, attention, trained),
-            samples,
-            init,
+            p0,
+            v0,
+            instance,
             pl_tol: o.pl_tol,
         }))
     }
 }
 
+/// The synthetic teacher of spec 002 §1.2 (softmax labels, σ_v = 1) at scale σ_p.
+fn teacher(d: usize, samples: usize, sigma_p: f64) -> Synthetic {
+    Synthetic {
+        d,
+        samples,
+        sigma_p,
+        sigma_v: 1.0,
+        teacher: Attention::Softmax,
+    }
+}
+
+/// A teacher draw with the start (p₀, v₀) in the teacher layout: what `instance.npz` holds.
+fn teacher_arrays(draw: &SyntheticDraw, p0: Vec<f64>, v0: Vec<f64>) -> Arrays {
+    let data = TeacherData {
+        samples: draw.data.samples,
+        n_tokens: draw.data.n_tokens,
+        d: draw.data.d,
+        trials: vec![TeacherTrial {
+            x: draw.data.x.clone(),
+            xi_p: draw.xi_p.clone(),
+            xi_v: draw.xi_v.clone(),
+        }],
+    };
+    let mut a = data.to_arrays();
+    let start = StudentInit {
+        p0: vec![p0],
+        v0: Some(vec![v0]),
+    };
+    a.merge_prefixed("", start.to_arrays());
+    a
+}
+
+/// What the flow runs on: labelled data, the start (p₀, v₀) and the instance as written.
+type Instance = (PromptData, Vec<f64>, Vec<f64>, Arrays);
+
+/// Labelled samples X, y (, W) with the start p0, v0.
+fn from_samples(data: &Arrays, init: &Arrays) -> Result<Instance, InstanceError> {
+    let samples = PromptSamples::from_arrays(data)?;
+    let start = PromptInit::from_arrays(init)?;
+    start.check_dim(samples.d())?;
+    let (n_s, n, d) = (samples.samples(), samples.tokens(), samples.d());
+    let x = samples.x.data.clone();
+    let data = match &samples.w {
+        None => PromptData::new(n, d, n_s, x, samples.y.clone()),
+        Some(w) => PromptData::with_w(n, d, n_s, x, w, samples.y.clone()),
+    };
+    let mut instance = samples.to_arrays();
+    instance.merge_prefixed("", start.to_arrays());
+    Ok((data, start.p0, start.v0, instance))
+}
+
+/// One trial of the teacher layout X, ξ_p, ξ_v, labelled at σ_p, with the start p0 and v0
+/// (default: the teacher's v_T, where the paper's p-only runs freeze v).
+fn from_teacher(data: &Arrays, init: &Arrays, sigma_p: f64) -> Result<Instance, InstanceError> {
+    data.check_finite()?;
+    init.check_finite()?;
+    let file = TeacherData::from_arrays(data)?;
+    let trial = file.single_trial()?;
+    let start = StudentInit::from_arrays(init)?;
+    start.require_fits(file.d, 1)?;
+    let tokens = PromptData::new(
+        file.n_tokens,
+        file.d,
+        file.samples,
+        trial.x.clone(),
+        vec![0.0; file.samples],
+    );
+    let draw = teacher(file.d, file.samples, sigma_p).with_numbers(
+        tokens,
+        trial.xi_p.clone(),
+        trial.xi_v.clone(),
+        Vec::new(),
+        Vec::new(),
+    );
+    let p0 = start.p0[0].clone();
+    let v0 = start
+        .v0
+        .map_or_else(|| draw.v_teacher.clone(), |v| v[0].clone());
+    let instance = teacher_arrays(&draw, p0.clone(), v0.clone());
+    Ok((draw.data, p0, v0, instance))
+}
+
 struct PromptFlow {
     model: PromptModel,
-    samples: PromptSamples,
-    init: PromptInit,
+    p0: Vec<f64>,
+    v0: Vec<f64>,
+    /// The arrays read (or drawn), in their layout: what `instance.npz` holds.
+    instance: Arrays,
     pl_tol: f64,
 }
 
@@ -202,15 +283,11 @@ impl GradientFlow for PromptFlow {
 
 impl FlowModel for PromptFlow {
     fn initial_state(&self) -> Vec<f64> {
-        self.model.state(&self.init.p0, &self.init.v0)
+        self.model.state(&self.p0, &self.v0)
     }
 
     fn instance(&self) -> Arrays {
-        let mut a = self.samples.to_arrays();
-        for (name, array) in self.init.to_arrays().iter() {
-            a.insert(name, array.clone());
-        }
-        a
+        self.instance.clone()
     }
 
     /// p (and v when trained) as 1 × d rows: their change is a vector, of rank ≤ 1.
@@ -233,7 +310,7 @@ impl FlowModel for PromptFlow {
         }
 
         let name = "Lemma 2 (PL): min over samples of ½‖∇L‖² / (N σ²_min(F(p)) L)";
-        let (n_s, d) = (self.samples.samples(), self.samples.d());
+        let (n_s, d) = (self.model.data().samples, self.model.data().d);
         if n_s > d {
             return rep.skip(
                 name,
@@ -279,6 +356,7 @@ impl FlowModel for PromptFlow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::instance::Array;
 
     /// One sample of two tokens in ℝ²: X = I, y = 1, p₀ = 0, v₀ = (2, 0): f = ½(2 + 0) = 1 at
     /// p = 0, so L = 0; with y = 0, L = ½ and ∇_p L = (1/N)·Xᵀ J(z) X v · (f − y) = (½, −½)·1.

@@ -916,13 +916,33 @@ fn one_teacher_file_feeds_the_flow_and_the_paper_scenario() {
         ],
     );
     let series = std::fs::read_to_string(flow.join("series.csv")).unwrap();
-    let first: f64 = series.lines().nth(1).unwrap().split(',').nth(1).unwrap().parse().unwrap();
-    assert!((first - loss0).abs() <= 1e-13 * loss0, "L(p₀) = {first}, here {loss0}");
+    let first: f64 = series
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (first - loss0).abs() <= 1e-13 * loss0,
+        "L(p₀) = {first}, here {loss0}"
+    );
     let derived = &json(&flow.join("params.json"))["derived"];
-    assert!(derived["final_loss"].as_f64().unwrap() < 1e-20 * loss0, "{derived}");
-    for (key, want) in [("hessian.lambda_min", eig.min()), ("hessian.lambda_max", eig.max())] {
+    assert!(
+        derived["final_loss"].as_f64().unwrap() < 1e-20 * loss0,
+        "{derived}"
+    );
+    for (key, want) in [
+        ("hessian.lambda_min", eig.min()),
+        ("hessian.lambda_max", eig.max()),
+    ] {
         let got = derived[key].as_f64().unwrap();
-        assert!((got / want - 1.0).abs() < 1e-6, "{key}: flow {got}, here {want}");
+        assert!(
+            (got / want - 1.0).abs() < 1e-6,
+            "{key}: flow {got}, here {want}"
+        );
     }
     // the instance written is the file's, with the start v₀ = v_T the p-only flow froze v at
     let mut written = a.clone();
@@ -932,7 +952,10 @@ fn one_teacher_file_feeds_the_flow_and_the_paper_scenario() {
     let paper = run_quick(
         "hessian-conditioning-vs-r",
         &dir.join("paper"),
-        &[format!("data_file={}", file.display()), "export_hessians=true".into()],
+        &[
+            format!("data_file={}", file.display()),
+            "export_hessians=true".into(),
+        ],
     );
     let text = std::fs::read_to_string(paper.join("hessians.csv")).unwrap();
     let mut rows = text.lines();

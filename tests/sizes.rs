@@ -105,6 +105,66 @@ fn a_sweep_whose_runs_together_take_too_long_is_refused() {
     );
 }
 
+/// An `.npz` whose one array claims `shape` in its `.npy` header, with no data behind it: the
+/// size limits read headers only, so the claim is what they see.
+fn npz_claiming(shape: &str) -> Vec<u8> {
+    use std::io::Write;
+    let dict = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut header = dict.into_bytes();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(b' ');
+    }
+    header.push(b'\n');
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(&header);
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    zip.start_file("X.npy", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    zip.write_all(&npy).unwrap();
+    zip.finish().unwrap().into_inner()
+}
+
+#[test]
+fn instance_files_beyond_the_limits_are_refused_before_they_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 20000 × 1000 × 1000 numbers: 160 GB as read, before any layout is checked
+    std::fs::write(
+        tmp.path().join("huge.npz"),
+        npz_claiming("(20000, 1000, 1000)"),
+    )
+    .unwrap();
+    let file = tmp.path().join("huge.npz");
+    for scenario in [
+        "flow-prompt",
+        "hessian-conditioning-vs-r",
+        "fig2-fixed-decoder",
+    ] {
+        refused(
+            &[scenario, "--set", &format!("data_file={}", file.display())],
+            "params.data_file",
+            "of memory",
+        );
+    }
+    // within the limits, the same header reaches the reader, which refuses the missing data
+    std::fs::write(tmp.path().join("small.npz"), npz_claiming("(2, 3, 4)")).unwrap();
+    let o = attnflow(
+        &[
+            "run",
+            "flow-prompt",
+            "--out",
+            "o",
+            "--set",
+            "data_file=small.npz",
+        ],
+        tmp.path(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("small.npz") && err.contains('X'), "{err}");
+    assert!(!err.contains("--allow-large"), "{err}");
+}
+
 #[test]
 fn allow_large_lifts_the_limits() {
     let tmp = tempfile::tempdir().unwrap();

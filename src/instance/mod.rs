@@ -333,6 +333,32 @@ impl Arrays {
         Ok(arrays)
     }
 
+    /// How many numbers the instance file at `path` holds, without reading them: the shapes in
+    /// the `.npy` headers of an `.npz` (nothing is decompressed past a header), or for `.json` an
+    /// upper bound from its length (every number takes at least one digit and one separator).
+    /// What the size limits count before a file is read (see [`crate::scenario::cost`]).
+    pub fn count_numbers(path: &Path) -> Result<f64, InstanceError> {
+        let cannot =
+            |e: &dyn std::fmt::Display| InstanceError::new("(file)", format!("cannot read: {e}"));
+        let file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
+        let is_npz = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("npz"));
+        if !is_npz {
+            let bytes = file.metadata().map_err(|e| cannot(&e))?.len();
+            return Ok(bytes as f64 / 2.0);
+        }
+        let mut zip =
+            zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| cannot(&e))?;
+        let mut count = 0.0;
+        for i in 0..zip.len() {
+            let entry = zip.by_index(i).map_err(|e| cannot(&e))?;
+            let header = npyz::NpyFile::new(entry).map_err(|e| cannot(&e))?;
+            count += header.shape().iter().map(|&n| n as f64).product::<f64>();
+        }
+        Ok(count)
+    }
+
     /// Parses an `.npz` archive (numpy's `savez` or `savez_compressed`).
     pub fn from_npz_bytes(bytes: &[u8]) -> Result<Arrays, InstanceError> {
         let not_npz = |e: &dyn std::fmt::Display| {

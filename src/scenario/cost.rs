@@ -258,6 +258,37 @@ impl Cost {
     }
 }
 
+/// The instance files a run reads (`params.data_file`, `params.init_file`), counted from their
+/// headers before they are read: every number held three times (as read, as validated, in the
+/// model) and, since a gradient passes over the data, one adaptive solve's worth of passes at
+/// ~10 operations per number. The kinds' own estimates use their size parameters, which a file
+/// replaces; this term keeps a file far larger than those within the same limits. A file that
+/// cannot be opened counts nothing here: its reader reports it.
+pub fn instance_files(sc: &Scenario) -> Cost {
+    let mut cost = Cost::new();
+    for key in ["data_file", "init_file"] {
+        let Some(toml::Value::String(value)) = sc.params.get(key) else {
+            continue;
+        };
+        let path = sc.input_path(key, std::path::Path::new(value));
+        let Ok(numbers) = crate::instance::Arrays::count_numbers(&path) else {
+            continue;
+        };
+        let what = format!(
+            "the {} numbers of {}",
+            format_count(numbers),
+            path.display()
+        );
+        cost = cost.doubles(key, what.clone(), 3.0 * numbers).work(
+            key,
+            format!("passes over {what}"),
+            6.0 * ODE_STEPS,
+            10.0 * numbers,
+        );
+    }
+    cost
+}
+
 /// Refuses a sweep of more than [`MAX_SWEEP_POINTS`] points (unless `--allow-large`), before its
 /// points are built. `factors` are the sweep's keys (`sweep.seeds`, `sweep.grid.KEY`) and how
 /// many values each takes.

@@ -114,8 +114,11 @@ where
         let p: P = sc.typed_params()?;
         let c: C = sc.typed_checks()?;
         let ode = sc.ode_config(self.solver)?;
+        // files are sized from their headers before `validate` reads them
+        let files = super::cost::instance_files(sc);
+        files.check(sc)?;
         (self.validate)(&p, &c, sc)?;
-        let cost = (self.cost)(&p, &RunContext { scenario: sc, ode });
+        let cost = (self.cost)(&p, &RunContext { scenario: sc, ode }).and(files);
         cost.check(sc)?;
         let run = self.run;
         Ok(Prepared {

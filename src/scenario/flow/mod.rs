@@ -376,8 +376,11 @@ impl<F: Family> ScenarioKind for FlowKind<F> {
         let c: Checks = sc.typed_checks()?;
         let ode = sc.ode_config(DEFAULT_SOLVER)?;
         validate(&p, &c, sc)?;
+        // files are sized from their headers before they are read
+        let files = crate::scenario::cost::instance_files(sc);
+        files.check(sc)?;
         let model = build_model(&self.0, sc, &p)?;
-        let cost = cost(&p, model.dim(), &ode);
+        let cost = cost(&p, model.dim(), &ode).and(files);
         cost.check(sc)?;
         Ok(Prepared::new(
             serde_json::to_value(&p).unwrap_or_default(),

@@ -25,7 +25,9 @@ use crate::flow::{GradientFlow, Trajectory};
 use crate::instance::prompt::{PromptInit, PromptSamples, StudentInit, TeacherData, TeacherTrial};
 use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::prompt::pl_theory::f_singular_values;
-use crate::models::prompt::{Attention, PromptData, PromptModel, Synthetic, SyntheticDraw, Trained};
+use crate::models::prompt::{
+    Attention, PromptData, PromptModel, Synthetic, SyntheticDraw, Trained,
+};
 use crate::scenario::prompt::common::{TrainName, TRIAL_STREAM};
 use crate::scenario::{Check, InputError, Report, Scenario};
 use crate::stats;
@@ -139,8 +141,8 @@ impl Family for Prompt {
                 "the default instance needs d ≥ 2 (n = d tokens) and samples ≥ 1",
             ));
         }
-        let draw = teacher(o.d, o.samples, o.sigma_p)
-            .draw(&mut sc.rng(TRIAL_STREAM + o.trial as u64));
+        let draw =
+            teacher(o.d, o.samples, o.sigma_p).draw(&mut sc.rng(TRIAL_STREAM + o.trial as u64));
         // v starts at the teacher's v_T: with p alone trained (A1) the labels stay realizable
         let (p0, v0) = (draw.p0.clone(), draw.v_teacher.clone());
         Ok(teacher_arrays(&draw, p0, v0))

@@ -295,6 +295,7 @@ mod tests {
         std::fs::write(alpha.join("figure.svg"), svg).unwrap();
         std::fs::write(alpha.join("series.csv"), "t,x\n0,1\n").unwrap();
         std::fs::write(alpha.join("my data.csv"), "t\n0\n").unwrap();
+        std::fs::write(alpha.join("instance.npz"), b"PK").unwrap();
         let beta = root.join("beta");
         std::fs::create_dir_all(&beta).unwrap();
         write_json(
@@ -351,6 +352,9 @@ mod tests {
         assert!(html.contains("<img src=\"alpha/figure.svg\""));
         assert!(html.contains("href=\"alpha/my%20data.csv\""));
         assert!(html.contains("href=\"alpha/series.csv\""));
+        // the instance is named, not linked (binary, possibly huge, not kept with figures)
+        assert!(html.contains(">instance.npz</span>"));
+        assert!(!html.contains("href=\"alpha/instance.npz\""));
         assert!(!html.contains(&tmp.path().display().to_string()));
         assert!(html.contains("<summary>Parameters, seed 7, solver tsit45</summary>"));
         assert!(html.contains("<td>init.scale</td><td class=\"num\">0.001</td>"));

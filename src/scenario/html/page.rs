@@ -43,7 +43,7 @@ figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #666; font-size: .85em; }
 details { margin: .5em 0; }
 summary { cursor: pointer; color: #333; }
-.files a { margin-right: .8em; }
+.files a, .files span { margin-right: .8em; }
 ul.contents { columns: 20em; font-size: .9em; }
 .summary-box { background: #f6f6f6; border-radius: 6px; padding: .6em 1em; }
 ";
@@ -240,6 +240,16 @@ fn render_scenario(h: &mut String, f: &Folder) {
     if !f.data.is_empty() {
         h.push_str("<p class=\"files\">Data: ");
         for d in &f.data {
+            if d.ends_with(".npz") {
+                // the run's instance: binary, up to hundreds of MB (Fig. 1 at d = 400), and not
+                // kept beside committed figures, so it is named, not linked
+                let _ = write!(
+                    h,
+                    "<span title=\"the data and initial state of the run, in its folder                      (attnflow --set data_file=… reads it)\">{}</span>",
+                    esc(d)
+                );
+                continue;
+            }
             let _ = write!(
                 h,
                 "<a href=\"{}\">{}</a>",

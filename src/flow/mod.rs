@@ -41,6 +41,7 @@
 
 pub mod clock;
 pub mod discrete;
+mod krylov;
 pub mod ode;
 pub mod trajectory;
 

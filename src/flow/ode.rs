@@ -35,14 +35,18 @@ pub enum Method {
     TrBdf2,
     /// Tsitouras 5(4) explicit Runge–Kutta (non-stiff).
     Tsit45,
+    /// TR-BDF2 with matrix-free Newton–Krylov (GMRES on the exact Jacobian-vector product):
+    /// stiff flows too large for a dense Newton matrix ([`super::krylov`]; no events).
+    TrBdf2Krylov,
 }
 
 impl Method {
-    pub const ALL: [Method; 4] = [
+    pub const ALL: [Method; 5] = [
         Method::Bdf,
         Method::Esdirk34,
         Method::TrBdf2,
         Method::Tsit45,
+        Method::TrBdf2Krylov,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Method {
             Method::Esdirk34 => "esdirk34",
             Method::TrBdf2 => "tr_bdf2",
             Method::Tsit45 => "tsit45",
+            Method::TrBdf2Krylov => "tr_bdf2_krylov",
         }
     }
 
@@ -245,6 +250,15 @@ pub fn integrate<V: VectorField + ?Sized>(
 ) -> Result<Trajectory, FlowError> {
     let n = field.dim();
     check_inputs(n, z0, times, cfg)?;
+    if cfg.method == Method::TrBdf2Krylov {
+        if events.is_some() {
+            return Err(FlowError::Invalid(
+                "tr_bdf2_krylov does not locate events: use bdf, esdirk34, tr_bdf2 or tsit45"
+                    .into(),
+            ));
+        }
+        return super::krylov::integrate(field, z0, times, cfg);
+    }
     let rhs_count = Cell::new(0usize);
     let jvp_count = Cell::new(0usize);
     // Trait objects, so that the solver code below is compiled once per backend rather than
@@ -417,6 +431,7 @@ where
                 .map_err(|e| fail(times[0], e.to_string()))?;
             drive(s, times, cfg, terminal)
         }
+        Method::TrBdf2Krylov => unreachable!("integrate() hands tr_bdf2_krylov to flow::krylov"),
     }
 }
 

@@ -114,7 +114,8 @@ impl Cost {
     /// `solves` adaptive ODE solves of a `dim`-dimensional field whose right-hand side costs
     /// `rhs_flops`, with `method`: [`ODE_STEPS`] steps each; an implicit method also holds the
     /// dense `dim × dim` Newton matrix and its LU factors, refreshed about every tenth step from
-    /// `dim` Jacobian-vector products.
+    /// `dim` Jacobian-vector products — except the matrix-free `tr_bdf2_krylov`, which holds a
+    /// few dozen vectors and spends tens of Jacobian-vector products per step.
     pub fn ode(
         self,
         key: &'static str,
@@ -141,7 +142,16 @@ impl Cost {
             "{solves} ODE solves of dimension {dim} (~{} steps each)",
             format_count(steps.round())
         );
-        if method.is_implicit() && solves > 0.0 {
+        if method == Method::TrBdf2Krylov {
+            // no matrix: two Newton stages and the error filter per step, each a GMRES solve of
+            // ~10 Jacobian-vector products (≈ 2 right-hand sides each), on ~40 stored vectors
+            let per_step = 6.0 * rhs_flops + 60.0 * 2.0 * rhs_flops;
+            self.work(key, what, solves * steps, per_step).doubles(
+                key,
+                "the Krylov basis and stage vectors",
+                40.0 * dim,
+            )
+        } else if method.is_implicit() && solves > 0.0 {
             let setup = dim * (rhs_flops + EVAL_OVERHEAD_FLOPS) + dim.powi(3) / 3.0;
             let per_step = 3.0 * rhs_flops + 4.0 * dim * dim + setup / 10.0;
             self.work(key, what, solves * steps, per_step).doubles(

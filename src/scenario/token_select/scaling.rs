@@ -1,5 +1,6 @@
 //! `scaling` (issue 21): what one gradient flow costs as the parameter count P = d² grows, for a
-//! non-stiff solve (Tsit45) and a stiff one (Bdf), on the token-selection flow of Example 1 in
+//! non-stiff solve (Tsit45) and two implicit ones (Bdf with a dense Newton matrix, and the
+//! matrix-free TR-BDF2 with Newton–Krylov), on the token-selection flow of Example 1 in
 //! the log clock τ = ln(1 + t) (the flow of `gd-asymptotic`), from W₀ ~ N(0, init_scale²).
 //!
 //! Cost model (per unit of simulated time τ; n sequences of T tokens held fixed):
@@ -8,10 +9,14 @@
 //!   and its wall time O(P¹);
 //! - Bdf with a dense Newton matrix assembles each Jacobian from P Hessian-vector products
 //!   (O(P) gradient-equivalents, O(P²) flops) and factorizes it (O(P³) flops, O(P²) memory):
-//!   its gradient-equivalent count is O(P¹) and its wall time between O(P²) and O(P³).
+//!   its gradient-equivalent count is O(P¹) and its wall time between O(P²) and O(P³);
+//! - TR-BDF2 with Newton–GMRES on the exact Hessian-vector product assembles nothing: its
+//!   products per step depend on the conditioning of I − γhJ, not on P, so its
+//!   gradient-equivalent count is O(P⁰) like Tsit45's, its wall time O(P¹) and its memory a
+//!   few dozen state vectors.
 //!
-//! The checks hold deterministic work counts to these exponents: Tsit45's gradient-equivalents
-//! (P⁰) and Bdf's Hessian-vector products (P¹; its gradient-equivalents add the rhs evaluations
+//! The checks hold deterministic work counts to these exponents: Tsit45's and TR-BDF2–Krylov's
+//! gradient-equivalents (P⁰) and Bdf's Hessian-vector products (P¹; its gradient-equivalents add the rhs evaluations
 //! of the Newton iterations, a P⁰ term that dominates below P ≈ 10³, so their fitted exponent
 //! approaches 1 only from below).
 //! Wall times are measured and fitted too, but a clock is not reproducible: they go to
@@ -45,6 +50,8 @@ pub struct Params {
     pub tsit45_d: Vec<usize>,
     /// Dimensions solved with Bdf (dense LU: keep P ≲ 2·10³), increasing.
     pub bdf_d: Vec<usize>,
+    /// Dimensions solved with the matrix-free TR-BDF2–Krylov, increasing.
+    pub krylov_d: Vec<usize>,
     /// Gradient-equivalents of one Hessian-vector product (cost model; ≈ 2 measured by
     /// benches/solvers.rs, `token_ex1_d32_t1e10/{rhs,jvp}`).
     pub hvp_cost: f64,
@@ -59,6 +66,8 @@ pub struct Checks {
     /// Band for the exponent of Bdf's Hessian-vector products per unit τ (model: 1, the P
     /// products of each Jacobian).
     pub bdf_work_exponent: [f64; 2],
+    /// Band for the exponent of TR-BDF2–Krylov's gradient-equivalents per unit τ (model: 0).
+    pub krylov_work_exponent: [f64; 2],
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -70,7 +79,11 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("params.t_end", p.t_end),
         ("params.hvp_cost", p.hvp_cost),
     ])?;
-    for (key, ds) in [("params.tsit45_d", &p.tsit45_d), ("params.bdf_d", &p.bdf_d)] {
+    for (key, ds) in [
+        ("params.tsit45_d", &p.tsit45_d),
+        ("params.bdf_d", &p.bdf_d),
+        ("params.krylov_d", &p.krylov_d),
+    ] {
         if ds.len() < 2 {
             return Err(sc.invalid(key, "need at least two sizes for an exponent"));
         }
@@ -81,6 +94,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     for (key, [lo, hi]) in [
         ("checks.tsit45_work_exponent", c.tsit45_work_exponent),
         ("checks.bdf_work_exponent", c.bdf_work_exponent),
+        ("checks.krylov_work_exponent", c.krylov_work_exponent),
     ] {
         if !(lo.is_finite() && hi.is_finite() && lo < hi) {
             return Err(sc.invalid(key, format!("need lo < hi, got [{lo}, {hi}]")));
@@ -133,7 +147,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     let tau_end = LogTimeGradientFlow::tau_of(p.t_end);
     let mut points = Vec::new();
-    for (method, ds) in [(Method::Tsit45, &p.tsit45_d), (Method::Bdf, &p.bdf_d)] {
+    for (method, ds) in [
+        (Method::Tsit45, &p.tsit45_d),
+        (Method::Bdf, &p.bdf_d),
+        (Method::TrBdf2Krylov, &p.krylov_d),
+    ] {
         let cfg = OdeConfig { method, ..ctx.ode };
         for &d in ds {
             let stats = solve(p, d, &cfg, ctx)?;
@@ -192,7 +210,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // (method, checked count, its band and model exponent, gradient-equivalents' and wall
     // time's model exponents)
     type Count = fn(&Point, f64) -> f64;
-    let models: [(Method, &str, Count, [f64; 2], &str, &str, &str); 2] = [
+    let models: [(Method, &str, Count, [f64; 2], &str, &str, &str); 3] = [
         (
             Method::Tsit45,
             "gradient-equivalents",
@@ -210,6 +228,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "1",
             "→ 1",
             "2 to 3",
+        ),
+        (
+            Method::TrBdf2Krylov,
+            "gradient-equivalents",
+            |q, c| q.gradient_equivalents(c),
+            c.krylov_work_exponent,
+            "0",
+            "0",
+            "1",
         ),
     ];
     for (k, (method, counted, count, band, count_model, work_model, time_model)) in
@@ -286,6 +313,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
     for (method, ds, key) in [
         (Method::Tsit45, &p.tsit45_d, "tsit45_d"),
         (Method::Bdf, &p.bdf_d, "bdf_d"),
+        (Method::TrBdf2Krylov, &p.krylov_d, "krylov_d"),
     ] {
         for &d in ds {
             let dim = n(d * d + 1);
@@ -295,18 +323,23 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
                 .ode(key, 1.0, dim, grad_flops, method);
         }
     }
-    cost.table("tsit45_d, bdf_d", n(p.tsit45_d.len() + p.bdf_d.len()), 8.0)
+    let sizes = p.tsit45_d.len() + p.bdf_d.len() + p.krylov_d.len();
+    cost.table("tsit45_d, bdf_d, krylov_d", n(sizes), 8.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.scaling",
     paper: "003",
     summary: "Cost of the Example-1 gradient flow against its parameter count P = d² (10²…10⁵): \
-              Tsit45 and Bdf work (gradient-equivalents per unit time) with fitted exponents \
+              Tsit45, Bdf and matrix-free TR-BDF2–Krylov work (gradient-equivalents per unit time) with fitted exponents \
               checked against the cost model, and wall time (timing.csv, timing.svg).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &["tsit45_work_exponent", "bdf_work_exponent"],
+    quantities: &[
+        "tsit45_work_exponent",
+        "bdf_work_exponent",
+        "tr_bdf2_krylov_work_exponent",
+    ],
     run,
 };

@@ -287,7 +287,9 @@ fn same_outputs(name: &str, first: &Path, second: &Path) {
         );
         compared += 1;
     }
-    assert!(compared >= 4, "{name}: only {compared} files");
+    // work-precision: checks.json, series.csv, instance.npz (its figure is timed)
+    let least = if name == "work-precision" { 3 } else { 4 };
+    assert!(compared >= least, "{name}: only {compared} files");
 }
 
 #[test]
@@ -608,7 +610,7 @@ fn run_quick(tmp: &Path, name: &str, sets: &[String], out: &str) -> std::path::P
 /// one instance (M, strings, Q0, v0) that feeds back.
 const STUDY_PROBLEMS: &str = "problems=[\
     {name = \"df\", flow = \"df\", task = \"lt\", d = 4, sigma = 0.5, t_end = 4.0, \
-     etas = [0.04, 0.02], hvp_cost = 1.5, stiff = true}, \
+     etas = [0.04, 0.02], hvp_cost = 1.5}, \
     {name = \"tf\", flow = \"tf\", task = \"lt\", d = 4, sigma = 0.5, t_end = 0.5, \
      etas = [1e-3, 5e-4], hvp_cost = 2.0}]";
 
@@ -618,12 +620,14 @@ const STUDY_PROBLEMS: &str = "problems=[\
 #[test]
 fn solver_studies_round_trip_through_their_instance() {
     round_trip("work-precision", &[STUDY_PROBLEMS]);
-    // on files the stiff checks are skipped (stiff = true marks the built-in σ = 2 draw)
+    // on files the stiff checks are skipped (stiff = true marks the built-in σ = 2 draw), so a
+    // stiff problem's round trip differs in those two checks only
+    let stiff = STUDY_PROBLEMS.replacen("hvp_cost = 1.5", "hvp_cost = 1.5, stiff = true", 1);
     let tmp = tempfile::tempdir().unwrap();
-    let built_in = run_quick(tmp.path(), "work-precision", &[STUDY_PROBLEMS.into()], "a");
+    let built_in = run_quick(tmp.path(), "work-precision", &[stiff.clone()], "a");
     let inst = built_in.join("instance.npz").display().to_string();
     let files = [
-        STUDY_PROBLEMS.to_string(),
+        stiff,
         format!("data_file={inst}"),
         format!("init_file={inst}"),
     ];
@@ -635,6 +639,16 @@ fn solver_studies_round_trip_through_their_instance() {
         .as_str()
         .unwrap()
         .starts_with("df: tolerances at which Bdf"));
+    let built_in_checks = read_json(&built_in.join("checks.json"));
+    let kept: Vec<&serde_json::Value> = built_in_checks["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !skipped.iter().any(|k| k["name"] == c["name"]))
+        .collect();
+    let on_file_checks: Vec<&serde_json::Value> =
+        checks["checks"].as_array().unwrap().iter().collect();
+    assert_eq!(kept, on_file_checks);
 
     let problems = "problems=[{flow = \"df\", task = \"eq\", d = 4, sigma = 0.5}, \
                     {flow = \"tf\", task = \"eq\", d = 4, sigma = 0.5, t_end = 1.0}]";
@@ -657,7 +671,12 @@ fn solver_studies_round_trip_through_their_instance() {
             csv_column(&built_in.join(file), column),
             csv_column(&on_file.join(file), column),
         );
-        assert!(a == b, "stiffness-report {file} {column}");
+        // as text: the tf problem's closed-form error is NaN
+        assert_eq!(
+            format!("{a:?}"),
+            format!("{b:?}"),
+            "stiffness-report {file} {column}"
+        );
     }
     let measured = |dir: &Path| -> Vec<serde_json::Value> {
         read_json(&dir.join("checks.json"))["checks"]
@@ -711,7 +730,7 @@ fn histogram_tasks_cases_round_trip_through_their_instance() {
             .unwrap()
             .to_string()
     };
-    assert_eq!(row(&built_in, "4,6,lt,"), row(&on_file, "4,6,lt,"));
+    assert_eq!(row(&built_in, "4.0,6.0,lt,"), row(&on_file, "4.0,6.0,lt,"));
     assert_eq!(
         read_json(&on_file.join("checks.json"))["all_pass"],
         true,

@@ -624,7 +624,12 @@ fn solver_studies_round_trip_through_their_instance() {
     // stiff problem's round trip differs in those two checks only
     let stiff = STUDY_PROBLEMS.replacen("hvp_cost = 1.5", "hvp_cost = 1.5, stiff = true", 1);
     let tmp = tempfile::tempdir().unwrap();
-    let built_in = run_quick(tmp.path(), "work-precision", &[stiff.clone()], "a");
+    let built_in = run_quick(
+        tmp.path(),
+        "work-precision",
+        std::slice::from_ref(&stiff),
+        "a",
+    );
     let inst = built_in.join("instance.npz").display().to_string();
     let files = [
         stiff,

@@ -103,7 +103,7 @@ fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
 /// The init file's points: r ≥ 1 per string (n·r in all), each on the family Q Diag(v) = M.
 fn require_family(m: &DMatrix<f64>, states: &[Vec<f64>], n: usize) -> Result<(), InstanceError> {
     let k = states.len();
-    if k % n != 0 {
+    if !k.is_multiple_of(n) {
         return Err(InstanceError::new(
             "Q0",
             format!(

@@ -505,3 +505,246 @@ fn the_log_clock_follows_the_flow_past_convergence() {
     let loss = column(&out.join("flow-diagonal/series.csv"), "loss");
     assert!(*loss.last().unwrap() < 1e-12 * loss[0], "{loss:?}");
 }
+
+/// A full-matrix head instance written here: d = 3, N = 8 inputs of n = 2 tokens (fixed
+/// numbers), a rank-1 KQ teacher and a rank-1 VO teacher (thin SVDs), and θ₁ with d_h = 2.
+fn full_matrix_instance() -> Arrays {
+    let (count, n, d, d_h) = (8, 2, 3, 2);
+    let x: Vec<f64> = (0..count * n * d)
+        .map(|k| ((k * 37 % 23) as f64 - 11.0) / 8.0)
+        .collect();
+    let theta: Vec<f64> = (0..4 * d * d_h)
+        .map(|k| ((k * 13 % 11) as f64 - 5.0) / 10.0)
+        .collect();
+    let s = 0.6_f64.sqrt();
+    let mut a = Arrays::new();
+    a.insert("X", Array::new(&[count, n, d], x))
+        .insert(
+            "kq_U",
+            Array::matrix(d, 1, vec![s, 0.8_f64.sqrt() * 0.5, -(0.4 - 0.2_f64).sqrt()]),
+        )
+        .insert("kq_sigma", Array::vector(&[1.5]))
+        .insert("kq_V", Array::matrix(d, 1, vec![0.0, 1.0, 0.0]))
+        .insert("vo_U", Array::matrix(d, 1, vec![0.6, 0.0, 0.8]))
+        .insert("vo_sigma", Array::vector(&[1.0]))
+        .insert("vo_V", Array::matrix(d, 1, vec![0.0, 0.0, -1.0]));
+    for (k, name) in ["W_K0", "W_Q0", "W_V0", "W_O0"].iter().enumerate() {
+        let block = theta[k * d * d_h..(k + 1) * d * d_h].to_vec();
+        a.insert(name, Array::matrix(d, d_h, block));
+    }
+    a
+}
+
+/// f(X) = smax(X A Xᵀ) X M row by row and L = (1/N) Σ ‖f(X_s) − Y_s‖²/(n d), Y_s = f(X_s; A*, M*),
+/// written out here from the file's arrays, at θ(0) = s·θ₁.
+fn full_matrix_loss_by_hand(a: &Arrays, scale: f64) -> f64 {
+    let x = a.get("X").unwrap();
+    let (count, n, d) = (x.shape[0], x.shape[1], x.shape[2]);
+    let mat = |name: &str| a.get(name).unwrap().data.clone();
+    let d_h = a.get("W_K0").unwrap().shape[1];
+    // P = L Rᵀ (d×d) from row-major d×r factors, times c
+    let product = |l: &[f64], r: &[f64], k: usize, c: f64| -> Vec<f64> {
+        (0..d * d)
+            .map(|ij| {
+                c * (0..k)
+                    .map(|m| l[(ij / d) * k + m] * r[(ij % d) * k + m])
+                    .sum::<f64>()
+            })
+            .collect()
+    };
+    let teacher = |prefix: &str| {
+        let s = a.get(&format!("{prefix}_sigma")).unwrap().data[0];
+        product(
+            &mat(&format!("{prefix}_U")),
+            &mat(&format!("{prefix}_V")),
+            1,
+            s,
+        )
+    };
+    let s2 = scale * scale;
+    let student = [
+        product(&mat("W_K0"), &mat("W_Q0"), d_h, s2),
+        product(&mat("W_V0"), &mat("W_O0"), d_h, s2),
+    ];
+    let f = |xs: &[f64], am: &[f64], mm: &[f64]| -> Vec<f64> {
+        let mut out = vec![0.0; n * d];
+        for i in 0..n {
+            let scores: Vec<f64> = (0..n)
+                .map(|j| {
+                    (0..d)
+                        .flat_map(|p| (0..d).map(move |q| (p, q)))
+                        .map(|(p, q)| xs[i * d + p] * am[p * d + q] * xs[j * d + q])
+                        .sum()
+                })
+                .collect();
+            let top = scores.iter().cloned().fold(f64::MIN, f64::max);
+            let w: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+            let total: f64 = w.iter().sum();
+            for j in 0..n {
+                for c in 0..d {
+                    let xm: f64 = (0..d).map(|p| xs[j * d + p] * mm[p * d + c]).sum();
+                    out[i * d + c] += w[j] / total * xm;
+                }
+            }
+        }
+        out
+    };
+    let (a_star, m_star) = (teacher("kq"), teacher("vo"));
+    let total: f64 = x
+        .data
+        .chunks(n * d)
+        .map(|xs| {
+            let y = f(xs, &a_star, &m_star);
+            let fx = f(xs, &student[0], &student[1]);
+            fx.iter().zip(&y).map(|(p, q)| (p - q).powi(2)).sum::<f64>()
+        })
+        .sum();
+    total / (count * n * d) as f64
+}
+
+/// full-matrix-rank on a file written here: L(0) at each scale against the hand computation,
+/// the teacher reached; the run's instance.npz holds the file's arrays and feeds back byte for
+/// byte; the built-in quick run round-trips through its own instance.npz byte for byte.
+#[test]
+fn full_matrix_rank_runs_on_a_file_and_round_trips() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mine = full_matrix_instance();
+    let file = tmp.path().join("head.npz");
+    write(&file, &mine);
+    let sets = |f: &Path| {
+        vec![
+            format!("data_file={}", f.display()),
+            format!("init_file={}", f.display()),
+            "scales=[0.1, 0.01]".to_string(),
+            "t_end=400".into(),
+            "outputs=20".into(),
+            "top=3".into(),
+        ]
+    };
+    let out = tmp.path().join("a");
+    let o = run("full-matrix-rank", &out, &sets(&file));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = out.join("full-matrix-rank");
+    let scales = column(&dir.join("final.csv"), "s");
+    let loss0 = column(&dir.join("final.csv"), "loss_0");
+    for (s, l) in scales.iter().zip(&loss0) {
+        let want = full_matrix_loss_by_hand(&mine, *s);
+        assert!(
+            (l - want).abs() <= 1e-12 * want,
+            "s = {s}: L(0) = {l} vs {want}"
+        );
+    }
+    let written = std::fs::read(dir.join("instance.npz")).unwrap();
+    assert_eq!(Arrays::from_npz_bytes(&written).unwrap(), mine);
+    // fed back: the same outputs
+    let again = tmp.path().join("b");
+    let o = run("full-matrix-rank", &again, &sets(&dir.join("instance.npz")));
+    assert!(matches!(o.status.code(), Some(0 | 1)));
+    let files = outputs(&dir);
+    assert!(files.len() >= 5, "{files:?}");
+    for f in &files {
+        let a = std::fs::read(dir.join(f)).unwrap();
+        let b = std::fs::read(again.join("full-matrix-rank").join(f)).unwrap();
+        assert!(a == b, "{f:?} differs");
+    }
+
+    // the built-in (quick) instance: its instance.npz reproduces the run byte for byte
+    let builtin = tmp.path().join("c");
+    let o = run("full-matrix-rank", &builtin, &[]);
+    assert!(matches!(o.status.code(), Some(0 | 1)));
+    let first = builtin.join("full-matrix-rank");
+    let inst = first.join("instance.npz");
+    let fed = tmp.path().join("d");
+    let o = run(
+        "full-matrix-rank",
+        &fed,
+        &[
+            format!("data_file={}", inst.display()),
+            format!("init_file={}", inst.display()),
+        ],
+    );
+    assert!(matches!(o.status.code(), Some(0 | 1)));
+    for f in &outputs(&first) {
+        let a = std::fs::read(first.join(f)).unwrap();
+        let b = std::fs::read(fed.join("full-matrix-rank").join(f)).unwrap();
+        assert!(a == b, "built-in round trip: {f:?} differs");
+    }
+}
+
+/// The full-matrix layout's refusals: frames that are not orthonormal, singular values out of
+/// order, a teacher of higher rank than d_h, an init of another d.
+#[test]
+fn full_matrix_files_that_do_not_fit_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let with = |name: &str, array: Array| {
+        let mut a = full_matrix_instance();
+        a.insert(name, array);
+        a
+    };
+    let cases = [
+        (
+            "frame",
+            with("vo_U", Array::matrix(3, 1, vec![0.6, 0.1, 0.8])),
+            "vo_U",
+        ),
+        (
+            "order",
+            {
+                let mut a = with("kq_sigma", Array::vector(&[1.0, 1.5]));
+                a.insert(
+                    "kq_U",
+                    Array::matrix(3, 2, vec![1.0, 0.0, 0.0, 1.0, 0.0, 0.0]),
+                )
+                .insert(
+                    "kq_V",
+                    Array::matrix(3, 2, vec![1.0, 0.0, 0.0, 1.0, 0.0, 0.0]),
+                );
+                a
+            },
+            "kq_sigma[1]",
+        ),
+        (
+            "rank",
+            {
+                let mut a = with("kq_sigma", Array::vector(&[2.0, 1.5, 1.0]));
+                let eye = vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+                a.insert("kq_U", Array::matrix(3, 3, eye.clone()))
+                    .insert("kq_V", Array::matrix(3, 3, eye));
+                a
+            },
+            "kq_sigma",
+        ),
+        (
+            "init",
+            with("W_K0", Array::matrix(2, 2, vec![0.1, 0.2, 0.3, 0.4])),
+            "W_Q0",
+        ),
+    ];
+    for (name, arrays, key) in cases {
+        let file = tmp.path().join(format!("{name}.npz"));
+        write(&file, &arrays);
+        let out = tmp.path().join(format!("out-{name}"));
+        let o = run(
+            "full-matrix-rank",
+            &out,
+            &[
+                format!("data_file={}", file.display()),
+                format!("init_file={}", file.display()),
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}.npz")) && err.contains(key),
+            "{name}: {key} in {err}"
+        );
+        assert!(
+            !out.join("full-matrix-rank").exists(),
+            "{name}: nothing written"
+        );
+    }
+}

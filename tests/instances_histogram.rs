@@ -210,6 +210,29 @@ fn a_file_written_from_scratch_runs_the_flow_and_lemma31() {
     );
 }
 
+/// A CSV file without its `wall_seconds` column (the solver studies time their runs); other
+/// files as they are.
+fn without_wall_clock(bytes: Vec<u8>) -> Vec<u8> {
+    let Ok(text) = String::from_utf8(bytes.clone()) else {
+        return bytes;
+    };
+    let Some(j) = text
+        .lines()
+        .next()
+        .and_then(|h| h.split(',').position(|c| c == "wall_seconds"))
+    else {
+        return bytes;
+    };
+    text.lines()
+        .map(|l| {
+            let mut cells: Vec<&str> = l.split(',').collect();
+            cells.remove(j);
+            cells.join(",") + "\n"
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
 /// Runs `name` quick with `sets`, feeds its instance.npz back as data and init file, and
 /// compares every output but params.json (which records the file parameters).
 fn round_trip(name: &str, sets: &[&str]) {
@@ -240,15 +263,22 @@ fn round_trip_as(name: &str, sets: &[&str], keys: &[&str]) {
     let inst = first.join("instance.npz").display().to_string();
     let files: Vec<String> = keys.iter().map(|k| format!("{k}={inst}")).collect();
     let second = run("b", &files);
+    same_outputs(name, &first, &second);
+}
+
+/// Every output of `first` equals `second`'s byte for byte, but params.json (it records the
+/// file parameters) and wall-clock measurements (the `wall_seconds` column of a CSV file, and
+/// work-precision's figure with its wall-time panels).
+fn same_outputs(name: &str, first: &Path, second: &Path) {
     let mut compared = 0;
-    for entry in std::fs::read_dir(&first).unwrap() {
+    for entry in std::fs::read_dir(first).unwrap() {
         let f = entry.unwrap().file_name();
-        if f == "params.json" {
+        if f == "params.json" || (name == "work-precision" && f == "figure.svg") {
             continue;
         }
         let (a, b) = (
-            std::fs::read(first.join(&f)).unwrap(),
-            std::fs::read(second.join(&f)).unwrap(),
+            without_wall_clock(std::fs::read(first.join(&f)).unwrap()),
+            without_wall_clock(std::fs::read(second.join(&f)).unwrap()),
         );
         assert!(
             a == b,
@@ -257,7 +287,9 @@ fn round_trip_as(name: &str, sets: &[&str], keys: &[&str]) {
         );
         compared += 1;
     }
-    assert!(compared >= 4, "{name}: only {compared} files");
+    // work-precision: checks.json, series.csv, instance.npz (its figure is timed)
+    let least = if name == "work-precision" { 3 } else { 4 };
+    assert!(compared >= least, "{name}: only {compared} files");
 }
 
 #[test]
@@ -559,5 +591,353 @@ fn remaining_scenarios_refuse_files_that_do_not_fit() {
         &["data_file=cases.npz", "ode_cases=1"],
         "cases.npz",
         "cases[1, 1]",
+    );
+}
+
+/// Runs `name --quick` in `tmp` with `sets`, into `out`; a failing check (exit 1) is allowed.
+fn run_quick(tmp: &Path, name: &str, sets: &[String], out: &str) -> std::path::PathBuf {
+    let mut args: Vec<&str> = vec!["run", name, "--quick"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    args.extend(["--out", out]);
+    let o = attnflow(&args, tmp);
+    assert!(o.status.code().unwrap_or(-1) <= 1, "{name}: {}", stderr(&o));
+    tmp.join(out).join(name)
+}
+
+/// A df and a tf problem of one d and σ: they share their draws, so the run's instance.npz is
+/// one instance (M, strings, Q0, v0) that feeds back.
+const STUDY_PROBLEMS: &str = "problems=[\
+    {name = \"df\", flow = \"df\", task = \"lt\", d = 4, sigma = 0.5, t_end = 4.0, \
+     etas = [0.04, 0.02], hvp_cost = 1.5}, \
+    {name = \"tf\", flow = \"tf\", task = \"lt\", d = 4, sigma = 0.5, t_end = 0.5, \
+     etas = [1e-3, 5e-4], hvp_cost = 2.0}]";
+
+/// The solver studies: their instance.npz fed back reproduces them (wall-clock columns aside);
+/// stiffness-report names its problems after the file's instance on a file, so there the
+/// built-in run and the fed-back run agree in every number, and a second feed byte for byte.
+#[test]
+fn solver_studies_round_trip_through_their_instance() {
+    round_trip("work-precision", &[STUDY_PROBLEMS]);
+    // on files the stiff checks are skipped (stiff = true marks the built-in σ = 2 draw), so a
+    // stiff problem's round trip differs in those two checks only
+    let stiff = STUDY_PROBLEMS.replacen("hvp_cost = 1.5", "hvp_cost = 1.5, stiff = true", 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let built_in = run_quick(
+        tmp.path(),
+        "work-precision",
+        std::slice::from_ref(&stiff),
+        "a",
+    );
+    let inst = built_in.join("instance.npz").display().to_string();
+    let files = [
+        stiff,
+        format!("data_file={inst}"),
+        format!("init_file={inst}"),
+    ];
+    let on_file = run_quick(tmp.path(), "work-precision", &files, "b");
+    let checks = read_json(&on_file.join("checks.json"));
+    let skipped = checks["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 2, "{checks}");
+    assert!(skipped[0]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("df: tolerances at which Bdf"));
+    let built_in_checks = read_json(&built_in.join("checks.json"));
+    let kept: Vec<&serde_json::Value> = built_in_checks["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !skipped.iter().any(|k| k["name"] == c["name"]))
+        .collect();
+    let on_file_checks: Vec<&serde_json::Value> =
+        checks["checks"].as_array().unwrap().iter().collect();
+    assert_eq!(kept, on_file_checks);
+
+    let problems = "problems=[{flow = \"df\", task = \"eq\", d = 4, sigma = 0.5}, \
+                    {flow = \"tf\", task = \"eq\", d = 4, sigma = 0.5, t_end = 1.0}]";
+    let built_in = run_quick(tmp.path(), "stiffness-report", &[problems.into()], "c");
+    let inst = built_in.join("instance.npz").display().to_string();
+    let feed = |inst: &str| {
+        vec![
+            problems.to_string(),
+            format!("data_file={inst}"),
+            format!("init_file={inst}"),
+        ]
+    };
+    let on_file = run_quick(tmp.path(), "stiffness-report", &feed(&inst), "d");
+    for (file, column) in [
+        ("series.csv", "eigenvalue"),
+        ("work.csv", "rhs_evals"),
+        ("work.csv", "final_error_vs_closed_form"),
+    ] {
+        let (a, b) = (
+            csv_column(&built_in.join(file), column),
+            csv_column(&on_file.join(file), column),
+        );
+        // as text: the tf problem's closed-form error is NaN
+        assert_eq!(
+            format!("{a:?}"),
+            format!("{b:?}"),
+            "stiffness-report {file} {column}"
+        );
+    }
+    let measured = |dir: &Path| -> Vec<serde_json::Value> {
+        read_json(&dir.join("checks.json"))["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["measured"].clone())
+            .collect()
+    };
+    assert_eq!(measured(&built_in), measured(&on_file));
+    let inst = on_file.join("instance.npz").display().to_string();
+    let again = run_quick(tmp.path(), "stiffness-report", &feed(&inst), "e");
+    same_outputs("stiffness-report", &on_file, &again);
+}
+
+/// The file's arrays under `prefix` (one case of a run over several), without the prefix.
+fn unprefixed(a: &Arrays, prefix: &str) -> Arrays {
+    let mut out = Arrays::new();
+    for (name, array) in a.iter() {
+        if let Some(plain) = name.strip_prefix(prefix) {
+            out.insert(plain, array.clone());
+        }
+    }
+    out
+}
+
+/// histogram-tasks sweeps several d, so its instance.npz holds every case under
+/// `d<d>_N<N>_<task>_`: that file is refused as data; one case's arrays, unprefixed, reproduce
+/// that case's row exactly (strings and family points included), and a run on a file feeds
+/// back byte for byte.
+#[test]
+fn histogram_tasks_cases_round_trip_through_their_instance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let built_in = run_quick(tmp.path(), "histogram-tasks", &[], "a");
+    let all =
+        Arrays::from_npz_bytes(&std::fs::read(built_in.join("instance.npz")).unwrap()).unwrap();
+    // quick: 5 strings per case, 2 family points per string
+    let case = unprefixed(&all, "d4_N6_lt_");
+    assert_eq!(case.get("strings").unwrap().shape, [5, 6]);
+    assert_eq!(case.get("Q0").unwrap().shape, [10, 4, 4]);
+    write(tmp.path(), "case.npz", &case);
+    let files = [
+        "data_file=case.npz".to_string(),
+        "init_file=case.npz".into(),
+    ];
+    let on_file = run_quick(tmp.path(), "histogram-tasks", &files, "b");
+    let row = |dir: &Path, key: &str| -> String {
+        let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(row(&built_in, "4.0,6.0,lt,"), row(&on_file, "4.0,6.0,lt,"));
+    assert_eq!(
+        read_json(&on_file.join("checks.json"))["all_pass"],
+        true,
+        "{}",
+        std::fs::read_to_string(on_file.join("checks.json")).unwrap()
+    );
+    let inst = on_file.join("instance.npz").display().to_string();
+    let again = run_quick(
+        tmp.path(),
+        "histogram-tasks",
+        &[format!("data_file={inst}"), format!("init_file={inst}")],
+        "c",
+    );
+    same_outputs("histogram-tasks", &on_file, &again);
+    // the sweep's own instance.npz holds several cases: refused, with a hint
+    let sweep = built_in.join("instance.npz").display().to_string();
+    let o = attnflow(
+        &[
+            "run",
+            "histogram-tasks",
+            "--quick",
+            "--set",
+            &format!("data_file={sweep}"),
+            "--out",
+            "d",
+        ],
+        tmp.path(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("instance.npz")
+            && err.contains("d10_N100_eq_M")
+            && err.contains("`d10_N100_eq_` + M"),
+        "{err}"
+    );
+}
+
+/// stiffness-report on the custom M and (Q0, v0) written here: at the df limit each column i
+/// contributes v_i² = μ_iρ̄_i (d − 1 times) and v_i² + ‖q_i‖² = μ_i(ρ̄_i + 1/ρ̄_i) to the
+/// nonzero spectrum (the Gram matrix v_i² I + q_i q_iᵀ of the column's Jacobian [v_i I, q_i],
+/// with q_i = m_i/v_i), computed here from the file's β_i; d zero modes.
+#[test]
+fn stiffness_report_on_a_file_has_the_hand_computed_limit_spectrum() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "mine.npz", &instance(&strings()));
+    let dir = run_quick(
+        tmp.path(),
+        "stiffness-report",
+        &[
+            "problems=[{flow = \"df\", task = \"eq\", d = 6, sigma = 1.0}]".into(),
+            format!("data_file={file}"),
+            format!("init_file={file}"),
+        ],
+        "o",
+    );
+    let mut by_hand: Vec<f64> = (0..D)
+        .flat_map(|i| {
+            let mu = (0..D).map(|a| M[a][i] * M[a][i]).sum::<f64>().sqrt();
+            let beta = (0..D).map(|a| Q0[a][i] * Q0[a][i]).sum::<f64>() - V0[i] * V0[i];
+            let delta = beta / mu;
+            let rhob = (1.0 + delta * delta / 4.0).sqrt() - delta / 2.0;
+            std::iter::repeat_n(mu * rhob, D - 1).chain([mu * (rhob + 1.0 / rhob)])
+        })
+        .collect();
+    by_hand.sort_by(f64::total_cmp);
+    let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+    let limit: Vec<f64> = text
+        .lines()
+        .filter(|l| l.contains(",limit,"))
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(limit.len(), D * (D + 1));
+    let scale = by_hand[by_hand.len() - 1];
+    let (zeros, nonzero) = limit.split_at(D);
+    assert!(zeros.iter().all(|z| z.abs() <= 1e-12 * scale), "{zeros:?}");
+    for (got, want) in nonzero.iter().zip(&by_hand) {
+        assert!((got - want).abs() <= 1e-10 * scale, "{got} vs {want}");
+    }
+    let checks = read_json(&dir.join("checks.json"));
+    assert_eq!(checks["all_pass"], true, "{checks}");
+    assert!(checks["checks"][0]["name"]
+        .as_str()
+        .unwrap()
+        .contains("κ_dense"));
+}
+
+/// histogram-tasks on a task matrix with real weights and family points written here: the
+/// exact-equality checks are skipped (rounding), the family check runs on the given points and
+/// the series holds ℓ_tf(M, 1) = 0 up to rounding.
+#[test]
+fn histogram_tasks_on_a_custom_matrix_and_given_family_points() {
+    let tmp = tempfile::tempdir().unwrap();
+    let strings = strings();
+    let mut a = instance(&strings);
+    // r = 1 point per string: v = C = (1, 2, 0.5)·(1 + k/10), Q = M C⁻¹
+    let (mut q, mut v) = (Vec::new(), Vec::new());
+    for k in 0..strings.len() {
+        let c: Vec<f64> = [1.0, 2.0, 0.5]
+            .iter()
+            .map(|x| x * (1.0 + k as f64 / 10.0))
+            .collect();
+        q.extend(
+            (0..D)
+                .flat_map(|r| (0..D).map(move |col| (r, col)))
+                .map(|(r, col)| M[r][col] / c[col]),
+        );
+        v.extend(c);
+    }
+    a.insert("Q0", Array::new(&[strings.len(), D, D], q))
+        .insert("v0", Array::new(&[strings.len(), D], v));
+    let file = write(tmp.path(), "points.npz", &a);
+    let dir = run_quick(
+        tmp.path(),
+        "histogram-tasks",
+        &[format!("data_file={file}"), format!("init_file={file}")],
+        "o",
+    );
+    let checks = read_json(&dir.join("checks.json"));
+    assert_eq!(checks["all_pass"], true, "{checks}");
+    assert_eq!(checks["skipped"].as_array().unwrap().len(), 3, "{checks}");
+    let names: Vec<&str> = checks["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(names[0].starts_with("family"), "{names:?}");
+    // targets y_j = Σ_j' M[s_j, s_j'] are O(N·max M); rounding only
+    let loss = csv_column(&dir.join("series.csv"), "loss_at_M_1");
+    assert!(loss[0] <= 1e-26, "{loss:?}");
+}
+
+/// The refusals the remaining solver studies and histogram-tasks add: family points off
+/// Q Diag(v) = M or not one set per string, init points without data, the prefixed arrays of a
+/// multi-problem run, a tf problem without strings.
+#[test]
+fn solver_studies_and_task_sweep_refuse_files_that_do_not_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let strings = strings();
+    let good = instance(&strings);
+    write(tmp.path(), "mine.npz", &good);
+    let run = |name: &str, sets: &[&str], file: &str, key: &str| {
+        let mut args = vec!["run", name, "--quick"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        refused(&args, file, key, tmp.path());
+    };
+    // one point (Q0, v0) for 9 strings
+    run(
+        "histogram-tasks",
+        &["data_file=mine.npz", "init_file=mine.npz"],
+        "mine.npz",
+        "Q0",
+    );
+    // 9 points on the family Q = M/v but point 4 moved off it
+    let (mut q, mut v) = (Vec::new(), Vec::new());
+    for k in 0..strings.len() {
+        q.extend(M.iter().flatten().map(|x| x / 2.0));
+        v.extend([2.0; D]);
+        if k == 4 {
+            let last = q.len() - 1;
+            q[last] += 1e-3;
+        }
+    }
+    let mut off = good.clone();
+    off.insert("Q0", Array::new(&[strings.len(), D, D], q))
+        .insert("v0", Array::new(&[strings.len(), D], v));
+    write(tmp.path(), "off.npz", &off);
+    run(
+        "histogram-tasks",
+        &["data_file=mine.npz", "init_file=off.npz"],
+        "off.npz",
+        "Q0[4, 2, 2]",
+    );
+    run(
+        "histogram-tasks",
+        &["init_file=off.npz"],
+        "histogram-tasks.toml",
+        "params.init_file",
+    );
+    // a multi-problem run's instance: each problem's arrays under problem<k>_
+    let mut prefixed = Arrays::new();
+    prefixed.merge_prefixed("problem0_", good.clone());
+    write(tmp.path(), "prefixed.npz", &prefixed);
+    run(
+        "stiffness-report",
+        &["data_file=prefixed.npz"],
+        "prefixed.npz",
+        "problem0_M",
+    );
+    // the quick work-precision has a tf problem: it needs strings
+    let mut no_strings = Arrays::new();
+    for (name, a) in good.iter().filter(|(name, _)| *name != "strings") {
+        no_strings.insert(name, a.clone());
+    }
+    write(tmp.path(), "nostrings.npz", &no_strings);
+    run(
+        "work-precision",
+        &["data_file=nostrings.npz"],
+        "nostrings.npz",
+        "strings",
     );
 }

@@ -20,6 +20,11 @@
 //! conserved c_i = u0_i² − v0_i² is not 0, the log layout needs it).
 //!
 //! `np.savez("mine.npz", Sigma=S, beta_star=b, u0=u, v0=v)` writes a complete linear instance.
+//!
+//! **The full-matrix head** of `full-matrix-rank` (beyond the diagonal theory) has a layout of
+//! its own: inputs `X`, a low-rank teacher as thin SVDs (`kq_U`, `kq_sigma`, `kq_V`, `vo_U`,
+//! `vo_sigma`, `vo_V`) in [`FullMatrixData`], and the unit initialization `W_K0`, `W_Q0`,
+//! `W_V0`, `W_O0` (d, d_h) in [`FullMatrixInit`].
 
 use nalgebra::DMatrix;
 
@@ -317,4 +322,241 @@ pub fn instance_arrays(data: &DiagonalData, init: Option<&DiagonalInit>) -> Arra
         out.merge_prefixed("", init.to_arrays());
     }
     out
+}
+
+/// The array names of the full-matrix head layout ([`FullMatrixData`], [`FullMatrixInit`]).
+const FULL_NAMES: &[&str] = &[
+    "X", "kq_U", "kq_sigma", "kq_V", "vo_U", "vo_sigma", "vo_V", "W_K0", "W_Q0", "W_V0", "W_O0",
+];
+
+/// Columns of a teacher frame are orthonormal when max|UᵀU − I| is at most this (numpy's SVD
+/// gives ~1e-15).
+const FRAME_TOL: f64 = 1e-10;
+
+/// A low-rank teacher product P* = U diag(σ) Vᵀ (d×d), as its thin SVD: the scenario follows
+/// each teacher mode (u_k, σ_k, v_k) through training.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LowRankTeacher {
+    /// U (d×r), Σ (r), V (d×r): orthonormal columns, σ strictly decreasing and positive.
+    pub u: DMatrix<f64>,
+    pub sigma: Vec<f64>,
+    pub v: DMatrix<f64>,
+}
+
+impl LowRankTeacher {
+    /// The product U diag(σ) Vᵀ.
+    pub fn product(&self) -> DMatrix<f64> {
+        let s = DMatrix::from_diagonal(&nalgebra::DVector::from_column_slice(&self.sigma));
+        &self.u * s * self.v.transpose()
+    }
+
+    fn read(a: &Arrays, prefix: &str, d: usize) -> Result<Self, InstanceError> {
+        let (u_name, s_name, v_name) = (
+            format!("{prefix}_U"),
+            format!("{prefix}_sigma"),
+            format!("{prefix}_V"),
+        );
+        let sigma = a.vector(&s_name, None)?.to_vec();
+        let r = sigma.len();
+        if r == 0 || r > d {
+            return Err(InstanceError::new(
+                &s_name,
+                format!("rank r = {r}: need 1 ≤ r ≤ d = {d} singular values"),
+            ));
+        }
+        if let Some(k) = sigma.iter().position(|&s| s <= 0.0) {
+            return Err(InstanceError::new(
+                format!("{s_name}[{k}]"),
+                format!("singular value {} must be positive", sigma[k]),
+            ));
+        }
+        if let Some(k) = (1..r).find(|&k| sigma[k] >= sigma[k - 1]) {
+            return Err(InstanceError::new(
+                format!("{s_name}[{k}]"),
+                format!(
+                    "singular values must decrease strictly ({} after {}): the modes are told \
+                     apart by their σ",
+                    sigma[k],
+                    sigma[k - 1]
+                ),
+            ));
+        }
+        let frame = |name: &str| -> Result<DMatrix<f64>, InstanceError> {
+            let f = a.shaped(name, &[Some(d), Some(r)])?;
+            let m = DMatrix::from_row_slice(d, r, &f.data);
+            let gram = m.transpose() * &m - DMatrix::<f64>::identity(r, r);
+            match gram.iter().position(|x| x.abs() > FRAME_TOL) {
+                None => Ok(m),
+                Some(k) => Err(InstanceError::new(
+                    name,
+                    format!(
+                        "columns {} and {} are not orthonormal (|uᵢᵀuⱼ − δᵢⱼ| = {:.3e} > \
+                         {FRAME_TOL:e}): give the thin SVD, e.g. numpy's U[:, :r]",
+                        k % r,
+                        k / r,
+                        gram[k].abs()
+                    ),
+                )),
+            }
+        };
+        Ok(LowRankTeacher {
+            u: frame(&u_name)?,
+            sigma,
+            v: frame(&v_name)?,
+        })
+    }
+
+    fn write(&self, out: &mut Arrays, prefix: &str) {
+        let (d, r) = self.u.shape();
+        out.insert(
+            &format!("{prefix}_U"),
+            Array::from_column_major(d, r, self.u.as_slice()),
+        )
+        .insert(&format!("{prefix}_sigma"), Array::vector(&self.sigma))
+        .insert(
+            &format!("{prefix}_V"),
+            Array::from_column_major(d, r, self.v.as_slice()),
+        );
+    }
+}
+
+/// The data of the full-matrix attention head f(X) = smax(X W_K W_Qᵀ Xᵀ) X W_V W_Oᵀ
+/// (`full-matrix-rank`, spec 004 §5.4), labelled by a low-rank teacher:
+///
+/// | array | shape | meaning |
+/// |---|---|---|
+/// | `X` | (N, n, d) | N inputs of n tokens in ℝ^d |
+/// | `kq_U`, `kq_sigma`, `kq_V` | (d, r), (r,), (d, r) | teacher A* = W_K*W_Q*ᵀ = U diag(σ) Vᵀ: orthonormal columns, σ > 0 strictly decreasing |
+/// | `vo_U`, `vo_sigma`, `vo_V` | (d, r'), (r',), (d, r') | teacher M* = W_V*W_O*ᵀ, likewise |
+///
+/// Labels are Y = f(X; A*, M*) (realizable), loss the mean squared error of spec §5.1. From a
+/// teacher product P: `U, s, Vt = np.linalg.svd(P); r = (s > 1e-10 * s[0]).sum()`, then
+/// `kq_U=U[:, :r], kq_sigma=s[:r], kq_V=Vt[:r].T`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FullMatrixData {
+    pub count: usize,
+    pub n: usize,
+    pub d: usize,
+    /// The inputs, row-major (N, n, d).
+    pub x: Vec<f64>,
+    /// A* and M*, in this order.
+    pub teacher: [LowRankTeacher; 2],
+}
+
+impl InstanceFile for FullMatrixData {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("X", "(N, n, d) inputs"),
+        ("kq_U", "(d, r) left singular vectors of A* = W_K*W_Q*ᵀ"),
+        (
+            "kq_sigma",
+            "(r,) its singular values, positive, strictly decreasing",
+        ),
+        ("kq_V", "(d, r) its right singular vectors"),
+        ("vo_U", "(d, r') left singular vectors of M* = W_V*W_O*ᵀ"),
+        ("vo_sigma", "(r',) its singular values"),
+        ("vo_V", "(d, r') its right singular vectors"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(FULL_NAMES)?;
+        a.check_finite()?;
+        let xa = a.shaped("X", &[None, None, None])?;
+        let (count, n, d) = (xa.shape[0], xa.shape[1], xa.shape[2]);
+        if count == 0 || n == 0 || d == 0 {
+            return Err(InstanceError::new(
+                "X",
+                format!("needs N, n, d ≥ 1, got shape {:?}", xa.shape),
+            ));
+        }
+        Ok(FullMatrixData {
+            count,
+            n,
+            d,
+            x: xa.data.clone(),
+            teacher: [
+                LowRankTeacher::read(a, "kq", d)?,
+                LowRankTeacher::read(a, "vo", d)?,
+            ],
+        })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut out = Arrays::new();
+        out.insert(
+            "X",
+            Array::new(&[self.count, self.n, self.d], self.x.clone()),
+        );
+        self.teacher[0].write(&mut out, "kq");
+        self.teacher[1].write(&mut out, "vo");
+        out
+    }
+}
+
+/// The unit initialization θ₁ of the full-matrix head: `W_K0`, `W_Q0`, `W_V0`, `W_O0`, each
+/// (d, d_h); a run at init scale s starts at s·θ₁ (one file serves every s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FullMatrixInit {
+    pub d: usize,
+    pub d_h: usize,
+    /// θ₁ = [W_K; W_Q; W_V; W_O], each row-major d×d_h (the flow's state layout).
+    pub theta: Vec<f64>,
+}
+
+/// The factor names of [`FullMatrixInit`], in the state's order.
+const FACTORS: [&str; 4] = ["W_K0", "W_Q0", "W_V0", "W_O0"];
+
+impl FullMatrixInit {
+    /// Refuses an init for another token dimension than the data's.
+    pub fn check_dim(&self, d: usize) -> Result<(), InstanceError> {
+        if self.d == d {
+            return Ok(());
+        }
+        Err(InstanceError::new(
+            "W_K0",
+            format!(
+                "has d = {} rows, the data have d = {d} (X's last axis)",
+                self.d
+            ),
+        ))
+    }
+}
+
+impl InstanceFile for FullMatrixInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "W_K0",
+            "(d, d_h) key factor of θ₁ (the run at scale s starts at s·θ₁)",
+        ),
+        ("W_Q0", "(d, d_h) query factor"),
+        ("W_V0", "(d, d_h) value factor"),
+        ("W_O0", "(d, d_h) output factor"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(FULL_NAMES)?;
+        a.check_finite()?;
+        let first = a.shaped(FACTORS[0], &[None, None])?;
+        let (d, d_h) = (first.shape[0], first.shape[1]);
+        if d == 0 || d_h == 0 {
+            return Err(InstanceError::new(
+                FACTORS[0],
+                format!("needs d, d_h ≥ 1, got shape {:?}", first.shape),
+            ));
+        }
+        let mut theta = Vec::with_capacity(4 * d * d_h);
+        for name in FACTORS {
+            theta.extend(&a.shaped(name, &[Some(d), Some(d_h)])?.data);
+        }
+        Ok(FullMatrixInit { d, d_h, theta })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let size = self.d * self.d_h;
+        let mut out = Arrays::new();
+        for (k, name) in FACTORS.iter().enumerate() {
+            let block = self.theta[k * size..(k + 1) * size].to_vec();
+            out.insert(name, Array::matrix(self.d, self.d_h, block));
+        }
+        out
+    }
 }

@@ -32,6 +32,31 @@ use crate::models::histogram::RowMoments;
 /// Every array name of the family (data and initial state may share one file).
 const NAMES: [&str; 4] = ["M", "strings", "Q0", "v0"];
 
+/// Refuses arrays the family does not know; arrays of a run over several instances (under
+/// `<label>_`, e.g. `problem0_M`, as such a run writes its `instance.npz`) get a hint.
+fn deny_unknown_names(a: &Arrays) -> Result<(), InstanceError> {
+    a.deny_unknown(&NAMES).map_err(|e| {
+        let prefixed = NAMES.iter().find_map(|n| {
+            e.key
+                .strip_suffix(n)?
+                .strip_suffix('_')
+                .map(|label| (label, n))
+        });
+        match prefixed {
+            Some((label, name)) => InstanceError::new(
+                &e.key,
+                format!(
+                    "the arrays of one of several instances (`{label}_` + {name}, as a run over \
+                     several writes its instance.npz): save one instance's arrays under their \
+                     own names ({})",
+                    NAMES.join(", ")
+                ),
+            ),
+            None => e,
+        }
+    })
+}
+
 /// The data: the task matrix and the strings of each dataset.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskStrings {
@@ -162,7 +187,7 @@ impl InstanceFile for TaskStrings {
     ];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
-        a.deny_unknown(&NAMES)?;
+        deny_unknown_names(a)?;
         a.check_finite()?;
         let m_arr = a.shaped("M", &[None, None])?;
         let d = m_arr.shape[0];
@@ -238,7 +263,7 @@ impl InstanceFile for TaskMatrices {
     )];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
-        a.deny_unknown(&NAMES)?;
+        deny_unknown_names(a)?;
         a.check_finite()?;
         let m_arr = a.require("M")?;
         let (k, d, stacked) = match m_arr.shape.as_slice() {
@@ -420,7 +445,7 @@ impl InstanceFile for InitialStates {
     ];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
-        a.deny_unknown(&NAMES)?;
+        deny_unknown_names(a)?;
         a.check_finite()?;
         let q = a.require("Q0")?;
         let (k, d, stacked) = match q.shape.as_slice() {
@@ -517,6 +542,10 @@ mod tests {
             "strings[0, 1]"
         );
         assert_eq!(bad(r#"{"M": [[1, 0], [0, 1]], "S": 1}"#), "S");
+        let prefixed = TaskStrings::from_arrays(&arrays(r#"{"M": [[1]], "problem0_M": [[1]]}"#));
+        let e = prefixed.unwrap_err();
+        assert_eq!(e.key, "problem0_M");
+        assert!(e.reason.contains("`problem0_` + M"), "{}", e.reason);
         let singular = r#"{"M": [[1, 0], [0, 1]], "strings": [[0, 1], [1, 0]]}"#;
         let data = TaskStrings::from_arrays(&arrays(singular)).unwrap();
         assert_eq!(data.require_definite().unwrap_err().key, "strings");

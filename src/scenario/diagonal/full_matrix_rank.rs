@@ -25,10 +25,14 @@
 //! Emergence: t_j is the first time σ_j(Δ) reaches τ = fraction·min_j σ*_j (root-finding events),
 //! i.e. the numerical rank of Δ at level τ steps from j − 1 to j.
 
+use std::path::PathBuf;
+
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{logspace, Method, OdeConfig};
+use crate::instance::diagonal::{FullMatrixData, FullMatrixInit};
+use crate::instance::{InstanceError, InstanceFile};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -69,6 +73,86 @@ pub struct Params {
     pub top: usize,
     /// Power iterations for λ_max(∇²L(θ(T))) (the stiffness report).
     pub power_iterations: usize,
+    /// The inputs `X` and the low-rank teacher as thin SVDs (`kq_U`, `kq_sigma`, `kq_V`, `vo_U`,
+    /// `vo_sigma`, `vo_V`): replaces d, tokens, samples, teacher_kq, teacher_vo and the draws.
+    /// README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The unit initialization θ₁ (`W_K0`, `W_Q0`, `W_V0`, `W_O0`, each (d, d_h)): replaces d_h
+    /// and the draw; run s starts at s·θ₁.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
+}
+
+/// The user's files, read and checked against each other and the parameters they keep.
+struct Files {
+    data: Option<FullMatrixData>,
+    init: Option<FullMatrixInit>,
+}
+
+fn read_files(p: &Params, sc: &Scenario) -> Result<Files, InputError> {
+    let data: Option<FullMatrixData> = p
+        .data_file
+        .as_ref()
+        .map(|f| sc.read_instance("data_file", f))
+        .transpose()?;
+    let init: Option<FullMatrixInit> = p
+        .init_file
+        .as_ref()
+        .map(|f| sc.read_instance("init_file", f))
+        .transpose()?;
+    let file_error = |key: &str, file: &PathBuf, e: InstanceError| {
+        InputError::new(
+            &sc.input_path(key, file),
+            e.key,
+            format!("{} (file given by params.{key})", e.reason),
+        )
+    };
+    let d = data.as_ref().map_or(p.d, |x| x.d);
+    let d_h = init.as_ref().map_or(p.d_h, |i| i.d_h);
+    if let (Some(init), Some(f)) = (&init, &p.init_file) {
+        init.check_dim(d)
+            .map_err(|e| file_error("init_file", f, e))?;
+    }
+    if let (Some(data), Some(f)) = (&data, &p.data_file) {
+        // the student W_K W_Qᵀ has rank ≤ d_h: a teacher of higher rank is out of its reach
+        for (prefix, t) in ["kq", "vo"].iter().zip(&data.teacher) {
+            if t.sigma.len() > d_h {
+                return Err(file_error(
+                    "data_file",
+                    f,
+                    InstanceError::new(
+                        format!("{prefix}_sigma"),
+                        format!(
+                            "teacher rank {} > d_h = {d_h}: the student's product has rank ≤ \
+                             d_h and cannot reach it",
+                            t.sigma.len()
+                        ),
+                    ),
+                ));
+            }
+        }
+    }
+    if let (None, Some(f)) = (&data, &p.init_file) {
+        let rank = p.teacher_kq.len().max(p.teacher_vo.len());
+        if rank > d_h {
+            return Err(file_error(
+                "init_file",
+                f,
+                InstanceError::new(
+                    "W_K0",
+                    format!(
+                        "d_h = {d_h} columns, below the teacher's rank {rank} (params.teacher_kq, \
+                         teacher_vo): the student's products could not reach it"
+                    ),
+                ),
+            ));
+        }
+    }
+    if p.top > d {
+        return Err(sc.invalid("params.top", format!("at most d = {d} values")));
+    }
+    Ok(Files { data, init })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -122,9 +206,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             return Err(sc.invalid(key, "must be at least 1"));
         }
     }
-    if p.top > p.d {
-        return Err(sc.invalid("params.top", format!("at most d = {} values", p.d)));
-    }
     for (key, sigma) in [
         ("params.teacher_kq", &p.teacher_kq),
         ("params.teacher_vo", &p.teacher_vo),
@@ -163,6 +244,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "the ln(1/s) slope needs at least two scales s ≤ small_scale",
         ));
     }
+    read_files(p, sc)?;
     sc.require_positive(&[
         ("checks.max_teacher_error", c.max_teacher_error),
         ("checks.final_rank_tol", c.final_rank_tol),
@@ -174,14 +256,22 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let inst = Instance::new(
-        (p.d, p.d_h, p.tokens, p.samples),
-        &p.teacher_kq,
-        &p.teacher_vo,
-        ctx,
-    );
-    let probe = inst.flow(ctx)?;
-    let unit_init = inst.unit_init(&probe, ctx);
+    let files = read_files(p, ctx.scenario)?;
+    let d_h = files.init.as_ref().map_or(p.d_h, |i| i.d_h);
+    let inst = match &files.data {
+        Some(data) => Instance::from_data(data, d_h),
+        None => Instance::new(
+            (p.d, d_h, p.tokens, p.samples),
+            &p.teacher_kq,
+            &p.teacher_vo,
+            ctx,
+        ),
+    };
+    let probe = inst.flow()?;
+    let unit_init = match files.init {
+        Some(init) => init.theta,
+        None => inst.unit_init(&probe, ctx),
+    };
     let vo_rates = inst.vo_rates_at_zero(&probe)?;
     let mut times = vec![0.0];
     times.extend(logspace(p.t_first, p.t_end, p.outputs));
@@ -199,10 +289,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // independent runs: one head (with its own scratch) per run, in parallel
     let runs: Vec<ScaleRun> = scales
         .par_iter()
-        .map(|&s| run_scale(&spec, s, ctx))
+        .map(|&s| run_scale(&spec, s))
         .collect::<Result<_, _>>()?;
 
-    let mut rep = Report::default();
+    let init = FullMatrixInit {
+        d: inst.d,
+        d_h,
+        theta: unit_init.clone(),
+    };
+    let mut instance = inst.data().to_arrays();
+    instance.merge_prefixed("", init.to_arrays());
+    let mut rep = Report {
+        instance: Some(instance),
+        ..Default::default()
+    };
     for r in &runs {
         rep.stats(format!("flow s = {}", r.scale), &r.stats);
     }

@@ -3,12 +3,15 @@
 //! Δ(W_K W_Qᵀ) and Δ(W_V W_Oᵀ) along it and the emergence times of their singular values
 //! (root-finding events, so they are not limited by the output grid).
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DMatrix;
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::analysis::spectra::SingularSpectrum;
 use crate::flow::{integrate, norm, Descent, Events, GradientFlow, OdeConfig, SolverStats};
-use crate::models::diagonal::{BetaLoss, FactorizedAttention, LossScale, MatrixAttention};
+use crate::instance::diagonal::{FullMatrixData, LowRankTeacher};
+use crate::models::diagonal::{
+    AttentionSamples, BetaLoss, FactorizedAttention, LossScale, MatrixAttention, MatrixScores,
+};
 use crate::scenario::{RunContext, RunError};
 
 use super::common::{DATA_STREAM, FIRST_FREE_STREAM, INIT_STREAM};
@@ -40,12 +43,15 @@ impl Product {
     }
 }
 
-/// The instance: sizes, the teacher products and their singular values (descending).
+/// The instance: sizes, the inputs, the teacher products and their singular values
+/// (descending).
 pub struct Instance {
     pub d: usize,
     pub d_h: usize,
     pub tokens: usize,
     pub samples: usize,
+    /// The inputs X, row-major (N, n, d); labels are the teacher's outputs on them.
+    x: Vec<f64>,
     /// (A*, M*) and their nonzero singular values, indexed like [`Product::BOTH`].
     pub teacher: [DMatrix<f64>; 2],
     pub teacher_sigma: [Vec<f64>; 2],
@@ -56,7 +62,8 @@ pub struct Instance {
 
 impl Instance {
     /// Teacher products U diag(σ) Vᵀ with Haar-random orthonormal frames U, V ∈ ℝ^{d×r} drawn
-    /// from the scenario's first free stream (so they do not depend on the data or the init).
+    /// from the scenario's first free stream (so they do not depend on the data or the init),
+    /// and N Gaussian inputs from the data stream.
     pub fn new(
         (d, d_h, tokens, samples): (usize, usize, usize, usize),
         sigma_kq: &[f64],
@@ -64,43 +71,80 @@ impl Instance {
         ctx: &RunContext,
     ) -> Self {
         let mut rng = ctx.rng(FIRST_FREE_STREAM);
-        let mut frames = |rank: usize| {
+        let mut teacher = |sigma: &[f64]| {
             let mut frame = || {
-                DMatrix::<f64>::from_fn(d, rank, |_, _| StandardNormal.sample(&mut rng))
+                DMatrix::<f64>::from_fn(d, sigma.len(), |_, _| StandardNormal.sample(&mut rng))
                     .qr()
                     .q()
             };
-            (frame(), frame())
+            let (u, v) = (frame(), frame());
+            LowRankTeacher {
+                u,
+                sigma: sigma.to_vec(),
+                v,
+            }
         };
-        let frames = [frames(sigma_kq.len()), frames(sigma_vo.len())];
-        let product = |(u, v): &(DMatrix<f64>, DMatrix<f64>), sigma: &[f64]| {
-            u * DMatrix::from_diagonal(&DVector::from_column_slice(sigma)) * v.transpose()
-        };
-        let teacher = [product(&frames[0], sigma_kq), product(&frames[1], sigma_vo)];
-        Instance {
-            d,
+        let teachers = [teacher(sigma_kq), teacher(sigma_vo)];
+        let x = AttentionSamples::gaussian_inputs(samples, tokens, d, &mut ctx.rng(DATA_STREAM));
+        Self::from_data(
+            &FullMatrixData {
+                count: samples,
+                n: tokens,
+                d,
+                x,
+                teacher: teachers,
+            },
             d_h,
-            tokens,
-            samples,
-            teacher,
-            teacher_sigma: [sigma_kq.to_vec(), sigma_vo.to_vec()],
-            frames,
+        )
+    }
+
+    /// The instance of a data file (or of the draws of [`Instance::new`]) with head dimension
+    /// d_h.
+    pub fn from_data(data: &FullMatrixData, d_h: usize) -> Self {
+        Instance {
+            d: data.d,
+            d_h,
+            tokens: data.n,
+            samples: data.count,
+            x: data.x.clone(),
+            teacher: data.teacher.each_ref().map(LowRankTeacher::product),
+            teacher_sigma: data.teacher.each_ref().map(|t| t.sigma.clone()),
+            frames: data.teacher.each_ref().map(|t| (t.u.clone(), t.v.clone())),
         }
     }
 
-    /// The factorized head on N Gaussian samples labelled by the teacher (data stream), with
-    /// the MSE normalization κ = 1/(n d) of spec §5.1. Deterministic: every call builds the same
-    /// head, so parallel runs each own one.
-    pub fn flow(&self, ctx: &RunContext) -> Result<FactorizedAttention, RunError> {
-        let head = MatrixAttention::student_teacher(
-            self.tokens,
-            self.samples,
-            &self.teacher[0],
-            &self.teacher[1],
-            LossScale::Mean,
-            &mut ctx.rng(DATA_STREAM),
-        )
-        .map_err(|e| RunError::Other(format!("building the student–teacher head: {e}")))?;
+    /// The data, as `instance.npz` holds it.
+    pub fn data(&self) -> FullMatrixData {
+        let teacher = |i: usize| LowRankTeacher {
+            u: self.frames[i].0.clone(),
+            sigma: self.teacher_sigma[i].clone(),
+            v: self.frames[i].1.clone(),
+        };
+        FullMatrixData {
+            count: self.samples,
+            n: self.tokens,
+            d: self.d,
+            x: self.x.clone(),
+            teacher: [teacher(0), teacher(1)],
+        }
+    }
+
+    /// The factorized head on the N inputs labelled by the teacher, with the MSE normalization
+    /// κ = 1/(n d) of spec §5.1. Deterministic: every call builds the same head, so parallel
+    /// runs each own one.
+    pub fn flow(&self) -> Result<FactorizedAttention, RunError> {
+        let failed = |e| RunError::Other(format!("building the student–teacher head: {e}"));
+        let map = MatrixScores { d: self.d };
+        // β* = [vec A*; vec M*], row-major
+        let teacher: Vec<f64> = self
+            .teacher
+            .iter()
+            .flat_map(|p| p.transpose().as_slice().to_vec())
+            .collect();
+        let samples = AttentionSamples::from_teacher(&map, &teacher, self.tokens, self.x.clone())
+            .map_err(failed)?;
+        let head = MatrixAttention::new(map, samples, LossScale::Mean.kappa(self.tokens, self.d))
+            .map_err(failed)?;
         Ok(FactorizedAttention::new(head, self.d_h))
     }
 
@@ -203,9 +247,9 @@ pub struct RunSpec<'a> {
 
 /// Integrates the exact gradient flow from s·θ_1 and measures the spectra of Δ on the output
 /// grid and the emergence times by events g_j = σ_j(Δ) − τ, τ = fraction·min_j σ*_j.
-pub fn run_scale(spec: &RunSpec, scale: f64, ctx: &RunContext) -> Result<ScaleRun, RunError> {
+pub fn run_scale(spec: &RunSpec, scale: f64) -> Result<ScaleRun, RunError> {
     let inst = spec.instance;
-    let flow = inst.flow(ctx)?;
+    let flow = inst.flow()?;
     let theta0: Vec<f64> = spec.unit_init.iter().map(|x| scale * x).collect();
     let start = Product::BOTH.map(|p| p.of(&flow, &theta0));
     let delta = |p: Product, theta: &[f64]| p.of(&flow, theta) - &start[p as usize];

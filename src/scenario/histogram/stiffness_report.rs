@@ -8,10 +8,14 @@
 //! horizon at the same tolerance and its work is recorded (steps, gradient and Hessian-vector
 //! evaluations, factorizations).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
+use super::instance_files::InstanceFiles;
 use super::sizes;
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
+use crate::instance::histogram::task_label;
 use crate::models::histogram::DfClosedForm;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::Cost;
@@ -20,8 +24,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::tf_common::{
-    default_d_thr, hessian_spectrum, limit_with_signs, require_alphabet, trial_data, trial_init,
-    FlowKind, HessianSpectrum, TaskName,
+    default_d_thr, hessian_spectrum, limit_with_signs, read_study_files, require_alphabet,
+    study_instance, FlowKind, HessianSpectrum, StudyDraw, StudyProblem, TaskName,
 };
 
 /// One problem of the report.
@@ -59,6 +63,13 @@ pub struct Params {
     pub n: usize,
     /// |λ| ≤ zero_mode_tol·max|λ| counts as a zero mode.
     pub zero_mode_tol: f64,
+    /// The task matrix `M` and, for tf problems, one set of `strings`: replaces every problem's
+    /// task, d_thr, d, seq_len and n. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// One initial state (`Q0`, `v0`): replaces every problem's σ and draw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -75,10 +86,21 @@ pub struct Checks {
     pub solve_error_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    let problems: Vec<(FlowKind, usize)> = p.problems.iter().map(|pr| (pr.flow, pr.d)).collect();
+    read_study_files(
+        sc,
+        p.data_file.as_deref(),
+        p.init_file.as_deref(),
+        &problems,
+    )
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.problems.is_empty() {
         return Err(sc.invalid("params.problems", "need at least one problem"));
     }
+    read_files(p, sc)?;
     if p.methods.is_empty() {
         return Err(sc.invalid("params.methods", "need at least one method"));
     }
@@ -103,7 +125,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
                 ));
             }
         }
-        if pr.flow == FlowKind::Tf && p.n < pr.d {
+        if pr.flow == FlowKind::Tf && p.n < pr.d && p.data_file.is_none() {
             return Err(sc.invalid(
                 "params.n",
                 format!("n = {} < d = {}: H_a singular (spec R3)", p.n, pr.d),
@@ -130,6 +152,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 /// Results of one problem.
 struct Outcome {
     label: String,
+    instance: StudyProblem,
     d: usize,
     t_end: f64,
     at_init: HessianSpectrum,
@@ -166,13 +189,31 @@ fn d4_spectrum(closed: &DfClosedForm, d: usize) -> Vec<f64> {
     values
 }
 
-fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Outcome, RunError> {
-    let task = pr.task.task(pr.d_thr);
+/// A label of problem k on the user's files ("df lt d3 #1"): σ, d and the task come from them.
+fn file_label(pr: &Problem, k: usize, instance: &StudyProblem) -> String {
+    let task = task_label(&instance.m);
+    format!("{} {task} d{} #{k}", pr.flow.label(), instance.d())
+}
+
+fn run_problem(
+    p: &Params,
+    files: &InstanceFiles,
+    ctx: &RunContext,
+    (k, pr): (usize, &Problem),
+) -> Result<Outcome, RunError> {
     // trial 0 for every problem: problems of equal d share the init direction (only σ differs)
-    let data = trial_data(ctx, &task, pr.d, p.seq_len, p.n, 0);
-    let z0 = trial_init(ctx, pr.d, pr.sigma, 0);
-    let closed = DfClosedForm::new(&data.m, &z0);
-    let flow = pr.flow.build(&data)?;
+    let draw = StudyDraw {
+        task: &pr.task.task(pr.d_thr),
+        d: pr.d,
+        sigma: pr.sigma,
+        seq_len: p.seq_len,
+        n: p.n,
+    };
+    let instance = StudyProblem::new(pr.flow, files, &draw, ctx)?;
+    let z0 = &instance.z0;
+    let d = instance.d();
+    let closed = DfClosedForm::new(&instance.m, z0);
+    let flow = instance.flow()?;
     let t_end = pr.t_end.unwrap_or(p.horizon_alpha / closed.alpha());
     let times = linspace(0.0, t_end, 2);
     let selected = pr.methods.as_ref().unwrap_or(&p.methods);
@@ -184,7 +225,7 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Outcome, Ru
                 .contains(m)
                 .then(|| {
                     let cfg = OdeConfig::new(*m, p.rtol, p.atol);
-                    integrate_flow(flow.as_ref(), &z0, &times, &cfg)
+                    integrate_flow(flow.as_ref(), z0, &times, &cfg)
                 })
                 .transpose()
         })
@@ -192,7 +233,7 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Outcome, Ru
     let first_run = runs.iter().flatten().next().expect("validated: ≥ 1 method");
     let z_star = match pr.flow {
         FlowKind::Df => closed.limit_state(),
-        FlowKind::Tf => limit_with_signs(&closed, first_run.last_state(), pr.d),
+        FlowKind::Tf => limit_with_signs(&closed, first_run.last_state(), d),
     };
     let (formula, final_errors) = match pr.flow {
         FlowKind::Df => {
@@ -211,21 +252,26 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Outcome, Ru
                 })
                 .collect();
             (
-                Some((d4_spectrum(&closed, pr.d), closed.kappa())),
+                Some((d4_spectrum(&closed, d), closed.kappa())),
                 Some(errors),
             )
         }
         FlowKind::Tf => (None, None),
     };
+    let on_files = p.data_file.is_some() || p.init_file.is_some();
     Ok(Outcome {
-        label: problem_label(pr),
-        d: pr.d,
+        label: match on_files {
+            true => file_label(pr, k, &instance),
+            false => problem_label(pr),
+        },
+        d,
         t_end,
-        at_init: hessian_spectrum(flow.as_ref(), &z0, p.zero_mode_tol)?,
+        at_init: hessian_spectrum(flow.as_ref(), z0, p.zero_mode_tol)?,
         at_limit: hessian_spectrum(flow.as_ref(), &z_star, p.zero_mode_tol)?,
         formula,
         runs,
         final_errors,
+        instance,
     })
 }
 
@@ -240,12 +286,18 @@ fn nonzero(s: &HessianSpectrum, tol: f64) -> Vec<f64> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
     let outcomes = p
         .problems
         .iter()
-        .map(|pr| run_problem(p, ctx, pr))
+        .enumerate()
+        .map(|problem| run_problem(p, &files, ctx, problem))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut rep = Report::default();
+    let instances: Vec<&StudyProblem> = outcomes.iter().map(|o| &o.instance).collect();
+    let mut rep = Report {
+        instance: Some(study_instance(&instances)),
+        ..Default::default()
+    };
 
     let (mut kappa_err, mut spectrum_err, mut asym) = (0.0f64, 0.0f64, 0.0f64);
     let mut wrong_zero_modes = Vec::new();

@@ -2,7 +2,11 @@
 //! name, seeded datasets and Gaussian initializations, the exact common limit of both flows and
 //! Hessian spectra with the rescaling zero modes set apart.
 
+use nalgebra::DMatrix;
 use serde::Serialize;
+
+use super::instance_files::{df_instance, tf_instance, InstanceFiles};
+use crate::instance::{run_instance, Arrays};
 
 use crate::analysis::linearize::{conditioning, hessian, symmetric_eigenvalues, Conditioning};
 use crate::flow::GradientFlow;
@@ -152,14 +156,116 @@ impl FlowKind {
             FlowKind::Tf => "tf",
         }
     }
+}
 
-    /// The gradient flow of this loss on `data` (ℓ_tf refuses singular H_a).
-    pub fn build(self, data: &HistogramData) -> Result<Box<dyn GradientFlow>, RunError> {
-        Ok(match self {
-            FlowKind::Df => Box::new(crate::models::histogram::DfFlow::new(data.m.clone())),
-            FlowKind::Tf => Box::new(tf_flow_checked(data)?.0),
+/// One problem of a solver study (`work-precision`, `stiffness-report`): its task matrix, its
+/// dataset (ℓ_tf only: ℓ_df needs only M) and its initial state, from the user's files or drawn
+/// as trial 0 (problems of equal d share the draws).
+pub struct StudyProblem {
+    pub m: DMatrix<f64>,
+    pub data: Option<HistogramData>,
+    pub z0: Vec<f64>,
+}
+
+/// What a solver-study problem draws when no file replaces it.
+pub struct StudyDraw<'a> {
+    pub task: &'a Task,
+    pub d: usize,
+    pub sigma: f64,
+    pub seq_len: usize,
+    pub n: usize,
+}
+
+impl StudyProblem {
+    /// The files' M (and one dataset, for ℓ_tf) and initial state, else the draws of `draw`.
+    pub fn new(
+        kind: FlowKind,
+        files: &InstanceFiles,
+        draw: &StudyDraw,
+        ctx: &RunContext,
+    ) -> Result<Self, RunError> {
+        let data =
+            match kind {
+                FlowKind::Df => None,
+                FlowKind::Tf => Some(files.single_dataset(|| {
+                    trial_data(ctx, draw.task, draw.d, draw.seq_len, draw.n, 0)
+                })?),
+            };
+        let m = match &data {
+            Some(data) => data.m.clone(),
+            None => files.task_matrix(|| task_matrix(draw.task, draw.d)),
+        };
+        let z0 = files.single_init(|| trial_init(ctx, m.nrows(), draw.sigma, 0))?;
+        Ok(StudyProblem { m, data, z0 })
+    }
+
+    /// The alphabet size d.
+    pub fn d(&self) -> usize {
+        self.m.nrows()
+    }
+
+    /// The gradient flow of this problem's loss (ℓ_tf refuses singular H_a).
+    pub fn flow(&self) -> Result<Box<dyn GradientFlow>, RunError> {
+        Ok(match &self.data {
+            None => Box::new(crate::models::histogram::DfFlow::new(self.m.clone())),
+            Some(data) => Box::new(tf_flow_checked(data)?.0),
         })
     }
+
+    /// The arrays this problem used (ℓ_df: M and the state; ℓ_tf: with the strings).
+    pub fn instance(&self) -> Arrays {
+        match &self.data {
+            None => df_instance(&self.m, vec![self.z0.clone()]),
+            Some(data) => tf_instance(data, vec![self.z0.clone()]),
+        }
+    }
+}
+
+/// `instance.npz` of a solver study: the problems' arrays merged into one instance when they
+/// agree (e.g. all on one user file: the df problems then hold M, Q0, v0 and the tf ones add
+/// the strings), so that it feeds back as `data_file`/`init_file`; otherwise (the built-in
+/// problems of different d or σ) each problem's under `problem<k>_`.
+pub fn study_instance(problems: &[&StudyProblem]) -> Arrays {
+    let mut merged = Arrays::new();
+    for arrays in problems.iter().map(|p| p.instance()) {
+        for (name, a) in arrays.iter() {
+            if merged.get(name).is_some_and(|held| held != a) {
+                return run_instance(
+                    problems
+                        .iter()
+                        .enumerate()
+                        .map(|(k, p)| (format!("problem{k}"), p.instance()))
+                        .collect(),
+                );
+            }
+            merged.insert(name, a.clone());
+        }
+    }
+    merged
+}
+
+/// Reads a solver study's files: an init file must fit the data's alphabet, else every
+/// problem's d; ℓ_tf problems need one dataset with definite H_a.
+pub fn read_study_files(
+    sc: &Scenario,
+    data_file: Option<&std::path::Path>,
+    init_file: Option<&std::path::Path>,
+    problems: &[(FlowKind, usize)],
+) -> Result<InstanceFiles, InputError> {
+    let d_first = problems.first().map_or(2, |p| p.1);
+    let files = InstanceFiles::read(sc, data_file, init_file, d_first)?;
+    if let Some(init) = files.init() {
+        for &(_, d) in problems {
+            init.require_alphabet(files.d(d))
+                .map_err(|e| files.init_error(e))?;
+        }
+    }
+    if problems.iter().any(|p| p.0 == FlowKind::Tf) {
+        files.require_tf_single()?;
+    } else {
+        files.require_df_single()?;
+    }
+    Ok(files)
 }
 
 /// The dataset sizes of a transformer scenario: an alphabet (d ≥ 2), non-empty strings, and at

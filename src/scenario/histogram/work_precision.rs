@@ -9,6 +9,8 @@
 //! two kernels (benches/solvers.rs: about 2 for ℓ_tf, two T3 contractions against one; about 1.5
 //! for ℓ_df). Dense LU factorizations are not in this count: the wall-time panels show them.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use super::sizes;
@@ -20,12 +22,14 @@ use crate::flow::{
 use crate::models::histogram::DfClosedForm;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::histogram::instance_files::InstanceFiles;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::tf_common::{
-    default_d_thr, require_alphabet, trial_data, trial_init, FlowKind, TaskName,
+    default_d_thr, read_study_files, require_alphabet, study_instance, FlowKind, StudyDraw,
+    StudyProblem, TaskName,
 };
 
 /// One problem of the study.
@@ -69,6 +73,13 @@ pub struct Params {
     /// String length N and number of strings n of the tf problems.
     pub seq_len: usize,
     pub n: usize,
+    /// The task matrix `M` and, for tf problems, one set of `strings`: replaces every problem's
+    /// task, d_thr, d, seq_len and n. README "Your own data".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// One initial state (`Q0`, `v0`): replaces every problem's σ and draw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -87,10 +98,21 @@ pub struct Checks {
     pub reference_error_ratio_max: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
+    let problems: Vec<(FlowKind, usize)> = p.problems.iter().map(|pr| (pr.flow, pr.d)).collect();
+    read_study_files(
+        sc,
+        p.data_file.as_deref(),
+        p.init_file.as_deref(),
+        &problems,
+    )
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.problems.is_empty() || p.methods.is_empty() {
         return Err(sc.invalid("params.problems", "need problems and methods"));
     }
+    read_files(p, sc)?;
     if p.rtols.len() < 3 {
         return Err(sc.invalid("params.rtols", "need at least 3 tolerances"));
     }
@@ -130,7 +152,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             gd_steps_per_interval(pr, eta, p.grid_points)
                 .map_err(|r| sc.invalid(&key("etas"), r))?;
         }
-        if pr.flow == FlowKind::Tf && p.n < pr.d {
+        if pr.flow == FlowKind::Tf && p.n < pr.d && p.data_file.is_none() {
             return Err(sc.invalid("params.n", "n < d: H_a singular (spec R3)"));
         }
         if pr.stiff && !(p.methods.contains(&Method::Bdf) && p.methods.contains(&Method::Tsit45)) {
@@ -185,6 +207,7 @@ impl Point {
 
 struct Study {
     problem: Problem,
+    instance: StudyProblem,
     points: Vec<Point>,
     /// Estimated error of the reference (0 for the closed form).
     reference_error: f64,
@@ -213,15 +236,26 @@ fn errors(tr: &Trajectory, reference: &[Vec<f64>]) -> Result<(f64, f64), RunErro
     Ok((grid, dist(tr.len() - 1)))
 }
 
-fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Study, RunError> {
-    let task = pr.task.task(pr.d_thr);
-    let data = trial_data(ctx, &task, pr.d, p.seq_len, p.n, 0);
-    let z0 = trial_init(ctx, pr.d, pr.sigma, 0);
+fn run_problem(
+    p: &Params,
+    files: &InstanceFiles,
+    ctx: &RunContext,
+    pr: &Problem,
+) -> Result<Study, RunError> {
+    let draw = StudyDraw {
+        task: &pr.task.task(pr.d_thr),
+        d: pr.d,
+        sigma: pr.sigma,
+        seq_len: p.seq_len,
+        n: p.n,
+    };
+    let instance = StudyProblem::new(pr.flow, files, &draw, ctx)?;
+    let z0 = &instance.z0;
     let times = linspace(0.0, pr.t_end, p.grid_points);
-    let flow = pr.flow.build(&data)?;
+    let flow = instance.flow()?;
     let (reference, reference_error, reference_stats) = match pr.flow {
         FlowKind::Df => {
-            let closed = DfClosedForm::new(&data.m, &z0);
+            let closed = DfClosedForm::new(&instance.m, z0);
             let states = times
                 .iter()
                 .map(|&t| {
@@ -233,9 +267,9 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Study, RunE
             (states, 0.0, None)
         }
         FlowKind::Tf => {
-            let tr = integrate_flow(flow.as_ref(), &z0, &times, &p.reference)?;
+            let tr = integrate_flow(flow.as_ref(), z0, &times, &p.reference)?;
             let states: Vec<Vec<f64>> = (0..tr.len()).map(|k| tr.state(k).to_vec()).collect();
-            let check = integrate_flow(flow.as_ref(), &z0, &times, &p.reference_check)?;
+            let check = integrate_flow(flow.as_ref(), z0, &times, &p.reference_check)?;
             (states.clone(), errors(&check, &states)?.0, Some(tr.stats))
         }
     };
@@ -243,7 +277,7 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Study, RunE
     for &method in &p.methods {
         for &rtol in &p.rtols {
             let cfg = OdeConfig::new(method, rtol, rtol * p.atol_ratio);
-            let tr = integrate_flow(flow.as_ref(), &z0, &times, &cfg)?;
+            let tr = integrate_flow(flow.as_ref(), z0, &times, &cfg)?;
             let (error_grid, error_final) = errors(&tr, &reference)?;
             points.push(Point {
                 method: method.name().into(),
@@ -258,7 +292,7 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Study, RunE
         let every = gd_steps_per_interval(pr, eta, p.grid_points).map_err(RunError::Other)?;
         let steps = every * (p.grid_points - 1);
         let cfg = DiscreteConfig::new(StepRule::Constant { eta }, steps, Recording::Every(every));
-        let tr = gradient_descent(flow.as_ref(), &z0, &cfg)?;
+        let tr = gradient_descent(flow.as_ref(), z0, &cfg)?;
         let (error_grid, error_final) = errors(&tr, &reference)?;
         points.push(Point {
             method: "gd".into(),
@@ -270,6 +304,7 @@ fn run_problem(p: &Params, ctx: &RunContext, pr: &Problem) -> Result<Study, RunE
     }
     Ok(Study {
         problem: pr.clone(),
+        instance,
         points,
         reference_error,
         reference_stats,
@@ -300,6 +335,7 @@ impl Study {
 }
 
 fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
+    let on_files = p.data_file.is_some() || p.init_file.is_some();
     for s in studies {
         let name = &s.problem.name;
         // error ∝ tolerance: tightest vs loosest, and monotone ranks, per method
@@ -362,7 +398,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
             .note("GD is a first-order method for the flow at t = kη"),
         );
         if s.problem.stiff {
-            stiffness_checks(rep, s);
+            stiffness_checks(rep, s, on_files);
         }
         if s.reference_stats.is_some() {
             let smallest = stats::min(s.points.iter().map(|q| q.error_grid));
@@ -389,7 +425,8 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
 /// evaluations (BDF spends about one per step, Tsit45 six, so this alone also holds on mildly
 /// stiff problems) and fewer gradient-equivalents, which charge Bdf for its Jacobians (the
 /// stiffness effect proper: it fails on non-stiff problems, where Tsit45 takes few steps).
-fn stiffness_checks(rep: &mut Report, s: &Study) {
+/// Skipped on a user's files: `stiff` describes the built-in σ = 2 draw, not the file's instance.
+fn stiffness_checks(rep: &mut Report, s: &Study, on_files: bool) {
     let bdf = s.curve(Method::Bdf.name());
     let tsit = s.curve(Method::Tsit45.name());
     type Work = fn(&Point, f64) -> f64;
@@ -398,6 +435,19 @@ fn stiffness_checks(rep: &mut Report, s: &Study) {
         ("gradient-equivalents", |q, c| q.gradient_equivalents(c)),
     ];
     for (what, work) in measures {
+        let name = format!(
+            "{}: tolerances at which Bdf needs ≥ the {what} of Tsit45",
+            s.problem.name
+        );
+        if on_files {
+            rep.skip(
+                name,
+                "stiff = true marks the built-in σ = 2 draw (imbalance δ_i ≈ (d − 1)σ², κ ~ 10³); \
+                 the instance from params.data_file/init_file is not known to be stiff (its work \
+                 per method is in series.csv)",
+            );
+            continue;
+        }
         let ratios: Vec<f64> = bdf
             .iter()
             .zip(&tsit)
@@ -405,29 +455,24 @@ fn stiffness_checks(rep: &mut Report, s: &Study) {
             .collect();
         let losses = ratios.iter().filter(|&&r| r >= 1.0).count();
         let worst = stats::max(ratios.iter());
-        rep.check(
-            Check::at_most(
-                &format!(
-                    "{}: tolerances at which Bdf needs ≥ the {what} of Tsit45",
-                    s.problem.name
-                ),
-                losses as f64,
-                0.0,
-            )
-            .note(format!(
-                "stiff problem; max {what}(Bdf)/{what}(Tsit45) over the tolerances = {worst:.3}"
-            )),
-        );
+        rep.check(Check::at_most(&name, losses as f64, 0.0).note(format!(
+            "stiff problem; max {what}(Bdf)/{what}(Tsit45) over the tolerances = {worst:.3}"
+        )));
     }
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
     let studies = p
         .problems
         .iter()
-        .map(|pr| run_problem(p, ctx, pr))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut rep = Report::default();
+        .map(|pr| run_problem(p, &files, ctx, pr))
+        .collect::<Result<Vec<Study>, _>>()?;
+    let instances: Vec<&StudyProblem> = studies.iter().map(|s| &s.instance).collect();
+    let mut rep = Report {
+        instance: Some(study_instance(&instances)),
+        ..Default::default()
+    };
     add_checks(&mut rep, p, c, &studies);
     rep.series = Table::new(&[
         "problem",

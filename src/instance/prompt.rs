@@ -10,6 +10,8 @@
 //!
 //! `np.savez("zstar.npz", z_star=np.array([0.7, 0.2, 0.1]), H=np.diag([1.0, 2.0, 3.0]))`.
 //! Theorem 2 needs μ = λ_min(H) > 0 (spec 002 erratum E11), so H must be positive definite.
+//! The simplex scenarios (`thm2-linearization`, `eq16-simplex-map`) read (z*, H) as the (C-quad)
+//! loss ½(z − z*)ᵀH(z − z*) + c𝟙ᵀz and their starts from [`SimplexInit`] (`zeta_dir`, `w0`).
 
 use nalgebra::DMatrix;
 
@@ -102,7 +104,7 @@ impl InstanceFile for StationaryPoint {
     ];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
-        a.deny_unknown(&["z_star", "H"])?;
+        a.deny_unknown(&SIMPLEX_NAMES)?;
         let z_star = open_simplex_point(a, "z_star")?.to_vec();
         let h = spd_matrix(a, "H", z_star.len())?;
         Ok(StationaryPoint { z_star, h })
@@ -113,6 +115,132 @@ impl InstanceFile for StationaryPoint {
         let mut a = Arrays::new();
         a.insert("z_star", Array::vector(&self.z_star))
             .insert("H", Array::from_column_major(n, n, self.h.as_slice()));
+        a
+    }
+}
+
+/// Every array name of the simplex layouts ([`StationaryPoint`], [`SimplexInit`]): the point and
+/// the starts may share one file (a run's `instance.npz` does).
+const SIMPLEX_NAMES: [&str; 4] = ["z_star", "H", "zeta_dir", "w0"];
+
+/// How far Σζ may be from 0, relative to Σ|ζ| (a float64 tangent vector is within ~nε).
+const TANGENT_TOL: f64 = 1e-12;
+
+/// Starting points of the simplex scenarios, beside a [`StationaryPoint`]:
+///
+/// | array      | shape  | meaning                                                          |
+/// |------------|--------|------------------------------------------------------------------|
+/// | `zeta_dir` | (n,)   | direction of the perturbation ζ₀ of z* in T = 𝟙^⊥ (entries sum to 0 within 1e−12·Σ\|ζ\|); the run rescales it to ‖ζ₀‖ = `params.zeta0` (`thm2-linearization`) |
+/// | `w0`       | (m, n) | logits of m starting points z₀ = φ(w₀) (any reals; from z use `np.log(z)`; `eq16-simplex-map`) |
+///
+/// `np.savez("starts.npz", w0=np.log(rng.dirichlet(np.ones(6), size=10)))`. Each scenario reads
+/// the array it names and refuses a file missing it; the lengths are checked against z*.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimplexInit {
+    pub zeta_dir: Option<Vec<f64>>,
+    pub w0: Option<Vec<Vec<f64>>>,
+}
+
+impl SimplexInit {
+    /// Checks the lengths against z* of n entries.
+    pub fn require_fits(&self, n: usize) -> Result<(), InstanceError> {
+        let dir = self.zeta_dir.iter().map(|z| ("zeta_dir", z.len()));
+        let w0 = self.w0.iter().map(|w| ("w0", w[0].len()));
+        match dir.chain(w0).find(|&(_, len)| len != n) {
+            Some((name, len)) => Err(InstanceError::new(
+                name,
+                format!("has {len} entries per point, but z* has n = {n}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// `zeta_dir`, or an error saying this scenario needs it.
+    pub fn require_zeta_dir(&self) -> Result<&[f64], InstanceError> {
+        self.zeta_dir.as_deref().ok_or_else(|| {
+            InstanceError::new(
+                "zeta_dir",
+                "missing: this scenario perturbs z* along zeta_dir (n,)",
+            )
+        })
+    }
+
+    /// `w0`, or an error saying this scenario needs it.
+    pub fn require_w0(&self) -> Result<&[Vec<f64>], InstanceError> {
+        self.w0.as_deref().ok_or_else(|| {
+            InstanceError::new(
+                "w0",
+                "missing: this scenario starts at z₀ = φ(w₀), w0 (m, n)",
+            )
+        })
+    }
+}
+
+impl InstanceFile for SimplexInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "zeta_dir",
+            "(n,): direction of ζ₀ in T (sum 0), rescaled to ‖ζ₀‖ = params.zeta0",
+        ),
+        ("w0", "(m, n): logits of the starting points z₀ = φ(w₀)"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&SIMPLEX_NAMES)?;
+        let zeta_dir = match a.get("zeta_dir") {
+            None => None,
+            Some(_) => {
+                let z = a.vector("zeta_dir", None)?;
+                let l1: f64 = z.iter().map(|x| x.abs()).sum();
+                let sum: f64 = z.iter().sum();
+                if z.len() < 2 || l1 == 0.0 {
+                    return Err(InstanceError::new(
+                        "zeta_dir",
+                        "needs n ≥ 2 entries, not all zero (a direction)",
+                    ));
+                }
+                if sum.abs() > TANGENT_TOL * l1 {
+                    return Err(InstanceError::new(
+                        "zeta_dir",
+                        format!(
+                            "must lie in T = 𝟙^⊥ (the simplex's tangent space): entries sum to \
+                             {sum:e}, more than {TANGENT_TOL:e}·Σ|ζ|"
+                        ),
+                    ));
+                }
+                Some(z.to_vec())
+            }
+        };
+        let w0 = match a.get("w0") {
+            None => None,
+            Some(_) => {
+                let m = a.shaped("w0", &[None, None])?;
+                if m.shape[0] == 0 || m.shape[1] < 2 {
+                    return Err(InstanceError::new(
+                        "w0",
+                        format!("needs m ≥ 1 points of n ≥ 2 logits, got {:?}", m.shape),
+                    ));
+                }
+                Some(m.data.chunks(m.shape[1]).map(<[f64]>::to_vec).collect())
+            }
+        };
+        if zeta_dir.is_none() && w0.is_none() {
+            return Err(InstanceError::new(
+                "zeta_dir",
+                "missing (the file holds neither zeta_dir nor w0)",
+            ));
+        }
+        Ok(SimplexInit { zeta_dir, w0 })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        if let Some(z) = &self.zeta_dir {
+            a.insert("zeta_dir", Array::vector(z));
+        }
+        if let Some(w) = &self.w0 {
+            a.insert("w0", Array::matrix(w.len(), w[0].len(), w.concat()));
+        }
         a
     }
 }

@@ -66,16 +66,27 @@ fn open_simplex_row(
 /// positive definite by a Cholesky factorization).
 fn spd_matrix(a: &Arrays, name: &str, n: usize) -> Result<DMatrix<f64>, InstanceError> {
     let arr = a.shaped(name, &[Some(n), Some(n)])?;
-    let m = DMatrix::from_row_slice(n, n, &arr.data);
+    spd_rows(&arr.data, n, name, |i, j| format!("{name}[{i}, {j}]"))
+}
+
+/// [`spd_matrix`] of the row-major n × n `data`, named `key` (`entry(i, j)` names an entry).
+fn spd_rows(
+    data: &[f64],
+    n: usize,
+    key: &str,
+    entry: impl Fn(usize, usize) -> String,
+) -> Result<DMatrix<f64>, InstanceError> {
+    let m = DMatrix::from_row_slice(n, n, data);
     let scale = m.amax();
     for i in 0..n {
         for j in 0..i {
             if (m[(i, j)] - m[(j, i)]).abs() > 1e-12 * scale {
                 return Err(InstanceError::new(
-                    format!("{name}[{i}, {j}]"),
+                    entry(i, j),
                     format!(
-                        "must be symmetric: {} ≠ {name}[{j}, {i}] = {}",
+                        "must be symmetric: {} ≠ {} = {}",
                         m[(i, j)],
+                        entry(j, i),
                         m[(j, i)]
                     ),
                 ));
@@ -84,7 +95,7 @@ fn spd_matrix(a: &Arrays, name: &str, n: usize) -> Result<DMatrix<f64>, Instance
     }
     if m.clone().cholesky().is_none() {
         return Err(InstanceError::new(
-            name,
+            key,
             "must be positive definite (Theorem 2 needs μ = λ_min > 0, spec 002 E11)",
         ));
     }
@@ -115,6 +126,210 @@ impl InstanceFile for StationaryPoint {
         let mut a = Arrays::new();
         a.insert("z_star", Array::vector(&self.z_star))
             .insert("H", Array::from_column_major(n, n, self.h.as_slice()));
+        a
+    }
+}
+
+/// Every array name of [`ConditionInstances`].
+const CONDITION_NAMES: [&str; 8] = [
+    "z_star",
+    "H",
+    "sweep_z",
+    "sweep_H",
+    "sweep_sizes",
+    "curve_g",
+    "curve_H_gauss",
+    "curve_H_tail",
+];
+
+/// Everything `thm2-condition-bound` uses, each part optional (the run draws what is missing):
+///
+/// | array           | shape           | meaning                                                    |
+/// |-----------------|-----------------|------------------------------------------------------------|
+/// | `z_star`, `H`   | (n,), (n, n)    | the given point, as [`StationaryPoint`]                     |
+/// | `sweep_z`       | (Σn,) or (m, n) | the sweep's m points z*, concatenated (each interior, n ≥ 2) |
+/// | `sweep_H`       | (Σn²,) or (m, n, n) | their SPD Hessians, each n × n row-major, concatenated  |
+/// | `sweep_sizes`   | (m,)            | each point's n (with a flat `sweep_z`)                      |
+/// | `curve_g`       | (draws, n)      | the Gaussian-logit curves' draws g (z = φ(s·g) per scale s) |
+/// | `curve_H_gauss` | (n, n)          | the SPD H of the Gaussian-logit curves (n of `curve_g`)     |
+/// | `curve_H_tail`  | (n_t, n_t)      | the SPD H of the dominant-token curve (its n_t tokens)      |
+///
+/// ```python
+/// zs = [rng.dirichlet(np.ones(n)) for n in (3, 5)]; Hs = [np.diag(np.arange(1.0, n + 1)) for n in (3, 5)]
+/// np.savez("sweep.npz", sweep_z=np.concatenate(zs), sweep_H=np.concatenate([h.ravel() for h in Hs]),
+///          sweep_sizes=[3, 5])
+/// ```
+/// `sweep_z` and `sweep_H` come together, and so do the three curve arrays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionInstances {
+    pub point: Option<StationaryPoint>,
+    pub sweep: Option<Vec<StationaryPoint>>,
+    pub curves: Option<ConditionCurves>,
+}
+
+/// The random numbers of `thm2-condition-bound`'s curves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionCurves {
+    /// One draw g per row.
+    pub g: Vec<Vec<f64>>,
+    pub h_gauss: DMatrix<f64>,
+    pub h_tail: DMatrix<f64>,
+}
+
+/// Whether any of `names` is in the file; then all must be.
+fn all_or_none(a: &Arrays, names: &[&str]) -> Result<bool, InstanceError> {
+    let given: Vec<&&str> = names.iter().filter(|n| a.get(n).is_some()).collect();
+    match (given.len(), names.iter().find(|n| a.get(n).is_none())) {
+        (0, _) => Ok(false),
+        (_, None) => Ok(true),
+        (_, Some(missing)) => Err(InstanceError::new(
+            *missing,
+            format!("missing: {} come together", names.join(", ")),
+        )),
+    }
+}
+
+impl ConditionInstances {
+    fn sweep_from(a: &Arrays) -> Result<Vec<StationaryPoint>, InstanceError> {
+        let rows = ragged_rows_sized(a, "sweep_z", "sweep_sizes")?;
+        // (Σn²,) concatenated, or (m, n, n) for one n: the same numbers row-major
+        let h = &a.require("sweep_H")?.data;
+        let want: usize = rows.iter().map(|(_, z)| z.len() * z.len()).sum();
+        if h.len() != want {
+            return Err(InstanceError::new(
+                "sweep_H",
+                format!("holds {} entries, but the sizes need Σn² = {want}", h.len()),
+            ));
+        }
+        let mut at = 0;
+        let mut points = Vec::with_capacity(rows.len());
+        for (k, (start, z)) in rows.into_iter().enumerate() {
+            open_simplex_row(z, &format!("sweep_z[{start}..]"), |j| {
+                format!("sweep_z[{}]", start + j)
+            })?;
+            let n = z.len();
+            let block = &h[at..at + n * n];
+            let h = spd_rows(block, n, &format!("sweep_H (point {k})"), |i, j| {
+                format!("sweep_H[{}] (point {k}, entry [{i}, {j}])", at + i * n + j)
+            })?;
+            at += n * n;
+            points.push(StationaryPoint {
+                z_star: z.to_vec(),
+                h,
+            });
+        }
+        Ok(points)
+    }
+
+    fn curves_from(a: &Arrays) -> Result<ConditionCurves, InstanceError> {
+        let g = a.shaped("curve_g", &[None, None])?;
+        let (draws, n) = (g.shape[0], g.shape[1]);
+        if draws == 0 || n < 3 {
+            return Err(InstanceError::new(
+                "curve_g",
+                format!("needs ≥ 1 draw of n ≥ 3 logits, got {:?}", g.shape),
+            ));
+        }
+        let rows = g.data.chunks(n).map(<[f64]>::to_vec).collect();
+        let h_gauss = spd_matrix(a, "curve_H_gauss", n)?;
+        let tail = a
+            .require("curve_H_tail")?
+            .shape
+            .first()
+            .copied()
+            .unwrap_or(0);
+        if tail < 3 {
+            return Err(InstanceError::new(
+                "curve_H_tail",
+                "needs n_t ≥ 3 tokens (an n_t × n_t matrix)",
+            ));
+        }
+        let h_tail = spd_matrix(a, "curve_H_tail", tail)?;
+        Ok(ConditionCurves {
+            g: rows,
+            h_gauss,
+            h_tail,
+        })
+    }
+}
+
+impl InstanceFile for ConditionInstances {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("z_star", "(n,): the given point (with H)"),
+        ("H", "(n, n): its SPD Hessian"),
+        ("sweep_z", "(Σn,): the sweep's points, concatenated"),
+        (
+            "sweep_H",
+            "(Σn²,): their SPD Hessians, row-major, concatenated",
+        ),
+        ("sweep_sizes", "(m,): each point's n ≥ 2"),
+        ("curve_g", "(draws, n): the Gaussian-logit curves' draws g"),
+        (
+            "curve_H_gauss",
+            "(n, n): SPD H of the Gaussian-logit curves",
+        ),
+        (
+            "curve_H_tail",
+            "(n_t, n_t): SPD H of the dominant-token curve",
+        ),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&CONDITION_NAMES)?;
+        let point = match all_or_none(a, &["z_star", "H"])? {
+            true => {
+                let z_star = open_simplex_point(a, "z_star")?.to_vec();
+                let h = spd_matrix(a, "H", z_star.len())?;
+                Some(StationaryPoint { z_star, h })
+            }
+            false => None,
+        };
+        let sweep = match all_or_none(a, &["sweep_z", "sweep_H"])? {
+            true => Some(Self::sweep_from(a)?),
+            false => None,
+        };
+        let curves = match all_or_none(a, &["curve_g", "curve_H_gauss", "curve_H_tail"])? {
+            true => Some(Self::curves_from(a)?),
+            false => None,
+        };
+        if point.is_none() && sweep.is_none() && curves.is_none() {
+            return Err(InstanceError::new(
+                "z_star",
+                "missing (the file holds none of z_star/H, sweep_*, curve_*)",
+            ));
+        }
+        Ok(ConditionInstances {
+            point,
+            sweep,
+            curves,
+        })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        if let Some(pt) = &self.point {
+            a.merge_prefixed("", pt.to_arrays());
+        }
+        if let Some(sweep) = &self.sweep {
+            let z: Vec<f64> = sweep.iter().flat_map(|p| p.z_star.clone()).collect();
+            // row-major blocks (H is symmetric, but the file holds what was used, entry for entry)
+            let h: Vec<f64> = sweep
+                .iter()
+                .flat_map(|p| p.h.transpose().as_slice().to_vec())
+                .collect();
+            let sizes: Vec<f64> = sweep.iter().map(|p| p.z_star.len() as f64).collect();
+            a.insert("sweep_z", Array::vector(&z))
+                .insert("sweep_H", Array::vector(&h))
+                .insert("sweep_sizes", Array::vector(&sizes));
+        }
+        if let Some(c) = &self.curves {
+            let n = c.g[0].len();
+            let square =
+                |m: &DMatrix<f64>| Array::from_column_major(m.nrows(), m.ncols(), m.as_slice());
+            a.insert("curve_g", Array::matrix(c.g.len(), n, c.g.concat()))
+                .insert("curve_H_gauss", square(&c.h_gauss))
+                .insert("curve_H_tail", square(&c.h_tail));
+        }
         a
     }
 }
@@ -568,14 +783,23 @@ impl AttentionFamily {
 /// The rows of a (m, n) array, or of a flat (Σn,) array cut by `sizes`; each row's first flat
 /// index is returned for messages.
 fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>, InstanceError> {
+    ragged_rows_sized(a, name, "sizes")
+}
+
+/// [`ragged_rows`] with the sizes in the array `sizes_name`.
+fn ragged_rows_sized<'a>(
+    a: &'a Arrays,
+    name: &str,
+    sizes_name: &str,
+) -> Result<Vec<(usize, &'a [f64])>, InstanceError> {
     let arr = a.require(name)?;
-    let sizes: Vec<usize> = match (arr.shape.len(), a.get("sizes")) {
+    let sizes: Vec<usize> = match (arr.shape.len(), a.get(sizes_name)) {
         (2, None) => vec![arr.shape[1]; arr.shape[0]],
         (1, Some(_)) => {
-            let s = a.vector("sizes", None)?;
+            let s = a.vector(sizes_name, None)?;
             if let Some(i) = s.iter().position(|&k| k.fract() != 0.0 || k < 2.0) {
                 return Err(InstanceError::new(
-                    format!("sizes[{i}]"),
+                    format!("{sizes_name}[{i}]"),
                     format!("each instance needs an integer n ≥ 2 tokens, got {}", s[i]),
                 ));
             }
@@ -583,7 +807,7 @@ fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>,
             let total: usize = sizes.iter().sum();
             if total != arr.data.len() {
                 return Err(InstanceError::new(
-                    "sizes",
+                    sizes_name,
                     format!(
                         "sum to {total}, but {name} holds {} entries",
                         arr.data.len()
@@ -594,7 +818,7 @@ fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>,
         }
         (2, Some(_)) => {
             return Err(InstanceError::new(
-                "sizes",
+                sizes_name,
                 format!("only with a flat (Σn,) {name}; {name} is (m, n)"),
             ))
         }
@@ -602,7 +826,7 @@ fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>,
             return Err(InstanceError::new(
                 name,
                 format!(
-                    "expected (m, n), or (Σn,) with `sizes`, got shape {:?}",
+                    "expected (m, n), or (Σn,) with `{sizes_name}`, got shape {:?}",
                     arr.shape
                 ),
             ))

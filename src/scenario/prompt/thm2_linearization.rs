@@ -81,14 +81,14 @@ pub struct Checks {
 /// The files; an init file alone (one ζ₀ direction of one length) needs one n in `sizes`.
 fn read_files(p: &Params, sc: &Scenario) -> Result<SimplexFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    let n = (p.sizes.len() == 1).then(|| p.sizes[0]);
+    let files = SimplexFiles::read(sc, data, init, n)?;
     if data.is_none() && init.is_some() && p.sizes.len() != 1 {
         return Err(sc.invalid(
             "params.sizes",
             "with params.init_file (one ζ₀ of one length) list one n (--set 'sizes=[6]')",
         ));
     }
-    let n = (p.sizes.len() == 1).then(|| p.sizes[0]);
-    let files = SimplexFiles::read(sc, data, init, n)?;
     if let (Some(init), Some(f)) = (&files.init, init) {
         let start = init.require_zeta_dir().and_then(|dir| match &files.point {
             Some(pt) => start_inside(&pt.z_star, dir, p.zeta0),

@@ -898,6 +898,12 @@ fn simplex_stiffness_and_sweep_round_trips_are_byte_identical() {
             "",
             false,
         ),
+        (
+            "two-token-closed-form",
+            strings(&["ratio_count=3"]),
+            "",
+            false,
+        ),
     ];
     for (name, set, folder, init) in cases {
         assert_round_trip(&dir, name, &set, folder, init);
@@ -1132,4 +1138,95 @@ fn simplex_and_sweep_files_are_refused_when_bad() {
     );
     let lonely = one("sweep_z", Array::vector(&[0.5, 0.5])).to_npz_bytes();
     refused(&dir, cb, "sweep-alone", lonely, "data_file", "sweep_H");
+}
+
+fn two_token_cases(s_star: &[f64], c: &[f64], s0: &[f64]) -> Arrays {
+    let mut a = Arrays::new();
+    a.insert("s_star", Array::vector(s_star))
+        .insert("c", Array::vector(c))
+        .insert("s0", Array::vector(s0));
+    a
+}
+
+/// two-token-closed-form on samples written here: the tail rate in tail_rates.csv is
+/// c(s*(1 − s*))² computed here, the solver's fit agrees with it within the scenario's 1e−3,
+/// s(0) = s₀, every check passes; bad samples are refused.
+#[test]
+fn two_token_cases_written_from_scratch() {
+    let dir = scratch("two-token");
+    let (s_star, c, s0) = ([0.8, 0.35], [1.5, 0.7], [0.4, 0.9]);
+    let a = two_token_cases(&s_star, &c, &s0);
+    let file = dir.join("cases.npz");
+    std::fs::write(&file, a.to_npz_bytes()).unwrap();
+    // relative agreement to 1e−6 needs |x| ≥ atol/1e−6 = 1e−8: the scenario's floor 1e−12 passes
+    // on its own cases only because their grids skip 1e−12 < |x| < 1e−8 (these samples land
+    // there: 1.6e−5 at x ≈ 3e−10)
+    let run = run_quick(
+        "two-token-closed-form",
+        &dir.join("out"),
+        &[
+            format!("data_file={}", file.display()),
+            "checks.closed_form_floor=1e-8".into(),
+        ],
+    );
+    let tails = run.join("tail_rates.csv");
+    let (formula, fit) = (
+        csv_column(&tails, "rate_formula"),
+        csv_column(&tails, "rate_fit"),
+    );
+    assert_eq!(formula.len(), 2);
+    for k in 0..2 {
+        let want = c[k] * (s_star[k] * (1.0 - s_star[k])).powi(2);
+        assert!(
+            (formula[k] / want - 1.0).abs() < 1e-14,
+            "{} vs {want}",
+            formula[k]
+        );
+        assert!(
+            (fit[k] / want - 1.0).abs() < 1e-3,
+            "fit {} vs {want}",
+            fit[k]
+        );
+    }
+    // the first sample of each case is t = 0, where s = s₀
+    let (t, s) = (
+        csv_column(&run.join("series.csv"), "t"),
+        csv_column(&run.join("series.csv"), "s_solver"),
+    );
+    let starts: Vec<f64> = (0..t.len())
+        .filter(|&i| t[i] == 0.0)
+        .map(|i| s[i])
+        .collect();
+    assert_eq!(starts.len(), 2);
+    for (got, want) in starts.iter().zip(&s0) {
+        assert!((got - want).abs() < 1e-15, "s(0) = {got}, s₀ = {want}");
+    }
+    assert_eq!(json(&run.join("checks.json"))["all_pass"], true);
+    assert_eq!(Arrays::read(&run.join("instance.npz")).unwrap(), a);
+    let tt = "two-token-closed-form";
+    let bad = |s_star: &[f64], c: &[f64], s0: &[f64]| two_token_cases(s_star, c, s0).to_npz_bytes();
+    refused(
+        &dir,
+        tt,
+        "s0-one",
+        bad(&[0.5], &[1.0], &[1.0]),
+        "data_file",
+        "s0[0]",
+    );
+    refused(
+        &dir,
+        tt,
+        "c-neg",
+        bad(&[0.5], &[-1.0], &[0.3]),
+        "data_file",
+        "c[0]",
+    );
+    refused(
+        &dir,
+        tt,
+        "c-len",
+        bad(&[0.5, 0.6], &[1.0], &[0.3, 0.4]),
+        "data_file",
+        "c",
+    );
 }

@@ -334,6 +334,69 @@ impl InstanceFile for ConditionInstances {
     }
 }
 
+/// Samples of the two-token model (C-2tok) of spec 002 §1.5 (`two-token-closed-form`): per
+/// sample the equilibrium attention s*, the speed c = 2δ²/N and the start s₀ of the flow
+/// ṡ = −c s²(1 − s)²(s − s*).
+///
+/// | array    | shape | meaning                                         |
+/// |----------|-------|-------------------------------------------------|
+/// | `s_star` | (k,)  | equilibrium attention s* ∈ (0, 1)               |
+/// | `c`      | (k,)  | c = 2δ²/N > 0 (δ = a₁ − a₂ the value gap)        |
+/// | `s0`     | (k,)  | initial attention s₀ ∈ (0, 1)                    |
+///
+/// `np.savez("cases.npz", s_star=[0.9, 0.2], c=[1.0, 0.5], s0=[0.5, 0.7])`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TwoTokenCases {
+    /// (s*, s₀, c) per sample.
+    pub cases: Vec<[f64; 3]>,
+}
+
+impl InstanceFile for TwoTokenCases {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("s_star", "(k,): equilibrium attention s* ∈ (0, 1)"),
+        ("c", "(k,): c = 2δ²/N > 0"),
+        ("s0", "(k,): initial attention s₀ ∈ (0, 1)"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&["s_star", "c", "s0"])?;
+        let s_star = a.vector("s_star", None)?;
+        if s_star.is_empty() {
+            return Err(InstanceError::new("s_star", "needs k ≥ 1 samples"));
+        }
+        let k = Some(s_star.len());
+        let (c, s0) = (a.vector("c", k)?, a.vector("s0", k)?);
+        let open = |name: &str, v: &[f64]| match v.iter().position(|&x| !(x > 0.0 && x < 1.0)) {
+            Some(i) => Err(InstanceError::new(
+                format!("{name}[{i}]"),
+                format!("must lie in (0, 1) (an attention weight), got {}", v[i]),
+            )),
+            None => Ok(()),
+        };
+        open("s_star", s_star)?;
+        open("s0", s0)?;
+        if let Some(i) = c.iter().position(|&x| x <= 0.0) {
+            return Err(InstanceError::new(
+                format!("c[{i}]"),
+                format!("must be > 0 (c = 2δ²/N), got {}", c[i]),
+            ));
+        }
+        let cases = (0..s_star.len())
+            .map(|i| [s_star[i], s0[i], c[i]])
+            .collect();
+        Ok(TwoTokenCases { cases })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let col = |j: usize| -> Vec<f64> { self.cases.iter().map(|r| r[j]).collect() };
+        let mut a = Arrays::new();
+        a.insert("s_star", Array::vector(&col(0)))
+            .insert("s0", Array::vector(&col(1)))
+            .insert("c", Array::vector(&col(2)));
+        a
+    }
+}
+
 /// Every array name of the simplex layouts ([`StationaryPoint`], [`SimplexInit`]): the point and
 /// the starts may share one file (a run's `instance.npz` does).
 const SIMPLEX_NAMES: [&str; 4] = ["z_star", "H", "zeta_dir", "w0"];

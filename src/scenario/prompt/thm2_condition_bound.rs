@@ -582,7 +582,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }),
     };
     rep.figure = Some(figure(
-        p, &gaussian, &tail, &valid, violations, &fit, &xs, &kappa_h,
+        p,
+        &gaussian,
+        &tail,
+        &valid,
+        violations,
+        (&fit, &xs),
+        &kappa_h,
     ));
     rep.instance = Some(
         ConditionInstances {

@@ -8,7 +8,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 
 use super::thm2_condition_bound::{CurvePoint, Params};
 
-/// κ against R for one family, with (18) dotted, the corrected bounds dashed and κ = R².
+/// κ against R for one family (its H's κ_H printed as `kappa_h`), with (18) dotted, the corrected bounds dashed and κ = R².
 fn family_panel(
     title: String,
     points: &[CurvePoint],
@@ -65,14 +65,14 @@ fn family_panel(
         .legend(legend)
 }
 
+/// The figure; `kappa_h` labels the κ_H of the two family panels' H (Gaussian, dominant token).
 pub(super) fn figure(
     p: &Params,
     gaussian: &[Vec<CurvePoint>],
     tail: &[CurvePoint],
     valid: &[&ConditionReport],
     violations: usize,
-    fit: &LogSlopeFit,
-    fit_r: &[f64],
+    (fit, fit_r): (&LogSlopeFit, &[f64]),
     kappa_h: &[String; 2],
 ) -> Figure {
     let bound: Vec<f64> = valid.iter().map(|r| r.paper_bound()).collect();

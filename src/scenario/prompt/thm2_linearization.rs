@@ -374,9 +374,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         };
         written.push((format!("n{n}"), simplex_instance(&loss, start)));
     }
-    let mut rep = Report::default();
     // one size's arrays as they are (the file feeds back), several under n<k>_
-    rep.instance = Some(run_instance(written));
+    let mut rep = Report {
+        instance: Some(run_instance(written)),
+        ..Report::default()
+    };
     let count = cases.len();
     let over = |f: &dyn Fn(&Case) -> f64| stats::max(cases.iter().map(f));
     let setting = format!(

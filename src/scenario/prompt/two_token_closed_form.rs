@@ -188,13 +188,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .times();
     let cases = cases(p, ctx.scenario)?;
     let mut runs = Vec::new();
-    let mut rep = Report::default();
-    rep.instance = Some(
-        TwoTokenCases {
-            cases: cases.iter().map(|k| [k.s_star, k.s0, k.c]).collect(),
-        }
-        .to_arrays(),
-    );
+    let written = TwoTokenCases {
+        cases: cases.iter().map(|k| [k.s_star, k.s0, k.c]).collect(),
+    };
+    let mut rep = Report {
+        instance: Some(written.to_arrays()),
+        ..Report::default()
+    };
     for case in &cases {
         let cf = ClosedForm::new(case.c, case.s_star, case.s0);
         let model = TwoToken::new(vec![case.c], vec![case.s_star]).deviation();

@@ -114,9 +114,12 @@ fn thm2_on_a_point_written_from_scratch() {
         })
         .expect("corrected-bound check at the given point");
     assert_eq!(corrected["pass"], true, "{corrected}");
-    // the written instance is the file's
+    // the written instance holds the file's point (beside the sweep and curves drawn)
     let back = Arrays::read(&run.join("instance.npz")).unwrap();
-    assert_eq!(back, stationary_point(&z, DMatrix::identity(3, 3)));
+    let point = stationary_point(&z, DMatrix::identity(3, 3));
+    for name in ["z_star", "H"] {
+        assert_eq!(back.get(name), point.get(name), "{name}");
+    }
 }
 
 #[test]
@@ -225,17 +228,52 @@ fn outputs(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// A quick run of `name` with `set`, then again on its `instance.npz` (found in `folder` of the
+/// run) as data file (and as init file when `init`): every output file of `folder` agrees byte
+/// for byte (a sweep's own files record the parameters: its runs are compared).
+fn assert_round_trip(dir: &Path, name: &str, set: &[String], folder: &str, init: bool) {
+    let first = run_quick(name, &dir.join(format!("{name}-a")), set);
+    let inst = first.join(folder).join("instance.npz");
+    assert!(
+        inst.exists(),
+        "{name}: no instance.npz in {}",
+        inst.display()
+    );
+    let mut again = set.to_vec();
+    again.push(format!("data_file={}", inst.display()));
+    if init {
+        again.push(format!("init_file={}", inst.display()));
+    }
+    let second = run_quick(name, &dir.join(format!("{name}-b")), &again);
+    let (a, b) = (outputs(&first.join(folder)), outputs(&second.join(folder)));
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "{name}: different files"
+    );
+    for (file, bytes) in &a {
+        assert!(
+            *bytes == b[file],
+            "{name}: {} differs after the round trip",
+            file.display()
+        );
+    }
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
 /// The synthetic-teacher and Lemma 1 scenarios: a run's `instance.npz` fed back as data and
 /// initial state reproduces every output file byte for byte. `folder` is where the instance
 /// lies inside the run (a sweep's first run for the training runs).
 #[test]
 fn teacher_and_lemma1_round_trips_are_byte_identical() {
     let dir = scratch("round-trips");
-    let small = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let cases: Vec<(&str, Vec<String>, &str, bool)> = vec![
         (
             "hessian-conditioning-vs-r",
-            small(&[
+            strings(&[
                 "d=5",
                 "samples=12",
                 "trials=2",
@@ -247,7 +285,7 @@ fn teacher_and_lemma1_round_trips_are_byte_identical() {
         ),
         (
             "local-rate-vs-hessian",
-            small(&[
+            strings(&[
                 "d=4",
                 "samples=12",
                 "trials=2",
@@ -259,13 +297,13 @@ fn teacher_and_lemma1_round_trips_are_byte_identical() {
         ),
         (
             "spurious-sparse-minimum",
-            small(&["d=5", "samples=12", "t_end=1e3"]),
+            strings(&["d=5", "samples=12", "t_end=1e3"]),
             "",
             true,
         ),
         (
             "fig1-underparameterized",
-            small(&[
+            strings(&[
                 "d=5",
                 "samples=12",
                 "iterations=300",
@@ -277,39 +315,13 @@ fn teacher_and_lemma1_round_trips_are_byte_identical() {
         ),
         (
             "lemma1-softmax-jacobian",
-            small(&["n_max=6", "export_spectra=true"]),
+            strings(&["n_max=6", "export_spectra=true"]),
             "",
             false,
         ),
     ];
     for (name, set, folder, init) in cases {
-        let first = run_quick(name, &dir.join(format!("{name}-a")), &set);
-        let inst = first.join(folder).join("instance.npz");
-        assert!(
-            inst.exists(),
-            "{name}: no instance.npz in {}",
-            inst.display()
-        );
-        let mut again = set.clone();
-        again.push(format!("data_file={}", inst.display()));
-        if init {
-            again.push(format!("init_file={}", inst.display()));
-        }
-        let second = run_quick(name, &dir.join(format!("{name}-b")), &again);
-        // a sweep's own files record the parameters: its runs are compared
-        let (a, b) = (outputs(&first.join(folder)), outputs(&second.join(folder)));
-        assert_eq!(
-            a.keys().collect::<Vec<_>>(),
-            b.keys().collect::<Vec<_>>(),
-            "{name}: different files"
-        );
-        for (file, bytes) in &a {
-            assert!(
-                *bytes == b[file],
-                "{name}: {} differs after the round trip",
-                file.display()
-            );
-        }
+        assert_round_trip(&dir, name, &set, folder, init);
     }
 }
 
@@ -443,18 +455,33 @@ fn lemma1_on_attention_vectors_written_from_scratch() {
 /// Runs `name --quick` with `set`, expecting exit 2, a message naming the file and `key`, and
 /// no output folder.
 fn refused(dir: &Path, name: &str, tag: &str, bytes: Vec<u8>, set_key: &str, key: &str) {
+    refused_with(dir, name, tag, bytes, &[set_key], &[], key);
+}
+
+/// [`refused`] with the file given as every one of `set_keys`, and the overrides `extra`.
+fn refused_with(
+    dir: &Path,
+    name: &str,
+    tag: &str,
+    bytes: Vec<u8>,
+    set_keys: &[&str],
+    extra: &[&str],
+    key: &str,
+) {
     let file = dir.join(format!("{tag}.npz"));
     std::fs::write(&file, bytes).unwrap();
     let out = dir.join(format!("out-{tag}"));
-    let o = attnflow(&[
-        "run",
-        name,
-        "--quick",
-        "--out",
-        out.to_str().unwrap(),
-        "--set",
-        &format!("{set_key}={}", file.display()),
-    ]);
+    let mut args: Vec<String> = strings(&["run", name, "--quick", "--out"]);
+    args.push(out.to_str().unwrap().to_string());
+    for k in set_keys {
+        args.push("--set".into());
+        args.push(format!("{k}={}", file.display()));
+    }
+    for e in extra {
+        args.push("--set".into());
+        args.push(e.to_string());
+    }
+    let o = attnflow(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{tag}: {err}");
     assert!(
@@ -979,4 +1006,371 @@ fn one_teacher_file_feeds_the_flow_and_the_paper_scenario() {
         seen += 1;
     }
     assert_eq!(seen, d * d, "σ_p = {sigma_p} must be one of the quick σ_p");
+}
+
+/// The other seed-002 scenarios converted in issue 17 part 2: a run's `instance.npz` fed back
+/// reproduces every output byte for byte (small sizes so that each run takes a second or two).
+#[test]
+fn simplex_stiffness_and_sweep_round_trips_are_byte_identical() {
+    let dir = scratch("round-trips-2");
+    let cases: Vec<(&str, Vec<String>, &str, bool)> = vec![
+        (
+            "stiffness-attention-flow",
+            strings(&["d=6", "samples=12", "sigma_ps=[0.5, 1.0]"]),
+            "",
+            true,
+        ),
+        (
+            "fig2-linear-attention",
+            strings(&[
+                "d=5",
+                "samples=12",
+                "iterations=3000",
+                "eta=0.02",
+                "loss_at=[100]",
+                "sweep.seeds=1",
+            ]),
+            "runs/0000",
+            true,
+        ),
+        // one size: several are written under n3_, n6_, … and a file holds one
+        ("thm2-linearization", strings(&["sizes=[4]"]), "", true),
+        ("eq16-simplex-map", strings(&["trials=2"]), "", true),
+        (
+            "thm2-condition-bound",
+            strings(&["sweep_instances=50", "gaussian_points=8"]),
+            "",
+            false,
+        ),
+        (
+            "two-token-closed-form",
+            strings(&["ratio_count=3"]),
+            "",
+            false,
+        ),
+    ];
+    for (name, set, folder, init) in cases {
+        assert_round_trip(&dir, name, &set, folder, init);
+    }
+}
+
+/// The nonzero eigenvalues of J H J (J = diag(z) − zzᵀ), computed here: the spectrum of J²H on
+/// T (J²H = J·(JHJ)·J⁻¹ there; JHJ𝟙 = 0 is the one zero mode off T), ascending.
+fn tangent_spectrum(z: &[f64], h: &DMatrix<f64>) -> Vec<f64> {
+    let zv = nalgebra::DVector::from_column_slice(z);
+    let j = DMatrix::from_diagonal(&zv) - &zv * zv.transpose();
+    let mut ev: Vec<f64> = (&j * h * &j)
+        .symmetric_eigen()
+        .eigenvalues
+        .iter()
+        .copied()
+        .collect();
+    ev.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    let mut rest = ev[1..].to_vec();
+    rest.sort_by(f64::total_cmp);
+    rest
+}
+
+fn csv_column(path: &Path, name: &str) -> Vec<f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = head.iter().position(|h| *h == name).unwrap();
+    lines
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// thm2-linearization on a (C-quad) loss and a ζ₀ direction written here (n = 4): the predicted
+/// contraction ratio max|1 − (η/N)λ| equals the one from the spectrum of JHJ computed here, the
+/// measured ratio and every check pass, and the instance written is the file's.
+#[test]
+fn thm2_linearization_on_a_loss_written_from_scratch() {
+    let dir = scratch("thm2-lin-scratch");
+    let z = [0.4, 0.3, 0.2, 0.1];
+    let h = DMatrix::from_row_slice(
+        4,
+        4,
+        &[
+            3.0, 0.5, 0.0, 0.2, 0.5, 2.0, 0.3, 0.0, 0.0, 0.3, 1.5, 0.1, 0.2, 0.0, 0.1, 1.0,
+        ],
+    );
+    let mut a = stationary_point(&z, h.clone());
+    a.insert("zeta_dir", Array::vector(&[1.0, -2.0, 0.5, 0.5]));
+    let file = dir.join("quad.npz");
+    std::fs::write(&file, a.to_npz_bytes()).unwrap();
+    let set = [
+        format!("data_file={}", file.display()),
+        format!("init_file={}", file.display()),
+    ];
+    let run = run_quick("thm2-linearization", &dir.join("out"), &set);
+    let lambdas = tangent_spectrum(&z, &h);
+    let samples = 3.0; // N of the scenario file
+    let etas = csv_column(&run.join("series.csv"), "eta");
+    let predicted = csv_column(&run.join("series.csv"), "predicted_ratio");
+    assert_eq!(etas.len(), 4, "two c × two η at the file's n");
+    for (eta, got) in etas.iter().zip(&predicted) {
+        let want = lambdas
+            .iter()
+            .map(|l| (1.0 - eta / samples * l).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            (got / want - 1.0).abs() < 1e-12,
+            "η = {eta}: predicted {got}, JHJ here gives {want}"
+        );
+    }
+    let checks = json(&run.join("checks.json"));
+    assert_eq!(checks["all_pass"], true, "{checks}");
+    assert!(
+        checks.to_string().contains("from data_file"),
+        "the note names the file's loss: {checks}"
+    );
+    assert_eq!(Arrays::read(&run.join("instance.npz")).unwrap(), a);
+}
+
+/// thm2-condition-bound on a sweep written here (n = 3 and n = 4, flat with sweep_sizes): κ in
+/// series.csv equals λ_max/λ_min of JHJ on T computed here, (18)'s violation count is skipped
+/// with its reason, and the theorem checks on the sweep pass.
+#[test]
+fn thm2_condition_sweep_written_from_scratch() {
+    let dir = scratch("thm2-sweep-scratch");
+    let points: [(Vec<f64>, DMatrix<f64>); 2] = [
+        (
+            vec![0.6, 0.3, 0.1],
+            DMatrix::from_row_slice(3, 3, &[2.0, 0.3, 0.0, 0.3, 1.0, 0.2, 0.0, 0.2, 5.0]),
+        ),
+        (
+            vec![0.7, 0.1, 0.15, 0.05],
+            DMatrix::from_diagonal(&nalgebra::DVector::from_vec(vec![1.0, 4.0, 2.0, 9.0])),
+        ),
+    ];
+    let z: Vec<f64> = points.iter().flat_map(|(z, _)| z.clone()).collect();
+    // row-major blocks (H symmetric: the transpose's column-major order)
+    let h: Vec<f64> = points
+        .iter()
+        .flat_map(|(_, h)| h.transpose().as_slice().to_vec())
+        .collect();
+    let mut a = Arrays::new();
+    a.insert("sweep_z", Array::vector(&z))
+        .insert("sweep_H", Array::vector(&h))
+        .insert("sweep_sizes", Array::vector(&[3.0, 4.0]));
+    let file = dir.join("sweep.npz");
+    std::fs::write(&file, a.to_npz_bytes()).unwrap();
+    let run = run_quick(
+        "thm2-condition-bound",
+        &dir.join("out"),
+        &[format!("data_file={}", file.display())],
+    );
+    let kappa = csv_column(&run.join("series.csv"), "kappa");
+    assert_eq!(kappa.len(), 2);
+    for ((z, h), got) in points.iter().zip(&kappa) {
+        let ev = tangent_spectrum(z, h);
+        let want = ev[ev.len() - 1] / ev[0];
+        assert!((got / want - 1.0).abs() < 1e-10, "κ = {got}, here {want}");
+    }
+    let checks = json(&run.join("checks.json"));
+    let skipped = checks["skipped"].as_array().unwrap();
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s["name"] == "sweep: instances violating (18)"),
+        "{checks}"
+    );
+    for c in checks["checks"].as_array().unwrap() {
+        if c["name"].as_str().unwrap().starts_with("sweep:") {
+            assert_eq!(c["pass"], true, "{c}");
+        }
+    }
+    // the instance written holds the file's sweep as given
+    let back = Arrays::read(&run.join("instance.npz")).unwrap();
+    for name in ["sweep_z", "sweep_H", "sweep_sizes"] {
+        assert_eq!(back.get(name), a.get(name), "{name}");
+    }
+}
+
+#[test]
+fn simplex_and_sweep_files_are_refused_when_bad() {
+    let dir = scratch("simplex-bad");
+    let one = |name: &str, array: Array| {
+        let mut a = Arrays::new();
+        a.insert(name, array);
+        a
+    };
+    let with = |mut a: Arrays, name: &str, array: Array| {
+        a.insert(name, array);
+        a.to_npz_bytes()
+    };
+    let point = stationary_point(&[0.5, 0.3, 0.2], DMatrix::identity(3, 3));
+    let lin = "thm2-linearization";
+    // a direction off T, and one that leaves the simplex at ‖ζ₀‖ = zeta0
+    let off = with(point.clone(), "zeta_dir", Array::vector(&[1.0, 1.0, 0.0]));
+    refused(&dir, lin, "off-tangent", off, "init_file", "zeta_dir");
+    let outside = with(point.clone(), "zeta_dir", Array::vector(&[-1.0, 0.5, 0.5]));
+    let both = ["data_file", "init_file"];
+    // ‖ζ₀‖ = 0.7 along it takes z*[0] = 0.5 below 0
+    refused_with(
+        &dir,
+        lin,
+        "outside",
+        outside,
+        &both,
+        &["zeta0=0.7"],
+        "zeta_dir[0]",
+    );
+    // an init file alone needs one size (the error names the parameter), of its length
+    let dir_only = dir.join("dir-only.npz");
+    let three = one("zeta_dir", Array::vector(&[1.0, -1.0, 0.0]));
+    std::fs::write(&dir_only, three.to_npz_bytes()).unwrap();
+    let init = format!("init_file={}", dir_only.display());
+    let o = attnflow(&["run", lin, "--quick", "--set", &init]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("params.sizes"), "{err}");
+    let four = with(
+        point.clone(),
+        "zeta_dir",
+        Array::vector(&[1.0, -1.0, 0.5, -0.5]),
+    );
+    refused_with(&dir, lin, "dir-len", four, &both, &[], "zeta_dir");
+    // eq16: starts of the wrong n (the scenario's n = 6) and no w0
+    let eq16 = "eq16-simplex-map";
+    let w0 = one("w0", Array::matrix(2, 3, vec![0.0; 6])).to_npz_bytes();
+    refused(&dir, eq16, "w0-len", w0, "init_file", "w0");
+    let no_w0 = one("zeta_dir", Array::vector(&[1.0, -1.0, 0.0, 0.0, 0.0, 0.0])).to_npz_bytes();
+    refused(&dir, eq16, "no-w0", no_w0, "init_file", "w0");
+    // thm2-condition-bound: the sweep's arrays
+    let cb = "thm2-condition-bound";
+    let sweep = |z: &[f64], h: &[f64], sizes: &[f64]| {
+        let mut a = Arrays::new();
+        a.insert("sweep_z", Array::vector(z))
+            .insert("sweep_H", Array::vector(h))
+            .insert("sweep_sizes", Array::vector(sizes));
+        a.to_npz_bytes()
+    };
+    let eye2 = [1.0, 0.0, 0.0, 1.0];
+    refused(
+        &dir,
+        cb,
+        "sweep-sizes",
+        sweep(&[0.5, 0.5, 0.2], &eye2, &[2.0]),
+        "data_file",
+        "sweep_sizes",
+    );
+    refused(
+        &dir,
+        cb,
+        "sweep-h-len",
+        sweep(&[0.5, 0.5], &[1.0, 0.0, 0.0], &[2.0]),
+        "data_file",
+        "sweep_H",
+    );
+    refused(
+        &dir,
+        cb,
+        "sweep-not-pd",
+        sweep(&[0.5, 0.5], &[1.0, 2.0, 2.0, 1.0], &[2.0]),
+        "data_file",
+        "sweep_H (point 0)",
+    );
+    refused(
+        &dir,
+        cb,
+        "sweep-simplex",
+        sweep(&[0.5, 0.6], &eye2, &[2.0]),
+        "data_file",
+        "sweep_z",
+    );
+    let lonely = one("sweep_z", Array::vector(&[0.5, 0.5])).to_npz_bytes();
+    refused(&dir, cb, "sweep-alone", lonely, "data_file", "sweep_H");
+}
+
+fn two_token_cases(s_star: &[f64], c: &[f64], s0: &[f64]) -> Arrays {
+    let mut a = Arrays::new();
+    a.insert("s_star", Array::vector(s_star))
+        .insert("c", Array::vector(c))
+        .insert("s0", Array::vector(s0));
+    a
+}
+
+/// two-token-closed-form on samples written here: the tail rate in tail_rates.csv is
+/// c(s*(1 − s*))² computed here, the solver's fit agrees with it within the scenario's 1e−3,
+/// s(0) = s₀, every check passes; bad samples are refused.
+#[test]
+fn two_token_cases_written_from_scratch() {
+    let dir = scratch("two-token");
+    let (s_star, c, s0) = ([0.8, 0.35], [1.5, 0.7], [0.4, 0.9]);
+    let a = two_token_cases(&s_star, &c, &s0);
+    let file = dir.join("cases.npz");
+    std::fs::write(&file, a.to_npz_bytes()).unwrap();
+    // relative agreement to 1e−6 needs |x| ≥ atol/1e−6 = 1e−8: the scenario's floor 1e−12 passes
+    // on its own cases only because their grids skip 1e−12 < |x| < 1e−8 (these samples land
+    // there: 1.6e−5 at x ≈ 3e−10)
+    let run = run_quick(
+        "two-token-closed-form",
+        &dir.join("out"),
+        &[
+            format!("data_file={}", file.display()),
+            "checks.closed_form_floor=1e-8".into(),
+        ],
+    );
+    let tails = run.join("tail_rates.csv");
+    let (formula, fit) = (
+        csv_column(&tails, "rate_formula"),
+        csv_column(&tails, "rate_fit"),
+    );
+    assert_eq!(formula.len(), 2);
+    for k in 0..2 {
+        let want = c[k] * (s_star[k] * (1.0 - s_star[k])).powi(2);
+        assert!(
+            (formula[k] / want - 1.0).abs() < 1e-14,
+            "{} vs {want}",
+            formula[k]
+        );
+        assert!(
+            (fit[k] / want - 1.0).abs() < 1e-3,
+            "fit {} vs {want}",
+            fit[k]
+        );
+    }
+    // the first sample of each case is t = 0, where s = s₀
+    let (t, s) = (
+        csv_column(&run.join("series.csv"), "t"),
+        csv_column(&run.join("series.csv"), "s_solver"),
+    );
+    let starts: Vec<f64> = (0..t.len())
+        .filter(|&i| t[i] == 0.0)
+        .map(|i| s[i])
+        .collect();
+    assert_eq!(starts.len(), 2);
+    for (got, want) in starts.iter().zip(&s0) {
+        assert!((got - want).abs() < 1e-15, "s(0) = {got}, s₀ = {want}");
+    }
+    assert_eq!(json(&run.join("checks.json"))["all_pass"], true);
+    assert_eq!(Arrays::read(&run.join("instance.npz")).unwrap(), a);
+    let tt = "two-token-closed-form";
+    let bad = |s_star: &[f64], c: &[f64], s0: &[f64]| two_token_cases(s_star, c, s0).to_npz_bytes();
+    refused(
+        &dir,
+        tt,
+        "s0-one",
+        bad(&[0.5], &[1.0], &[1.0]),
+        "data_file",
+        "s0[0]",
+    );
+    refused(
+        &dir,
+        tt,
+        "c-neg",
+        bad(&[0.5], &[-1.0], &[0.3]),
+        "data_file",
+        "c[0]",
+    );
+    refused(
+        &dir,
+        tt,
+        "c-len",
+        bad(&[0.5, 0.6], &[1.0], &[0.3, 0.4]),
+        "data_file",
+        "c",
+    );
 }

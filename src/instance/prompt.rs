@@ -10,6 +10,8 @@
 //!
 //! `np.savez("zstar.npz", z_star=np.array([0.7, 0.2, 0.1]), H=np.diag([1.0, 2.0, 3.0]))`.
 //! Theorem 2 needs μ = λ_min(H) > 0 (spec 002 erratum E11), so H must be positive definite.
+//! The simplex scenarios (`thm2-linearization`, `eq16-simplex-map`) read (z*, H) as the (C-quad)
+//! loss ½(z − z*)ᵀH(z − z*) + c𝟙ᵀz and their starts from [`SimplexInit`] (`zeta_dir`, `w0`).
 
 use nalgebra::DMatrix;
 
@@ -64,16 +66,27 @@ fn open_simplex_row(
 /// positive definite by a Cholesky factorization).
 fn spd_matrix(a: &Arrays, name: &str, n: usize) -> Result<DMatrix<f64>, InstanceError> {
     let arr = a.shaped(name, &[Some(n), Some(n)])?;
-    let m = DMatrix::from_row_slice(n, n, &arr.data);
+    spd_rows(&arr.data, n, name, |i, j| format!("{name}[{i}, {j}]"))
+}
+
+/// [`spd_matrix`] of the row-major n × n `data`, named `key` (`entry(i, j)` names an entry).
+fn spd_rows(
+    data: &[f64],
+    n: usize,
+    key: &str,
+    entry: impl Fn(usize, usize) -> String,
+) -> Result<DMatrix<f64>, InstanceError> {
+    let m = DMatrix::from_row_slice(n, n, data);
     let scale = m.amax();
     for i in 0..n {
         for j in 0..i {
             if (m[(i, j)] - m[(j, i)]).abs() > 1e-12 * scale {
                 return Err(InstanceError::new(
-                    format!("{name}[{i}, {j}]"),
+                    entry(i, j),
                     format!(
-                        "must be symmetric: {} ≠ {name}[{j}, {i}] = {}",
+                        "must be symmetric: {} ≠ {} = {}",
                         m[(i, j)],
+                        entry(j, i),
                         m[(j, i)]
                     ),
                 ));
@@ -82,7 +95,7 @@ fn spd_matrix(a: &Arrays, name: &str, n: usize) -> Result<DMatrix<f64>, Instance
     }
     if m.clone().cholesky().is_none() {
         return Err(InstanceError::new(
-            name,
+            key,
             "must be positive definite (Theorem 2 needs μ = λ_min > 0, spec 002 E11)",
         ));
     }
@@ -102,7 +115,7 @@ impl InstanceFile for StationaryPoint {
     ];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
-        a.deny_unknown(&["z_star", "H"])?;
+        a.deny_unknown(&SIMPLEX_NAMES)?;
         let z_star = open_simplex_point(a, "z_star")?.to_vec();
         let h = spd_matrix(a, "H", z_star.len())?;
         Ok(StationaryPoint { z_star, h })
@@ -113,6 +126,399 @@ impl InstanceFile for StationaryPoint {
         let mut a = Arrays::new();
         a.insert("z_star", Array::vector(&self.z_star))
             .insert("H", Array::from_column_major(n, n, self.h.as_slice()));
+        a
+    }
+}
+
+/// Every array name of [`ConditionInstances`].
+const CONDITION_NAMES: [&str; 8] = [
+    "z_star",
+    "H",
+    "sweep_z",
+    "sweep_H",
+    "sweep_sizes",
+    "curve_g",
+    "curve_H_gauss",
+    "curve_H_tail",
+];
+
+/// Everything `thm2-condition-bound` uses, each part optional (the run draws what is missing):
+///
+/// | array           | shape           | meaning                                                    |
+/// |-----------------|-----------------|------------------------------------------------------------|
+/// | `z_star`, `H`   | (n,), (n, n)    | the given point, as [`StationaryPoint`]                     |
+/// | `sweep_z`       | (Σn,) or (m, n) | the sweep's m points z*, concatenated (each interior, n ≥ 2) |
+/// | `sweep_H`       | (Σn²,) or (m, n, n) | their SPD Hessians, each n × n row-major, concatenated  |
+/// | `sweep_sizes`   | (m,)            | each point's n (with a flat `sweep_z`)                      |
+/// | `curve_g`       | (draws, n)      | the Gaussian-logit curves' draws g (z = φ(s·g) per scale s) |
+/// | `curve_H_gauss` | (n, n)          | the SPD H of the Gaussian-logit curves (n of `curve_g`)     |
+/// | `curve_H_tail`  | (n_t, n_t)      | the SPD H of the dominant-token curve (its n_t tokens)      |
+///
+/// ```python
+/// zs = [rng.dirichlet(np.ones(n)) for n in (3, 5)]; Hs = [np.diag(np.arange(1.0, n + 1)) for n in (3, 5)]
+/// np.savez("sweep.npz", sweep_z=np.concatenate(zs), sweep_H=np.concatenate([h.ravel() for h in Hs]),
+///          sweep_sizes=[3, 5])
+/// ```
+/// `sweep_z` and `sweep_H` come together, and so do the three curve arrays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionInstances {
+    pub point: Option<StationaryPoint>,
+    pub sweep: Option<Vec<StationaryPoint>>,
+    pub curves: Option<ConditionCurves>,
+}
+
+/// The random numbers of `thm2-condition-bound`'s curves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionCurves {
+    /// One draw g per row.
+    pub g: Vec<Vec<f64>>,
+    pub h_gauss: DMatrix<f64>,
+    pub h_tail: DMatrix<f64>,
+}
+
+/// Whether any of `names` is in the file; then all must be.
+fn all_or_none(a: &Arrays, names: &[&str]) -> Result<bool, InstanceError> {
+    let given: Vec<&&str> = names.iter().filter(|n| a.get(n).is_some()).collect();
+    match (given.len(), names.iter().find(|n| a.get(n).is_none())) {
+        (0, _) => Ok(false),
+        (_, None) => Ok(true),
+        (_, Some(missing)) => Err(InstanceError::new(
+            *missing,
+            format!("missing: {} come together", names.join(", ")),
+        )),
+    }
+}
+
+impl ConditionInstances {
+    fn sweep_from(a: &Arrays) -> Result<Vec<StationaryPoint>, InstanceError> {
+        let rows = ragged_rows_sized(a, "sweep_z", "sweep_sizes")?;
+        // (Σn²,) concatenated, or (m, n, n) for one n: the same numbers row-major
+        let h = &a.require("sweep_H")?.data;
+        let want: usize = rows.iter().map(|(_, z)| z.len() * z.len()).sum();
+        if h.len() != want {
+            return Err(InstanceError::new(
+                "sweep_H",
+                format!("holds {} entries, but the sizes need Σn² = {want}", h.len()),
+            ));
+        }
+        let mut at = 0;
+        let mut points = Vec::with_capacity(rows.len());
+        for (k, (start, z)) in rows.into_iter().enumerate() {
+            open_simplex_row(z, &format!("sweep_z[{start}..]"), |j| {
+                format!("sweep_z[{}]", start + j)
+            })?;
+            let n = z.len();
+            let block = &h[at..at + n * n];
+            let h = spd_rows(block, n, &format!("sweep_H (point {k})"), |i, j| {
+                format!("sweep_H[{}] (point {k}, entry [{i}, {j}])", at + i * n + j)
+            })?;
+            at += n * n;
+            points.push(StationaryPoint {
+                z_star: z.to_vec(),
+                h,
+            });
+        }
+        Ok(points)
+    }
+
+    fn curves_from(a: &Arrays) -> Result<ConditionCurves, InstanceError> {
+        let g = a.shaped("curve_g", &[None, None])?;
+        let (draws, n) = (g.shape[0], g.shape[1]);
+        if draws == 0 || n < 3 {
+            return Err(InstanceError::new(
+                "curve_g",
+                format!("needs ≥ 1 draw of n ≥ 3 logits, got {:?}", g.shape),
+            ));
+        }
+        let rows = g.data.chunks(n).map(<[f64]>::to_vec).collect();
+        let h_gauss = spd_matrix(a, "curve_H_gauss", n)?;
+        let tail = a
+            .require("curve_H_tail")?
+            .shape
+            .first()
+            .copied()
+            .unwrap_or(0);
+        if tail < 3 {
+            return Err(InstanceError::new(
+                "curve_H_tail",
+                "needs n_t ≥ 3 tokens (an n_t × n_t matrix)",
+            ));
+        }
+        let h_tail = spd_matrix(a, "curve_H_tail", tail)?;
+        Ok(ConditionCurves {
+            g: rows,
+            h_gauss,
+            h_tail,
+        })
+    }
+}
+
+impl InstanceFile for ConditionInstances {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("z_star", "(n,): the given point (with H)"),
+        ("H", "(n, n): its SPD Hessian"),
+        ("sweep_z", "(Σn,): the sweep's points, concatenated"),
+        (
+            "sweep_H",
+            "(Σn²,): their SPD Hessians, row-major, concatenated",
+        ),
+        ("sweep_sizes", "(m,): each point's n ≥ 2"),
+        ("curve_g", "(draws, n): the Gaussian-logit curves' draws g"),
+        (
+            "curve_H_gauss",
+            "(n, n): SPD H of the Gaussian-logit curves",
+        ),
+        (
+            "curve_H_tail",
+            "(n_t, n_t): SPD H of the dominant-token curve",
+        ),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&CONDITION_NAMES)?;
+        let point = match all_or_none(a, &["z_star", "H"])? {
+            true => {
+                let z_star = open_simplex_point(a, "z_star")?.to_vec();
+                let h = spd_matrix(a, "H", z_star.len())?;
+                Some(StationaryPoint { z_star, h })
+            }
+            false => None,
+        };
+        let sweep = match all_or_none(a, &["sweep_z", "sweep_H"])? {
+            true => Some(Self::sweep_from(a)?),
+            false => None,
+        };
+        let curves = match all_or_none(a, &["curve_g", "curve_H_gauss", "curve_H_tail"])? {
+            true => Some(Self::curves_from(a)?),
+            false => None,
+        };
+        if point.is_none() && sweep.is_none() && curves.is_none() {
+            return Err(InstanceError::new(
+                "z_star",
+                "missing (the file holds none of z_star/H, sweep_*, curve_*)",
+            ));
+        }
+        Ok(ConditionInstances {
+            point,
+            sweep,
+            curves,
+        })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        if let Some(pt) = &self.point {
+            a.merge_prefixed("", pt.to_arrays());
+        }
+        if let Some(sweep) = &self.sweep {
+            let z: Vec<f64> = sweep.iter().flat_map(|p| p.z_star.clone()).collect();
+            // row-major blocks (H is symmetric, but the file holds what was used, entry for entry)
+            let h: Vec<f64> = sweep
+                .iter()
+                .flat_map(|p| p.h.transpose().as_slice().to_vec())
+                .collect();
+            let sizes: Vec<f64> = sweep.iter().map(|p| p.z_star.len() as f64).collect();
+            a.insert("sweep_z", Array::vector(&z))
+                .insert("sweep_H", Array::vector(&h))
+                .insert("sweep_sizes", Array::vector(&sizes));
+        }
+        if let Some(c) = &self.curves {
+            let n = c.g[0].len();
+            let square =
+                |m: &DMatrix<f64>| Array::from_column_major(m.nrows(), m.ncols(), m.as_slice());
+            a.insert("curve_g", Array::matrix(c.g.len(), n, c.g.concat()))
+                .insert("curve_H_gauss", square(&c.h_gauss))
+                .insert("curve_H_tail", square(&c.h_tail));
+        }
+        a
+    }
+}
+
+/// Samples of the two-token model (C-2tok) of spec 002 §1.5 (`two-token-closed-form`): per
+/// sample the equilibrium attention s*, the speed c = 2δ²/N and the start s₀ of the flow
+/// ṡ = −c s²(1 − s)²(s − s*).
+///
+/// | array    | shape | meaning                                         |
+/// |----------|-------|-------------------------------------------------|
+/// | `s_star` | (k,)  | equilibrium attention s* ∈ (0, 1)               |
+/// | `c`      | (k,)  | c = 2δ²/N > 0 (δ = a₁ − a₂ the value gap)        |
+/// | `s0`     | (k,)  | initial attention s₀ ∈ (0, 1)                    |
+///
+/// `np.savez("cases.npz", s_star=[0.9, 0.2], c=[1.0, 0.5], s0=[0.5, 0.7])`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TwoTokenCases {
+    /// (s*, s₀, c) per sample.
+    pub cases: Vec<[f64; 3]>,
+}
+
+impl InstanceFile for TwoTokenCases {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("s_star", "(k,): equilibrium attention s* ∈ (0, 1)"),
+        ("c", "(k,): c = 2δ²/N > 0"),
+        ("s0", "(k,): initial attention s₀ ∈ (0, 1)"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&["s_star", "c", "s0"])?;
+        let s_star = a.vector("s_star", None)?;
+        if s_star.is_empty() {
+            return Err(InstanceError::new("s_star", "needs k ≥ 1 samples"));
+        }
+        let k = Some(s_star.len());
+        let (c, s0) = (a.vector("c", k)?, a.vector("s0", k)?);
+        let open = |name: &str, v: &[f64]| match v.iter().position(|&x| !(x > 0.0 && x < 1.0)) {
+            Some(i) => Err(InstanceError::new(
+                format!("{name}[{i}]"),
+                format!("must lie in (0, 1) (an attention weight), got {}", v[i]),
+            )),
+            None => Ok(()),
+        };
+        open("s_star", s_star)?;
+        open("s0", s0)?;
+        if let Some(i) = c.iter().position(|&x| x <= 0.0) {
+            return Err(InstanceError::new(
+                format!("c[{i}]"),
+                format!("must be > 0 (c = 2δ²/N), got {}", c[i]),
+            ));
+        }
+        let cases = (0..s_star.len())
+            .map(|i| [s_star[i], s0[i], c[i]])
+            .collect();
+        Ok(TwoTokenCases { cases })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let col = |j: usize| -> Vec<f64> { self.cases.iter().map(|r| r[j]).collect() };
+        let mut a = Arrays::new();
+        a.insert("s_star", Array::vector(&col(0)))
+            .insert("s0", Array::vector(&col(1)))
+            .insert("c", Array::vector(&col(2)));
+        a
+    }
+}
+
+/// Every array name of the simplex layouts ([`StationaryPoint`], [`SimplexInit`]): the point and
+/// the starts may share one file (a run's `instance.npz` does).
+const SIMPLEX_NAMES: [&str; 4] = ["z_star", "H", "zeta_dir", "w0"];
+
+/// How far Σζ may be from 0, relative to Σ|ζ| (a float64 tangent vector is within ~nε).
+const TANGENT_TOL: f64 = 1e-12;
+
+/// Starting points of the simplex scenarios, beside a [`StationaryPoint`]:
+///
+/// | array      | shape  | meaning                                                          |
+/// |------------|--------|------------------------------------------------------------------|
+/// | `zeta_dir` | (n,)   | direction of the perturbation ζ₀ of z* in T = 𝟙^⊥ (entries sum to 0 within 1e−12·Σ\|ζ\|); the run rescales it to ‖ζ₀‖ = `params.zeta0` (`thm2-linearization`) |
+/// | `w0`       | (m, n) | logits of m starting points z₀ = φ(w₀) (any reals; from z use `np.log(z)`; `eq16-simplex-map`) |
+///
+/// `np.savez("starts.npz", w0=np.log(rng.dirichlet(np.ones(6), size=10)))`. Each scenario reads
+/// the array it names and refuses a file missing it; the lengths are checked against z*.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimplexInit {
+    pub zeta_dir: Option<Vec<f64>>,
+    pub w0: Option<Vec<Vec<f64>>>,
+}
+
+impl SimplexInit {
+    /// Checks the lengths against z* of n entries.
+    pub fn require_fits(&self, n: usize) -> Result<(), InstanceError> {
+        let dir = self.zeta_dir.iter().map(|z| ("zeta_dir", z.len()));
+        let w0 = self.w0.iter().map(|w| ("w0", w[0].len()));
+        match dir.chain(w0).find(|&(_, len)| len != n) {
+            Some((name, len)) => Err(InstanceError::new(
+                name,
+                format!("has {len} entries per point, but z* has n = {n}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// `zeta_dir`, or an error saying this scenario needs it.
+    pub fn require_zeta_dir(&self) -> Result<&[f64], InstanceError> {
+        self.zeta_dir.as_deref().ok_or_else(|| {
+            InstanceError::new(
+                "zeta_dir",
+                "missing: this scenario perturbs z* along zeta_dir (n,)",
+            )
+        })
+    }
+
+    /// `w0`, or an error saying this scenario needs it.
+    pub fn require_w0(&self) -> Result<&[Vec<f64>], InstanceError> {
+        self.w0.as_deref().ok_or_else(|| {
+            InstanceError::new(
+                "w0",
+                "missing: this scenario starts at z₀ = φ(w₀), w0 (m, n)",
+            )
+        })
+    }
+}
+
+impl InstanceFile for SimplexInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "zeta_dir",
+            "(n,): direction of ζ₀ in T (sum 0), rescaled to ‖ζ₀‖ = params.zeta0",
+        ),
+        ("w0", "(m, n): logits of the starting points z₀ = φ(w₀)"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&SIMPLEX_NAMES)?;
+        let zeta_dir = match a.get("zeta_dir") {
+            None => None,
+            Some(_) => {
+                let z = a.vector("zeta_dir", None)?;
+                let l1: f64 = z.iter().map(|x| x.abs()).sum();
+                let sum: f64 = z.iter().sum();
+                if z.len() < 2 || l1 == 0.0 {
+                    return Err(InstanceError::new(
+                        "zeta_dir",
+                        "needs n ≥ 2 entries, not all zero (a direction)",
+                    ));
+                }
+                if sum.abs() > TANGENT_TOL * l1 {
+                    return Err(InstanceError::new(
+                        "zeta_dir",
+                        format!(
+                            "must lie in T = 𝟙^⊥ (the simplex's tangent space): entries sum to \
+                             {sum:e}, more than {TANGENT_TOL:e}·Σ|ζ|"
+                        ),
+                    ));
+                }
+                Some(z.to_vec())
+            }
+        };
+        let w0 = match a.get("w0") {
+            None => None,
+            Some(_) => {
+                let m = a.shaped("w0", &[None, None])?;
+                if m.shape[0] == 0 || m.shape[1] < 2 {
+                    return Err(InstanceError::new(
+                        "w0",
+                        format!("needs m ≥ 1 points of n ≥ 2 logits, got {:?}", m.shape),
+                    ));
+                }
+                Some(m.data.chunks(m.shape[1]).map(<[f64]>::to_vec).collect())
+            }
+        };
+        if zeta_dir.is_none() && w0.is_none() {
+            return Err(InstanceError::new(
+                "zeta_dir",
+                "missing (the file holds neither zeta_dir nor w0)",
+            ));
+        }
+        Ok(SimplexInit { zeta_dir, w0 })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = Arrays::new();
+        if let Some(z) = &self.zeta_dir {
+            a.insert("zeta_dir", Array::vector(z));
+        }
+        if let Some(w) = &self.w0 {
+            a.insert("w0", Array::matrix(w.len(), w[0].len(), w.concat()));
+        }
         a
     }
 }
@@ -440,14 +846,23 @@ impl AttentionFamily {
 /// The rows of a (m, n) array, or of a flat (Σn,) array cut by `sizes`; each row's first flat
 /// index is returned for messages.
 fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>, InstanceError> {
+    ragged_rows_sized(a, name, "sizes")
+}
+
+/// [`ragged_rows`] with the sizes in the array `sizes_name`.
+fn ragged_rows_sized<'a>(
+    a: &'a Arrays,
+    name: &str,
+    sizes_name: &str,
+) -> Result<Vec<(usize, &'a [f64])>, InstanceError> {
     let arr = a.require(name)?;
-    let sizes: Vec<usize> = match (arr.shape.len(), a.get("sizes")) {
+    let sizes: Vec<usize> = match (arr.shape.len(), a.get(sizes_name)) {
         (2, None) => vec![arr.shape[1]; arr.shape[0]],
         (1, Some(_)) => {
-            let s = a.vector("sizes", None)?;
+            let s = a.vector(sizes_name, None)?;
             if let Some(i) = s.iter().position(|&k| k.fract() != 0.0 || k < 2.0) {
                 return Err(InstanceError::new(
-                    format!("sizes[{i}]"),
+                    format!("{sizes_name}[{i}]"),
                     format!("each instance needs an integer n ≥ 2 tokens, got {}", s[i]),
                 ));
             }
@@ -455,7 +870,7 @@ fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>,
             let total: usize = sizes.iter().sum();
             if total != arr.data.len() {
                 return Err(InstanceError::new(
-                    "sizes",
+                    sizes_name,
                     format!(
                         "sum to {total}, but {name} holds {} entries",
                         arr.data.len()
@@ -466,7 +881,7 @@ fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>,
         }
         (2, Some(_)) => {
             return Err(InstanceError::new(
-                "sizes",
+                sizes_name,
                 format!("only with a flat (Σn,) {name}; {name} is (m, n)"),
             ))
         }
@@ -474,7 +889,7 @@ fn ragged_rows<'a>(a: &'a Arrays, name: &str) -> Result<Vec<(usize, &'a [f64])>,
             return Err(InstanceError::new(
                 name,
                 format!(
-                    "expected (m, n), or (Σn,) with `sizes`, got shape {:?}",
+                    "expected (m, n), or (Σn,) with `{sizes_name}`, got shape {:?}",
                     arr.shape
                 ),
             ))

@@ -4,10 +4,18 @@
 //! (‖r(η)‖/‖r(η/2)‖ → 4), tends to (η²/2N²)D²φ(w)[h, h] with h = J∇ℓ̃ (so the point c_t of eq.
 //! 16 lies between the logits, E9), and stays below the crude bound (η²/2N²)·2n^{3/2}‖h‖² of
 //! (41); and the map, iterated K = t/η times, converges to the gradient flow at first order.
+//!
+//! `data_file` (`z_star`, `H`: layout `instance::prompt::StationaryPoint`) replaces the drawn
+//! (z*, A) and n, `init_file` (`w0` (m, n): layout `instance::prompt::SimplexInit`) the m = trials
+//! Dirichlet starts. Eq. 16 and its bounds hold for any loss and start, so every check runs on a
+//! user's instance.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{integrate, norm, Method, OdeConfig, VectorField};
+use crate::instance::prompt::SimplexInit;
 use crate::models::prompt::attention_families::Attention;
 use crate::models::prompt::simplex::{
     softmax_second_derivative, LogitFlow, SimplexFlow, SimplexLoss,
@@ -19,7 +27,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::simplex_common::quad_instance;
+use super::common::file_error;
+use super::simplex_common::{quad_instance, simplex_instance, SimplexFiles};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +52,14 @@ pub struct Params {
     pub flow_time: f64,
     /// Trials drawn in the figure.
     pub plotted_trials: usize,
+    /// z* and H of the (C-quad) loss (layout `instance::prompt::StationaryPoint`), replacing
+    /// the draw and n.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The starts' logits `w0` (m, n) (layout `instance::prompt::SimplexInit`), replacing the
+    /// Dirichlet draws and `trials`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -59,7 +76,18 @@ pub struct Checks {
     pub gd_order_rel_tol: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<SimplexFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    let files = SimplexFiles::read(sc, data, init, Some(p.n))?;
+    if let (Some(init), Some(f)) = (&files.init, init) {
+        init.require_w0()
+            .map_err(|e| file_error(&sc.input_path("init_file", f), "init_file", e))?;
+    }
+    Ok(files)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.n < 2 || p.samples == 0 || p.trials == 0 || p.halvings == 0 {
         return Err(sc.invalid(
             "params.n",
@@ -108,16 +136,46 @@ struct Trial {
     gd_error: Vec<f64>,
 }
 
+/// The starts: Dirichlet(1) draws from stream 2, or the file's logits w0 (m of them); and
+/// whether they are the draws (a file equal to them bit for bit is, see
+/// [`SimplexFiles::quad_or`]).
+fn starts(n: usize, files: &SimplexFiles, p: &Params, ctx: &RunContext) -> (Vec<Attention>, bool) {
+    let given = files.init.as_ref().and_then(|i| i.w0.as_ref());
+    let m = given.map_or(p.trials, Vec::len);
+    let mut rng = ctx.rng(2);
+    let drawn: Vec<Attention> = (0..m).map(|_| Attention::dirichlet(n, &mut rng)).collect();
+    match given {
+        None => (drawn, true),
+        Some(w0) => {
+            let builtin = drawn.iter().zip(w0).all(|(a, w)| a.logits == *w);
+            let starts = w0
+                .iter()
+                .map(|w| {
+                    let mut z = vec![0.0; n];
+                    softmax_into(w, &mut z);
+                    Attention {
+                        logits: w.clone(),
+                        z,
+                    }
+                })
+                .collect();
+            (starts, builtin)
+        }
+    }
+}
+
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let loss = quad_instance(p.n, p.c, p.condition, p.zstar_scale, &mut ctx.rng(1));
+    let files = read_files(p, ctx.scenario)?;
+    let n = files.point.as_ref().map_or(p.n, |pt| pt.z_star.len());
+    let drawn = quad_instance(n, p.c, p.condition, p.zstar_scale, &mut ctx.rng(1));
+    let (loss, _) = files.quad_or(drawn);
+    let (starts, dirichlet) = starts(n, &files, p, ctx);
     let flow = SimplexFlow::new(&loss, p.samples);
     let logit_flow = LogitFlow::new(&loss, p.samples);
     let etas: Vec<f64> = (0..=p.halvings)
         .map(|k| p.eta_max / 2f64.powi(k as i32))
         .collect();
     let inv_n = flow.inv_samples();
-    let n = p.n;
-    let mut rng = ctx.rng(2);
     let mut rep = Report::default();
     let mut trials = Vec::new();
     let mut simplex_drift: f64 = 0.0;
@@ -128,8 +186,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         vec![0.0; n],
         vec![0.0; n],
     );
-    for trial in 0..p.trials {
-        let start = Attention::dirichlet(n, &mut rng);
+    for (trial, start) in starts.iter().enumerate() {
         let z = &start.z;
         flow.rhs(0.0, z, &mut v);
         loss.grad(z, &mut g);
@@ -210,10 +267,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }))
     };
     let eta_range = format!(
-        "η from {:.3e} down to {:.3e}, {} starts z ~ Dirichlet(1)",
+        "η from {:.3e} down to {:.3e}, {} starts {}",
         etas[small[0]],
         etas[etas.len() - 1],
-        p.trials
+        starts.len(),
+        match dirichlet {
+            true => "z ~ Dirichlet(1)",
+            false => "z₀ = φ(w₀) from init_file",
+        }
     );
     rep.check(
         Check::at_most(
@@ -296,15 +357,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ]);
         }
     }
-    rep.figure = Some(figure(p, &etas, &trials));
+    rep.figure = Some(figure(p, n, &etas, &trials));
+    let w0: Vec<Vec<f64>> = starts.into_iter().map(|s| s.logits).collect();
+    let init = SimplexInit {
+        zeta_dir: None,
+        w0: Some(w0),
+    };
+    rep.instance = Some(simplex_instance(&loss, init));
     Ok(rep)
 }
 
-fn figure(p: &Params, etas: &[f64], trials: &[Trial]) -> Figure {
+/// `n` is the instance's (the file's, or the parameter).
+fn figure(p: &Params, n: usize, etas: &[f64], trials: &[Trial]) -> Figure {
     let mut remainder = LinePanel::new(
         format!(
-            "remainder of eq. 16 (n = {}, N = {}, c = {})",
-            p.n, p.samples, p.c
+            "remainder of eq. 16 (n = {n}, N = {}, c = {})",
+            p.samples, p.c
         ),
         "step size η",
         "‖r(η)‖",

@@ -6,15 +6,22 @@
 //! exact HVP Jacobian are limited by accuracy only and their cost is nearly flat in κ. Costs are
 //! counted in evaluations (RHS = gradients, and HVPs for the implicit Newton matrices), not wall
 //! time.
+//!
+//! `data_file` (`X`, `xi_p`, `xi_v` of one trial; d, n, N are the file's) replaces the draw and
+//! `init_file` (`p0`) the drawn start; the same instance serves every σ_p (labels from
+//! p_T = σ_p ξ_p). Every check is about the solvers on the realizable problem and runs on any
+//! instance (the slopes need the file's κ(σ_p) to spread).
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    prompt_grad, student, synthetic_data, synthetic_draw, teacher_state, TrainName,
+    prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
 use crate::analysis::fit::line_fit;
 use crate::flow::{integrate, Descent, Events, FlowError, GradientFlow, Method, OdeConfig};
-use crate::models::prompt::Attention;
+use crate::models::prompt::{Attention, SyntheticDraw};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost as SizeCost};
 use crate::scenario::registry::Kind;
@@ -46,6 +53,13 @@ pub struct Params {
     /// GD step η = gd_step_factor/λ_max(∇²L(p_T)) (stable below 2), and its iteration cap.
     pub gd_step_factor: f64,
     pub gd_max_iterations: usize,
+    /// One trial's tokens and teacher directions (layout `instance::prompt::TeacherData`),
+    /// replacing the draw; d, n, N are the file's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The start p₀ (`p0`; layout `instance::prompt::StudentInit`), replacing the drawn one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,7 +77,13 @@ pub struct Checks {
     pub reached_max: f64,
 }
 
+fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    TeacherFiles::read(sc, data, init, p.d, false, true)
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.d < 2 || p.samples == 0 {
         return Err(sc.invalid("params.d", "need d ≥ 2 and samples ≥ 1"));
     }
@@ -128,10 +148,9 @@ struct Point {
     costs: Vec<Cost>,
 }
 
-fn one_point(p: &Params, ctx: &RunContext, sigma_p: f64) -> Result<Point, RunError> {
-    let draw = synthetic_draw(ctx, p.d, p.samples, sigma_p, p.trial);
-    let (model, theta0) = student(&draw, Attention::Softmax, TrainName::P);
-    let eig = hessian_eigenvalues(&model, &teacher_state(&model, &draw))?;
+fn one_point(p: &Params, draw: &SyntheticDraw, sigma_p: f64) -> Result<Point, RunError> {
+    let (model, theta0) = student(draw, Attention::Softmax, TrainName::P);
+    let eig = hessian_eigenvalues(&model, &teacher_state(&model, draw))?;
     let (lambda_min, lambda_max) = (eig[0], *eig.last().unwrap());
     let t_end = p.horizon_factor / lambda_min;
     let ln_tol = p.loss_tol.ln();
@@ -230,10 +249,17 @@ fn slope(points: &[Point], solver: &str) -> (f64, usize) {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
+    let draws: Vec<SyntheticDraw> = p
+        .sigma_ps
+        .iter()
+        .map(|&s| files.draw(ctx, p.d, p.samples, s, p.trial))
+        .collect();
     let points: Vec<Point> = p
         .sigma_ps
         .iter()
-        .map(|&s| one_point(p, ctx, s))
+        .zip(&draws)
+        .map(|(&s, draw)| one_point(p, draw, s))
         .collect::<Result<_, _>>()?;
     let mut rep = Report::default();
     let kappas: Vec<String> = points
@@ -370,17 +396,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ]);
         }
     }
-    rep.figure = Some(figure(p, &points));
+    let data = &draws[0].data;
+    rep.figure = Some(figure(p, (data.d, data.samples), &points));
+    // the numbers are common to every σ_p: the first draw is the instance
+    rep.instance = Some(teacher_instance(&draws[..1], Some(TrainName::P)));
     Ok(rep)
 }
 
-fn figure(p: &Params, points: &[Point]) -> Figure {
+/// `size` = (d, N) of the instance (the file's, or the parameters').
+fn figure(p: &Params, (d, samples): (usize, usize), points: &[Point]) -> Figure {
     let mut sorted: Vec<&Point> = points.iter().collect();
     sorted.sort_by(|a, b| a.kappa.total_cmp(&b.kappa));
     let mut panel = LinePanel::new(
         format!(
-            "d = {}, N = {}, p only, trial {}: L < {:e}",
-            p.d, p.samples, p.trial, p.loss_tol
+            "d = {d}, N = {samples}, p only, trial {}: L < {:e}",
+            p.trial, p.loss_tol
         ),
         "stiffness κ = λ_max/λ_min of ∇²L(p_T)",
         "evaluations (gradients + HVPs)",

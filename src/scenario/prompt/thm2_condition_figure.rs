@@ -8,11 +8,12 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 
 use super::thm2_condition_bound::{CurvePoint, Params};
 
-/// κ against R for one family, with (18) dotted, the corrected bounds dashed and κ = R².
+/// κ against R for one family (its H's κ_H printed as `kappa_h`), with (18) dotted, the corrected bounds dashed and κ = R².
 fn family_panel(
     title: String,
     points: &[CurvePoint],
     p: &Params,
+    kappa_h: &str,
     legend: LegendPosition,
 ) -> LinePanel {
     let col = |f: &dyn Fn(&CurvePoint) -> f64| {
@@ -54,7 +55,7 @@ fn family_panel(
         .series(Series::theory("", r.clone(), col(&|q| q.report.corrected_lower())).color(2))
         .series(
             Series::numerics(
-                format!("κ, κ_H = {}", p.curve_h_condition),
+                format!("κ, κ_H = {kappa_h}"),
                 r.clone(),
                 col(&|q| q.report.kappa),
             )
@@ -64,14 +65,15 @@ fn family_panel(
         .legend(legend)
 }
 
+/// The figure; `kappa_h` labels the κ_H of the two family panels' H (Gaussian, dominant token).
 pub(super) fn figure(
     p: &Params,
     gaussian: &[Vec<CurvePoint>],
     tail: &[CurvePoint],
     valid: &[&ConditionReport],
     violations: usize,
-    fit: &LogSlopeFit,
-    fit_r: &[f64],
+    (fit, fit_r): (&LogSlopeFit, &[f64]),
+    kappa_h: &[String; 2],
 ) -> Figure {
     let bound: Vec<f64> = valid.iter().map(|r| r.paper_bound()).collect();
     let kappa: Vec<f64> = valid.iter().map(|r| r.kappa).collect();
@@ -177,6 +179,7 @@ pub(super) fn figure(
             ),
             &gaussian[0],
             p,
+            &kappa_h[0],
             LegendPosition::UpperLeft,
         ))
         .panel(family_panel(
@@ -186,6 +189,7 @@ pub(super) fn figure(
             ),
             tail,
             p,
+            &kappa_h[1],
             LegendPosition::None,
         ))
         .panel(scatter)

@@ -4,12 +4,22 @@
 //! the projection P is needed when c ≠ 0), the logit flow's is −(1/N)JHJ on T (exact JVP), the
 //! exact discrete map's Jacobian on T is I − (η/N)J²H with no O(η²) correction, and iterating
 //! the map from z* + ζ₀ contracts ‖ζ_t‖ asymptotically by max|1 − (η/N)λ(J²H)| per step.
+//!
+//! `data_file` (`z_star`, `H`: layout `instance::prompt::StationaryPoint`) replaces the drawn
+//! (z*, A) — and the list `sizes` by the file's n — and `init_file` (`zeta_dir`: layout
+//! `instance::prompt::SimplexInit`) the drawn direction of ζ₀. Theorem 2 part 1 holds at any
+//! interior z* of any (C-quad) loss, so every check runs on a user's instance.
+
+use std::path::PathBuf;
 
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::linearize::jacobian;
 use crate::flow::{norm, Method, OdeConfig, VectorField};
+use crate::instance::prompt::SimplexInit;
+use crate::instance::run_instance;
+use crate::instance::InstanceError;
 use crate::models::prompt::jacobian_spectrum::jacobian_matrix;
 use crate::models::prompt::simplex::{LogitFlow, QuadLoss, SimplexFlow, SimplexLoss};
 use crate::models::prompt::simplex_linearization::{
@@ -21,7 +31,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::simplex_common::{quad_instance, rel_matrix_error};
+use super::common::file_error;
+use super::simplex_common::{quad_instance, rel_matrix_error, simplex_instance, SimplexFiles};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +55,13 @@ pub struct Params {
     pub decay: f64,
     /// Iteration cap of a contraction run.
     pub max_steps: usize,
+    /// z* and H of one (C-quad) loss (layout `instance::prompt::StationaryPoint`), replacing
+    /// the draw and `sizes` (the file's n).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
+    /// The direction of ζ₀ (`zeta_dir`, layout `instance::prompt::SimplexInit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -60,7 +78,82 @@ pub struct Checks {
     pub linear_rel_tol: f64,
 }
 
+/// The files; an init file alone (one ζ₀ direction of one length) needs one n in `sizes`.
+fn read_files(p: &Params, sc: &Scenario) -> Result<SimplexFiles, InputError> {
+    let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
+    let n = (p.sizes.len() == 1).then(|| p.sizes[0]);
+    let files = SimplexFiles::read(sc, data, init, n)?;
+    if data.is_none() && init.is_some() && p.sizes.len() != 1 {
+        return Err(sc.invalid(
+            "params.sizes",
+            "with params.init_file (one ζ₀ of one length) list one n (--set 'sizes=[6]')",
+        ));
+    }
+    if let (Some(init), Some(f)) = (&files.init, init) {
+        let start = init.require_zeta_dir().and_then(|dir| match &files.point {
+            Some(pt) => start_inside(&pt.z_star, dir, p.zeta0),
+            None => Ok(()),
+        });
+        start.map_err(|e| file_error(&sc.input_path("init_file", f), "init_file", e))?;
+    }
+    Ok(files)
+}
+
+/// ζ₀ = zeta0·dir/‖dir‖ (the same operations for a drawn and a given direction).
+fn scaled_start(dir: &[f64], zeta0: f64) -> nalgebra::DVector<f64> {
+    let mut v = nalgebra::DVector::from_column_slice(dir);
+    v *= zeta0 / v.norm();
+    v
+}
+
+/// z* + ζ₀ must stay in the open simplex (the map takes log z).
+fn start_inside(z_star: &[f64], dir: &[f64], zeta0: f64) -> Result<(), InstanceError> {
+    let start = scaled_start(dir, zeta0);
+    match (0..z_star.len()).find(|&i| z_star[i] + start[i] <= 0.0) {
+        Some(i) => Err(InstanceError::new(
+            format!("zeta_dir[{i}]"),
+            format!(
+                "z* + ζ₀ leaves the open simplex there (z*[{i}] = {}, ζ₀[{i}] = {} at ‖ζ₀‖ = \
+                 params.zeta0 = {zeta0})",
+                z_star[i], start[i]
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// One size's (C-quad) point (z*, A) and the direction of ζ₀ in T, common to every c.
+struct Instance {
+    z_star: Vec<f64>,
+    a: DMatrix<f64>,
+    dir: Vec<f64>,
+    /// Whether (z*, A) is the built-in draw (see [`SimplexFiles::quad_or`]).
+    builtin: bool,
+}
+
+/// (z*, A) drawn from stream n, or the file's point, and then ξ drawn from the same stream and
+/// mapped into T by the tangent basis, or the file's direction.
+fn instance(n: usize, files: &SimplexFiles, p: &Params, ctx: &RunContext) -> Instance {
+    let mut rng = ctx.rng(n as u64);
+    let drawn = quad_instance(n, 0.0, p.condition, p.zstar_scale, &mut rng);
+    let (loss, builtin) = files.quad_or(drawn);
+    let xi = crate::models::prompt::attention_families::Attention::standard_normal(n - 1, &mut rng);
+    let dir = match files.init.as_ref().and_then(|i| i.zeta_dir.as_ref()) {
+        Some(d) => d.clone(),
+        None => (tangent_basis(n) * nalgebra::DVector::from_column_slice(&xi))
+            .as_slice()
+            .to_vec(),
+    };
+    Instance {
+        z_star: loss.z_star().to_vec(),
+        a: loss.matrix().clone(),
+        dir,
+        builtin,
+    }
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc)?;
     if p.sizes.is_empty() || p.sizes.iter().any(|&n| n < 2) {
         return Err(sc.invalid("params.sizes", "a non-empty list of n ≥ 2"));
     }
@@ -189,12 +282,10 @@ struct Case {
     runs: Vec<Contraction>,
 }
 
-fn run_case(n: usize, c: f64, p: &Params, ctx: &RunContext) -> Result<Case, RunError> {
+fn run_case(inst: &Instance, c: f64, p: &Params) -> Result<Case, RunError> {
+    let n = inst.z_star.len();
     let err = |e: crate::analysis::AnalysisError| RunError::Other(format!("n = {n}, c = {c}: {e}"));
-    // the same z*, A and ζ₀ for every c (common random numbers)
-    let mut rng = ctx.rng(n as u64);
-    let loss = quad_instance(n, c, p.condition, p.zstar_scale, &mut rng);
-    let xi = crate::models::prompt::attention_families::Attention::standard_normal(n - 1, &mut rng);
+    let loss = QuadLoss::new(inst.a.clone(), inst.z_star.clone(), c).map_err(err)?;
     let z_star = loss.z_star().to_vec();
     let flow = SimplexFlow::new(&loss, p.samples);
     let inv_n = flow.inv_samples();
@@ -224,8 +315,7 @@ fn run_case(n: usize, c: f64, p: &Params, ctx: &RunContext) -> Result<Case, RunE
 
     let lambdas = tangent_eigenvalues_svd(&z_star, &h).map_err(err)?;
     let flow_on_t = tangent_linearization(&z_star, &h, p.samples);
-    let mut zeta0 = &basis * nalgebra::DVector::from_column_slice(&xi);
-    zeta0 *= p.zeta0 / zeta0.norm();
+    let zeta0 = scaled_start(&inst.dir, p.zeta0);
     let mut fd_map = Vec::new();
     let mut runs = Vec::new();
     for &eta in &p.etas {
@@ -261,18 +351,44 @@ fn run_case(n: usize, c: f64, p: &Params, ctx: &RunContext) -> Result<Case, RunE
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
+    let files = read_files(p, ctx.scenario)?;
+    let sizes = match &files.point {
+        Some(pt) => vec![pt.z_star.len()],
+        None => p.sizes.clone(),
+    };
     let mut cases = Vec::new();
-    for &n in &p.sizes {
+    let mut written = Vec::new();
+    let mut builtin = true;
+    for &n in &sizes {
+        let inst = instance(n, &files, p, ctx);
+        builtin &= inst.builtin;
+        start_inside(&inst.z_star, &inst.dir, p.zeta0)
+            .map_err(|e| RunError::Other(format!("init_file: {}: {}", e.key, e.reason)))?;
         for &cc in &p.cs {
-            cases.push(run_case(n, cc, p, ctx)?);
+            cases.push(run_case(&inst, cc, p)?);
         }
+        let loss = QuadLoss::new(inst.a, inst.z_star, 0.0).expect("checked above");
+        let start = SimplexInit {
+            zeta_dir: Some(inst.dir),
+            w0: None,
+        };
+        written.push((format!("n{n}"), simplex_instance(&loss, start)));
     }
-    let mut rep = Report::default();
+    // one size's arrays as they are (the file feeds back), several under n<k>_
+    let mut rep = Report {
+        instance: Some(run_instance(written)),
+        ..Report::default()
+    };
     let count = cases.len();
     let over = |f: &dyn Fn(&Case) -> f64| stats::max(cases.iter().map(f));
     let setting = format!(
-        "n ∈ {:?}, c ∈ {:?}, N = {}, z* = φ({}·g), κ(A) = {}",
-        p.sizes, p.cs, p.samples, p.zstar_scale, p.condition
+        "n ∈ {sizes:?}, c ∈ {:?}, N = {}, {}",
+        p.cs,
+        p.samples,
+        match builtin {
+            true => format!("z* = φ({}·g), κ(A) = {}", p.zstar_scale, p.condition),
+            false => "z*, A = H from data_file".to_string(),
+        }
     );
     let unprojected = stats::min(cases.iter().filter(|k| k.c != 0.0).map(|k| k.unprojected));
     rep.check(
@@ -391,16 +507,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     }
     rep.tables.push(("contraction".into(), curves));
-    rep.figure = Some(figure(p, &cases));
+    rep.figure = Some(figure(p, &sizes, &cases));
     Ok(rep)
 }
 
-fn figure(p: &Params, cases: &[Case]) -> Figure {
-    let mut fig = Figure::new(p.sizes.len().min(3)).title(
+fn figure(p: &Params, sizes: &[usize], cases: &[Case]) -> Figure {
+    let mut fig = Figure::new(sizes.len().min(3)).title(
         "Theorem 2.1: GD map from z* + ζ₀ (solid) vs its linearization I − (η/N)J²H on T (dashed); \
          c = 0 and c = 2.5 coincide",
     );
-    for &n in &p.sizes {
+    for &n in sizes {
         let mut panel = LinePanel::new(
             format!("n = {n}, N = {}", p.samples),
             "iteration t",

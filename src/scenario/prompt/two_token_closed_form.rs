@@ -6,11 +6,21 @@
 //!
 //! The state is the deviation x = u − u* (see [`TwoToken::deviation`]), so that the solver's
 //! relative tolerance applies to the distance from equilibrium and the tail keeps its digits.
+//!
+//! Nothing is drawn: the samples are `cases`, or `data_file` (`s_star`, `c`, `s0` per sample:
+//! layout `instance::prompt::TwoTokenCases`, the start being part of a case as in the closed
+//! form t(s; c, s*, s₀)); every run writes them to `instance.npz`. The closed form and the tail
+//! rate are theorems of every sample, so every check runs on a file's; the rate-vs-R family is
+//! the parameters' (ratio_*).
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{line_fit, log_slope_fit, Window};
 use crate::flow::{integrate, linspace, logspace, Method, OdeConfig, TimeGrid};
+use crate::instance::prompt::TwoTokenCases;
+use crate::instance::InstanceFile;
 use crate::models::prompt::two_token::{
     logit, rate_log_slope, s_star_from_ratio, tail_rate, tail_rate_from_ratio, ClosedForm, TwoToken,
 };
@@ -50,6 +60,9 @@ pub struct Params {
     pub ratio_count: usize,
     pub ratio_s0: f64,
     pub ratio_c: f64,
+    /// Samples `s_star`, `c`, `s0` (layout `instance::prompt::TwoTokenCases`), replacing `cases`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -66,7 +79,21 @@ pub struct Checks {
     pub slope_hi: f64,
 }
 
+/// The samples: the data file's, else `cases`.
+fn cases(p: &Params, sc: &Scenario) -> Result<Vec<Case>, InputError> {
+    match &p.data_file {
+        None => Ok(p.cases.clone()),
+        Some(f) => Ok(sc
+            .read_instance::<TwoTokenCases>("data_file", f)?
+            .cases
+            .iter()
+            .map(|&[s_star, s0, c]| Case { s_star, s0, c })
+            .collect()),
+    }
+}
+
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    cases(p, sc)?;
     if p.cases.is_empty() {
         return Err(sc.invalid("params.cases", "need at least one (s_star, s0, c)"));
     }
@@ -159,9 +186,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         n: p.grid_points,
     }
     .times();
+    let cases = cases(p, ctx.scenario)?;
     let mut runs = Vec::new();
-    let mut rep = Report::default();
-    for case in &p.cases {
+    let written = TwoTokenCases {
+        cases: cases.iter().map(|k| [k.s_star, k.s0, k.c]).collect(),
+    };
+    let mut rep = Report {
+        instance: Some(written.to_arrays()),
+        ..Report::default()
+    };
+    for case in &cases {
         let cf = ClosedForm::new(case.c, case.s_star, case.s0);
         let model = TwoToken::new(vec![case.c], vec![case.s_star]).deviation();
         let x0 = logit(case.s0) - logit(case.s_star);

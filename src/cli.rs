@@ -141,7 +141,7 @@ enum Command {
         /// Clock of the flow (params.clock; default: the model's).
         #[arg(long, value_parser = ["linear", "log"])]
         clock: Option<String>,
-        /// Integrator (the same as --solver): bdf, esdirk34, tr_bdf2 or tsit45.
+        /// Integrator (the same as --solver): bdf, esdirk34, tr_bdf2, tsit45 or tr_bdf2_krylov.
         #[arg(long, value_parser = parse_method, conflicts_with = "solver")]
         method: Option<Method>,
         /// A discrete optimizer instead of the flow (params.optimizer).
@@ -209,7 +209,7 @@ struct RunOpts {
     /// Seed of all randomness.
     #[arg(long)]
     seed: Option<u64>,
-    /// Integrator: bdf, esdirk34, tr_bdf2 or tsit45.
+    /// Integrator: bdf, esdirk34, tr_bdf2, tsit45 or tr_bdf2_krylov.
     #[arg(long, value_parser = parse_method)]
     solver: Option<Method>,
     /// Apply each scenario's [quick] overrides (the fast configuration the tests use).
@@ -241,7 +241,9 @@ impl RunOpts {
 }
 
 fn parse_method(s: &str) -> Result<Method, String> {
-    Method::parse(s).ok_or_else(|| format!("unknown solver `{s}` (bdf, esdirk34, tr_bdf2, tsit45)"))
+    Method::parse(s).ok_or_else(|| {
+        format!("unknown solver `{s}` (bdf, esdirk34, tr_bdf2, tsit45, tr_bdf2_krylov)")
+    })
 }
 
 /// A value given as typed (so the recorded override is what the user wrote), once it parses.

@@ -67,6 +67,15 @@ impl Source {
     pub fn is_file(self) -> bool {
         self == Source::File
     }
+
+    /// As series labels and `instance.npz` prefixes print it: the model's key (`ex1`) or
+    /// `data_file` (as `params.json` derives it).
+    pub fn key(self) -> String {
+        match self {
+            Source::Named(name) => super::svm_common::data_label(name),
+            Source::File => "data_file".into(),
+        }
+    }
 }
 
 /// As figure titles print it: the model's name (`Ex1`) or `data_file`.
@@ -126,6 +135,37 @@ impl<'a> UserFiles<'a> {
                 .map(|inst| (Source::Named(name), inst))
                 .map_err(|e| RunError::Other(format!("generating the {name:?} data: {e}"))),
         }
+    }
+
+    /// The instances of a run over several named data models: the data file's tokens once
+    /// (they replace the whole list), else each model drawn from the scenario seed.
+    pub fn instances(
+        &self,
+        names: &[DataName],
+        sc: &Scenario,
+    ) -> Result<Vec<(Source, Instance)>, RunError> {
+        let names = match self.data_file {
+            Some(_) => &names[..names.len().min(1)],
+            None => names,
+        };
+        names.iter().map(|&name| self.instance(name, sc)).collect()
+    }
+
+    /// [`UserFiles::validate`] for a run over several named data models (see
+    /// [`UserFiles::instances`]).
+    pub fn validate_each(
+        &self,
+        names: &[DataName],
+        max_starts: usize,
+        sc: &Scenario,
+    ) -> Result<(), InputError> {
+        let names = match self.data_file {
+            Some(_) => &names[..names.len().min(1)],
+            None => names,
+        };
+        names
+            .iter()
+            .try_for_each(|&name| self.validate(name, max_starts, sc))
     }
 
     /// The init file's starts (vec(W₀) column-major), each d × d, at most `max_starts` of

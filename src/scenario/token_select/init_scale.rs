@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::svm::MarginConstraints;
 use crate::attention::{FixedDecoder, Instance, Loss};
 use crate::flow::{Method, OdeConfig};
-use crate::instance::{run_instance, Arrays, InstanceError};
+use crate::instance::{run_instance, Arrays};
 use crate::models::token_select::{Example1, FixedRule, FixedStepper, OptPosition};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -140,52 +140,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             let (_, inst) = files
                 .instance(p.data, sc)
                 .map_err(|e| sc.invalid("params.data", e.to_string()))?;
-            user_directions(&files, inst.data.d, sc).map(|_| ())
+            files.directions(inst.data.d, usize::MAX, sc).map(|_| ())
         }
         None => Ok(()),
     }
-}
-
-/// Relative distance from 1 of ‖Ŵ‖_F accepted for a direction of the init file (a numpy
-/// `W / np.linalg.norm(W)` is within a few ulps).
-const UNIT_TOL: f64 = 1e-9;
-
-/// The init file's directions, labelled `init_file j`, each of unit Frobenius norm (W₀ = r·Ŵ
-/// must have norm r at every scale); `None` without an init file.
-fn user_directions(
-    files: &UserFiles,
-    d: usize,
-    sc: &Scenario,
-) -> Result<Option<Vec<(String, Vec<f64>)>>, InputError> {
-    let Some(starts) = files.starts(d, usize::MAX, sc)? else {
-        return Ok(None);
-    };
-    let off_unit = starts
-        .iter()
-        .map(|w| crate::flow::norm(w))
-        .enumerate()
-        .find(|(_, norm)| !((norm - 1.0).abs() <= UNIT_TOL));
-    if let (Some((j, norm)), Some(f)) = (off_unit, files.init_file) {
-        let e = InstanceError::new(
-            format!("W0[{j}]"),
-            format!(
-                "has Frobenius norm {norm} but init-scale reads each W0[j] as a direction Ŵ \
-                 (W₀ = r·Ŵ at every scale r): it must be 1 to {UNIT_TOL:e}"
-            ),
-        );
-        return Err(InputError::new(
-            &sc.input_path("init_file", f),
-            e.key,
-            format!("{} (file given by params.init_file)", e.reason),
-        ));
-    }
-    Ok(Some(
-        starts
-            .into_iter()
-            .enumerate()
-            .map(|(j, w)| (format!("init_file {j}"), w))
-            .collect(),
-    ))
 }
 
 /// Lemma 3 along one NGD run from W₀.
@@ -320,8 +278,12 @@ fn sweep(
     let (t, d) = (inst.data.t, inst.data.d);
     // the init file's directions, else random unit directions (the same stream, hence the
     // same directions, for every sweep), then −W̄_mm
-    let directions = match user_directions(&files, d, ctx.scenario)? {
-        Some(dirs) => dirs,
+    let directions = match files.directions(d, usize::MAX, ctx.scenario)? {
+        Some(dirs) => dirs
+            .into_iter()
+            .enumerate()
+            .map(|(j, w)| (format!("init_file {j}"), w))
+            .collect(),
         None => {
             let mut rng = ctx.rng(FIRST_FREE_STREAM);
             let mut dirs: Vec<(String, Vec<f64>)> = (0..p.directions)

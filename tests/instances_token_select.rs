@@ -607,6 +607,8 @@ fn scale_sweep_and_numerics_scenarios_round_trip_through_instance_npz() {
         ("init-scale", vec!["opt_positions=[\"first\"]".to_string()]),
         ("stable-numerics", vec!["data=[\"ex1\"]".to_string()]),
         ("tokens-bad-init", vec![]),
+        // DM's optimal tokens are constructed, not argmax under u: instance.npz carries `opt`
+        ("joint-training", vec![]),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let files = |dir: &Path| {
@@ -744,4 +746,68 @@ fn directions_off_the_unit_sphere_and_other_bad_init_files_are_refused() {
         "bad.npz",
         &["W0", "d = 32"],
     );
+}
+
+#[test]
+fn joint_training_reads_u0_and_constructed_optimal_tokens_and_refuses_bad_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = instance(None);
+    a.insert("opt", Array::vector(&[0.0, 7.0, 0.0]));
+    let data = write(tmp.path(), "data.npz", &a);
+    refused_with(
+        "joint-training",
+        &[format!("data_file={}", data.display())],
+        "data.npz",
+        &["opt[1]", "token index in 0..3"],
+    );
+    let data = write(tmp.path(), "data.npz", &instance(None));
+    let mut init = Arrays::new();
+    init.insert("W0", Array::matrix(5, 5, vec![0.0; 25]))
+        .insert("u0", Array::vector(&[0.0; 3]));
+    let bad = write(tmp.path(), "init.npz", &init);
+    refused_with(
+        "joint-training",
+        &[
+            format!("data_file={}", data.display()),
+            format!("init_file={}", bad.display()),
+        ],
+        "init.npz",
+        &["u0", "axis 0 should be 5"],
+    );
+    // a non-zero start: the checks that assume Cond. 1(i) are skipped, Lemma 10 runs from it
+    let mut u0 = vec![0.0; 5];
+    u0[0] = 0.3;
+    init.insert("u0", Array::vector(&u0));
+    let good = write(tmp.path(), "init.npz", &init);
+    let dir = run_any(
+        tmp.path(),
+        "o",
+        "joint-training",
+        &[
+            format!("data_file={}", data.display()),
+            format!("init_file={}", good.display()),
+        ],
+    );
+    let checks = read_json(&dir.join("checks.json"));
+    let skipped: Vec<&str> = checks["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["reason"].as_str().unwrap())
+        .collect();
+    assert!(skipped.iter().any(|r| r.contains("Cond. 1(i)")), "{checks}");
+    assert!(skipped.iter().any(|r| r.contains("Fig. 3")), "{checks}");
+    let lemma10: Vec<&serde_json::Value> = checks["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().contains("Lem. 10"))
+        .collect();
+    assert!(!lemma10.is_empty(), "{checks}");
+    for c in lemma10 {
+        assert_eq!(c["pass"], true, "{c}");
+    }
+    let written =
+        Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
+    assert_eq!(written.get("u0").unwrap().data, u0);
 }

@@ -609,11 +609,17 @@ fn scale_sweep_and_numerics_scenarios_round_trip_through_instance_npz() {
         ("tokens-bad-init", vec![]),
         // DM's optimal tokens are constructed, not argmax under u: instance.npz carries `opt`
         ("joint-training", vec![]),
+        ("usvm-kkt", vec!["trials=1".to_string()]),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let files = |dir: &Path| {
             let f = dir.join("instance.npz").display().to_string();
             vec![format!("data_file={f}"), format!("init_file={f}")]
+        };
+        // usvm-kkt takes no init file
+        let files = |dir: &Path| match scenario {
+            "usvm-kkt" => files(dir)[..1].to_vec(),
+            _ => files(dir),
         };
         let built_in = run_any(tmp.path(), "a", scenario, &built_in_sets);
         let first = run_any(tmp.path(), "b", scenario, &files(&built_in));
@@ -810,4 +816,26 @@ fn joint_training_reads_u0_and_constructed_optimal_tokens_and_refuses_bad_ones()
     let written =
         Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
     assert_eq!(written.get("u0").unwrap().data, u0);
+}
+
+#[test]
+fn usvm_kkt_refuses_a_file_whose_optimal_tokens_no_decoder_separates() {
+    // one optimal token e₀ under both labels: y uᵀe₀ ≥ 1 for y = ±1 is impossible, while the
+    // W-SVM (the same constraint for both sequences) is feasible
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Arrays::new();
+    a.insert(
+        "X",
+        Array::new(&[2, 2, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]),
+    )
+    .insert("y", Array::vector(&[1.0, -1.0]))
+    .insert("u", Array::vector(&[1.0, 0.0]))
+    .insert("opt", Array::vector(&[0.0, 0.0]));
+    let file = write(tmp.path(), "sep.npz", &a);
+    refused_with(
+        "usvm-kkt",
+        &[format!("data_file={}", file.display())],
+        "sep.npz",
+        &["X", "u-SVM is infeasible"],
+    );
 }

@@ -838,4 +838,11 @@ fn usvm_kkt_refuses_a_file_whose_optimal_tokens_no_decoder_separates() {
         "sep.npz",
         &["X", "u-SVM is infeasible"],
     );
+    // joint training needs the same u-SVM (Thm 4 measures the decoder against it)
+    refused_with(
+        "joint-training",
+        &[format!("data_file={}", file.display())],
+        "sep.npz",
+        &["X", "u-SVM is infeasible"],
+    );
 }

@@ -27,7 +27,9 @@
 use nalgebra::DMatrix;
 
 use super::{Array, Arrays, InstanceError, InstanceFile};
-use crate::analysis::svm::{solve_l2, L2Solution, RankOneConstraints, SvmError, SvmMethod};
+use crate::analysis::svm::{
+    solve_l2, L2Solution, RankOneConstraints, SvmError, SvmMethod, VectorConstraints,
+};
 use crate::attention::TokenData;
 
 /// Relative score gap below which two tokens tie for the optimum (as the fixed-decoder model
@@ -171,7 +173,8 @@ impl InstanceFile for TokenSelectData {
 /// Joint training's tokens (paper 003 Sec. 4): X, y, u (, z) as [`TokenSelectData`] reads
 /// them, and optionally `opt` (n,), the optimal tokens by construction (DM's first tokens,
 /// Cond. 1(ii)), which `u` need not score highest since u is trained; without `opt`,
-/// argmax_t y_i uᵀx_{i,t}. The W-SVM with these optimal tokens must be feasible.
+/// argmax_t y_i uᵀx_{i,t}. The W-SVM and the u-SVM (min ½‖u‖² s.t. y_i uᵀx_{i,opt} ≥ 1,
+/// the decoder's max-margin direction) with these optimal tokens must be feasible.
 #[derive(Debug, Clone)]
 pub struct JointData {
     pub data: TokenData,
@@ -227,6 +230,18 @@ impl InstanceFile for JointData {
         };
         let cons = RankOneConstraints::w_svm(&data.view(), &opt).map_err(svm_error)?;
         solve_l2(&cons, SvmMethod::Dual).map_err(svm_error)?;
+        let u_infeasible = |e: &dyn std::fmt::Display| {
+            InstanceError::new(
+                "X",
+                format!(
+                    "the u-SVM is infeasible (no u has y_i uᵀx_(i,opt) ≥ 1 for every sequence): \
+                     {e}"
+                ),
+            )
+        };
+        let u_cons =
+            VectorConstraints::u_svm(&data.view(), &data.y, &opt).map_err(|e| u_infeasible(&e))?;
+        solve_l2(&u_cons, SvmMethod::Dual).map_err(|e| u_infeasible(&e))?;
         Ok(JointData { data, u, opt })
     }
 

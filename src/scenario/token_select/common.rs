@@ -215,7 +215,7 @@ impl<'a> UserFiles<'a> {
             .iter()
             .map(|w| crate::flow::norm(w))
             .enumerate()
-            .find(|(_, norm)| !((norm - 1.0).abs() <= UNIT_TOL));
+            .find(|(_, norm)| (norm - 1.0).abs() > UNIT_TOL);
         match off_unit {
             Some((j, norm)) => Err(InputError::new(
                 &sc.input_path("init_file", f),

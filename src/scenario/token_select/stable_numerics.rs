@@ -309,7 +309,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 );
             } else {
                 rep.skip(
-                    &format!("{label}: max |(1 − corr)/closed form − 1|"),
+                    format!("{label}: max |(1 − corr)/closed form − 1|"),
                     "W₀ of init_file lies along D̂ (p = 0): 1 − corr ≡ 0, no rate to compare",
                 );
             }

@@ -577,3 +577,272 @@ fn ngd_stops_cleanly_once_the_gradient_underflows() {
     // it stopped early: the last time is below ηK
     assert!(*t.last().unwrap() < 0.5 * 20000.0, "{t:?}");
 }
+
+/// Runs with `sets`, expecting exit 2 with a message naming `file` and every one of `want`,
+/// and nothing written.
+fn refused_with(scenario: &str, sets: &[String], file: &str, want: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = vec!["run", scenario, "--quick", "--out", "o"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = attnflow(&args, tmp.path());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{scenario}: {err}");
+    assert!(
+        err.contains(file),
+        "{scenario}: file {file} not named: {err}"
+    );
+    for w in want {
+        assert!(err.contains(w), "{scenario}: '{w}' not in: {err}");
+    }
+    assert!(!tmp.path().join("o").exists(), "something was written");
+}
+
+#[test]
+fn scale_sweep_and_numerics_scenarios_round_trip_through_instance_npz() {
+    // (scenario, sets of the built-in run): one instance, so that its instance.npz feeds back
+    // as both files; the file runs b and c write the same files
+    for (scenario, built_in_sets) in [
+        ("init-scale", vec!["opt_positions=[\"first\"]".to_string()]),
+        ("stable-numerics", vec!["data=[\"ex1\"]".to_string()]),
+        ("tokens-bad-init", vec![]),
+        // DM's optimal tokens are constructed, not argmax under u: instance.npz carries `opt`
+        ("joint-training", vec![]),
+        ("usvm-kkt", vec!["trials=1".to_string()]),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = |dir: &Path| {
+            let f = dir.join("instance.npz").display().to_string();
+            vec![format!("data_file={f}"), format!("init_file={f}")]
+        };
+        // usvm-kkt takes no init file
+        let files = |dir: &Path| match scenario {
+            "usvm-kkt" => files(dir)[..1].to_vec(),
+            _ => files(dir),
+        };
+        let built_in = run_any(tmp.path(), "a", scenario, &built_in_sets);
+        let first = run_any(tmp.path(), "b", scenario, &files(&built_in));
+        let second = run_any(tmp.path(), "c", scenario, &files(&first));
+        for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
+            assert_eq!(
+                std::fs::read(first.join(f)).unwrap(),
+                std::fs::read(second.join(f)).unwrap(),
+                "{scenario}: {f} differs after the round trip"
+            );
+        }
+        assert_eq!(
+            std::fs::read(built_in.join("instance.npz")).unwrap(),
+            std::fs::read(first.join("instance.npz")).unwrap(),
+            "{scenario}: instance.npz"
+        );
+        // the file run measures what the built-in run measured: only the labels differ
+        let numbers = |dir: &Path| -> Vec<String> {
+            let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+            text.lines()
+                .map(|l| {
+                    l.split(',')
+                        .filter(|c| c.parse::<f64>().is_ok())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect()
+        };
+        assert_eq!(numbers(&built_in), numbers(&first), "{scenario}: values");
+    }
+    // several sweeps / data models are written under their names
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run_any(tmp.path(), "a", "stable-numerics", &[]);
+    let written =
+        Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
+    let names: Vec<&str> = written.names().collect();
+    assert!(
+        names.contains(&"two-token_W0") && names.contains(&"ex1_X"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn init_scale_on_data_written_from_scratch_matches_the_hand_computed_logits() {
+    // direction Ŵ = e₀e₀ᵀ: s_{i,t} = r·x_{i,t}[0]·q_i[0] with q_i = x_{i,0}, and
+    // φ_{i,opt}(W₀) is the softmax of those logits at the optimal token 0
+    let tmp = tempfile::tempdir().unwrap();
+    let data = write(tmp.path(), "mine.npz", &instance(None));
+    let mut w0 = vec![0.0; 25];
+    w0[0] = 1.0;
+    let mut a = Arrays::new();
+    a.insert("W0", Array::matrix(5, 5, w0));
+    let init = write(tmp.path(), "dir.npz", &a);
+    let dir = run_any(
+        tmp.path(),
+        "o",
+        "init-scale",
+        &[
+            format!("data_file={}", data.display()),
+            format!("init_file={}", init.display()),
+        ],
+    );
+    let checks = read_json(&dir.join("checks.json"));
+    assert_eq!(checks["all_pass"], true, "{checks}");
+    let (x, _, _) = tokens();
+    let logit = |r: f64, i: usize, t: usize| r * x[(i * 3 + t) * 5] * x[i * 15];
+    let scales = column(&dir, "scale");
+    let max_logit = column(&dir, "max_abs_logit");
+    let min_phi = column(&dir, "min_phi_opt_init");
+    assert_eq!(scales.len(), 10, "one direction per scale");
+    for (row, &r) in scales.iter().enumerate() {
+        let mut want_logit = 0.0f64;
+        let mut want_phi = f64::INFINITY;
+        for i in 0..3 {
+            let s: Vec<f64> = (0..3).map(|t| logit(r, i, t)).collect();
+            want_logit = s.iter().fold(want_logit, |m, v| m.max(v.abs()));
+            let z: f64 = s.iter().map(|v| v.exp()).sum();
+            want_phi = want_phi.min(s[0].exp() / z);
+        }
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1e-300);
+        assert!(
+            close(max_logit[row], want_logit),
+            "r = {r}: {} vs {want_logit}",
+            max_logit[row]
+        );
+        assert!(
+            close(min_phi[row], want_phi),
+            "r = {r}: {} vs {want_phi}",
+            min_phi[row]
+        );
+    }
+}
+
+#[test]
+fn directions_off_the_unit_sphere_and_other_bad_init_files_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = write(tmp.path(), "mine.npz", &instance(None));
+    let data_set = format!("data_file={}", data.display());
+    let mut a = Arrays::new();
+    a.insert("W0", Array::new(&[2, 5, 5], vec![0.1; 50]));
+    let bad = write(tmp.path(), "bad.npz", &a);
+    let init_set = format!("init_file={}", bad.display());
+    for scenario in ["init-scale", "tokens-bad-init"] {
+        let want: &[&str] = match scenario {
+            // one direction per run of tokens-bad-init
+            "tokens-bad-init" => &["W0", "at most 1"],
+            _ => &["W0[0]", "Frobenius norm 0.5", "must be 1"],
+        };
+        refused_with(
+            scenario,
+            &[data_set.clone(), init_set.clone()],
+            "bad.npz",
+            want,
+        );
+    }
+    a.insert("W0", Array::matrix(5, 5, vec![0.4; 25]));
+    let bad = write(tmp.path(), "bad.npz", &a);
+    refused_with(
+        "tokens-bad-init",
+        &[data_set.clone(), format!("init_file={}", bad.display())],
+        "bad.npz",
+        &["W0[0]", "Frobenius norm 2", "must be 1"],
+    );
+    // stable-numerics: the init file's W₀ is the start of every data model
+    a.insert("W0", Array::matrix(2, 2, vec![1.0, 0.0, 0.0, 1.0]));
+    let bad = write(tmp.path(), "bad.npz", &a);
+    refused_with(
+        "stable-numerics",
+        &[format!("init_file={}", bad.display())],
+        "bad.npz",
+        &["W0", "d = 32"],
+    );
+}
+
+#[test]
+fn joint_training_reads_u0_and_constructed_optimal_tokens_and_refuses_bad_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = instance(None);
+    a.insert("opt", Array::vector(&[0.0, 7.0, 0.0]));
+    let data = write(tmp.path(), "data.npz", &a);
+    refused_with(
+        "joint-training",
+        &[format!("data_file={}", data.display())],
+        "data.npz",
+        &["opt[1]", "token index in 0..3"],
+    );
+    let data = write(tmp.path(), "data.npz", &instance(None));
+    let mut init = Arrays::new();
+    init.insert("W0", Array::matrix(5, 5, vec![0.0; 25]))
+        .insert("u0", Array::vector(&[0.0; 3]));
+    let bad = write(tmp.path(), "init.npz", &init);
+    refused_with(
+        "joint-training",
+        &[
+            format!("data_file={}", data.display()),
+            format!("init_file={}", bad.display()),
+        ],
+        "init.npz",
+        &["u0", "axis 0 should be 5"],
+    );
+    // a non-zero start: the checks that assume Cond. 1(i) are skipped, Lemma 10 runs from it
+    let mut u0 = vec![0.0; 5];
+    u0[0] = 0.3;
+    init.insert("u0", Array::vector(&u0));
+    let good = write(tmp.path(), "init.npz", &init);
+    let dir = run_any(
+        tmp.path(),
+        "o",
+        "joint-training",
+        &[
+            format!("data_file={}", data.display()),
+            format!("init_file={}", good.display()),
+        ],
+    );
+    let checks = read_json(&dir.join("checks.json"));
+    let skipped: Vec<&str> = checks["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["reason"].as_str().unwrap())
+        .collect();
+    assert!(skipped.iter().any(|r| r.contains("Cond. 1(i)")), "{checks}");
+    assert!(skipped.iter().any(|r| r.contains("Fig. 3")), "{checks}");
+    let lemma10: Vec<&serde_json::Value> = checks["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().contains("Lem. 10"))
+        .collect();
+    assert!(!lemma10.is_empty(), "{checks}");
+    for c in lemma10 {
+        assert_eq!(c["pass"], true, "{c}");
+    }
+    let written =
+        Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap();
+    assert_eq!(written.get("u0").unwrap().data, u0);
+}
+
+#[test]
+fn usvm_kkt_refuses_a_file_whose_optimal_tokens_no_decoder_separates() {
+    // one optimal token e₀ under both labels: y uᵀe₀ ≥ 1 for y = ±1 is impossible, while the
+    // W-SVM (the same constraint for both sequences) is feasible
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Arrays::new();
+    a.insert(
+        "X",
+        Array::new(&[2, 2, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]),
+    )
+    .insert("y", Array::vector(&[1.0, -1.0]))
+    .insert("u", Array::vector(&[1.0, 0.0]))
+    .insert("opt", Array::vector(&[0.0, 0.0]));
+    let file = write(tmp.path(), "sep.npz", &a);
+    refused_with(
+        "usvm-kkt",
+        &[format!("data_file={}", file.display())],
+        "sep.npz",
+        &["X", "u-SVM is infeasible"],
+    );
+    // joint training needs the same u-SVM (Thm 4 measures the decoder against it)
+    refused_with(
+        "joint-training",
+        &[format!("data_file={}", file.display())],
+        "sep.npz",
+        &["X", "u-SVM is infeasible"],
+    );
+}

@@ -10,6 +10,7 @@
 //! | `opt` | (n,)      | optional optimal-token indices; must be argmax_t γ_{i,t} if given  |
 //! | `W0`  | (d, d)    | initial state W₀ (rows as numpy prints them; a separate init file) |
 //! |       | (k, d, d) | or k starts, for the scenarios that run several initializations    |
+//! | `u0`  | (d,)      | joint training only: the initial trained decoder (default 0)       |
 //!
 //! ```python
 //! X = np.random.randn(8, 4, 6); y = np.sign(np.random.randn(8)); u = np.eye(6)[0]
@@ -26,7 +27,9 @@
 use nalgebra::DMatrix;
 
 use super::{Array, Arrays, InstanceError, InstanceFile};
-use crate::analysis::svm::{solve_l2, L2Solution, RankOneConstraints, SvmError, SvmMethod};
+use crate::analysis::svm::{
+    solve_l2, L2Solution, RankOneConstraints, SvmError, SvmMethod, VectorConstraints,
+};
 use crate::attention::TokenData;
 
 /// Relative score gap below which two tokens tie for the optimum (as the fixed-decoder model
@@ -133,10 +136,14 @@ impl InstanceFile for TokenSelectData {
             "W0",
             "the initial state, shape (d, d) (read by the init file; allowed here)",
         ),
+        (
+            "u0",
+            "joint training's initial decoder, shape (d,) (read by the init file; allowed here)",
+        ),
     ];
 
     fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
-        a.deny_unknown(&["X", "y", "u", "z", "opt", "W0"])?;
+        a.deny_unknown(&["X", "y", "u", "z", "opt", "W0", "u0"])?;
         a.check_finite()?;
         let (data, u) = super::read_tokens(a)?;
         let n = data.n;
@@ -160,6 +167,89 @@ impl InstanceFile for TokenSelectData {
 
     fn to_arrays(&self) -> Arrays {
         token_arrays(&self.data, &self.u)
+    }
+}
+
+/// Joint training's tokens (paper 003 Sec. 4): X, y, u (, z) as [`TokenSelectData`] reads
+/// them, and optionally `opt` (n,), the optimal tokens by construction (DM's first tokens,
+/// Cond. 1(ii)), which `u` need not score highest since u is trained; without `opt`,
+/// argmax_t y_i uᵀx_{i,t}. The W-SVM and the u-SVM (min ½‖u‖² s.t. y_i uᵀx_{i,opt} ≥ 1,
+/// the decoder's max-margin direction) with these optimal tokens must be feasible.
+#[derive(Debug, Clone)]
+pub struct JointData {
+    pub data: TokenData,
+    pub u: Vec<f64>,
+    pub opt: Vec<usize>,
+}
+
+impl InstanceFile for JointData {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("X", "tokens, shape (n, T, d), T ≥ 2"),
+        ("y", "labels ±1, shape (n,)"),
+        (
+            "u",
+            "a decoder, shape (d,); names the optimal tokens when opt is absent",
+        ),
+        (
+            "z",
+            "optional queries, shape (n, d); default: the first tokens",
+        ),
+        (
+            "opt",
+            "optional optimal tokens by construction, shape (n,), in 0..T",
+        ),
+        (
+            "W0",
+            "the initial state, shape (d, d) (read by the init file; allowed here)",
+        ),
+        (
+            "u0",
+            "the initial decoder, shape (d,) (read by the init file; allowed here)",
+        ),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        a.deny_unknown(&["X", "y", "u", "z", "opt", "W0", "u0"])?;
+        a.check_finite()?;
+        let (data, u) = super::read_tokens(a)?;
+        let opt = match a.get("opt") {
+            None => optimal_tokens(&data, &u)?,
+            Some(_) => {
+                let raw = a.vector("opt", Some(data.n))?;
+                let bad = raw
+                    .iter()
+                    .position(|&o| !(o.fract() == 0.0 && o >= 0.0 && o < data.t as f64));
+                if let Some(i) = bad {
+                    return Err(InstanceError::new(
+                        format!("opt[{i}]"),
+                        format!("is {} but must be a token index in 0..{}", raw[i], data.t),
+                    ));
+                }
+                raw.iter().map(|&o| o as usize).collect()
+            }
+        };
+        let cons = RankOneConstraints::w_svm(&data.view(), &opt).map_err(svm_error)?;
+        solve_l2(&cons, SvmMethod::Dual).map_err(svm_error)?;
+        let u_infeasible = |e: &dyn std::fmt::Display| {
+            InstanceError::new(
+                "X",
+                format!(
+                    "the u-SVM is infeasible (no u has y_i uᵀx_(i,opt) ≥ 1 for every sequence): \
+                     {e}"
+                ),
+            )
+        };
+        let u_cons =
+            VectorConstraints::u_svm(&data.view(), &data.y, &opt).map_err(|e| u_infeasible(&e))?;
+        solve_l2(&u_cons, SvmMethod::Dual).map_err(|e| u_infeasible(&e))?;
+        Ok(JointData { data, u, opt })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = token_arrays(&self.data, &self.u);
+        let opt: Vec<f64> = self.opt.iter().map(|&o| o as f64).collect();
+        a.insert("opt", Array::vector(&opt));
+        a
     }
 }
 
@@ -212,6 +302,52 @@ impl InstanceFile for TokenSelectInit {
     fn to_arrays(&self) -> Arrays {
         let mut a = Arrays::new();
         a.insert("W0", Array::from_column_major(self.d, self.d, &self.w0));
+        a
+    }
+}
+
+/// The initial state (u₀, W₀) of joint training (arrays `W0`, (d, d), and `u0`, (d,); u₀
+/// defaults to 0, the paper's Cond. 1(i)). The data file's `u` only names the optimal tokens;
+/// the trained decoder starts at u₀.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JointInit {
+    pub d: usize,
+    pub u0: Vec<f64>,
+    /// vec(W₀), column-major.
+    pub w0: Vec<f64>,
+}
+
+impl JointInit {
+    /// (u₀, vec W₀) as the joint model's state, both d-dimensional for tokens in ℝ^d.
+    pub fn state(&self, d: usize) -> Result<Vec<f64>, InstanceError> {
+        require_dimension(self.d, d)?;
+        Ok(self.u0.iter().chain(&self.w0).copied().collect())
+    }
+}
+
+impl InstanceFile for JointInit {
+    const ARRAYS: &'static [(&'static str, &'static str)] = &[
+        ("W0", "the initial attention matrix, shape (d, d)"),
+        ("u0", "optional initial decoder, shape (d,); default 0"),
+    ];
+
+    fn from_arrays(a: &Arrays) -> Result<Self, InstanceError> {
+        let TokenSelectInit { w0, d } = TokenSelectInit::from_arrays(a)?;
+        let u0 = match a.get("u0") {
+            Some(_) => a.vector("u0", Some(d))?.to_vec(),
+            None => vec![0.0; d],
+        };
+        a.check_finite()?;
+        Ok(JointInit { d, u0, w0 })
+    }
+
+    fn to_arrays(&self) -> Arrays {
+        let mut a = TokenSelectInit {
+            w0: self.w0.clone(),
+            d: self.d,
+        }
+        .to_arrays();
+        a.insert("u0", Array::vector(&self.u0));
         a
     }
 }
@@ -343,6 +479,22 @@ mod tests {
         assert_eq!(init.for_dimension(3).unwrap_err().key, "W0");
         a.insert("W0", Array::matrix(2, 3, vec![0.0; 6]));
         assert_eq!(TokenSelectInit::from_arrays(&a).unwrap_err().key, "W0");
+    }
+
+    #[test]
+    fn joint_starts_read_u0_of_side_d_or_default_to_zero() {
+        let mut a = Arrays::new();
+        a.insert("W0", Array::matrix(2, 2, vec![1.0, 2.0, 3.0, 4.0]));
+        let init = JointInit::from_arrays(&a).unwrap();
+        assert_eq!(init.state(2).unwrap(), vec![0.0, 0.0, 1.0, 3.0, 2.0, 4.0]);
+        a.insert("u0", Array::vector(&[5.0, 6.0]));
+        let init = JointInit::from_arrays(&a).unwrap();
+        assert_eq!(init.state(2).unwrap()[..2], [5.0, 6.0]);
+        assert_eq!(init.to_arrays(), a);
+        assert_eq!(init.state(3).unwrap_err().key, "W0");
+        a.insert("u0", Array::vector(&[5.0, 6.0, 7.0]));
+        let e = JointInit::from_arrays(&a).unwrap_err();
+        assert_eq!(e.key, "u0", "{e}");
     }
 
     #[test]

@@ -67,6 +67,15 @@ impl Source {
     pub fn is_file(self) -> bool {
         self == Source::File
     }
+
+    /// As series labels and `instance.npz` prefixes print it: the model's key (`ex1`) or
+    /// `data_file` (as `params.json` derives it).
+    pub fn key(self) -> String {
+        match self {
+            Source::Named(name) => super::svm_common::data_label(name),
+            Source::File => "data_file".into(),
+        }
+    }
 }
 
 /// As figure titles print it: the model's name (`Ex1`) or `data_file`.
@@ -128,6 +137,37 @@ impl<'a> UserFiles<'a> {
         }
     }
 
+    /// The instances of a run over several named data models: the data file's tokens once
+    /// (they replace the whole list), else each model drawn from the scenario seed.
+    pub fn instances(
+        &self,
+        names: &[DataName],
+        sc: &Scenario,
+    ) -> Result<Vec<(Source, Instance)>, RunError> {
+        let names = match self.data_file {
+            Some(_) => &names[..names.len().min(1)],
+            None => names,
+        };
+        names.iter().map(|&name| self.instance(name, sc)).collect()
+    }
+
+    /// [`UserFiles::validate`] for a run over several named data models (see
+    /// [`UserFiles::instances`]).
+    pub fn validate_each(
+        &self,
+        names: &[DataName],
+        max_starts: usize,
+        sc: &Scenario,
+    ) -> Result<(), InputError> {
+        let names = match self.data_file {
+            Some(_) => &names[..names.len().min(1)],
+            None => names,
+        };
+        names
+            .iter()
+            .try_for_each(|&name| self.validate(name, max_starts, sc))
+    }
+
     /// The init file's starts (vec(W₀) column-major), each d × d, at most `max_starts` of
     /// them; `None` without an init file.
     pub fn starts(
@@ -159,6 +199,37 @@ impl<'a> UserFiles<'a> {
         Ok(Some(read.starts))
     }
 
+    /// The init file's starts read as directions Ŵ of unit Frobenius norm, for scenarios that
+    /// start at W₀ = r·Ŵ over radii r (at most `max_starts` of them); `None` without an init
+    /// file. A direction off the unit sphere is refused, naming `W0[j]`.
+    pub fn directions(
+        &self,
+        d: usize,
+        max_starts: usize,
+        sc: &Scenario,
+    ) -> Result<Option<Vec<Vec<f64>>>, InputError> {
+        let (Some(starts), Some(f)) = (self.starts(d, max_starts, sc)?, self.init_file) else {
+            return Ok(None);
+        };
+        let off_unit = starts
+            .iter()
+            .map(|w| crate::flow::norm(w))
+            .enumerate()
+            .find(|(_, norm)| (norm - 1.0).abs() > UNIT_TOL);
+        match off_unit {
+            Some((j, norm)) => Err(InputError::new(
+                &sc.input_path("init_file", f),
+                format!("W0[{j}]"),
+                format!(
+                    "has Frobenius norm {norm} but this scenario reads each W0[j] as a direction \
+                     Ŵ (W₀ = r·Ŵ for every radius r): it must be 1 to {UNIT_TOL:e} (file given \
+                     by params.init_file)"
+                ),
+            )),
+            None => Ok(Some(starts)),
+        }
+    }
+
     /// Reads both files as the run will, refusing bad ones before anything runs.
     pub fn validate(
         &self,
@@ -174,6 +245,10 @@ impl<'a> UserFiles<'a> {
         self.starts(d, max_starts, sc).map(|_| ())
     }
 }
+
+/// Relative distance from 1 of ‖Ŵ‖_F accepted for a direction of an init file (a numpy
+/// `W / np.linalg.norm(W)` is within a few ulps).
+const UNIT_TOL: f64 = 1e-9;
 
 /// `instance.npz` of a run: the tokens X, y, u (z when the queries are not the first tokens)
 /// and the starts W0 ((d, d) for one, (k, d, d) for several; none if `starts` is empty).

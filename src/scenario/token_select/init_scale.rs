@@ -9,12 +9,22 @@
 //!
 //! W₀ = r·Ŵ over a sweep of r and random unit directions Ŵ (shared by all r), plus the
 //! anti-aligned direction −W̄_mm; the run reports the largest r up to which Lemma 3 held.
+//!
+//! `data_file` (X, y, u, optional z) replaces the named data for one sweep (`opt_positions`
+//! then has nothing to place: the decoder picks the optimal tokens); `init_file` (array `W0`,
+//! (k, d, d), each of unit Frobenius norm) replaces the directions Ŵ, the anti-aligned one
+//! included. Lemmas 2 and 3 hold for any instance and direction, so every check runs on
+//! them. `instance.npz` holds the tokens and the directions (one sweep as they are, several
+//! under `first_`/`random_`).
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::MarginConstraints;
 use crate::attention::{FixedDecoder, Instance, Loss};
 use crate::flow::{Method, OdeConfig};
+use crate::instance::{run_instance, Arrays};
 use crate::models::token_select::{Example1, FixedRule, FixedStepper, OptPosition};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -24,7 +34,8 @@ use crate::stats;
 
 use super::attention_common::{gaussian_matrix, logits, unit_direction};
 use super::common::{
-    build_instance, optimizer_runs, w_svm, DataName, BUILT_IN_GRAD, DATA_STREAM, FIRST_FREE_STREAM,
+    build_instance, instance_arrays, optimizer_runs, w_svm, DataName, UserFiles, BUILT_IN_GRAD,
+    DATA_STREAM, FIRST_FREE_STREAM,
 };
 use super::svm_common::data_label;
 
@@ -53,6 +64,13 @@ pub struct Params {
     pub lemma2_delta: f64,
     /// Gaussian draws of W₀ for the probabilistic form.
     pub gaussian_trials: usize,
+    /// The user's tokens (X, y, u, optional z), replacing `data` and `opt_positions`.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's directions Ŵ (array `W0`, (d, d) or (k, d, d), unit Frobenius norm),
+    /// replacing `directions` and `anti_aligned`.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -115,7 +133,17 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.lemma2_delta >= 1.0 {
         return Err(sc.invalid("params.lemma2_delta", "must be in (0, 1)"));
     }
-    Ok(())
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    files.validate(p.data, usize::MAX, sc)?;
+    match files.init_file {
+        Some(_) => {
+            let (_, inst) = files
+                .instance(p.data, sc)
+                .map_err(|e| sc.invalid("params.data", e.to_string()))?;
+            files.directions(inst.data.d, usize::MAX, sc).map(|_| ())
+        }
+        None => Ok(()),
+    }
 }
 
 /// Lemma 3 along one NGD run from W₀.
@@ -192,6 +220,8 @@ struct Sweep {
     largest_holding: Option<f64>,
     first_failing: Option<f64>,
     model: FixedDecoder,
+    /// The tokens and the directions, as `instance.npz` records them.
+    instance: Arrays,
 }
 
 fn instance(p: &Params, position: OptPosition, ctx: &RunContext) -> Result<Instance, RunError> {
@@ -220,11 +250,20 @@ fn sweep(
     ctx: &RunContext,
     rows: &mut Table,
 ) -> Result<Sweep, RunError> {
-    let label = match position {
-        OptPosition::First => data_label(p.data),
-        OptPosition::Random => format!("{}, random opt position", data_label(p.data)),
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (label, inst) = match files.data_file {
+        Some(_) => {
+            let (source, inst) = files.instance(p.data, ctx.scenario)?;
+            (source.key(), inst)
+        }
+        None => match position {
+            OptPosition::First => (data_label(p.data), instance(p, position, ctx)?),
+            OptPosition::Random => (
+                format!("{}, random opt position", data_label(p.data)),
+                instance(p, position, ctx)?,
+            ),
+        },
     };
-    let inst = instance(p, position, ctx)?;
     let (cons, svm) = w_svm(&inst)?;
     // [D] logit gaps are linear in W and, under Ass. 2, −∇L = Σ c_{j,τ} D_{j,τ} with c ≥ 0: if
     // every ⟨D_k, D_l⟩ ≥ 0, no step of GD/NGD/PS lowers any gap, so Lemma 3 holds at every
@@ -237,18 +276,30 @@ fn sweep(
     );
     let b = inst.data.assumptions(&inst.decoder, &inst.opt).token_bound;
     let (t, d) = (inst.data.t, inst.data.d);
+    // the init file's directions, else random unit directions (the same stream, hence the
+    // same directions, for every sweep), then −W̄_mm
+    let directions = match files.directions(d, usize::MAX, ctx.scenario)? {
+        Some(dirs) => dirs
+            .into_iter()
+            .enumerate()
+            .map(|(j, w)| (format!("init_file {j}"), w))
+            .collect(),
+        None => {
+            let mut rng = ctx.rng(FIRST_FREE_STREAM);
+            let mut dirs: Vec<(String, Vec<f64>)> = (0..p.directions)
+                .map(|j| (format!("random {j}"), unit_direction(d, &mut rng)))
+                .collect();
+            if p.anti_aligned {
+                let anti = svm.w.iter().map(|x| -x / svm.norm).collect();
+                dirs.push(("anti-aligned".into(), anti));
+            }
+            dirs
+        }
+    };
+    let used: Vec<Vec<f64>> = directions.iter().map(|(_, w)| w.clone()).collect();
+    let instance = instance_arrays(&inst, &used);
     let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential)
         .map_err(|e| RunError::Other(format!("{label}: {e}")))?;
-    // random unit directions (the same stream, hence the same directions, for every sweep),
-    // then −W̄_mm
-    let mut rng = ctx.rng(FIRST_FREE_STREAM);
-    let mut directions: Vec<(String, Vec<f64>)> = (0..p.directions)
-        .map(|j| (format!("random {j}"), unit_direction(d, &mut rng)))
-        .collect();
-    if p.anti_aligned {
-        let anti = svm.w.iter().map(|x| -x / svm.norm).collect();
-        directions.push(("anti-aligned".into(), anti));
-    }
     let b2 = b * b;
     let floor = 1.0 / (1.0 + (2.0 * p.eta * b2).exp());
     let slack = c.rel_slack;
@@ -268,6 +319,7 @@ fn sweep(
         largest_holding: None,
         first_failing: None,
         model,
+        instance,
     };
     for &r in &p.scales {
         let c_r = r * b2;
@@ -319,6 +371,14 @@ fn sweep(
     Ok(sw)
 }
 
+/// The prefix of a sweep's arrays in a several-sweep `instance.npz`.
+fn position_key(position: OptPosition) -> String {
+    match position {
+        OptPosition::First => "first".into(),
+        OptPosition::Random => "random".into(),
+    }
+}
+
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report {
         series: Table::new(&[
@@ -335,12 +395,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]),
         ..Report::default()
     };
-    let sweeps = p
-        .opt_positions
+    // a data file is one instance: its decoder, not a generator, places the optimal tokens
+    let positions = match p.data_file {
+        Some(_) => &p.opt_positions[..1],
+        None => &p.opt_positions[..],
+    };
+    let sweeps = positions
         .iter()
         .map(|&pos| sweep(p, c, pos, ctx, &mut rep.series))
         .collect::<Result<Vec<_>, _>>()?;
-    let starts = p.scales.len() * (p.directions + usize::from(p.anti_aligned)) * sweeps.len();
+    rep.instance = Some(run_instance(
+        positions
+            .iter()
+            .zip(&sweeps)
+            .map(|(pos, s)| (position_key(*pos), s.instance.clone()))
+            .collect(),
+    ));
+    let starts = rep.series.rows.len();
     let slack = c.rel_slack;
     rep.check(
         Check::at_most(

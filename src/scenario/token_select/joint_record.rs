@@ -4,7 +4,7 @@
 use crate::analysis::svm::one_minus_cos;
 use crate::attention::logdomain::log_sum_exp;
 use crate::attention::TokenData;
-use crate::flow::{norm, GradientFlow};
+use crate::flow::norm;
 use crate::models::token_select::{JointModel, JointRule, JointStepper};
 use crate::scenario::RunError;
 use crate::stats;
@@ -30,7 +30,8 @@ pub struct JointRun {
     /// Steps k → k+1 at which some φ_{i,opt} fell, or some score gap shrank (k ≥ 1).
     pub phi_decreases: usize,
     pub gap_decreases: usize,
-    /// Largest ‖u_k‖/(ηk) and ‖W_k‖/(ηΣ_{s<k}(s+1)^{−α}) over k ≥ 1 (Eq. (10) runs).
+    /// Largest ‖u_k‖/(‖u₀‖ + ηk) and ‖W_k‖/(‖W₀‖ + ηΣ_{s<k}(s+1)^{−α}) over k ≥ 1 (Eq. (10)
+    /// runs).
     pub u_bound_ratio: f64,
     pub w_bound_ratio: f64,
 }
@@ -43,12 +44,13 @@ pub struct Reference<'a> {
     pub u_mm: &'a [f64],
 }
 
-/// Runs `rule` for `iterations` steps from u₀ = 0, W₀ = 0, recording every iterate.
+/// Runs `rule` for `iterations` steps from `z0` = (u₀, vec W₀), recording every iterate.
 pub fn run_one(
     rf: &Reference,
     rule: JointRule,
     label: String,
     iterations: usize,
+    z0: &[f64],
 ) -> Result<JointRun, RunError> {
     let model = rf.model;
     let data = model.data();
@@ -80,7 +82,12 @@ pub fn run_one(
         w_bound_ratio: 0.0,
     };
     let u_mm_norm = norm(rf.u_mm);
-    let mut z = vec![0.0; model.dim()];
+    let mut z = z0.to_vec();
+    // Lemma 10's bounds from a start: ‖u_k‖ ≤ ‖u₀‖ + ηk, ‖W_k‖ ≤ ‖W₀‖ + ηΣ_{s<k}(s+1)^{−α}
+    let (u0_norm, w0_norm) = {
+        let (u0, w0) = z0.split_at(d);
+        (norm(u0), norm(w0))
+    };
     let mut prev_l1m: Option<Vec<f64>> = None;
     let mut prev_gaps: Option<Vec<f64>> = None;
     let mut w_bound = 0.0;
@@ -119,8 +126,8 @@ pub fn run_one(
         let (nu, nw) = (norm(u), norm(w));
         if let Some((eta, alpha)) = eq10 {
             if k >= 1 {
-                r.u_bound_ratio = stats::larger(r.u_bound_ratio, nu / (eta * k as f64));
-                r.w_bound_ratio = stats::larger(r.w_bound_ratio, nw / w_bound);
+                r.u_bound_ratio = stats::larger(r.u_bound_ratio, nu / (u0_norm + eta * k as f64));
+                r.w_bound_ratio = stats::larger(r.w_bound_ratio, nw / (w0_norm + w_bound));
             }
             // w_bound = ηΣ_{s<k+1}(s+1)^{−α} from here on
             w_bound += eta * ((k + 1) as f64).powf(-alpha);

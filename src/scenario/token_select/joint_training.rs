@@ -5,12 +5,23 @@
 //! Lemma 11's invariants (bounded loss ratio, growing score gap, non-decreasing optimal
 //! attention), Theorem 2's loss rate and Theorem 4's decoder margin; W's alignment with W_mm
 //! orders the optimizers as Fig. 3 reports.
+//!
+//! `data_file` (X, y, u, optional z; u names the optimal tokens of the W- and u-SVMs) replaces
+//! DM and its sizes; `init_file` (arrays `W0`, (d, d), and `u0`, (d,), default 0) replaces the
+//! zero start. On a data file Fig. 3's ordering (an observation on DM) is skipped; from a
+//! non-zero start Lemma 11, Theorem 2 and Theorem 4 (which assume Cond. 1(i), u₀ = 0 and
+//! W₀ = 0) are skipped; Lemma 10's bounds (from ‖u₀‖, ‖W₀‖) and the [D] limits run on any
+//! files. `instance.npz` holds X, y, u (, z), W0 and u0.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::{solve_l2, SvmMethod, VectorConstraints};
 use crate::attention::Loss;
 use crate::flow::{Method, OdeConfig};
+use crate::instance::token_select::{JointData, JointInit};
+use crate::instance::InstanceFile;
 use crate::models::token_select::{GaussianJoint, JointModel, JointRule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -45,6 +56,13 @@ pub struct Params {
     /// Record every iteration up to this k, then `per_decade` log-spaced ones.
     pub dense_until: usize,
     pub per_decade: usize,
+    /// The user's tokens (X, y, u, optional z), replacing DM (n, t, d and the σ's).
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's start (arrays `W0`, (d, d), and `u0`, (d,), default 0), replacing u₀ = 0,
+    /// W₀ = 0.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -121,7 +139,27 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             ("checks.loss_rate_window", w1),
             ("checks.margin_from", c.margin_from),
         ],
-    )
+    )?;
+    let d = match &p.data_file {
+        Some(f) => sc.read_instance::<JointData>("data_file", f)?.data.d,
+        None => p.d,
+    };
+    start(p, d, sc).map(|_| ())
+}
+
+/// (u₀, vec W₀): the init file's (its W0 and u0 of side d), else 0 (Cond. 1(i)).
+fn start(p: &Params, d: usize, sc: &Scenario) -> Result<Vec<f64>, InputError> {
+    let Some(f) = &p.init_file else {
+        return Ok(vec![0.0; d * (d + 1)]);
+    };
+    let init: JointInit = sc.read_instance("init_file", f)?;
+    init.state(d).map_err(|e| {
+        InputError::new(
+            &sc.input_path("init_file", f),
+            e.key,
+            format!("{} (file given by params.init_file)", e.reason),
+        )
+    })
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
@@ -134,9 +172,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         sigma: p.sigma_scale * scale,
         ..GaussianJoint::dm()
     };
-    let inst = spec
-        .generate(&mut ctx.rng(DATA_STREAM))
-        .map_err(|e| RunError::Other(format!("DM data: {e}")))?;
+    let (user_data, inst) = match &p.data_file {
+        Some(f) => {
+            let read: JointData = ctx.scenario.read_instance("data_file", f)?;
+            let inst = crate::attention::Instance {
+                data: read.data,
+                decoder: read.u,
+                opt: read.opt,
+            };
+            (true, inst)
+        }
+        None => (
+            false,
+            spec.generate(&mut ctx.rng(DATA_STREAM))
+                .map_err(|e| RunError::Other(format!("DM data: {e}")))?,
+        ),
+    };
+    let (n_seq, t_tok, d) = (inst.data.n, inst.data.t, inst.data.d);
+    let z0 = start(p, d, ctx.scenario)?;
+    let zero_start = z0.iter().all(|&x| x == 0.0);
     let (_, w_svm_sol) = w_svm(&inst)?;
     let u_cons = VectorConstraints::u_svm(&inst.data.view(), &inst.data.y, &inst.opt)
         .map_err(|e| RunError::Other(format!("u-SVM constraints: {e}")))?;
@@ -149,7 +203,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         w_mm: &w_svm_sol.w,
         u_mm: &u_svm_sol.w,
     };
-    let mut rep = Report::default();
+    let mut rep = Report {
+        instance: Some(joint_instance(&inst, &z0)),
+        ..Report::default()
+    };
     let a = inst.data.assumptions(&inst.decoder, &inst.opt);
     rep.derive("rho_orth", a.rho_orth);
     rep.derive("w_mm_norm", w_svm_sol.norm);
@@ -162,6 +219,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         JointRule::Gd { eta: p.gd_eta },
         format!("GD η={}", p.gd_eta),
         p.iterations,
+        &z0,
     )?];
     for &alpha in &p.alphas {
         let label = if alpha == 0.0 {
@@ -174,13 +232,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             alpha,
             alpha_u: 0.0,
         };
-        runs.push(run_one(&rf, rule, label, p.iterations)?);
+        runs.push(run_one(&rf, rule, label, p.iterations, &z0)?);
     }
     runs.push(run_one(
         &rf,
         JointRule::Polyak { cap: p.ps_cap },
         format!("PS cap={:e}", p.ps_cap),
         p.iterations,
+        &z0,
     )?);
 
     // ℓ_i/L → α_i/Σα (u-SVM duals): the u-gradient direction Σ ℓ_i y_i X_iᵀφ_i must tend to
@@ -192,7 +251,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         u_mm_norm: u_svm_sol.norm,
     };
     for r in runs.iter().filter(|r| r.alpha.is_some()) {
-        lemma_checks(&mut rep, r, &limits, p, c);
+        lemma_checks(&mut rep, r, &limits, zero_start, t_tok, p, c);
     }
     for r in &runs {
         derive_run(&mut rep, r);
@@ -201,7 +260,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let k_end = p.iterations;
     let mut ordered: Vec<&JointRun> = runs.iter().filter(|r| r.alpha.is_some()).collect();
     ordered.push(&runs[0]);
-    for pair in ordered.windows(2) {
+    for pair in ordered.windows(2).filter(|_| !user_data) {
         rep.check(
             Check::at_most(
                 &format!("1 − corr(W_K, W_mm): {} ÷ {}", pair[0].label, pair[1].label),
@@ -216,15 +275,47 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     }
 
+    if user_data {
+        rep.skip(
+            "1 − corr(W_K, W_mm) ordering NGD < NGD-joint < GD",
+            "Fig. 3 observes it on DM, not on every instance (data_file)",
+        );
+    }
+
     let ks = checkpoints(p.iterations, p.dense_until, p.per_decade);
     rep.series = series_table(&runs, &ks);
-    let (training, bias) = figures(&runs, &ks, &limits, p);
+    let setup = match zero_start {
+        true => format!("n = {n_seq}, T = {t_tok}, d = {d}, u₀ = 0, W₀ = 0"),
+        false => format!("n = {n_seq}, T = {t_tok}, d = {d}, (u₀, W₀) of init_file"),
+    };
+    let data_name = match user_data {
+        true => "data_file",
+        false => "DM",
+    };
+    let (training, bias) = figures(&runs, &ks, &limits, data_name, &setup, p);
     rep.figure = Some(training);
     rep.figures.push(("figure-b".into(), bias));
     Ok(rep)
 }
 
-/// Lemma 10, Lemma 11, Theorem 2 and Theorem 4 on one Eq. (10) run.
+/// `instance.npz`: the tokens, W0 and u0 of the run's start z0 = (u₀, vec W₀).
+fn joint_instance(inst: &crate::attention::Instance, z0: &[f64]) -> crate::instance::Arrays {
+    let d = inst.data.d;
+    let mut a = JointData {
+        data: inst.data.clone(),
+        u: inst.decoder.clone(),
+        opt: inst.opt.clone(),
+    }
+    .to_arrays();
+    let init = JointInit {
+        d,
+        u0: z0[..d].to_vec(),
+        w0: z0[d..].to_vec(),
+    };
+    a.merge_prefixed("", init.to_arrays());
+    a
+}
+
 /// The asymptotic values the Eq. (10) runs approach ([D], from the u-SVM).
 struct Limits {
     /// α_max/α_min of the u-SVM duals: the limit of the loss ratio.
@@ -233,10 +324,27 @@ struct Limits {
     u_mm_norm: f64,
 }
 
-fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: &Checks) {
+/// Lemma 10, Lemma 11, Theorem 2 and Theorem 4 on one Eq. (10) run; those that assume
+/// Cond. 1(i) are skipped from a non-zero start.
+fn lemma_checks(
+    rep: &mut Report,
+    r: &JointRun,
+    limits: &Limits,
+    zero_start: bool,
+    t_tok: usize,
+    p: &Params,
+    c: &Checks,
+) {
     let loss_ratio_limit = limits.loss_ratio;
     let k_end = p.iterations;
     let name = |what: &str| format!("{}: {what}", r.label);
+    let cond1 = |rep: &mut Report, check: Check| match zero_start {
+        true => rep.check(check),
+        false => rep.skip(
+            check.name.clone(),
+            "assumes Cond. 1(i), u₀ = 0 and W₀ = 0; init_file gives another start",
+        ),
+    };
     rep.check(
         Check::at_most(
             &name("Lem. 10 max_k ‖u_k‖/(ηk)"),
@@ -258,7 +366,8 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
         )),
     );
     let min_gap = stats::min(r.min_gap[1..].iter());
-    rep.check(
+    cond1(
+        rep,
         Check::at_least(
             &name("Lem. 11(ii) min_{k≥1,i} (γ_{i,opt} − γ_{i,τ})(u_k)"),
             min_gap,
@@ -266,7 +375,8 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
         )
         .note("the constructed optimal token keeps the strictly larger score under u_k"),
     );
-    rep.check(
+    cond1(
+        rep,
         Check::at_most(
             &name("Lem. 11(ii) steps k ≥ 1 at which a score gap shrank"),
             r.gap_decreases as f64,
@@ -274,7 +384,8 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
         )
         .note("the score gaps γ_{i,opt} − γ_{i,τ} grow with k"),
     );
-    rep.check(
+    cond1(
+        rep,
         Check::at_most(
             &name("Lem. 11(iii) steps at which some φ_{i,opt} decreased"),
             r.phi_decreases as f64,
@@ -283,13 +394,17 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
         .note("φ_{i,opt}(θ_{k+1}) ≥ φ_{i,opt}(θ_k), compared in ln(1 − φ) (rel. 1e−12)"),
     );
     let min_phi = stats::min(r.min_phi.iter());
-    rep.check(Check::at_least(
-        &name("Lem. 11(iii) min_{k,i} φ_{i,opt}·T"),
-        min_phi * p.t as f64,
-        1.0 - 1e-12,
-    ));
+    cond1(
+        rep,
+        Check::at_least(
+            &name("Lem. 11(iii) min_{k,i} φ_{i,opt}·T"),
+            min_phi * t_tok as f64,
+            1.0 - 1e-12,
+        ),
+    );
     let max_ratio = stats::max(r.log_loss_ratio.iter()).exp();
-    rep.check(
+    cond1(
+        rep,
         Check::at_most(
             &name("Lem. 11(i) max_k loss ratio max_i ℓ_i/min_j ℓ_j"),
             max_ratio,
@@ -324,7 +439,8 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
     });
     let c_fit = num / den;
     let worst = stats::min((w0..=k_end).map(|k| -r.log_loss[k] / (c_fit * (k as f64).powf(beta))));
-    rep.check(
+    cond1(
+        rep,
         Check::at_least(
             &name(&format!("Thm 2 min_{{k≥{w0}}} −ln L_k/(c k^{beta:.3})")),
             worst,
@@ -357,7 +473,8 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
     // Theorem 4: the decoder's normalized margin is a constant fraction of the max margin
     let from = c.margin_from;
     let min_ratio = stats::min(r.margin_ratio[from..].iter());
-    rep.check(
+    cond1(
+        rep,
         Check::at_least(
             &name(&format!("Thm 4 min_{{k≥{from}}} ‖u_mm‖·margin(u_k)")),
             min_ratio,
@@ -370,7 +487,8 @@ fn lemma_checks(rep: &mut Report, r: &JointRun, limits: &Limits, p: &Params, c: 
     );
     let means = window_means(&r.margin_ratio, from, k_end);
     let drops = means.windows(2).filter(|w| w[1] < w[0]).count();
-    rep.check(
+    cond1(
+        rep,
         Check::at_most(
             &name("Thm 4 doubling windows where the mean margin ratio fell"),
             drops as f64,
@@ -457,7 +575,14 @@ fn series_table(runs: &[JointRun], ks: &[usize]) -> Table {
 /// Fig. 3 in two figures, as a paper would print it: the training (loss, ‖W_k‖, ‖u_k‖, mean
 /// φ_opt), then the implicit bias (the alignments of W and u, the decoder's margin ratio
 /// (Thm 4) and the loss ratio (Lem. 11(i))).
-fn figures(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> (Figure, Figure) {
+fn figures(
+    runs: &[JointRun],
+    ks: &[usize],
+    limits: &Limits,
+    data_name: &str,
+    setup: &str,
+    p: &Params,
+) -> (Figure, Figure) {
     let x: Vec<f64> = ks[1..].iter().map(|&k| k as f64).collect();
     let panel = |title: &str, y_label: &str, v: &dyn Fn(&JointRun, usize) -> f64| {
         let mut panel = LinePanel::new(title, "iteration k", y_label);
@@ -538,16 +663,17 @@ fn figures(runs: &[JointRun], ks: &[usize], limits: &Limits, p: &Params) -> (Fig
         limits.loss_ratio,
         "limit α_{max}/α_{min} (u-SVM duals)",
     ));
-    let setup = format!("n = {}, T = {}, d = {}, u₀ = 0, W₀ = 0", p.n, p.t, p.d);
     let training = Figure::new(2)
-        .title(format!("Joint training of (u, W) on DM (Fig. 3): {setup}"))
+        .title(format!(
+            "Joint training of (u, W) on {data_name} (Fig. 3): {setup}"
+        ))
         .panel(loss)
         .panel(norm_w)
         .panel(norm_u)
         .panel(phi);
     let bias = Figure::new(2)
         .title(format!(
-            "Joint training on DM (Fig. 3), implicit bias: {setup}"
+            "Joint training on {data_name} (Fig. 3), implicit bias: {setup}"
         ))
         .panel(align_w)
         .panel(align_u)

@@ -7,6 +7,15 @@
 //! gradient step raises both logit gaps: φ_{i,opt} is non-decreasing at every step of every
 //! run [D], and W_k = w_k e₁ᵀ with w_k in the plane of W_mm e₁ and W_bad e₁, where the figure
 //! draws the tokens.
+//!
+//! `data_file` (X, y, u, optional z) replaces the bad-init instance and `init_file` (array
+//! `W0`, d × d, unit Frobenius norm) the direction W_bad. Every check is a property of the
+//! bad-init instance or of W_bad on it, so on a data file all are skipped (the curves and the
+//! figure remain); with only an init file the W-SVM closed form, the small-r convergence and
+//! the monotone φ_opt (⟨D₁, D₂⟩ > 0 holds for every W) still run, and the W_bad-specific
+//! ones (sample 1 recovers by k, GD stuck, NGD escapes) are skipped.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +30,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{build_instance, w_svm, DataName};
+use super::common::{instance_arrays, w_svm, DataName, UserFiles};
 use super::joint_common::{checkpoints, log10_from_ln, require_iterations, subscript, thin_log};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,6 +48,12 @@ pub struct Params {
     /// Record every iteration up to this k, then `per_decade` log-spaced ones.
     pub dense_until: usize,
     pub per_decade: usize,
+    /// The user's tokens (X, y, u, optional z), replacing the bad-init instance.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
+    /// The user's direction (array `W0`, d × d, unit Frobenius norm), replacing W_bad.
+    #[serde(default)]
+    pub init_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,7 +107,18 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             ("checks.gd_stuck_k", c.gd_stuck_k),
             ("checks.ngd_escape_k", c.ngd_escape_k),
         ],
-    )
+    )?;
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    files.validate(DataName::BadInit, 1, sc)?;
+    match files.init_file {
+        Some(_) => {
+            let (_, inst) = files
+                .instance(DataName::BadInit, sc)
+                .map_err(|e| sc.invalid("params.data_file", e.to_string()))?;
+            files.directions(inst.data.d, 1, sc).map(|_| ())
+        }
+        None => Ok(()),
+    }
 }
 
 /// The two optimizers of Fig. 8.
@@ -224,28 +250,58 @@ fn run_one(
     Ok(run)
 }
 
+/// Why a check of the built-in instance does not apply to the user's files: `None` when it
+/// applies (built-in tokens, and W_bad unless only `data_too` is set).
+fn not_applicable(
+    user_data: bool,
+    user_direction: bool,
+    needs_w_bad: bool,
+) -> Option<&'static str> {
+    match (user_data, user_direction && needs_w_bad) {
+        (true, _) => Some("a property of the bad-init instance (data_file gives other tokens)"),
+        (false, true) => Some(
+            "a property of the bad stationary direction W_bad (init_file gives the \
+             direction)",
+        ),
+        (false, false) => None,
+    }
+}
+
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let inst = build_instance(DataName::BadInit, ctx)?;
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (source, inst) = files.instance(DataName::BadInit, ctx.scenario)?;
     let model = FixedDecoder::new(inst.data.clone(), inst.decoder.clone(), Loss::Exponential)
-        .map_err(|e| RunError::Other(format!("bad-init model: {e}")))?;
+        .map_err(|e| RunError::Other(format!("{source} model: {e}")))?;
     let (_, svm) = w_svm(&inst)?;
     let w_mm = svm.w.clone();
-    let w_bad = bad_direction();
+    let user_direction = files.directions(inst.data.d, 1, ctx.scenario)?;
+    let (user_data, user_w_bad) = (source.is_file(), user_direction.is_some());
+    let w_bad = match user_direction {
+        Some(mut dirs) => dirs.swap_remove(0),
+        None => bad_direction(),
+    };
     let plane = Plane::new(&inst, &w_mm, &w_bad);
-    let mut rep = Report::default();
+    let mut rep = Report {
+        instance: Some(instance_arrays(&inst, std::slice::from_ref(&w_bad))),
+        ..Report::default()
+    };
+    // why a check does not apply to the user's files (None: it runs)
+    let skip = |needs_w_bad: bool| not_applicable(user_data, user_w_bad, needs_w_bad);
 
     // §3.4: W_mm = (2/3, −1/3, 1/3)e₁ᵀ (column 0 of the column-major vec)
-    let mut closed = vec![0.0; w_mm.len()];
-    closed[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
-    let w_mm_err = stats::max(w_mm.iter().zip(&closed).map(|(a, b)| (a - b).abs()));
-    rep.check(
-        Check::at_most(
-            "W-SVM = (2/3, −1/3, 1/3)e₁ᵀ (max entry error)",
-            w_mm_err,
-            c.w_mm_tol,
-        )
-        .note("spec 003 §3.4 closed form; both constraints active"),
-    );
+    let closed_title = "W-SVM = (2/3, −1/3, 1/3)e₁ᵀ (max entry error)";
+    match skip(false) {
+        Some(reason) => rep.skip(closed_title, reason),
+        None => {
+            let mut closed = vec![0.0; w_mm.len()];
+            closed[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
+            let w_mm_err = stats::max(w_mm.iter().zip(&closed).map(|(a, b)| (a - b).abs()));
+            rep.check(
+                Check::at_most(closed_title, w_mm_err, c.w_mm_tol)
+                    .note("spec 003 §3.4 closed form; both constraints active"),
+            );
+        }
+    }
     rep.derive("w_mm_norm", svm.norm);
     rep.derive("gamma_margin", 1.0 / svm.norm);
     rep.derive("corr_w_bad_w_mm", 1.0 - one_minus_cos(&w_bad, &w_mm));
@@ -267,12 +323,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .expect("every (optimizer, radius) ran")
     };
 
+    let mut check_or_skip = |check: Check, needs_w_bad: bool| match skip(needs_w_bad) {
+        Some(reason) => rep.skip(check.name.clone(), reason),
+        None => rep.check(check),
+    };
     for (opt, bound) in [
         (Optimizer::Gd, c.gd_small_misalignment),
         (Optimizer::Ngd, c.ngd_small_misalignment),
     ] {
         let run = find(opt, r_small);
-        rep.check(
+        check_or_skip(
             Check::at_most(
                 &format!(
                     "{}, r = {r_small}: 1 − corr(W_k, W_mm) at k = {}",
@@ -283,9 +343,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 bound,
             )
             .note("global convergence from the bad direction with a small norm (Thm 1/6, Fig. 8)"),
+            false,
         );
         let k_half = run.phi[0].iter().position(|&f| f > 0.5);
-        rep.check(
+        check_or_skip(
             Check::at_most(
                 &format!(
                     "{}, r = {r_small}: first k with φ_{{1,opt}} > ½",
@@ -298,10 +359,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "sample 1's constraint is violated at W₀ (φ_{{1,opt}}(W₀) = {:.4})",
                 run.phi[0][0]
             )),
+            true,
         );
     }
     let gd_large = find(Optimizer::Gd, r_large);
-    rep.check(
+    check_or_skip(
         Check::at_least(
             &format!(
                 "GD, r = {r_large}: 1 − corr(W_k, W_mm) at k = {} (stuck near W_bad)",
@@ -311,9 +373,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             c.gd_stuck_misalignment,
         )
         .note("along R·W_bad, ∇L = O(e^{−R/√2}): GD needs a small-norm init (Lem. 2)"),
+        true,
     );
     let ngd_large = find(Optimizer::Ngd, r_large);
-    rep.check(
+    check_or_skip(
         Check::at_most(
             &format!(
                 "NGD, r = {r_large}: 1 − corr(W_k, W_mm) at k = {} (escapes)",
@@ -323,9 +386,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             c.ngd_escape_misalignment,
         )
         .note("NGD's step length η does not shrink with ‖∇L‖"),
+        true,
     );
     let decreases: usize = runs.iter().map(|r| r.phi_decreases).sum();
-    rep.check(
+    check_or_skip(
         Check::at_most(
             "steps at which some φ_{i,opt} decreased (all runs)",
             decreases as f64,
@@ -335,6 +399,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "[D] ⟨D₁, D₂⟩ = 1 ≥ 0, so every gradient step raises both logit gaps (Lem. 3's \
              monotonicity holds here for any r, not only below ½)",
         ),
+        false,
     );
 
     for run in &runs {
@@ -359,7 +424,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let ks = checkpoints(p.iterations, p.dense_until, p.per_decade);
     rep.series = series_table(&runs, &ks, p);
-    rep.figure = Some(figure(&runs, &ks, &inst, &plane, &w_mm, &w_bad, p));
+    rep.figure = Some(figure(
+        &runs, &ks, &inst, &plane, &w_mm, &w_bad, user_data, p,
+    ));
     Ok(rep)
 }
 
@@ -386,9 +453,12 @@ fn series_table(runs: &[Run], ks: &[usize], p: &Params) -> Table {
                 run.misalignment[k].into(),
                 run.norm[k].into(),
                 run.phi[0][k].into(),
-                run.phi[1][k].into(),
+                run.phi.get(1).map_or(f64::NAN, |phi| phi[k]).into(),
                 run.log_one_minus_phi[0][k].into(),
-                run.log_one_minus_phi[1][k].into(),
+                run.log_one_minus_phi
+                    .get(1)
+                    .map_or(f64::NAN, |l| l[k])
+                    .into(),
                 log10_from_ln(run.log_excess[k]).into(),
                 run.angle[k].into(),
             ]);
@@ -407,6 +477,7 @@ fn figure(
     plane: &Plane,
     w_mm: &[f64],
     w_bad: &[f64],
+    user_files: bool,
     p: &Params,
 ) -> Figure {
     let data = &inst.data;
@@ -526,17 +597,20 @@ fn figure(
     .log_y()
     .y_range(1e-16, 2.0)
     .legend(LegendPosition::LowerLeft);
-    // along R·W_bad the loss tends to (1 + e^{−1})/2, i.e. L − L* → (1 − e^{−1})/2
-    let bad_level = (1.0 - (-1.0f64).exp()) / 2.0;
     let loss = per_run("(f) training loss", "log₁₀(L − L*)", &|r, k| {
         log10_from_ln(r.log_excess[k])
     })
     .legend(LegendPosition::LowerLeft)
-    .y_range(-16.0, 0.5)
-    .hline(RefLine::new(
-        bad_level.log10(),
-        "L − L* along R·W_bad, R → ∞",
-    ));
+    .y_range(-16.0, 0.5);
+    // bad-init from W_bad (not user files): along R·W_bad the loss tends to (1 + e^{−1})/2, i.e. L − L* → (1 − e^{−1})/2
+    let bad_level = (1.0 - (-1.0f64).exp()) / 2.0;
+    let loss = match user_files {
+        true => loss,
+        false => loss.hline(RefLine::new(
+            bad_level.log10(),
+            "L − L* along R·W_bad, R → ∞",
+        )),
+    };
     Figure::new(3)
         .title(format!(
             "Bad stationary initialization W₀ = r·W_bad (Fig. 8): GD η = {}, NGD η = {}",

@@ -72,16 +72,16 @@ const IDENTITY: [f64; 4] = [1.0, 0.0, 0.0, 1.0];
 /// g₀ = W₁₁ − W₂₁, c₀ = ⟨W₀, D̂⟩ = g₀/√2, and p = ‖W₀‖² − c₀², the squared norm of the part of
 /// W₀ orthogonal to D̂, which never changes. At W₀ = I: c₀ = 1/√2, p = 3/2, g₀ = 1.
 #[derive(Debug, Clone, Copy)]
-struct Start {
-    c0: f64,
-    p: f64,
+pub(super) struct Start {
+    pub(super) c0: f64,
+    pub(super) p: f64,
     g0: f64,
 }
 
 impl Start {
     /// From vec(W₀) (column-major W₁₁, W₂₁, W₁₂, W₂₂); p without cancellation:
     /// W₀ − c₀D̂ = ((W₁₁ + W₂₁)/2, (W₁₁ + W₂₁)/2, W₁₂, W₂₂).
-    fn of(w0: &[f64]) -> Self {
+    pub(super) fn of(w0: &[f64]) -> Self {
         let g0 = w0[0] - w0[1];
         let half_sum = 0.5 * (w0[0] + w0[1]);
         Start {
@@ -92,7 +92,7 @@ impl Start {
     }
 
     /// 1 − corr = 1 − c/√(c² + p), cancellation-free.
-    fn misalignment(&self, c: f64) -> f64 {
+    pub(super) fn misalignment(&self, c: f64) -> f64 {
         let root = (c * c + self.p).sqrt();
         self.p / (c * c + self.p + c * root)
     }

@@ -3,12 +3,22 @@
 //! primal–dual agreement, and a solver-independent optimality test: the label direction u*
 //! separates the optimal tokens, so its normalized margin cannot exceed the max margin
 //! 1/‖u_mm‖.
+//!
+//! `data_file` (X, y, u, optional z and `opt`, the layout of joint training) replaces the DM
+//! draws by one problem, with u as the label direction u*; every check (the certificate, the
+//! agreement, u*'s margin below the max margin) holds for any instance and runs on it.
+//! `instance.npz` holds X, y, u, opt (one draw as they are, several under `draw<j>_`).
+
+use std::path::PathBuf;
 
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::{one_minus_cos, L2Solution, MarginConstraints, VectorConstraints};
+use crate::attention::Instance;
 use crate::flow::{Method, OdeConfig};
+use crate::instance::token_select::JointData;
+use crate::instance::{run_instance, Arrays, InstanceFile};
 use crate::models::token_select::GaussianJoint;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
@@ -31,6 +41,9 @@ pub struct Params {
     pub trials: usize,
     /// The primal QP has d variables; it is solved as a cross-check up to this many.
     pub primal_max_dim: usize,
+    /// The user's problem (X, y, u, optional z and opt), replacing the DM draws.
+    #[serde(default)]
+    pub data_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,13 +75,19 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     p.model
         .generate(&mut rand_chacha::ChaCha20Rng::seed_from_u64(0))
         .map_err(|e| sc.invalid("params.model", e.to_string()))?;
-    Ok(())
+    // the file's tokens, their optimal tokens and a feasible u-SVM
+    match &p.data_file {
+        Some(f) => sc.read_instance::<JointData>("data_file", f).map(|_| ()),
+        None => Ok(()),
+    }
 }
 
 /// One draw: its u-SVM constraints and the normalized margin of the label direction u*.
 struct Draw {
     cons: VectorConstraints,
     label_direction: Vec<f64>,
+    /// X, y, u, opt as `instance.npz` records them.
+    arrays: Arrays,
 }
 
 fn draw(p: &Params, trial: usize, ctx: &RunContext) -> Result<Draw, RunError> {
@@ -81,18 +100,42 @@ fn draw(p: &Params, trial: usize, ctx: &RunContext) -> Result<Draw, RunError> {
         .model
         .generate(&mut ctx.rng(stream))
         .map_err(|e| RunError::Other(format!("DM draw {trial}: {e}")))?;
+    problem(inst, &format!("draw {trial}"))
+}
+
+/// The u-SVM of an instance, with u as the label direction.
+fn problem(inst: Instance, label: &str) -> Result<Draw, RunError> {
     let cons = VectorConstraints::u_svm(&inst.data.view(), &inst.data.y, &inst.opt)
-        .map_err(|e| RunError::Other(format!("u-SVM constraints of draw {trial}: {e}")))?;
+        .map_err(|e| RunError::Other(format!("u-SVM constraints of {label}: {e}")))?;
+    let arrays = JointData {
+        data: inst.data,
+        u: inst.decoder.clone(),
+        opt: inst.opt,
+    }
+    .to_arrays();
     Ok(Draw {
         cons,
         label_direction: inst.decoder,
+        arrays,
     })
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let draws = (0..p.trials)
-        .map(|j| draw(p, j, ctx))
-        .collect::<Result<Vec<_>, _>>()?;
+    let draws = match &p.data_file {
+        Some(f) => {
+            let read: JointData = ctx.scenario.read_instance("data_file", f)?;
+            let inst = Instance {
+                data: read.data,
+                decoder: read.u,
+                opt: read.opt,
+            };
+            vec![problem(inst, "data_file")?]
+        }
+        None => (0..p.trials)
+            .map(|j| draw(p, j, ctx))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let trials = draws.len();
     let solved = draws
         .iter()
         .enumerate()
@@ -101,10 +144,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .map_err(|e| RunError::Other(format!("u-SVM of DM draw {j}: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let labels: Vec<String> = (0..p.trials).map(|j| format!("draw {j}")).collect();
+    let labels: Vec<String> = match p.data_file {
+        Some(_) => vec!["data_file".into()],
+        None => (0..trials).map(|j| format!("draw {j}")).collect(),
+    };
     let labelled: Vec<(&str, &BothSolutions)> =
         labels.iter().map(String::as_str).zip(&solved).collect();
-    let mut rep = Report::default();
+    let mut rep = Report {
+        instance: Some(run_instance(
+            draws
+                .iter()
+                .enumerate()
+                .map(|(j, dr)| (format!("draw{j}"), dr.arrays.clone()))
+                .collect(),
+        )),
+        ..Report::default()
+    };
     certificate_checks(&mut rep, &labelled, &c.kkt);
 
     rep.series = Table::new(&["draw", "sample", "margin", "alpha", "active"]);
@@ -147,7 +202,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         xs.push(j as f64);
         max_margins.push(max_margin);
         star_margins.push(star_margin);
-        summary.insert(format!("draw {j}"), solution_summary(&dr.cons, sols));
+        summary.insert(labels[j].clone(), solution_summary(&dr.cons, sols));
     }
     rep.check(
         Check::at_most(
@@ -161,7 +216,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     rep.derive("draws", summary);
-    rep.derive("d_over_n", p.model.d as f64 / p.model.n as f64);
+    let (n_seq, d) = match draws[0].arrays.get("X") {
+        Some(x) => (x.shape[0], x.shape[2]),
+        None => (p.model.n, p.model.d),
+    };
+    rep.derive("d_over_n", d as f64 / n_seq as f64);
     rep.tables.push(("draws".into(), per_draw));
 
     let groups: Vec<(String, &L2Solution)> = labels
@@ -198,10 +257,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .legend(LegendPosition::UpperRight);
     rep.figure = Some(
         Figure::new(2)
-            .title(format!(
-                "u-SVM on {} DM draws (n = {}, d = {})",
-                p.trials, p.model.n, p.model.d
-            ))
+            .title(match p.data_file {
+                Some(_) => format!("u-SVM on data_file (n = {n_seq}, d = {d})"),
+                None => format!("u-SVM on {trials} DM draws (n = {n_seq}, d = {d})"),
+            })
             .panel(margins)
             .panel(optimality),
     );

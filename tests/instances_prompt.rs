@@ -338,6 +338,29 @@ fn teacher_file(samples: usize, n: usize, d: usize) -> (Vec<f64>, Vec<f64>, Vec<
     (x, xi_p, xi_v)
 }
 
+/// The entries of `hessians.csv` (written by `export_hessians = true`) of a run folder:
+/// (σ_p, which Hessian, row, column, value).
+fn exported_hessians(run: &Path) -> Vec<(f64, String, usize, usize, f64)> {
+    let text = std::fs::read_to_string(run.join("hessians.csv")).unwrap();
+    let mut rows = text.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    rows.map(|line| {
+        let f: Vec<&str> = line.split(',').collect();
+        let number = |name: &str| f[col(name)].parse::<f64>().unwrap();
+        // integer columns are written as numbers (`3.0`)
+        let (i, j) = (number("row") as usize, number("col") as usize);
+        (
+            number("sigma_p"),
+            f[col("hessian")].to_string(),
+            i,
+            j,
+            number("value"),
+        )
+    })
+    .collect()
+}
+
 /// hessian-conditioning-vs-r on tokens written here (n = 3 tokens in d = 4 dimensions, N = 7):
 /// the exported linear-attention Hessian with v = v_T equals (1/N)Σ c_i c_iᵀ, c_i = X_iᵀX_i v_T,
 /// computed here, and κ of it is the series' `kappa_linear`.
@@ -366,20 +389,11 @@ fn hessian_conditioning_on_tokens_written_from_scratch() {
         let c = xi.transpose() * (&xi * nalgebra::DVector::from_column_slice(&xi_v));
         h += &c * c.transpose() / samples as f64;
     }
-    let text = std::fs::read_to_string(run.join("hessians.csv")).unwrap();
-    let mut rows = text.lines();
-    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     let mut seen = 0;
-    for line in rows {
-        let f: Vec<&str> = line.split(',').collect();
-        if f[col("hessian")] != "linear" {
+    for (_, kind, i, j, v) in exported_hessians(&run) {
+        if kind != "linear" {
             continue;
         }
-        // integer columns are written as numbers (`3.0`)
-        let index = |name: &str| f[col(name)].parse::<f64>().unwrap() as usize;
-        let (i, j) = (index("row"), index("col"));
-        let v: f64 = f[col("value")].parse().unwrap();
         assert!(
             (v - h[(i, j)]).abs() <= 1e-12 * h.amax(),
             "H_lin[{i}, {j}] = {v}, computed here {}",
@@ -984,20 +998,11 @@ fn one_teacher_file_feeds_the_flow_and_the_paper_scenario() {
             "export_hessians=true".into(),
         ],
     );
-    let text = std::fs::read_to_string(paper.join("hessians.csv")).unwrap();
-    let mut rows = text.lines();
-    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     let mut seen = 0;
-    for line in rows {
-        let f: Vec<&str> = line.split(',').collect();
-        let at_sigma = f[col("sigma_p")].parse::<f64>().unwrap() == sigma_p;
-        if !(at_sigma && f[col("hessian")] == "p") {
+    for (sigma, kind, i, j, got) in exported_hessians(&paper) {
+        if !(sigma == sigma_p && kind == "p") {
             continue;
         }
-        let index = |name: &str| f[col(name)].parse::<f64>().unwrap() as usize;
-        let (i, j) = (index("row"), index("col"));
-        let got: f64 = f[col("value")].parse().unwrap();
         assert!(
             (got - gauss_newton[(i, j)]).abs() <= 1e-12 * gauss_newton.amax(),
             "H_p[{i}, {j}] = {got}, here {}",

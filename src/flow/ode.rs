@@ -36,7 +36,7 @@ pub enum Method {
     /// Tsitouras 5(4) explicit Runge–Kutta (non-stiff).
     Tsit45,
     /// TR-BDF2 with matrix-free Newton–Krylov (GMRES on the exact Jacobian-vector product):
-    /// stiff flows too large for a dense Newton matrix ([`super::krylov`]; no events).
+    /// stiff flows too large for a dense Newton matrix (src/flow/krylov.rs; no events).
     TrBdf2Krylov,
 }
 
@@ -56,6 +56,17 @@ impl Method {
             Method::TrBdf2 => "tr_bdf2",
             Method::Tsit45 => "tsit45",
             Method::TrBdf2Krylov => "tr_bdf2_krylov",
+        }
+    }
+
+    /// The method's name as the literature prints it (figure legends).
+    pub fn label(self) -> &'static str {
+        match self {
+            Method::Bdf => "BDF",
+            Method::Esdirk34 => "ESDIRK3(4)",
+            Method::TrBdf2 => "TR-BDF2",
+            Method::Tsit45 => "Tsit5(4)",
+            Method::TrBdf2Krylov => "TR-BDF2, Newton–Krylov",
         }
     }
 

@@ -250,6 +250,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect();
         let wall: Vec<f64> = pts.iter().map(|q| q.stats.wall_seconds / tau_end).collect();
         let name = method.name();
+        // figure text: the method's name in print (an underscore would be read as a subscript)
+        let label = method.label();
         let fit = |y: &[f64], what: &str| {
             log_log_slope_fit(&x, y, all)
                 .map_err(|e| RunError::Other(format!("{name} {what} exponent: {e}")))
@@ -272,12 +274,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         // the wall-time fit is drawn, not checked or stored with the reproducible outputs
         let time_label = match log_log_slope_fit(&x, &wall, all) {
-            Ok(f) => format!("{name}: P^{{{:.2}}} (model {time_model})", f.slope),
-            Err(_) => format!("{name}: no fit (model {time_model})"),
+            Ok(f) => format!("{label}: P^{{{:.2}}} (model {time_model})", f.slope),
+            Err(_) => format!("{label}: no fit (model {time_model})"),
         };
         work_panel = work_panel.series(
             Series::new(
-                format!("{name}: P^{{{:.2}}} (model {work_model})", work_fit.slope),
+                format!("{label}: P^{{{:.2}}} (model {work_model})", work_fit.slope),
                 x.clone(),
                 work,
                 LineStyle::SolidMarkers,

@@ -450,6 +450,7 @@ fn fixed_decoder_scenarios_round_trip_through_instance_npz() {
         "gd-asymptotic",
         "softmax-sparsification",
         "asymptotic-linearization",
+        "flow-path-equivalence",
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let files = |dir: &Path| {
@@ -844,5 +845,41 @@ fn usvm_kkt_refuses_a_file_whose_optimal_tokens_no_decoder_separates() {
         &[format!("data_file={}", file.display())],
         "sep.npz",
         &["X", "u-SVM is infeasible"],
+    );
+}
+
+/// flow-path-equivalence on the tokens written here from W₀ = 0: the first recorded excess loss
+/// is L(0) − L* computed here (uniform softmax), the three flows agree on the path (every theorem
+/// check passes), and Example 1's GF-time threshold is skipped with the reason.
+#[test]
+fn flow_path_equivalence_on_data_written_from_scratch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "mine.npz", &instance(Some(vec![0.0; 25])));
+    let f = file.display().to_string();
+    let dir = run_any(
+        tmp.path(),
+        "o",
+        "flow-path-equivalence",
+        &[format!("data_file={f}"), format!("init_file={f}")],
+    );
+    let checks = read_json(&dir.join("checks.json"));
+    assert_eq!(checks["all_pass"], true, "{checks}");
+    let skipped = checks["skipped"].to_string();
+    assert!(skipped.contains("GF time t(s_end)"), "{skipped}");
+    let (x, y, u) = tokens();
+    let gamma = |i: usize, t: usize| -> f64 {
+        y[i] * (0..5).map(|r| u[r] * x[(i * 3 + t) * 5 + r]).sum::<f64>()
+    };
+    let l0: f64 = (0..3)
+        .map(|i| (-(0..3).map(|t| gamma(i, t)).sum::<f64>() / 3.0).exp())
+        .sum::<f64>()
+        / 3.0;
+    let l_star: f64 = (0..3).map(|i| (-gamma(i, 0)).exp()).sum::<f64>() / 3.0;
+    let first = column(&dir, "log10_excess_loss")[0];
+    let want = (l0 - l_star).log10();
+    assert!((first - want).abs() < 1e-12, "{first} vs {want}");
+    assert_eq!(
+        Arrays::from_npz_bytes(&std::fs::read(dir.join("instance.npz")).unwrap()).unwrap(),
+        instance(Some(vec![0.0; 25]))
     );
 }

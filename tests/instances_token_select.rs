@@ -883,3 +883,42 @@ fn flow_path_equivalence_on_data_written_from_scratch() {
         instance(Some(vec![0.0; 25]))
     );
 }
+
+/// assumption-check on the tokens written here: the sweep's checks (laws of the random data
+/// models across d) are skipped, the file's Cond. 1(ii) ratio min_i ‖x_opt‖²/max_{t≠opt}‖x_t‖²
+/// equals the one computed here, and the written instance fed back reproduces the run.
+#[test]
+fn assumption_check_reports_the_assumptions_of_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "mine.npz", &instance(None));
+    let dir = run_any(
+        tmp.path(),
+        "o",
+        "assumption-check",
+        &[format!("data_file={}", file.display())],
+    );
+    let checks = read_json(&dir.join("checks.json"));
+    assert_eq!(checks["skipped"].as_array().unwrap().len(), 8, "{checks}");
+    let (x, _, _) = tokens();
+    let sq = |i: usize, t: usize| (0..5).map(|r| x[(i * 3 + t) * 5 + r].powi(2)).sum::<f64>();
+    let want = (0..3)
+        .map(|i| sq(i, 0) / sq(i, 1).max(sq(i, 2)))
+        .fold(f64::INFINITY, f64::min);
+    let derived = &read_json(&dir.join("params.json"))["derived"];
+    let got = derived["data_file.cond1_opt_norm_ratio"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-14 * want, "{got} vs {want}");
+    assert_eq!(derived["data_file.ass2_holds"], false, "{derived}");
+    let again = run_any(
+        tmp.path(),
+        "p",
+        "assumption-check",
+        &[format!("data_file={}", dir.join("instance.npz").display())],
+    );
+    for f in ["series.csv", "checks.json", "instance.npz"] {
+        assert_eq!(
+            std::fs::read(dir.join(f)).unwrap(),
+            std::fs::read(again.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}

@@ -13,7 +13,7 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::{Family, FlowKind, FlowModel};
-use crate::flow::{GradientFlow, Trajectory};
+use crate::flow::Trajectory;
 use crate::instance::diagonal::{instance_arrays, DiagonalData, DiagonalInit};
 use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::diagonal::{algorithm1, Algorithm1Options, DiagonalNet, Schedule, Termination};
@@ -147,26 +147,7 @@ impl DiagonalFlow {
     }
 }
 
-impl GradientFlow for DiagonalFlow {
-    fn dim(&self) -> usize {
-        self.net.dim()
-    }
-    fn loss(&self, z: &[f64]) -> f64 {
-        self.net.loss(z)
-    }
-    fn grad(&self, z: &[f64], g: &mut [f64]) {
-        self.net.grad(z, g)
-    }
-    fn hvp(&self, z: &[f64], u: &[f64], out: &mut [f64]) {
-        self.net.hvp(z, u, out)
-    }
-    fn invariant_names(&self) -> Vec<String> {
-        self.net.invariant_names()
-    }
-    fn invariants(&self, z: &[f64], out: &mut [f64]) {
-        self.net.invariants(z, out)
-    }
-}
+forward_gradient_flow!(DiagonalFlow, self => &self.net);
 
 impl FlowModel for DiagonalFlow {
     fn initial_state(&self) -> Vec<f64> {

@@ -195,26 +195,7 @@ impl HistogramModel {
     }
 }
 
-impl GradientFlow for HistogramModel {
-    fn dim(&self) -> usize {
-        self.inner().dim()
-    }
-    fn loss(&self, z: &[f64]) -> f64 {
-        self.inner().loss(z)
-    }
-    fn grad(&self, z: &[f64], g: &mut [f64]) {
-        self.inner().grad(z, g)
-    }
-    fn hvp(&self, z: &[f64], u: &[f64], out: &mut [f64]) {
-        self.inner().hvp(z, u, out)
-    }
-    fn invariant_names(&self) -> Vec<String> {
-        self.inner().invariant_names()
-    }
-    fn invariants(&self, z: &[f64], out: &mut [f64]) {
-        self.inner().invariants(z, out)
-    }
-}
+forward_gradient_flow!(HistogramModel, self => self.inner());
 
 impl FlowModel for HistogramModel {
     fn initial_state(&self) -> Vec<f64> {

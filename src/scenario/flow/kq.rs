@@ -286,27 +286,7 @@ struct KqFlow {
     tolerance: f64,
 }
 
-impl GradientFlow for KqFlow {
-    fn dim(&self) -> usize {
-        self.model.flow().dim()
-    }
-    /// The excess loss L − L* (L* = inf L on separable data).
-    fn loss(&self, z: &[f64]) -> f64 {
-        self.model.flow().loss(z)
-    }
-    fn grad(&self, z: &[f64], g: &mut [f64]) {
-        self.model.flow().grad(z, g)
-    }
-    fn hvp(&self, z: &[f64], u: &[f64], out: &mut [f64]) {
-        self.model.flow().hvp(z, u, out)
-    }
-    fn invariant_names(&self) -> Vec<String> {
-        self.model.flow().invariant_names()
-    }
-    fn invariants(&self, z: &[f64], out: &mut [f64]) {
-        self.model.flow().invariants(z, out)
-    }
-}
+forward_gradient_flow!(KqFlow, self => self.model.flow());
 
 fn l2_certificate(k: &L2Kkt) -> Vec<(String, f64)> {
     vec![

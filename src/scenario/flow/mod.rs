@@ -63,6 +63,34 @@ use crate::instance::{Arrays, InstanceError};
 use crate::plot::{Figure, FigureWidth, LinePanel, Series};
 use crate::stats;
 
+/// `impl GradientFlow for $ty` forwarding every method to the model `$model` (an expression in
+/// `$s`, the receiver): each family's adapter is its paper's model plus the instance it was built
+/// on, and adds nothing to the flow itself.
+macro_rules! forward_gradient_flow {
+    ($ty:ty, $s:ident => $model:expr) => {
+        impl crate::flow::GradientFlow for $ty {
+            fn dim(&$s) -> usize {
+                crate::flow::GradientFlow::dim($model)
+            }
+            fn loss(&$s, z: &[f64]) -> f64 {
+                crate::flow::GradientFlow::loss($model, z)
+            }
+            fn grad(&$s, z: &[f64], g: &mut [f64]) {
+                crate::flow::GradientFlow::grad($model, z, g)
+            }
+            fn hvp(&$s, z: &[f64], u: &[f64], out: &mut [f64]) {
+                crate::flow::GradientFlow::hvp($model, z, u, out)
+            }
+            fn invariant_names(&$s) -> Vec<String> {
+                crate::flow::GradientFlow::invariant_names($model)
+            }
+            fn invariants(&$s, z: &[f64], out: &mut [f64]) {
+                crate::flow::GradientFlow::invariants($model, z, out)
+            }
+        }
+    };
+}
+
 mod diagonal;
 mod kq;
 mod prompt;

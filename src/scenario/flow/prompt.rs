@@ -268,20 +268,7 @@ struct PromptFlow {
     pl_tol: f64,
 }
 
-impl GradientFlow for PromptFlow {
-    fn dim(&self) -> usize {
-        self.model.dim()
-    }
-    fn loss(&self, theta: &[f64]) -> f64 {
-        self.model.loss(theta)
-    }
-    fn grad(&self, theta: &[f64], g: &mut [f64]) {
-        self.model.grad(theta, g)
-    }
-    fn hvp(&self, theta: &[f64], u: &[f64], out: &mut [f64]) {
-        self.model.hvp(theta, u, out)
-    }
-}
+forward_gradient_flow!(PromptFlow, self => &self.model);
 
 impl FlowModel for PromptFlow {
     fn initial_state(&self) -> Vec<f64> {

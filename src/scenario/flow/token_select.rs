@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::{Clock, Family, FlowKind, FlowModel, MaxMargin};
 use crate::attention::{FixedDecoder, Loss};
-use crate::flow::{GradientFlow, Trajectory};
+use crate::flow::Trajectory;
 use crate::instance::token_select::{TokenSelectData, TokenSelectInit};
 use crate::instance::{Array, Arrays, InstanceError, InstanceFile};
 use crate::scenario::token_select::common::{draw_instance, DataName, FIRST_FREE_STREAM};
@@ -186,21 +186,7 @@ impl TokenSelectFlow {
     }
 }
 
-impl GradientFlow for TokenSelectFlow {
-    fn dim(&self) -> usize {
-        self.model.dim()
-    }
-    /// The excess loss L − L* (L* = inf L), which decays like 1/t under the exponential loss.
-    fn loss(&self, w: &[f64]) -> f64 {
-        self.model.loss(w)
-    }
-    fn grad(&self, w: &[f64], g: &mut [f64]) {
-        self.model.grad(w, g)
-    }
-    fn hvp(&self, w: &[f64], v: &[f64], out: &mut [f64]) {
-        self.model.hvp(w, v, out)
-    }
-}
+forward_gradient_flow!(TokenSelectFlow, self => &self.model);
 
 impl FlowModel for TokenSelectFlow {
     fn initial_state(&self) -> Vec<f64> {

@@ -172,6 +172,30 @@ impl RhoStats {
     }
 }
 
+/// series.csv: one row per measured instance ([`row`]).
+const COLUMNS: [&str; 7] = [
+    "data",
+    "d",
+    "draw",
+    "rho_orth",
+    "ass2_relative_spread",
+    "w_svm_feasible",
+    "opt_norm_ratio",
+];
+
+/// One instance's row of [`COLUMNS`].
+fn row(name: &str, d: usize, draw: usize, m: &Draw, ratio: f64) -> Vec<crate::scenario::Cell> {
+    vec![
+        name.into(),
+        d.into(),
+        draw.into(),
+        m.rho.into(),
+        m.spread.into(),
+        usize::from(m.feasible).into(),
+        ratio.into(),
+    ]
+}
+
 /// The sweep's checks by title, each a law of the random data models across d.
 const SWEEP_CHECKS: [&str; 8] = [
     "Ass. 2: max non-optimal score spread / max|γ|",
@@ -194,27 +218,11 @@ fn run_on_file(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunEr
     let ratio = opt_norm_ratio(&inst);
     let data = &inst.data;
     let mut rep = Report {
-        series: Table::new(&[
-            "data",
-            "d",
-            "draw",
-            "rho_orth",
-            "ass2_relative_spread",
-            "w_svm_feasible",
-            "opt_norm_ratio",
-        ]),
+        series: Table::new(&COLUMNS),
         instance: Some(instance_arrays(&inst, &[])),
         ..Report::default()
     };
-    rep.series.push(vec![
-        "data_file".into(),
-        data.d.into(),
-        0usize.into(),
-        m.rho.into(),
-        m.spread.into(),
-        usize::from(m.feasible).into(),
-        ratio.into(),
-    ]);
+    rep.series.push(row("data_file", data.d, 0, &m, ratio));
     rep.derive("data_file.rho_orth", m.rho);
     rep.derive("data_file.rho_orth_sqrt_d", m.rho * (data.d as f64).sqrt());
     rep.derive(
@@ -240,15 +248,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         return run_on_file(p, c, ctx);
     }
     let mut rep = Report {
-        series: Table::new(&[
-            "data",
-            "d",
-            "draw",
-            "rho_orth",
-            "ass2_relative_spread",
-            "w_svm_feasible",
-            "opt_norm_ratio",
-        ]),
+        series: Table::new(&COLUMNS),
         ..Report::default()
     };
     let (mut ex1_stats, mut dm_stats) = (RhoStats::default(), RhoStats::default());
@@ -293,15 +293,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                         }
                     }
                 }
-                rep.series.push(vec![
-                    (*name).into(),
-                    d.into(),
-                    s.into(),
-                    m.rho.into(),
-                    m.spread.into(),
-                    usize::from(m.feasible).into(),
-                    ratio.into(),
-                ]);
+                rep.series.push(row(name, d, s, &m, ratio));
             }
         }
         ex1_stats.push(ex1_rho);

@@ -453,27 +453,45 @@ fn fixed_decoder_scenarios_round_trip_through_instance_npz() {
         "flow-path-equivalence",
     ] {
         let tmp = tempfile::tempdir().unwrap();
-        let files = |dir: &Path| {
-            let f = dir.join("instance.npz").display().to_string();
-            vec![format!("data_file={f}"), format!("init_file={f}")]
-        };
-        let built_in = run_any(tmp.path(), "a", scenario, &[]);
-        let first = run_any(tmp.path(), "b", scenario, &files(&built_in));
-        let second = run_any(tmp.path(), "c", scenario, &files(&first));
-        for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
-            assert_eq!(
-                std::fs::read(first.join(f)).unwrap(),
-                std::fs::read(second.join(f)).unwrap(),
-                "{scenario}: {f} differs after the round trip"
-            );
+        round_trip(tmp.path(), scenario, &[], true);
+    }
+}
+
+/// The built-in run (`built_in_sets`), its instance.npz as the user's files (`data_file`, and
+/// `init_file` when `with_init`), then that run's instance.npz again: the two file runs write the
+/// same files, and the built-in run's instance is what the file run wrote. Returns the built-in
+/// and the first file run's folders.
+fn round_trip(
+    cwd: &Path,
+    scenario: &str,
+    built_in_sets: &[String],
+    with_init: bool,
+) -> (PathBuf, PathBuf) {
+    let files = |dir: &Path| {
+        let f = dir.join("instance.npz").display().to_string();
+        let mut sets = vec![format!("data_file={f}")];
+        if with_init {
+            sets.push(format!("init_file={f}"));
         }
-        // the built-in tokens and start, read back, are the arrays the run wrote
+        sets
+    };
+    let built_in = run_any(cwd, "a", scenario, built_in_sets);
+    let first = run_any(cwd, "b", scenario, &files(&built_in));
+    let second = run_any(cwd, "c", scenario, &files(&first));
+    for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
         assert_eq!(
-            std::fs::read(built_in.join("instance.npz")).unwrap(),
-            std::fs::read(first.join("instance.npz")).unwrap(),
-            "{scenario}: instance.npz"
+            std::fs::read(first.join(f)).unwrap(),
+            std::fs::read(second.join(f)).unwrap(),
+            "{scenario}: {f} differs after the round trip"
         );
     }
+    // the built-in tokens and start, read back, are the arrays the run wrote
+    assert_eq!(
+        std::fs::read(built_in.join("instance.npz")).unwrap(),
+        std::fs::read(first.join("instance.npz")).unwrap(),
+        "{scenario}: instance.npz"
+    );
+    (built_in, first)
 }
 
 #[test]
@@ -613,30 +631,9 @@ fn scale_sweep_and_numerics_scenarios_round_trip_through_instance_npz() {
         ("usvm-kkt", vec!["trials=1".to_string()]),
     ] {
         let tmp = tempfile::tempdir().unwrap();
-        let files = |dir: &Path| {
-            let f = dir.join("instance.npz").display().to_string();
-            vec![format!("data_file={f}"), format!("init_file={f}")]
-        };
         // usvm-kkt takes no init file
-        let files = |dir: &Path| match scenario {
-            "usvm-kkt" => files(dir)[..1].to_vec(),
-            _ => files(dir),
-        };
-        let built_in = run_any(tmp.path(), "a", scenario, &built_in_sets);
-        let first = run_any(tmp.path(), "b", scenario, &files(&built_in));
-        let second = run_any(tmp.path(), "c", scenario, &files(&first));
-        for f in ["series.csv", "checks.json", "figure.svg", "instance.npz"] {
-            assert_eq!(
-                std::fs::read(first.join(f)).unwrap(),
-                std::fs::read(second.join(f)).unwrap(),
-                "{scenario}: {f} differs after the round trip"
-            );
-        }
-        assert_eq!(
-            std::fs::read(built_in.join("instance.npz")).unwrap(),
-            std::fs::read(first.join("instance.npz")).unwrap(),
-            "{scenario}: instance.npz"
-        );
+        let (built_in, first) =
+            round_trip(tmp.path(), scenario, &built_in_sets, scenario != "usvm-kkt");
         // the file run measures what the built-in run measured: only the labels differ
         let numbers = |dir: &Path| -> Vec<String> {
             let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();

@@ -184,28 +184,7 @@ fn thm2_refuses_bad_files() {
         ),
     ];
     for (tag, bytes, key) in cases {
-        let file = dir.join(format!("{tag}.npz"));
-        std::fs::write(&file, bytes).unwrap();
-        let out = dir.join(format!("out-{tag}"));
-        let o = attnflow(&[
-            "run",
-            "thm2-condition-bound",
-            "--quick",
-            "--out",
-            out.to_str().unwrap(),
-            "--set",
-            &format!("data_file={}", file.display()),
-        ]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{tag}: {err}");
-        assert!(
-            err.contains(&format!("{tag}.npz")) && err.contains(key),
-            "{tag}: {err}"
-        );
-        assert!(
-            !out.join("thm2-condition-bound").exists(),
-            "{tag}: output written"
-        );
+        refused(&dir, "thm2-condition-bound", tag, bytes, "data_file", key);
     }
 }
 
@@ -882,25 +861,14 @@ fn flow_refuses_bad_files() {
         ),
     ];
     for (tag, arrays, key) in cases.into_iter().chain(teacher_cases) {
-        let file = dir.join(format!("{tag}.npz"));
-        std::fs::write(&file, arrays.to_npz_bytes()).unwrap();
-        let out = dir.join(format!("out-{tag}"));
-        let o = attnflow(&[
-            "run",
+        refused(
+            &dir,
             "flow-prompt",
-            "--quick",
-            "--out",
-            out.to_str().unwrap(),
-            "--set",
-            &format!("data_file={}", file.display()),
-        ]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{tag}: {err}");
-        assert!(
-            err.contains(&format!("{tag}.npz")) && err.contains(key),
-            "{tag}: {err}"
+            tag,
+            arrays.to_npz_bytes(),
+            "data_file",
+            key,
         );
-        assert!(!out.join("flow-prompt").exists(), "{tag}: output written");
     }
 }
 

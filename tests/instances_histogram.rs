@@ -361,6 +361,15 @@ fn limit_kkt_on_a_file_reaches_the_hand_computed_limit() {
 }
 
 /// Exit code 2, a message naming the file and the array, and no output folder.
+/// [`refused`] for `run NAME --quick` with `--set` overrides `sets`.
+fn refused_quick(name: &str, sets: &[&str], file: &str, key: &str, tmp: &Path) {
+    let mut args = vec!["run", name, "--quick"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    refused(&args, file, key, tmp);
+}
+
 fn refused(args: &[&str], file: &str, key: &str, tmp: &Path) {
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--out", "o"]);
@@ -519,11 +528,7 @@ fn remaining_scenarios_refuse_files_that_do_not_fit() {
     let tmp = tempfile::tempdir().unwrap();
     write(tmp.path(), "mine.npz", &instance(&strings()));
     let run = |name: &str, sets: &[&str], file: &str, key: &str| {
-        let mut args = vec!["run", name, "--quick"];
-        for s in sets {
-            args.extend(["--set", s]);
-        }
-        refused(&args, file, key, tmp.path());
+        refused_quick(name, sets, file, key, tmp.path())
     };
     // a Gaussian-like init is not on the corrected bad set of column 1
     run(
@@ -879,11 +884,7 @@ fn solver_studies_and_task_sweep_refuse_files_that_do_not_fit() {
     let good = instance(&strings);
     write(tmp.path(), "mine.npz", &good);
     let run = |name: &str, sets: &[&str], file: &str, key: &str| {
-        let mut args = vec!["run", name, "--quick"];
-        for s in sets {
-            args.extend(["--set", s]);
-        }
-        refused(&args, file, key, tmp.path());
+        refused_quick(name, sets, file, key, tmp.path())
     };
     // one point (Q0, v0) for 9 strings
     run(

@@ -117,6 +117,23 @@ pub fn range<T: Borrow<f64>>(values: impl IntoIterator<Item = T>) -> (f64, f64) 
     (lo, hi)
 }
 
+/// For axis limits and layout, never for a measured value: the smallest of `start` and the
+/// values, skipping NaN (a NaN sample must not blank an axis; its check fails elsewhere).
+pub fn axis_min<T: Borrow<f64>>(start: f64, values: impl IntoIterator<Item = T>) -> f64 {
+    values
+        .into_iter()
+        .map(|v| *v.borrow())
+        .fold(start, f64::min)
+}
+
+/// The largest of `start` and the values, skipping NaN; as [`axis_min`], for axes only.
+pub fn axis_max<T: Borrow<f64>>(start: f64, values: impl IntoIterator<Item = T>) -> f64 {
+    values
+        .into_iter()
+        .map(|v| *v.borrow())
+        .fold(start, f64::max)
+}
+
 /// The largest value with its label (the first on ties), `None` if there are none. A NaN value
 /// wins: the first NaN is returned with its label, so the report names where the computation
 /// failed. Callers state the empty case, e.g. `.unwrap_or((f64::NAN, "-"))`.

@@ -17,11 +17,8 @@ fn fig2_loss() {
 #[test]
 fn fig2_loss_mini_needs_alpha_below_1e_64() {
     let r = common::sweep_quick("fig2-loss", &["sweep.grid.alpha=[1e-4, 1e-16, 1e-64]"]).unwrap();
-    assert!(!passes(&r, "sup plateau-interior |L_α − L̃(β^k)| / L̃(0)"));
-    assert!(!passes(
-        &r,
-        "sup plateau-interior |L_α − L̃(β^k)|: largest ratio"
-    ));
+    assert!(!passes(&r, "sup-plateau-interior-alpha-beta-alpha.1e-64"));
+    assert!(!passes(&r, "sup-plateau-interior-alpha-beta-largest"));
 }
 
 /// The reduction needs the α strictly decreasing (colours, consecutive ratios).
@@ -56,8 +53,14 @@ fn fig9_vo_entries() {
 #[test]
 fn fig9_vo_entries_fail_with_the_spec_relaxation_clock() {
     let r = common::run_quick("fig9-vo-entries", &["relaxation_clock=\"theory\""]);
-    assert!(!passes(&r, "VO entries, α = 1e-16"));
-    assert!(!passes(&r, "VO entries, α = 1e-32"));
+    assert!(!passes(
+        &r,
+        "entries-alpha-over-plateaus-sup-error.vo-1e-16"
+    ));
+    assert!(!passes(
+        &r,
+        "entries-alpha-over-plateaus-sup-error.vo-1e-32"
+    ));
 }
 
 #[test]
@@ -71,7 +74,10 @@ fn fig10_perturb_plateau() {
 #[test]
 fn fig10_perturb_plateau_short_plateaus_fail() {
     let r = common::run_quick("fig10-perturb-plateau", &["min_relaxations=1e-9"]);
-    assert!(!passes(&r, "max over perturbations"));
+    assert!(!passes(
+        &r,
+        "over-perturbations-beta-pert-beta-orig.1e-32-0-05"
+    ));
 }
 
 #[test]
@@ -88,8 +94,14 @@ fn fig11_perturb_stage_start_unresolved_alpha_fails() {
         "fig11-perturb-stage-start",
         &["alpha=1e-8", "resolution_factor=1e-9"],
     );
-    assert!(!passes(&r, "max over resolved stage starts"));
-    assert!(passes(&r, "upward threshold crossings"));
+    assert!(!passes(
+        &r,
+        "over-resolved-stage-starts-beta-pert.1e-8-0-01"
+    ));
+    assert!(passes(
+        &r,
+        "upward-threshold-crossings-matched-activation-algorithm"
+    ));
 }
 
 #[test]
@@ -103,8 +115,11 @@ fn noise_robustness() {
 #[test]
 fn noise_robustness_large_starts_leave_the_linear_regime() {
     let r = common::run_quick("noise-robustness", &["deltas=[0.2]", "min_new=1e-2"]);
-    assert!(passes(&r, "fraction of perturbed starts"));
-    assert!(!passes(&r, "max over stages and δ of |slope"));
+    assert!(passes(
+        &r,
+        "fraction-perturbed-starts-reaching-beta-beta.1e-6"
+    ));
+    assert!(!passes(&r, "over-stages-delta-slope-theta-hitting"));
 }
 
 #[test]
@@ -119,7 +134,7 @@ fn diag_gd_vs_flow() {
 #[test]
 fn diag_gd_vs_flow_raw_gd_fails_on_a_re_entry() {
     let r = common::run_quick("diag-gd-vs-flow", &["instance=\"r2\""]);
-    assert!(passes(&r, "transition 3:"));
-    assert!(!passes(&r, "transition 4:"));
-    assert!(!passes(&r, "max_k |τ̂_k of raw f64 GD"));
+    assert!(passes(&r, "transition-tau-gd-tau-flow-eta.3-4-16"));
+    assert!(!passes(&r, "transition-tau-gd-tau-flow-eta.4-4-16"));
+    assert!(!passes(&r, "tau-raw-f64-gd-tau-log.4"));
 }

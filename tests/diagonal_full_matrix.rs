@@ -10,7 +10,6 @@ use std::cell::Cell;
 
 use attnflow::flow::{Descent, GradientFlow, VectorField};
 use attnflow::models::diagonal::{FactorizedAttention, LossScale, MatrixAttention};
-use attnflow::scenario::Report;
 use nalgebra::DMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -47,15 +46,6 @@ unsafe impl GlobalAlloc for CountingAllocator {
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
 
-/// The check whose name starts with `prefix`.
-fn check<'a>(report: &'a Report, prefix: &str) -> &'a attnflow::scenario::Check {
-    report
-        .checks
-        .iter()
-        .find(|c| c.name.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no check named {prefix}…"))
-}
-
 #[test]
 fn full_matrix_rank() {
     let r = common::run_quick("full-matrix-rank", &[]);
@@ -68,8 +58,8 @@ fn full_matrix_rank() {
 #[test]
 fn kq_modes_are_learned_together_at_moderate_scales() {
     let r = common::run_quick("full-matrix-rank", &["scales=[0.1, 0.03]"]);
-    assert!(!check(&r, "KQ: sequential emergence").pass);
-    assert!(check(&r, "VO: sequential emergence").pass);
+    assert!(!common::check(&r, "sequential-emergence-sigma-delta-tau.kq-0-03").pass);
+    assert!(common::check(&r, "sequential-emergence-sigma-delta-tau.vo-0-03").pass);
 }
 
 /// A horizon that ends inside the KQ stage: the loss has not fallen 3 orders and the products
@@ -77,8 +67,8 @@ fn kq_modes_are_learned_together_at_moderate_scales() {
 #[test]
 fn a_short_horizon_does_not_reach_the_teacher() {
     let r = common::run_quick("full-matrix-rank", &["t_end=500.0"]);
-    assert!(!check(&r, "min over s of log10").pass);
-    assert!(!check(&r, "max over s of ‖P(T) − P*‖").pass);
+    assert!(!common::check(&r, "over-log10").pass);
+    assert!(!common::check(&r, "over-kq-vo").pass);
 }
 
 fn uniform(rng: &mut ChaCha20Rng, len: usize, scale: f64) -> Vec<f64> {

@@ -42,21 +42,25 @@ fn stage_times_fail_at_large_alpha() {
     )
     .unwrap();
     assert_eq!(
-        passes(&r, "mini: transitions not found"),
+        passes(&r, "transitions-not-found-alpha.mini-1e-*"),
         [false, false, true]
     );
-    assert!(passes(&r, "R2: max_k |slope").iter().all(|p| !p));
-    assert!(passes(&r, "R2: spread").iter().all(|p| !p));
+    assert!(passes(&r, "slope-vs-lambda.r2").iter().all(|p| !p));
+    assert!(passes(&r, "spread-over-conv-lambda-tau.r2")
+        .iter()
+        .all(|p| !p));
     // the solvers still agree: the failure is the finite-α physics, not the numerics
-    assert!(passes(&r, "R2: max relative").iter().all(|p| *p));
+    assert!(passes(&r, "relative-tau-tau-alpha.r2-tsit45-bdf-1e-8")
+        .iter()
+        .all(|p| *p));
 }
 
 /// Loose tolerances are caught by the halved-tolerance and solver cross-checks.
 #[test]
 fn stage_times_detect_loose_tolerances() {
     let r = common::sweep_quick("stage-times", &["solver.rtol=1e-4", "solver.atol=1e-4"]).unwrap();
-    assert!(passes(&r, "tol/2").iter().all(|p| !p));
-    assert!(passes(&r, "(bdf)").iter().all(|p| !p));
+    assert!(passes(&r, "tau-tol-tau-tol-alpha").iter().all(|p| !p));
+    assert!(passes(&r, "relative-tau-tau-alpha").iter().all(|p| !p));
 }
 
 /// A grid the regression cannot use is refused before anything runs, naming the key.
@@ -87,8 +91,10 @@ fn plateau_convergence() {
     let r = common::sweep_quick("plateau-convergence", &[]).unwrap();
     common::assert_all_pass("plateau-convergence", &r);
     // the reduction's law across α and the reference run's check are both there
-    assert!(passes(&r, "does not decrease").iter().all(|p| *p));
-    assert_eq!(passes(&r, "max_k err_k at α = 1e-64"), [true]);
+    assert!(passes(&r, "alpha-steps-where-err-does-not")
+        .iter()
+        .all(|p| *p));
+    assert_eq!(passes(&r, "err-alpha-1e.64"), [true]);
 }
 
 /// At α = 1e−8 the plateau error is far above 1e−3 on the short plateaus.
@@ -102,7 +108,7 @@ fn plateau_convergence_fails_at_large_alpha() {
         ],
     )
     .unwrap();
-    assert!(passes(&r, "max_k err_k at").iter().all(|p| !p));
+    assert!(passes(&r, "err-alpha-1e.8").iter().all(|p| !p));
 }
 
 /// The exponent law needs two α, in decreasing order, with the reference α among them.
@@ -136,11 +142,15 @@ fn log_scale_tracking() {
 #[test]
 fn log_scale_tracking_sign_check_fails_inside_transitions() {
     let r = common::sweep_quick("log-scale-tracking", &["checks.sign_radius=10.0"]).unwrap();
-    assert!(passes(&r, "mini: samples with sgn").iter().all(|p| !p));
-    assert!(passes(&r, "runs failing their own checks")
+    assert!(passes(&r, "samples-sgn-theta-alpha-sgn-theta.mini")
         .iter()
         .all(|p| !p));
-    assert!(passes(&r, "mini: max over α").iter().all(|p| *p));
+    assert!(passes(&r, "runs-failing-their-own-checks")
+        .iter()
+        .all(|p| !p));
+    assert!(passes(&r, "over-alpha-lambda-sup-alpha-th.mini")
+        .iter()
+        .all(|p| *p));
 }
 
 /// A grid the reduction cannot use is refused before anything runs, naming the key.
@@ -177,8 +187,8 @@ fn refused_key(name: &str, set: &str) -> String {
 fn rank_staircase() {
     let r = common::sweep_quick("rank-staircase", &[]).unwrap();
     common::assert_all_pass("rank-staircase", &r);
-    assert!(passes(&r, "stages with no eligible α").iter().all(|p| *p));
-    assert!(passes(&r, "counted set ≠ S_k").iter().all(|p| *p));
+    assert!(passes(&r, "stages-no-eligible-alpha").iter().all(|p| *p));
+    assert!(passes(&r, "eligible-alpha-counted-set").iter().all(|p| *p));
 }
 
 /// Without the eligibility rule, α = 1e−16 is counted on plateaus it has not reached yet; with
@@ -190,10 +200,10 @@ fn rank_staircase_miscounts_ineligible_alpha() {
         &["sweep.grid.log10_alpha=[-16.0]", "checks.eligibility=1e6"],
     )
     .unwrap();
-    assert!(passes(&r, "counted set ≠ S_k").iter().all(|p| !p));
+    assert!(passes(&r, "eligible-alpha-counted-set").iter().all(|p| !p));
     let r = common::sweep_quick("rank-staircase", &["sweep.grid.log10_alpha=[-16.0]"]).unwrap();
-    assert!(passes(&r, "stages with no eligible α").iter().all(|p| !p));
-    assert!(passes(&r, "counted set ≠ S_k").iter().all(|p| *p));
+    assert!(passes(&r, "stages-no-eligible-alpha").iter().all(|p| !p));
+    assert!(passes(&r, "eligible-alpha-counted-set").iter().all(|p| *p));
 }
 
 /// A grid that is not a decreasing list of α in (0, 1), or sweeps something else, is refused.
@@ -228,8 +238,12 @@ fn transition_width_needs_small_alpha() {
         &["sweep.grid.log10_alpha=[-16.0, -32.0]"],
     )
     .unwrap();
-    assert!(passes(&r, "fewer than min_widths").iter().all(|p| !p));
-    assert!(passes(&r, "sgn β_(i_k)").iter().all(|p| *p));
+    assert!(passes(&r, "transitions-fewer-than-widths-measured")
+        .iter()
+        .all(|p| !p));
+    for id in ["races-sgn-beta-sigma", "races-sgn-beta-sigma-this-alpha"] {
+        assert!(passes(&r, id).iter().all(|p| *p));
+    }
 }
 
 /// A grid the reduction cannot use is refused before anything runs, naming the key.
@@ -256,7 +270,9 @@ fn raw_vs_log() {
 #[test]
 fn raw_vs_log_disagree_at_small_alpha() {
     let r = common::sweep_quick("raw-vs-log", &["checks.agreement_log10_alpha=-8"]).unwrap();
-    assert!(passes(&r, "max |β_raw − β_log|").iter().all(|p| !p));
+    assert!(passes(&r, "beta-raw-beta-log-alpha-1e.8")
+        .iter()
+        .all(|p| !p));
 }
 
 /// A grid without the reference α of the agreement check is refused, naming the grid.

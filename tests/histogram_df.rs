@@ -6,14 +6,9 @@ mod common;
 
 use attnflow::scenario::Report;
 
-fn check_passes(report: &Report, name_start: &str) -> bool {
-    let matching: Vec<_> = report
-        .checks
-        .iter()
-        .filter(|c| c.name.starts_with(name_start))
-        .collect();
-    assert!(!matching.is_empty(), "no check named {name_start}…");
-    matching.iter().all(|c| c.pass)
+/// Whether check `base` passed on every instance it ran on.
+fn check_passes(report: &Report, base: &str) -> bool {
+    common::passes_each(report, base).iter().all(|&p| p)
 }
 
 #[test]
@@ -26,8 +21,8 @@ fn conservation() {
 #[test]
 fn conservation_fails_at_loose_tolerance() {
     let r = common::run_quick("conservation", &["solver.rtol=1e-6"]);
-    assert!(!check_passes(&r, "df: max β drift"));
-    assert!(!check_passes(&r, "tf: max β drift"));
+    assert!(!check_passes(&r, "beta-drift-beta"));
+    assert!(!check_passes(&r, "beta-drift-beta"));
 }
 
 #[test]
@@ -40,8 +35,8 @@ fn thm1_loss_decay() {
 #[test]
 fn thm1_loss_decay_fails_at_loose_tolerance() {
     let r = common::run_quick("thm1-loss-decay", &["solver.rtol=1e-6", "trials=2"]);
-    assert!(!check_passes(&r, "max |z_ODE − z_closed form|"));
-    assert!(!check_passes(&r, "min over trials of ODE slope"));
+    assert!(!check_passes(&r, "ode-closed-form"));
+    assert!(!check_passes(&r, "over-trials-ode-slope-2alpha"));
 }
 
 #[test]
@@ -54,7 +49,7 @@ fn imbalance_sweep() {
 #[test]
 fn imbalance_sweep_fails_on_an_early_window() {
     let r = common::run_quick("imbalance-sweep", &["tail_window=[1e-4, 1e-1]"]);
-    assert!(!check_passes(&r, "max_δ |late slope"));
+    assert!(!check_passes(&r, "delta-late-slope-2alpha-delta"));
 }
 
 #[test]
@@ -67,7 +62,7 @@ fn bad_init() {
 #[test]
 fn bad_init_paper_set_check_can_fail() {
     let r = common::run_quick("bad-init", &["paper_horizon=0.5"]);
-    assert!(!check_passes(&r, "lt, paper's set"));
+    assert!(!check_passes(&r, "lt-paper-set-itm-rho-alpha"));
 }
 
 #[test]
@@ -83,7 +78,7 @@ fn near_saddle_far_from_the_bad_set_has_no_plateau() {
         "near-saddle",
         &["epsilons=[0.8, 0.4]", "plateau_max_eps=0.8"],
     );
-    assert!(!check_passes(&r, "min over ε"));
+    assert!(!check_passes(&r, "over-eps-longest-time"));
 }
 
 #[test]
@@ -96,8 +91,8 @@ fn limit_kkt() {
 #[test]
 fn limit_kkt_fails_before_convergence() {
     let r = common::run_quick("limit-kkt", &["horizon=5"]);
-    assert!(!check_passes(&r, "max |z(t_end) − z(∞)|"));
-    assert!(!check_passes(&r, "KKT feasibility"));
+    assert!(!check_passes(&r, "end-inf-sign-rule"));
+    assert!(!check_passes(&r, "kkt-feasibility-diag"));
 }
 
 #[test]
@@ -110,7 +105,7 @@ fn small_init_staircase() {
 #[test]
 fn small_init_formula_fails_for_a_large_init() {
     let r = common::run_quick("small-init-staircase", &["sigma=0.09"]);
-    assert!(!check_passes(&r, "max_i |t½,i(ODE)"));
+    assert!(!check_passes(&r, "ode-d3"));
 }
 
 #[test]
@@ -123,5 +118,5 @@ fn gd_vs_flow() {
 #[test]
 fn gd_is_not_second_order() {
     let r = common::run_quick("gd-vs-flow", &["checks.halving_ratio=[0.2, 0.3]"]);
-    assert!(!check_passes(&r, "gap("));
+    assert!(!check_passes(&r, "gap-eta-gap-eta"));
 }

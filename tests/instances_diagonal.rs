@@ -263,29 +263,24 @@ fn outputs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The (name, measured value) of the checks in `file`, in order, with the built-in instance's label in the names written as "data",
-/// the label of a user's file.
+/// The (id, measured value) of the checks in `file`, in order, with the built-in instance's
+/// label in the ids written as "data", the label of a user's file.
 fn measured(dir: &Path, file: &str) -> Vec<(String, serde_json::Value)> {
     let path = dir.join(file);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Vec::new();
     };
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let label = |name: &str| {
-        ["R2-degenerate", "R2", "r2", "R1", "r1", "mini"]
+    let label = |id: &str| {
+        ["r2-degenerate", "r2", "r1", "mini"]
             .iter()
-            .fold(name.to_string(), |n, l| n.replace(l, "data"))
+            .fold(id.to_string(), |n, l| n.replace(l, "data"))
     };
     json["checks"]
         .as_array()
         .map(|c| {
             c.iter()
-                .map(|c| {
-                    (
-                        label(c["name"].as_str().unwrap_or("")),
-                        c["measured"].clone(),
-                    )
-                })
+                .map(|c| (label(c["id"].as_str().unwrap_or("")), c["measured"].clone()))
                 .collect()
         })
         .unwrap_or_default()

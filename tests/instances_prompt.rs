@@ -106,12 +106,7 @@ fn thm2_on_a_point_written_from_scratch() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| {
-            c["name"]
-                .as_str()
-                .unwrap()
-                .starts_with("given point: corrected bound")
-        })
+        .find(|c| c["id"] == "given-point-corrected-bound-mu-rho2")
         .expect("corrected-bound check at the given point");
     assert_eq!(corrected["pass"], true, "{corrected}");
     // the written instance holds the file's point (beside the sweep and curves drawn)
@@ -687,11 +682,7 @@ fn orthogonal_block_scenarios_round_trip_and_measure_a2() {
         );
     }
     for c in checks["checks"].as_array().unwrap() {
-        if c["name"]
-            .as_str()
-            .unwrap()
-            .starts_with("PL with the derived")
-        {
+        if c["id"] == "pl-derived-constant-mnsigma2-mnsigma2" {
             assert_eq!(c["pass"], true, "{c}");
         }
     }
@@ -1146,11 +1137,11 @@ fn thm2_condition_sweep_written_from_scratch() {
     assert!(
         skipped
             .iter()
-            .any(|s| s["name"] == "sweep: instances violating (18)"),
+            .any(|s| s["id"] == "sweep-instances-violating-18"),
         "{checks}"
     );
     for c in checks["checks"].as_array().unwrap() {
-        if c["name"].as_str().unwrap().starts_with("sweep:") {
+        if c["id"].as_str().unwrap().starts_with("sweep-") {
             assert_eq!(c["pass"], true, "{c}");
         }
     }

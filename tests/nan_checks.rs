@@ -14,11 +14,11 @@ const NAN: f64 = f64::NAN;
 /// Every kind of check on `measured`, with bounds that a finite value in [0, 1] passes.
 fn every_kind(measured: f64) -> [Check; 5] {
     [
-        Check::at_most("at_most", measured, 1.0),
-        Check::at_least("at_least", measured, 0.0),
-        Check::within("within", measured, 0.0, 1.0),
-        Check::close("close", measured, 0.5, 0.5),
-        Check::holds("holds", measured <= 1.0),
+        Check::at_most("c", "at_most", measured, 1.0),
+        Check::at_least("c", "at_least", measured, 0.0),
+        Check::within("c", "within", measured, 0.0, 1.0),
+        Check::close("c", "close", measured, 0.5, 0.5),
+        Check::holds("c", "holds", measured <= 1.0),
     ]
 }
 
@@ -72,12 +72,12 @@ fn the_plain_folds_this_module_replaces_would_have_passed() {
     // the failure mode the stats module exists for: a NaN dropped by f64::max, an all-NaN
     // fold left at −∞, a NaN sorted out of the middle
     let dropped = WITH_NAN.iter().copied().fold(0.0, f64::max);
-    assert!(Check::at_most("f64::max", dropped, 1.0).pass);
+    assert!(Check::at_most("c", "f64::max", dropped, 1.0).pass);
     let all_nan = [NAN, NAN].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    assert!(Check::at_most("all-NaN f64::max", all_nan, 1.0).pass);
+    assert!(Check::at_most("c", "all-NaN f64::max", all_nan, 1.0).pass);
     let mut sorted = WITH_NEGATIVE_NAN;
     sorted.sort_by(f64::total_cmp);
-    assert!(Check::within("total_cmp median", sorted[1], 0.0, 1.0).pass);
+    assert!(Check::within("c", "total_cmp median", sorted[1], 0.0, 1.0).pass);
 }
 
 #[test]
@@ -100,15 +100,15 @@ fn a_nan_invariant_sample_fails_the_drift_check() {
     let mut traj = Trajectory::new(1);
     traj.invariants = vec![("beta".into(), vec![1.0, 1.0 + 1e-12, NAN, 1.0])];
     let drift = traj.max_invariant_drift();
-    assert!(!Check::at_most("max invariant drift", drift, 1e-9).pass);
+    assert!(!Check::at_most("c", "max invariant drift", drift, 1e-9).pass);
     traj.invariants = vec![("beta".into(), vec![1.0, 1.0 + 1e-12, 1.0])];
-    assert!(Check::at_most("max invariant drift", traj.max_invariant_drift(), 1e-9).pass);
+    assert!(Check::at_most("c", "max invariant drift", traj.max_invariant_drift(), 1e-9).pass);
 }
 
 #[test]
 fn a_nan_sample_fails_a_fit_residual_check() {
     let fit = line_fit(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, NAN, 4.0]);
-    assert!(!Check::at_most("max residual", fit.max_residual, 1e-9).pass);
+    assert!(!Check::at_most("c", "max residual", fit.max_residual, 1e-9).pass);
 }
 
 #[test]

@@ -18,8 +18,8 @@ fn local_rate_recovery_needs_a_deep_tail() {
         "local-rate-vs-hessian",
         &["loss_floor=1e-12", "window_lo=1e-11"],
     );
-    assert!(!passes(&r, "GD recovers the teacher"));
-    assert!(passes(&r, "GD tail vs the linearization"));
+    assert!(!passes(&r, "gd-recovers-teacher-final"));
+    assert!(passes(&r, "gd-tail-vs-linearization-fitted-slope"));
 }
 
 #[test]
@@ -32,8 +32,8 @@ fn hessian_conditioning_vs_r() {
 #[test]
 fn linear_pv_hessian_depends_on_sigma() {
     let r = common::run_quick("hessian-conditioning-vs-r", &["linear_train=pv"]);
-    assert!(!passes(&r, "linear attention"));
-    assert!(passes(&r, "per-sample"));
+    assert!(!passes(&r, "linear-attention-kappa-lin-identical-across"));
+    assert!(passes(&r, "per-sample-slope-median-log10-kappa"));
 }
 
 #[test]
@@ -46,16 +46,16 @@ fn spurious_sparse_minimum() {
 #[test]
 fn boundary_escape_is_not_a_strict_minimum() {
     let r = common::run_quick("spurious-sparse-minimum", &["trial=0"]);
-    assert!(!passes(&r, "strict local minimum"));
-    assert!(passes(&r, "spurious: loss"));
+    assert!(!passes(&r, "strict-local-minimum-lambda-lambda-2l"));
+    assert!(passes(&r, "spurious-loss-minimum"));
 }
 
 /// A non-sparse teacher (σ_p = 0.1): the flow reaches the global minimum, not a spurious one.
 #[test]
 fn dense_teacher_has_no_spurious_minimum() {
     let r = common::run_quick("spurious-sparse-minimum", &["sigma_p=0.1"]);
-    assert!(!passes(&r, "spurious: loss"));
-    assert!(passes(&r, "stationary"));
+    assert!(!passes(&r, "spurious-loss-minimum"));
+    assert!(passes(&r, "stationary-after-newton-polish"));
 }
 
 #[test]
@@ -68,6 +68,6 @@ fn stiffness_attention_flow() {
 #[test]
 fn stiffness_explicit_cap_fails_the_slope() {
     let r = common::run_quick("stiffness-attention-flow", &["explicit_max_steps=100"]);
-    assert!(!passes(&r, "explicit Tsit45"));
-    assert!(passes(&r, "implicit bdf"));
+    assert!(!passes(&r, "explicit-tsit45-log-log-slope-rhs"));
+    assert!(passes(&r, "implicit-log-log-slope-rhs-hvp.bdf"));
 }

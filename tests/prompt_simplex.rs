@@ -15,8 +15,8 @@ fn lemma1_softmax_jacobian() {
 #[test]
 fn lemma1_eq7_fails_with_a_coarse_difference_step() {
     let r = common::run_quick("lemma1-softmax-jacobian", &["fd_step=0.1"]);
-    assert!(!passes(&r, "eq. 7"));
-    assert!(passes(&r, "claim 3 + interlacing"));
+    assert!(!passes(&r, "eq-ij-dphi-fd-phi-ij"));
+    assert!(passes(&r, "claim-interlacing-lambda-outside"));
 }
 
 #[test]
@@ -36,8 +36,8 @@ fn eq16_remainder_is_not_quadratic_at_large_steps() {
             "checks.order_eta_max=50.0",
         ],
     );
-    assert!(!passes(&r, "eq. 16 remainder order"));
-    assert!(passes(&r, "simplex invariance"));
+    assert!(!passes(&r, "eq-16-remainder-order-eta-eta"));
+    assert!(passes(&r, "simplex-invariance-tz"));
 }
 
 #[test]
@@ -50,8 +50,8 @@ fn thm2_linearization() {
 #[test]
 fn thm2_linearization_is_local() {
     let r = common::run_quick("thm2-linearization", &["zeta0=0.05"]);
-    assert!(!passes(&r, "contraction: max_t"));
-    assert!(passes(&r, "flow: DV(z*)P"));
+    assert!(!passes(&r, "contraction-btzeta-xi-xi-bt-eta"));
+    assert!(passes(&r, "flow-dv-central-differences-vs-j2hp"));
 }
 
 #[test]
@@ -64,6 +64,6 @@ fn thm2_condition_bound() {
 #[test]
 fn thm2_dominant_token_limit_needs_large_r() {
     let r = common::run_quick("thm2-condition-bound", &["tail_r_min=1.0"]);
-    assert!(!passes(&r, "dominant token"));
-    assert!(passes(&r, "sweep: corrected bound"));
+    assert!(!passes(&r, "dominant-token-kappa-n2-n2.1e0"));
+    assert!(passes(&r, "sweep-corrected-bound-mu-rho2-kappa"));
 }

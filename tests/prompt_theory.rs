@@ -19,7 +19,7 @@ fn two_token_closed_form_fails_at_loose_tolerance() {
         "two-token-closed-form",
         &["solver.rtol=1e-3", "solver.atol=1e-6"],
     );
-    assert!(!passes(&r, "solver vs implicit closed form"));
+    assert!(!passes(&r, "solver-vs-implicit-closed-form-cf"));
 }
 
 /// Near R = 1 the rate is not ∝ R⁻²: the local slope 2 − 4R/(1 + R) is far from −2.
@@ -29,8 +29,8 @@ fn two_token_rate_slope_needs_large_r() {
         "two-token-closed-form",
         &["ratio_min=1.5", "ratio_max=10.0"],
     );
-    assert!(!passes(&r, "rate vs R"));
-    assert!(passes(&r, "tail rate"));
+    assert!(!passes(&r, "rate-vs-least-squares-log-log"));
+    assert!(passes(&r, "tail-rate-lambda-fit"));
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn stiffness_two_token_no_advantage_without_stiffness() {
         "stiffness-two-token",
         &["r2s=[3.0, 4.0, 5.0]", "checks.advantage_kappa=1.0"],
     );
-    assert!(!passes(&r, "κ ≥ advantage_kappa"));
+    assert!(!passes(&r, "kappa-advantage-kappa-tsit45-rhs-evaluations"));
 }
 
 #[test]
@@ -59,15 +59,15 @@ fn lemma2_pl_inequality() {
 #[test]
 fn lemma2_paper_constant_fails_for_one_sample() {
     let r = common::run_quick("lemma2-pl-inequality", &["samples=1"]);
-    assert!(!passes(&r, "PL with the paper's constant"));
-    assert!(passes(&r, "PL with the derived constant"));
+    assert!(!passes(&r, "pl-paper-constant-2msigma2-2msigma2"));
+    assert!(passes(&r, "pl-derived-constant-mnsigma2-mnsigma2"));
 }
 
 /// Without A2 the rows of F are not orthogonal and the closed form of σ_min(F) fails.
 #[test]
 fn lemma2_closed_form_needs_a2() {
     let r = common::run_quick("lemma2-pl-inequality", &["gaussian_tokens=true"]);
-    assert!(!passes(&r, "A2 closed form"));
+    assert!(!passes(&r, "a2-closed-form"));
 }
 
 #[test]
@@ -80,8 +80,11 @@ fn thm1_linear_rate() {
 #[test]
 fn thm1_intended_reading_needs_a_close_teacher() {
     let r = common::run_quick("thm1-linear-rate", &["epsilons=[1e-3, 0.1]"]);
-    assert!(!passes(&r, "intended reading"));
-    assert!(passes(&r, "(14) where the hypothesis holds"));
+    assert!(!passes(
+        &r,
+        "reading-mu-instances-where-hypothesis-holds.intended-c1l"
+    ));
+    assert!(passes(&r, "14-where-hypothesis-holds-etamu-l0"));
 }
 
 #[test]
@@ -95,5 +98,5 @@ fn prop1_value_scaling() {
 #[test]
 fn prop1_holds_when_the_loss_does_not_grow_with_alpha() {
     let r = common::run_quick("prop1-value-scaling", &["labels=\"offset\""]);
-    assert!(!passes(&r, "literal: α values with a positive"));
+    assert!(!passes(&r, "positive-margins.literal"));
 }

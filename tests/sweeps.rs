@@ -87,7 +87,7 @@ fn a_sweep_writes_runs_aggregate_checks_and_band_figure() {
             "--out",
             "o",
             "--set",
-            "sweep.checks=[{name=\"r\", quantity=\"rhob\", statistic=\"mean\", where={c=0.5}, ratio_to={c=-0.5}, at_most=0.6}]",
+            "sweep.checks=[{id=\"r\", name=\"r\", quantity=\"rhob\", statistic=\"mean\", where={c=0.5}, ratio_to={c=-0.5}, at_most=0.6}]",
         ],
         tmp.path(),
         2,

@@ -9,11 +9,12 @@ use std::process::{Command, Output};
 
 use attnflow::scenario::Report;
 
-fn failed<'a>(r: &'a Report, prefix: &str) -> Vec<&'a str> {
+/// The ids of the failing checks `base` and `base.<label>`.
+fn failed<'a>(r: &'a Report, base: &str) -> Vec<&'a str> {
     r.checks
         .iter()
-        .filter(|c| !c.pass && c.name.starts_with(prefix))
-        .map(|c| c.name.as_str())
+        .filter(|c| !c.pass && common::has_base(&c.id, base))
+        .map(|c| c.id.as_str())
         .collect()
 }
 
@@ -25,7 +26,7 @@ fn wsvm_kkt_certificates_and_closed_forms() {
     assert_eq!(
         r.checks
             .iter()
-            .filter(|c| c.name.contains("closed-form"))
+            .filter(|c| common::has_base(&c.id, "closed-form"))
             .count(),
         3
     );
@@ -49,7 +50,7 @@ fn assumption_check_quick() {
 fn assumption_check_fails_a_condition_the_data_do_not_meet() {
     // DM has σ_o²/σ² = 4: demanding ‖x_opt‖² ≥ 5‖x_t‖² must fail
     let r = common::run_quick("assumption-check", &["checks.cond1_c=5"]);
-    assert_eq!(failed(&r, "Cond. 1(ii)").len(), 1);
+    assert_eq!(failed(&r, "cond-ii-opt-dm.256").len(), 1);
 }
 
 #[test]
@@ -63,7 +64,7 @@ fn init_scale_lemma3_fails_at_large_scales_with_obtuse_constraints() {
     // asserting Lemma 3 at every scale: ex1 with a random optimal-token position breaks it
     // at ‖W₀‖ ≥ 10
     let r = common::run_quick("init-scale", &["checks.lemma3_max_c=100"]);
-    assert_eq!(failed(&r, "Lemma 3").len(), 1);
+    assert_eq!(failed(&r, "lemma-violating-runs-w0-b2").len(), 1);
     let random = &r.derived["ex1, random opt position"];
     assert!(random["lemma3_first_scale_failing"].as_f64().unwrap() > 1.0);
     assert!(r.derived["ex1"]["lemma3_first_scale_failing"].is_null());
@@ -79,7 +80,7 @@ fn two_token_gd_vs_ngd_quick() {
 fn two_token_ngd_rate_is_asymptotic_only() {
     // at k = 100, (1 − corr)k² = 64.8 is still 14% below p/(2η²) = 75
     let r = common::run_quick("two-token-gd-vs-ngd", &["checks.ngd_rate_at=100"]);
-    assert_eq!(failed(&r, "NGD |(1 − corr)k²").len(), 1);
+    assert_eq!(failed(&r, "ngd-corr-k2-2eta2.100").len(), 1);
     assert_eq!(r.checks.iter().filter(|c| !c.pass).count(), 1);
 }
 
@@ -94,7 +95,7 @@ fn stable_numerics_naive_break_is_located() {
     // the naive evaluation breaks at gap ≈ 37, not in [40, 45]
     let r = common::run_quick("stable-numerics", &["checks.naive_break_gap=[40.0, 45.0]"]);
     assert_eq!(r.checks.iter().filter(|c| !c.pass).count(), 2);
-    assert_eq!(failed(&r, "two-token: logit gap").len(), 1);
+    assert_eq!(failed(&r, "naive-break-gap.two-token").len(), 1);
 }
 
 fn attnflow(args: &[&str], cwd: &Path) -> Output {

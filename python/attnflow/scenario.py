@@ -35,7 +35,7 @@ class RunResult:
         name: the scenario's name.
         dir: its output folder (``<out>/<name>``).
         params: ``params.json``: resolved parameters, solver, derived quantities, solver stats.
-        checks: the theorem checks of ``checks.json``, each a dict with ``id`` (its position),
+        checks: the theorem checks of ``checks.json``, each a dict with ``id`` (stable: find a check with :meth:`check`),
             ``name``, ``measured``, ``relation``, ``bound`` (``upper`` for ``within``), ``pass``,
             ``paper_claim`` (None unless the paper's statement differs) and ``note``.
         skipped: checks that did not apply, with the reason.
@@ -56,6 +56,13 @@ class RunResult:
     def all_pass(self) -> bool:
         """Whether every check passed."""
         return all(c["pass"] for c in self.checks)
+
+    def check(self, id: str) -> dict:
+        """The check with this id (``KeyError`` if the run has none)."""
+        for c in self.checks:
+            if c["id"] == id:
+                return c
+        raise KeyError(f"no check with id {id!r} in {self.name}")
 
     def __repr__(self) -> str:
         passed = sum(c["pass"] for c in self.checks)
@@ -109,9 +116,8 @@ def read_run(run_dir: Union[str, os.PathLike]) -> RunResult:
     params = json.loads((run_dir / "params.json").read_text()) if (run_dir / "params.json").exists() else {}
     checks_doc = json.loads((run_dir / "checks.json").read_text())
     checks = []
-    for i, c in enumerate(checks_doc.get("checks", [])):
+    for c in checks_doc.get("checks", []):
         c = dict(c)
-        c["id"] = i
         c.setdefault("paper_claim", None)
         c.setdefault("note", None)
         if c.get("measured") is None:

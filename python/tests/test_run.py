@@ -35,6 +35,10 @@ def test_run_result_shape(tmp_path):
     assert r.params["seed"] == 1 and r.params["quick"] is True
     c = r.checks[0]
     assert {"id", "name", "measured", "relation", "bound", "pass", "paper_claim"} <= set(c)
+    # checks are found by their stable id
+    assert r.check(c["id"]) is c
+    with pytest.raises(KeyError):
+        r.check("no-such-check")
     assert r.figure is not None and r.figure.exists()
     columns = list(r.series.columns) if hasattr(r.series, "columns") else list(r.series)
     header = (r.dir / "series.csv").read_text().splitlines()[0].split(",")

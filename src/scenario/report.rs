@@ -92,6 +92,10 @@ pub enum Relation {
 /// (Deserialize: tests and tools read checks.json back.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
+    /// Stable identifier (lowercase `a-z`, `0-9`, `-`, with `.` before a per-instance label):
+    /// tests and tools find a check by its id, so the title may be reworded freely.
+    pub id: String,
+    /// Title, for people.
     pub name: String,
     /// (A NaN measurement is written as null and read back as NaN.)
     #[serde(deserialize_with = "nan_from_null")]
@@ -112,7 +116,14 @@ pub struct Check {
 }
 
 impl Check {
-    fn make(name: &str, measured: f64, relation: Relation, bound: f64, upper: Option<f64>) -> Self {
+    fn make(
+        id: &str,
+        name: &str,
+        measured: f64,
+        relation: Relation,
+        bound: f64,
+        upper: Option<f64>,
+    ) -> Self {
         // NaN compares false everywhere, so a NaN measurement fails every check
         let pass = match relation {
             Relation::AtMost => measured <= bound,
@@ -120,6 +131,7 @@ impl Check {
             Relation::Within => measured >= bound && measured <= upper.unwrap_or(f64::NAN),
         };
         Check {
+            id: normalize_id(id),
             name: name.to_string(),
             measured,
             relation,
@@ -131,24 +143,24 @@ impl Check {
         }
     }
     /// Passes if `measured ≤ bound`.
-    pub fn at_most(name: &str, measured: f64, bound: f64) -> Self {
-        Self::make(name, measured, Relation::AtMost, bound, None)
+    pub fn at_most(id: &str, name: &str, measured: f64, bound: f64) -> Self {
+        Self::make(id, name, measured, Relation::AtMost, bound, None)
     }
     /// Passes if `measured ≥ bound`.
-    pub fn at_least(name: &str, measured: f64, bound: f64) -> Self {
-        Self::make(name, measured, Relation::AtLeast, bound, None)
+    pub fn at_least(id: &str, name: &str, measured: f64, bound: f64) -> Self {
+        Self::make(id, name, measured, Relation::AtLeast, bound, None)
     }
     /// Passes if `lo ≤ measured ≤ hi`.
-    pub fn within(name: &str, measured: f64, lo: f64, hi: f64) -> Self {
-        Self::make(name, measured, Relation::Within, lo, Some(hi))
+    pub fn within(id: &str, name: &str, measured: f64, lo: f64, hi: f64) -> Self {
+        Self::make(id, name, measured, Relation::Within, lo, Some(hi))
     }
     /// Passes if |measured − target| ≤ tol.
-    pub fn close(name: &str, measured: f64, target: f64, tol: f64) -> Self {
-        Self::within(name, measured, target - tol, target + tol)
+    pub fn close(id: &str, name: &str, measured: f64, target: f64, tol: f64) -> Self {
+        Self::within(id, name, measured, target - tol, target + tol)
     }
     /// A yes/no fact (1 = holds): passes if it holds.
-    pub fn holds(name: &str, holds: bool) -> Self {
-        Self::at_least(name, if holds { 1.0 } else { 0.0 }, 1.0)
+    pub fn holds(id: &str, name: &str, holds: bool) -> Self {
+        Self::at_least(id, name, if holds { 1.0 } else { 0.0 }, 1.0)
     }
     /// Records what the paper claims where it differs from the checked statement.
     pub fn paper_claim(mut self, claim: impl Into<String>) -> Self {
@@ -171,6 +183,74 @@ impl Check {
             ),
         }
     }
+}
+
+/// Greek letters and sub/superscript digits in ids, spelled out.
+const SPELLED: &[(char, &str)] = &[
+    ('α', "alpha"),
+    ('β', "beta"),
+    ('γ', "gamma"),
+    ('δ', "delta"),
+    ('ε', "eps"),
+    ('η', "eta"),
+    ('θ', "theta"),
+    ('κ', "kappa"),
+    ('λ', "lambda"),
+    ('μ', "mu"),
+    ('ν', "nu"),
+    ('ξ', "xi"),
+    ('π', "pi"),
+    ('ρ', "rho"),
+    ('σ', "sigma"),
+    ('τ', "tau"),
+    ('φ', "phi"),
+    ('ψ', "psi"),
+    ('ω', "omega"),
+    ('Σ', "sigma"),
+    ('Δ', "delta"),
+    ('Λ', "lambda"),
+    ('₀', "0"),
+    ('₁', "1"),
+    ('₂', "2"),
+    ('₃', "3"),
+    ('⁰', "0"),
+    ('¹', "1"),
+    ('²', "2"),
+    ('³', "3"),
+    ('ℓ', "l"),
+    ('∞', "inf"),
+];
+
+/// An id in canonical form: lowercase ASCII letters and digits in `-`-separated words, `.`
+/// between an id and its per-instance label (labels are often parameter values: "0.9" → "0-9"
+/// after the first `.`).
+pub fn normalize_id(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut dotted = false;
+    for ch in raw.chars().flat_map(char::to_lowercase) {
+        let spelled = SPELLED.iter().find(|(c, _)| *c == ch).map(|(_, s)| *s);
+        let piece = match spelled {
+            Some(s) => s.to_string(),
+            None if ch.is_ascii_alphanumeric() => ch.to_string(),
+            None if ch == '.' && !dotted => {
+                dotted = true;
+                ".".to_string()
+            }
+            None => "-".to_string(),
+        };
+        for c in piece.chars() {
+            let last = out.chars().last();
+            match c {
+                '-' if matches!(last, None | Some('-') | Some('.')) => {}
+                '.' if last == Some('-') => {
+                    out.pop();
+                    out.push('.');
+                }
+                _ => out.push(c),
+            }
+        }
+    }
+    out.trim_end_matches(['-', '.']).to_string()
 }
 
 /// JSON has no NaN: serde_json writes it as null; read null back as NaN.
@@ -218,12 +298,21 @@ pub struct Report {
 /// A check left out of a run, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
+    /// The title in id form (skipped checks are listed, never counted or looked up by tests).
+    pub id: String,
     pub name: String,
     pub reason: String,
 }
 
 impl Report {
+    /// Adds a check; its id must be new to this report (a duplicate is a bug in the runner).
     pub fn check(&mut self, c: Check) {
+        assert!(
+            !self.checks.iter().any(|d| d.id == c.id),
+            "check id `{}` used twice in one report (\"{}\")",
+            c.id,
+            c.name
+        );
         self.checks.push(c);
     }
     pub fn derive(&mut self, key: &str, value: impl Serialize) {
@@ -237,8 +326,10 @@ impl Report {
     }
     /// Leaves check `name` out of this run because `reason` (it does not apply here).
     pub fn skip(&mut self, name: impl Into<String>, reason: impl Into<String>) {
+        let name = name.into();
         self.skipped.push(Skipped {
-            name: name.into(),
+            id: normalize_id(&name.replace('.', " ")),
+            name,
             reason: reason.into(),
         });
     }
@@ -253,17 +344,40 @@ mod tests {
 
     #[test]
     fn checks_can_fail_and_nan_always_fails() {
-        assert!(Check::at_most("a", 1.0, 2.0).pass);
-        assert!(!Check::at_most("a", 3.0, 2.0).pass);
-        assert!(!Check::at_most("a", f64::NAN, 2.0).pass);
-        assert!(!Check::at_least("a", f64::NAN, 2.0).pass);
-        assert!(!Check::within("a", f64::NAN, 0.0, 1.0).pass);
-        assert!(Check::close("a", 1.05, 1.0, 0.1).pass);
-        assert!(!Check::holds("a", false).pass);
-        assert_eq!(Check::within("a", 0.5, 0.0, 1.0).bound_text(), "in [0, 1]");
+        assert!(Check::at_most("check", "a", 1.0, 2.0).pass);
+        assert!(!Check::at_most("check", "a", 3.0, 2.0).pass);
+        assert!(!Check::at_most("check", "a", f64::NAN, 2.0).pass);
+        assert!(!Check::at_least("check", "a", f64::NAN, 2.0).pass);
+        assert!(!Check::within("check", "a", f64::NAN, 0.0, 1.0).pass);
+        assert!(Check::close("check", "a", 1.05, 1.0, 0.1).pass);
+        assert!(!Check::holds("check", "a", false).pass);
+        assert_eq!(
+            Check::within("check", "a", 0.5, 0.0, 1.0).bound_text(),
+            "in [0, 1]"
+        );
         // a NaN measurement survives a round trip through checks.json (as null)
-        let c = Check::at_most("a", f64::NAN, 1.0);
+        let c = Check::at_most("check", "a", f64::NAN, 1.0);
         let back: Check = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
-        assert!(back.measured.is_nan() && !back.pass);
+        assert!(back.measured.is_nan() && !back.pass && back.id == "check");
+    }
+
+    #[test]
+    fn ids_are_canonical() {
+        assert_eq!(normalize_id("κ at z*"), "kappa-at-z");
+        assert_eq!(
+            normalize_id("closed-form.(0.9, 0.1)"),
+            "closed-form.0-9-0-1"
+        );
+        assert_eq!(normalize_id("a4-iii.R2-degenerate"), "a4-iii.r2-degenerate");
+        assert_eq!(normalize_id("rate.1e-6"), "rate.1e-6");
+        assert_eq!(normalize_id("  σ₀ --x. "), "sigma0-x");
+    }
+
+    #[test]
+    #[should_panic(expected = "used twice")]
+    fn a_duplicate_id_is_a_bug() {
+        let mut rep = Report::default();
+        rep.check(Check::at_most("same", "a", 1.0, 2.0));
+        rep.check(Check::at_most("same", "b", 1.0, 2.0));
     }
 }

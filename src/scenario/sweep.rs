@@ -124,6 +124,8 @@ fn series_stem() -> String {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepCheck {
+    /// Stable identifier (see [`Check::id`]).
+    pub id: String,
     pub name: String,
     pub quantity: String,
     pub statistic: Statistic,
@@ -589,10 +591,13 @@ pub fn aggregate(dir: &Path, kind: &dyn ScenarioKind) -> Result<Aggregate, Strin
     )?;
 
     let failing = records.iter().filter(|r| r.passed < r.checks).count();
-    let mut checks = vec![
-        Check::at_most("runs failing their own checks", failing as f64, 0.0)
-            .note(format!("{} runs present", records.len())),
-    ];
+    let mut checks = vec![Check::at_most(
+        "runs-failing-their-own-checks",
+        "runs failing their own checks",
+        failing as f64,
+        0.0,
+    )
+    .note(format!("{} runs present", records.len()))];
     let mut reduction = None;
     if missing.is_empty() {
         for c in &plan.spec.checks {
@@ -806,9 +811,9 @@ fn sweep_check(c: &SweepCheck, records: &[RunRecord]) -> Result<Check, String> {
         what += &format!(", divided by its value at {}", describe_at(base));
     }
     let check = match (c.at_least, c.at_most) {
-        (Some(lo), Some(hi)) => Check::within(&c.name, measured, lo, hi),
-        (Some(lo), None) => Check::at_least(&c.name, measured, lo),
-        (None, Some(hi)) => Check::at_most(&c.name, measured, hi),
+        (Some(lo), Some(hi)) => Check::within(&c.id, &c.name, measured, lo, hi),
+        (Some(lo), None) => Check::at_least(&c.id, &c.name, measured, lo),
+        (None, Some(hi)) => Check::at_most(&c.id, &c.name, measured, hi),
         (None, None) => unreachable!("validated when the sweep was planned"),
     };
     let check = check.note(
@@ -1016,12 +1021,12 @@ mod tests {
         let e = scenario("[sweep]\nseeds = 3\nbogus = 1").unwrap_err();
         assert!(e.reason.contains("bogus"), "{e}");
         let e = scenario(
-            "[sweep]\ngrid = { a = [1, 2] }\n[[sweep.checks]]\nname = \"n\"\nquantity = \"q\"\nstatistic = \"mean\"\nwhere = { a = 3 }\nat_most = 1.0",
+            "[sweep]\ngrid = { a = [1, 2] }\n[[sweep.checks]]\nid = \"c\"\nname = \"n\"\nquantity = \"q\"\nstatistic = \"mean\"\nwhere = { a = 3 }\nat_most = 1.0",
         )
         .unwrap_err();
         assert!(e.reason.contains("not a grid value"), "{e}");
         let e = scenario(
-            "[sweep]\ngrid = { a = [1, 2] }\n[[sweep.checks]]\nname = \"n\"\nquantity = \"q\"\nstatistic = \"mean\"",
+            "[sweep]\ngrid = { a = [1, 2] }\n[[sweep.checks]]\nid = \"c\"\nname = \"n\"\nquantity = \"q\"\nstatistic = \"mean\"",
         )
         .unwrap_err();
         assert!(e.reason.contains("at_most"), "{e}");
@@ -1033,7 +1038,7 @@ mod tests {
     fn names_the_kind_does_not_record_are_refused_before_running() {
         let check = |quantity: &str| {
             scenario(&format!(
-                "[sweep]\ngrid = {{ a = [1, 2] }}\n[[sweep.checks]]\nname = \"n\"\n\
+                "[sweep]\ngrid = {{ a = [1, 2] }}\n[[sweep.checks]]\nid = \"c\"\nname = \"n\"\n\
                  quantity = \"{quantity}\"\nstatistic = \"mean\"\nat_most = 1.0"
             ))
         };
@@ -1153,6 +1158,7 @@ mod tests {
             for quantity in ["q", "check: c"] {
                 for (at_least, at_most) in [(None, Some(1.0)), (Some(0.0), None)] {
                     let c = SweepCheck {
+                        id: "c".into(),
                         name: format!("{} of {quantity}", statistic.name()),
                         quantity: quantity.into(),
                         statistic,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use attnflow::scenario::run::{
     default_scenario_dir, execute, load_and_validate, resolve, ExecOptions, Ready,
 };
+use attnflow::scenario::sweep::wildcard_match;
 use attnflow::scenario::{Check, InputError, Overrides, Report, RunContext, RunError};
 
 /// Loads and validates shipped scenario `name` with its `[quick]` overrides plus `set`.
@@ -78,7 +79,15 @@ pub fn assert_all_pass(name: &str, report: &Report) {
         .checks
         .iter()
         .filter(|c| !c.pass)
-        .map(|c| format!("{}: measured {} vs {}", c.name, c.measured, c.bound_text()))
+        .map(|c| {
+            format!(
+                "{} ({}): measured {} vs {}",
+                c.id,
+                c.name,
+                c.measured,
+                c.bound_text()
+            )
+        })
         .collect();
     assert!(!report.checks.is_empty(), "{name}: no checks ran");
     assert!(
@@ -88,24 +97,40 @@ pub fn assert_all_pass(name: &str, report: &Report) {
     );
 }
 
-/// Whether the first check whose name starts with `prefix` passed (panics if there is none).
-pub fn passes(report: &Report, prefix: &str) -> bool {
+/// The check with id `id` (panics if there is none). Tests find checks by id, never by
+/// title: titles may be reworded, ids are stable.
+pub fn check<'a>(report: &'a Report, id: &str) -> &'a Check {
     report
         .checks
         .iter()
-        .find(|c| c.name.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no check named {prefix}…"))
-        .pass
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no check with id `{id}`"))
 }
 
-/// The verdicts of every check whose name contains `part` (panics if there is none).
-pub fn passes_each(report: &Report, part: &str) -> Vec<bool> {
+/// Whether check `id` passed (panics if there is none).
+pub fn passes(report: &Report, id: &str) -> bool {
+    check(report, id).pass
+}
+
+/// Whether `id` is `base` or `base.<label>` (the same check on one labelled instance).
+pub fn has_base(id: &str, base: &str) -> bool {
+    id.strip_prefix(base)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// The verdicts of check `base` on every instance it ran on (ids `base` and `base.<label>`),
+/// or, for a pattern with `*` (`transitions-not-found.mini-*`), of the ids it matches; panics
+/// if there is none.
+pub fn passes_each(report: &Report, base: &str) -> Vec<bool> {
     let found: Vec<bool> = report
         .checks
         .iter()
-        .filter(|c| c.name.contains(part))
+        .filter(|c| match base.contains('*') {
+            true => wildcard_match(base, &c.id),
+            false => has_base(&c.id, base),
+        })
         .map(|c| c.pass)
         .collect();
-    assert!(!found.is_empty(), "no check named …{part}…");
+    assert!(!found.is_empty(), "no check with id `{base}` or `{base}.…`");
     found
 }

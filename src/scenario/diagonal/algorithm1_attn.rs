@@ -191,6 +191,7 @@ fn stage_checks(
     let s = &sched.schedule;
     rep.check(
         Check::holds(
+            "algorithm-converges-inf",
             "Algorithm 1 converges (T_{K+1} = ∞)",
             s.termination == Termination::Converged,
         )
@@ -199,6 +200,7 @@ fn stage_checks(
     let flags: usize = s.stages.iter().map(|st| st.flags.len()).sum();
     rep.check(
         Check::at_most(
+            "assumption-flags-raised-a4-a4-eq",
             "assumption flags raised (A4.3, A4.4, eq. 13)",
             flags as f64,
             0.0,
@@ -208,6 +210,7 @@ fn stage_checks(
     let stationarity = stats::max(s.stages.iter().map(|st| st.diagnostics.stationarity));
     rep.check(
         Check::at_most(
+            "beta-stationarity",
             "max_k max_{S_k} |G(β^k)| (stationarity)",
             stationarity,
             c.max_stationarity,
@@ -219,13 +222,18 @@ fn stage_checks(
         st.diagnostics.eps_difference / norm
     }));
     rep.check(
-        Check::at_most("STAGE_B ε-independence", eps, c.max_eps_difference).note(
-            "max_k ‖β_{ε₁} − β_{ε₂}‖_∞ / max(1, ‖β^k‖_∞) over the ε list (eq. 13 limit exists)",
-        ),
+        Check::at_most(
+            "stage-eps-independence",
+            "STAGE_B ε-independence",
+            eps,
+            c.max_eps_difference,
+        )
+        .note("max_k ‖β_{ε₁} − β_{ε₂}‖_∞ / max(1, ‖β^k‖_∞) over the ε list (eq. 13 limit exists)"),
     );
     let first = s.stages.get(1).and_then(|st| st.entered_by.as_ref());
     rep.check(
         Check::holds(
+            "stage-activates-vo-coordinate",
             "stage 1 activates a VO coordinate",
             first.is_some_and(|a| !head.is_kq(a.index)),
         )
@@ -239,6 +247,7 @@ fn stage_checks(
     let t1 = s.stages.get(1).map_or(f64::NAN, |st| st.t_start);
     rep.check(
         Check::at_most(
+            "t-1-1-g-0-1",
             "|T_1 / (1/max|g(0)|) − 1|",
             (t1 / t1_closed - 1.0).abs(),
             c.max_t1_rel_error,
@@ -253,8 +262,13 @@ fn stage_checks(
         .max()
         .unwrap_or(0);
     rep.check(
-        Check::at_most("max rank added per stage", added as f64, 1.0)
-            .note("Thm 1.1: rank KQ + rank VO grows by at most one per stage"),
+        Check::at_most(
+            "rank-added-per-stage",
+            "max rank added per stage",
+            added as f64,
+            1.0,
+        )
+        .note("Thm 1.1: rank KQ + rank VO grows by at most one per stage"),
     );
     let not_one = ranks
         .windows(2)
@@ -262,6 +276,7 @@ fn stage_checks(
         .count();
     rep.check(
         Check::at_most(
+            "stages-where-not-exactly-one-rank",
             "stages where not exactly one of rank KQ, rank VO changes",
             not_one as f64,
             0.0,
@@ -272,7 +287,7 @@ fn stage_checks(
     let name = "terminal plateau loss L̃(β^K)";
     if sched.data.realizable() {
         rep.check(
-            Check::at_most(name, terminal, c.max_terminal_loss)
+            Check::at_most("terminal-plateau-loss", name, terminal, c.max_terminal_loss)
                 .note("realizable teacher: the last plateau recovers it"),
         );
     } else {

@@ -261,6 +261,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "lemma-relative-drift-i2-i2",
             "Lemma 4.2: max relative drift of u_i² − v_i²",
             worst_drift,
             c.drift_tol,
@@ -269,6 +270,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "i4-largest-loss-increase-between-samples",
             "I4: largest loss increase between samples / L(0)",
             worst_increase,
             c.loss_slack,
@@ -277,6 +279,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "eq-raw-vs-log-layout-relative",
             "eq. (6)–(7): raw vs log-layout (u, v), relative",
             worst_rebuild,
             c.reconstruction_tol,

@@ -224,6 +224,11 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
         rep.check(
             Check::at_most(
                 &format!(
+                    "entries-alpha-over-plateaus-sup-error.{}-{:e}",
+                    block.name(),
+                    r.alpha
+                ),
+                &format!(
                     "{} entries, α = {:e}: max over plateaus of sup error / (10·α^e_min + 1e−8)",
                     block.name(),
                     r.alpha

@@ -263,6 +263,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     };
     rep.check(
         Check::at_most(
+            "sup-plateau-interior-alpha-beta-largest",
             "sup plateau-interior |L_α − L̃(β^k)|: largest ratio between consecutive α \
              (α ≤ decrease_below, transitions outside the interiors)",
             worst_ratio,
@@ -286,6 +287,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     );
     rep.check(
         Check::at_most(
+            &format!("sup-plateau-interior-alpha-beta-alpha.{:e}", last.alpha),
             &format!(
                 "sup plateau-interior |L_α − L̃(β^k)| / L̃(0) at α = {:e}",
                 last.alpha

@@ -22,13 +22,19 @@ fn list(runs: &[ScaleRun], value: impl Fn(&ScaleRun) -> f64) -> String {
 pub(super) fn check_convergence(rep: &mut Report, c: &Checks, runs: &[ScaleRun]) {
     let orders = stats::min(runs.iter().map(ScaleRun::loss_orders));
     rep.check(
-        Check::at_least("min over s of log10(L(0)/L(T))", orders, c.min_loss_orders)
-            .note(list(runs, ScaleRun::loss_orders)),
+        Check::at_least(
+            "over-log10",
+            "min over s of log10(L(0)/L(T))",
+            orders,
+            c.min_loss_orders,
+        )
+        .note(list(runs, ScaleRun::loss_orders)),
     );
     let worst = |r: &ScaleRun| stats::max(r.teacher_error);
     let error = stats::max(runs.iter().map(worst));
     rep.check(
         Check::at_most(
+            "over-kq-vo",
             "max over s of ‖P(T) − P*‖_F/‖P*‖_F (KQ, VO)",
             error,
             c.max_teacher_error,
@@ -50,6 +56,7 @@ pub(super) fn check_final_rank(rep: &mut Report, c: &Checks, inst: &Instance, ru
         );
         rep.check(
             Check::at_most(
+                &format!("over-sr-delta-sr.{}", p.name()),
                 &format!("{}: max over s of |sr(Δ(T)) − sr(P* − P(0))|", p.name()),
                 error,
                 c.final_rank_tol,
@@ -64,6 +71,7 @@ pub(super) fn check_final_rank(rep: &mut Report, c: &Checks, inst: &Instance, ru
         let worst = stats::max(small(runs, c.small_scale).map(final_rank));
         rep.check(
             Check::at_most(
+                &format!("over-sr-delta.{}-{}", p.name(), c.small_scale),
                 &format!("{}: max over s ≤ {} of sr(Δ(T))", p.name(), c.small_scale),
                 worst,
                 rank + c.rank_excess,
@@ -129,6 +137,7 @@ pub(super) fn check_emergence(
     let ratio = stats::min(small(runs, c.small_scale).map(|r| first_kq(r) / first_vo(r)));
     rep.check(
         Check::at_least(
+            &format!("over-t1-kq-t1-vo.{}", c.small_scale),
             &format!("min over s ≤ {} of t₁(KQ)/t₁(VO)", c.small_scale),
             ratio,
             1.0,
@@ -140,6 +149,11 @@ pub(super) fn check_emergence(
     for p in Product::BOTH {
         rep.check(
             Check::at_most(
+                &format!(
+                    "sequential-emergence-sigma-delta-tau.{}-{}",
+                    p.name(),
+                    smallest.scale
+                ),
                 &format!(
                     "{}: sequential emergence at s = {}: max_j σ_(j+1)(Δ(t_j))/τ",
                     p.name(),
@@ -184,6 +198,7 @@ pub(super) fn check_emergence(
         };
         rep.check(
             Check::close(
+                &format!("vo-mode-dt-ln.{}-{}-{}", j + 1, j + 1, j + 1),
                 &format!("VO mode {}: g_{} · dt_{}/d ln(1/s)", j + 1, j + 1, j + 1),
                 measured,
                 1.0,
@@ -230,6 +245,7 @@ pub(super) fn check_emergence(
         };
         rep.check(
             Check::at_least(
+                &format!("ln-between-two-smallest.{}", p.name()),
                 &format!(
                     "{}: d(t_(j+1) − t_j)/d ln(1/s) between the two smallest s",
                     p.name()
@@ -306,6 +322,11 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
         rep.check(
             Check::at_most(
                 &format!(
+                    "modes-one-time-sigma-order-relative.{}-{}",
+                    p.name(),
+                    c.small_scale
+                ),
+                &format!(
                     "{}: s ≤ {}, modes one at a time in σ* order: max relative drop of sr(Δ) \
                      after t₁",
                     p.name(),
@@ -329,6 +350,7 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
     }));
     rep.check(
         Check::at_most(
+            &format!("over-kq-vo-sr-delta-t0.{:.3}", runs[0].t[1]),
             &format!(
                 "max over s, KQ/VO of |sr(Δ(t₀))/sr(Δ̇(0)) − 1|, t₀ = {:.3}",
                 runs[0].t[1]

@@ -277,6 +277,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             rep.check(
                 Check::within(
                     &format!(
+                        "transition-tau-gd-tau-flow-eta.{}-{}-{}",
+                        k + 1,
+                        p.eta_divisors[a],
+                        p.eta_divisors[b]
+                    ),
+                    &format!(
                         "transition {}: |τ̂^GD − τ̂^flow| at η_max/{} over η_max/{}",
                         k + 1,
                         p.eta_divisors[a],
@@ -303,6 +309,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     rep.check(
         Check::at_most(
+            &format!("tau-raw-f64-gd-tau-log.{}", p.eta_divisors[0]),
             &format!(
                 "max_k |τ̂_k of raw f64 GD − τ̂_k of log-domain GD| at η_max/{}",
                 p.eta_divisors[0]

@@ -239,6 +239,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     rep.check(
         Check::at_most(
+            "d3-fd-over-random-beta",
             "D3.1: max |G − G_FD| / max|G| over the random β",
             fd_worst,
             c.fd_tol,
@@ -250,6 +251,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "kq",
             "§2.2: max |G_KQ(0)| (c = 0 ⇒ F ≡ 0)",
             kq_at_zero,
             c.kq_at_zero_tol,
@@ -258,6 +260,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "cf4-vo-2kappan-mean",
             "CF4: max |G_VO(0) − 2κn mean_s(x̄ ȳ)| / max|G(0)|",
             cf_error,
             c.closed_form_tol,
@@ -269,6 +272,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "vo-off-teacher-vo-support",
             "§2.2: max |G_VO[r]| / max|G| off the teacher's VO support, c_r = 0",
             off_support_worst,
             c.off_support_tol,
@@ -279,6 +283,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "def-factor-level-output-relative",
             "Def. 3.1: factor-level output = h(X; u ⊙ v), relative",
             vs_beta,
             c.rescaling_tol,
@@ -287,6 +292,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ex-output-under-lambdaw-lambda-muw",
             "Ex. 3.2: output under (λw_K, w_Q/λ), (μw_V, w_O/μ), relative change",
             vs_rescaled,
             c.rescaling_tol,

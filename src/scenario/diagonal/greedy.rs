@@ -180,20 +180,27 @@ fn r1_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
     );
     let expected_times: Vec<f64> = order.iter().map(|&i| 1.0 / teacher[i].abs()).collect();
     rep.check(
-        Check::at_most("R1: max |T_k − 1/|β*_(k)||", time_err, c.reference_tol)
-            .note(format!(
-                "expected T = {expected_times:?} (CF1 limit theory, spec §3.6)"
-            ))
-            .paper_claim(format!(
-                "Algorithm 1 line 1 sets b⁰ = 0, which gives T_1 = min_i Δ_0(i) = {paper_t1} \
+        Check::at_most(
+            "r1-beta",
+            "R1: max |T_k − 1/|β*_(k)||",
+            time_err,
+            c.reference_tol,
+        )
+        .note(format!(
+            "expected T = {expected_times:?} (CF1 limit theory, spec §3.6)"
+        ))
+        .paper_claim(format!(
+            "Algorithm 1 line 1 sets b⁰ = 0, which gives T_1 = min_i Δ_0(i) = {paper_t1} \
              (spec §6 item 1; b⁰ = 1 is used)"
-            )),
+        )),
     );
     rep.check(Check::holds(
+        "r1-activation-order-beta-sigma-sgn",
         "R1: activation order by |β*| with σ_k = sgn β*, then T_5 = ∞",
         order_ok && schedule.termination == Termination::Converged,
     ));
     rep.check(Check::at_most(
+        "r1-beta-beta-top-coordinates-inf",
         "R1: max_k ‖β^k − β* on the top-k coordinates‖_∞",
         beta_err,
         c.reference_tol,
@@ -245,25 +252,34 @@ fn r2_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
     // no drop at all is a failure (∞), not a vacuous pass
     let drop_err = stats::max_with(if drops == 0 { f64::INFINITY } else { 0.0 }, drop_errors);
     rep.check(
-        Check::at_most("R2: max |T_k − T_k(ref)|", time_err, c.reference_tol)
-            .note(format!("reference T = {:?} (spec §3.6)", r2.times)),
+        Check::at_most(
+            "r2-ref",
+            "R2: max |T_k − T_k(ref)|",
+            time_err,
+            c.reference_tol,
+        )
+        .note(format!("reference T = {:?} (spec §3.6)", r2.times)),
     );
     rep.check(Check::at_most(
+        "r2-beta-beta-ref-inf",
         "R2: max ‖β^k − β^k(ref)‖_∞",
         beta_err,
         c.reference_tol,
     ));
     rep.check(Check::at_most(
+        "r2-beta-const-ref-printed-decimals",
         "R2: max |L̃(β^k) − const − ref| (5 printed decimals)",
         loss_err,
         c.loss_tol,
     ));
     rep.check(Check::holds(
+        "r2-supports-reference-then-inf",
         "R2: supports S_k as in the reference, then T_5 = ∞",
         structure_ok,
     ));
     rep.check(
         Check::at_most(
+            "r2-dropped-coordinate-vs-reference",
             "R2: s·G of the dropped coordinate vs the reference",
             drop_err,
             c.reference_tol,
@@ -275,6 +291,7 @@ fn r2_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
     );
     rep.check(
         Check::holds(
+            "r2-dropped-coordinate-re-enters-opposite",
             "R2: every dropped coordinate re-enters with the opposite sign",
             drops > 0 && reentry_ok,
         )
@@ -504,6 +521,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .collect();
                 rep.check(
                     Check::holds(
+                        &format!("a4-iii-flag-drop-raised.{label}"),
                         &format!("{label}: the A4.3(iii) flag (drop with G_j = 0) is raised"),
                         !degenerate.is_empty(),
                     )
@@ -524,6 +542,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "stage-limit-vs-exact-sign-constrained",
             "STAGE_B limit vs exact sign-constrained minimizer (NNLS), max ‖·‖_∞",
             kkt_worst,
             c.kkt_tol,
@@ -532,6 +551,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "a4-over-stages-lambda-ss-lambda",
             "A4.4: min over stages of λ_min(H_SS)/λ_max(H_SS)",
             hessian_ratio,
             c.min_hessian_ratio,

@@ -326,6 +326,7 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
     let lambda_min = stats::min(over(|r| r.h_eigenvalues[0]));
     rep.check(
         Check::at_least(
+            &format!("lambda-ss-beta.{label}"),
             &format!("{label}: min_k λ_min(H_SS(β^k)) > 0"),
             lambda_min,
             f64::MIN_POSITIVE,
@@ -336,12 +337,14 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
         )),
     );
     rep.check(Check::at_most(
+        &format!("kappa-ss-beta.{label}"),
         &format!("{label}: max_k κ(H_SS(β^k))"),
         stats::max(over(|r| r.kappa)),
         c.max_kappa,
     ));
     rep.check(
         Check::at_most(
+            &format!("2f-ss-relative.{label}"),
             &format!("{label}: ∇²F_k = D H_SS D (relative)"),
             stats::max(over(|r| r.identity_error)),
             c.max_identity_error,
@@ -364,6 +367,7 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
     );
     rep.check(
         Check::at_least(
+            &format!("theta.{label}"),
             &format!("{label}: min (L(ũ,s⊙ũ) − L(θ^k)) / (c_k‖u^k − ũ‖²)"),
             growth,
             c.min_growth_ratio,

@@ -218,6 +218,7 @@ fn instance_checks(rep: &mut Report, sched: &Scheduled, spectra: &[StageSpectrum
     let worst = |f: fn(&StageSpectrum) -> f64| stats::max(spectra.iter().map(f));
     rep.check(
         Check::at_most(
+            &format!("spectrum-match-error-lambda.{label}"),
             &format!("{label}: spectrum match error / max|λ|"),
             worst(|s| s.match_error),
             c.max_match_error,
@@ -229,6 +230,7 @@ fn instance_checks(rep: &mut Report, sched: &Scheduled, spectra: &[StageSpectrum
         )),
     );
     rep.check(Check::at_most(
+        &format!("im-lambda-lambda.{label}"),
         &format!("{label}: max |Im λ| / max|λ|"),
         worst(|s| s.imaginary),
         c.max_imaginary,
@@ -240,6 +242,7 @@ fn instance_checks(rep: &mut Report, sched: &Scheduled, spectra: &[StageSpectrum
         .unwrap_or(0);
     rep.check(
         Check::at_most(
+            &format!("unstable-eigenvalues.{label}"),
             &format!("{label}: |#unstable eigenvalues − #{{j ∉ S: g_j ≠ 0}}|"),
             miscount as f64,
             0.0,
@@ -268,10 +271,12 @@ fn instance_checks(rep: &mut Report, sched: &Scheduled, spectra: &[StageSpectrum
 /// strokes) through them, the rate |g_{i_k}| of the direction Algorithm 1 takes as a separate
 /// marker.
 fn panel(label: &str, spectra: &[StageSpectrum]) -> LinePanel {
-    let all = spectra
-        .iter()
-        .flat_map(|s| s.computed.iter().chain(&s.predicted));
-    let (lo, hi) = all.fold((0.0_f64, 0.0_f64), |(a, b), &x| (a.min(x), b.max(x)));
+    let all = || {
+        spectra
+            .iter()
+            .flat_map(|s| s.computed.iter().chain(&s.predicted))
+    };
+    let (lo, hi) = (stats::axis_min(0.0, all()), stats::axis_max(0.0, all()));
     let span = (hi - lo).max(f64::MIN_POSITIVE);
     let half_width = 0.3;
     let (mut cx, mut cy) = (Vec::new(), Vec::new());

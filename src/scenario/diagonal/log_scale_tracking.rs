@@ -263,13 +263,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.tables.push(("sign_worst".into(), worst));
     rep.check(
-        Check::at_most("Λ·sup‖b_α − b_th‖_∞ at this α", scaled, bound).note(format!(
+        Check::at_most(
+            "lambda-sup-alpha-th-inf-this",
+            "Λ·sup‖b_α − b_th‖_∞ at this α",
+            scaled,
+            bound,
+        )
+        .note(format!(
             "{label}, α = {}: bound 20·max|ln w0_i| + 20 with max|ln w0_i| = {max_ln_w0:.3}",
             alpha_label(la)
         )),
     );
     rep.check(
         Check::at_most(
+            "samples-sgn-theta-alpha-sgn-theta",
             "samples with sgn g_i(θ_α) ≠ sgn g_i(θ^k) off S_k at this α",
             t.sign_violations as f64,
             0.0,
@@ -448,6 +455,7 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
         }
         rep.check(
             Check::at_most(
+                &format!("over-alpha-lambda-sup-alpha-th.{label}"),
                 &format!("{label}: max over α of Λ·sup‖b_α − b_th‖_∞"),
                 stats::max(scaled.iter()),
                 bound,
@@ -463,6 +471,7 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
         );
         rep.check(
             Check::within(
+                &format!("consecutive-ratio-lambda-alpha-farthest.{label}"),
                 &format!("{label}: consecutive ratio of Λ·e(α) farthest from 1"),
                 farthest_from_one(&ratios),
                 1.0 / c.ratio_max,
@@ -472,6 +481,7 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
         );
         rep.check(
             Check::at_most(
+                &format!("samples-sgn-theta-alpha-sgn-theta.{label}"),
                 &format!("{label}: samples with sgn g_i(θ_α) ≠ sgn g_i(θ^k) off S_k"),
                 violations,
                 0.0,

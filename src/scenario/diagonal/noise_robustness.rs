@@ -217,6 +217,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_least(
             &format!(
+                "fraction-perturbed-starts-reaching-beta-beta.{:e}",
+                p.radius
+            ),
+            &format!(
                 "fraction of perturbed starts reaching ‖β − β^(k+1)‖_∞ ≤ {:e}",
                 p.radius
             ),
@@ -234,6 +238,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let worst = stats::max(batches.iter().map(|b| (b.slope * escape(b.k) - 1.0).abs()));
     rep.check(
         Check::at_most(
+            "over-stages-delta-slope-theta-hitting",
             "max over stages and δ of |slope·|g_(i_k)(θ^k)| − 1| (hitting time vs ln(1/ũ_(i_k)))",
             worst,
             c.slope_rel_tol,

@@ -154,6 +154,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect();
         rep.check(
             Check::holds(
+                &format!("a4-iii-violation-flagged.{}", label(name)),
                 &format!("{}: A4.3(iii) violation is flagged", label(name)),
                 !flagged.is_empty(),
             )
@@ -185,6 +186,7 @@ fn instance_checks(
     let loss = sched.instance.loss();
     rep.check(
         Check::holds(
+            &format!("algorithm-converges.{name}"),
             &format!("{name}: Algorithm 1 converges"),
             s.termination == Termination::Converged,
         )
@@ -199,6 +201,7 @@ fn instance_checks(
     );
     rep.check(
         Check::at_least(
+            &format!("a4-u0-v0.{name}"),
             &format!("{name}: A4.3(i) min_i ||u0_i| − |v0_i||"),
             margin,
             c.min_init_margin,
@@ -215,6 +218,7 @@ fn instance_checks(
     let min_rel_gap = stats::min(activations.iter().map(relative));
     rep.check(
         Check::at_least(
+            &format!("a4-ii-gap-delta.{name}"),
             &format!("{name}: A4.3(ii) min_k gap_k / max(1, Δ*_k)"),
             min_rel_gap,
             c.tol_tie,
@@ -235,6 +239,7 @@ fn instance_checks(
         .collect();
     rep.check(
         Check::at_least(
+            &format!("a4-iii-over-drops-theta.{name}"),
             &format!("{name}: A4.3(iii) min over drops of |G_j(θ^k)|"),
             min_drop_g,
             c.dropped_g_rel * s.scale,
@@ -280,6 +285,7 @@ fn instance_checks(
     let ordered = first.iter().all(|t| t.is_finite()) && first.windows(2).all(|w| w[0] < w[1]);
     rep.check(
         Check::holds(
+            &format!("measured-transitions-come-predicted-order.{name}"),
             &format!("{name}: measured transitions come in the predicted order"),
             ordered,
         )

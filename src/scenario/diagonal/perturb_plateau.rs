@@ -248,6 +248,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             &format!(
+                "over-perturbations-beta-pert-beta-orig.{:e}-{}",
+                p.alpha, p.sigma
+            ),
+            &format!(
                 "max over perturbations of ‖β_pert − β_orig‖_∞ at the horizon (α = {:e}, σ = {})",
                 p.alpha, p.sigma
             ),

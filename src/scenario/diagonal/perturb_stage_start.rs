@@ -202,6 +202,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_most(
             &format!(
+                "over-resolved-stage-starts-beta-pert.{:e}-{}",
+                p.alpha, p.sigma
+            ),
+            &format!(
                 "max over resolved stage starts of ‖β_pert(τ*_(k+1)) − β^(k+1)‖_∞ (α = {:e}, \
                  σ = {}); τ*_(k+1) = argmax e_(k+1)",
                 p.alpha, p.sigma
@@ -236,6 +240,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "upward-threshold-crossings-matched-activation-algorithm",
             "upward threshold crossings matched to an activation of Algorithm 1",
             outcomes.len() as f64,
             activations as f64,

@@ -154,6 +154,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if p.log10_alpha == c.reference_log10_alpha {
         rep.check(
             Check::at_most(
+                &format!("err-alpha-1e.{}", c.reference_log10_alpha),
                 &format!("max_k err_k at α = 1e{}", c.reference_log10_alpha),
                 max_err,
                 c.max_error_at_reference,
@@ -335,6 +336,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     rep.derive("exponents_within_band", within_band);
     rep.check(
         Check::at_most(
+            "alpha-steps-where-err-does-not",
             "α steps where err_k does not decrease (above the floor)",
             not_decreasing as f64,
             0.0,

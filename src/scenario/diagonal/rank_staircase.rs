@@ -222,6 +222,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "eligible-alpha-counted-set",
             "eligible (α, k) with counted set ≠ S_k",
             mismatches as f64,
             0.0,
@@ -237,6 +238,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "consecutive-eligible-stages-adding-more-than",
             "consecutive eligible stages adding more than max_added indices",
             too_many_added as f64,
             0.0,
@@ -248,6 +250,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if is_attention {
         rep.check(
             Check::at_most(
+                "stages-where-both-ranks-change-or",
                 "stages where both ranks change or one grows by more than 1",
                 block_violations as f64,
                 0.0,
@@ -352,7 +355,13 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     };
     let uncovered = eligible_stages.iter().filter(|e| !**e).count();
     rep.check(
-        Check::at_most("stages with no eligible α", uncovered as f64, 0.0).note(format!(
+        Check::at_most(
+            "stages-no-eligible-alpha",
+            "stages with no eligible α",
+            uncovered as f64,
+            0.0,
+        )
+        .note(format!(
             "α is eligible for stage k when α^(m_k/2) ≤ {:e}·min_(S_k)|β^k|; {tested} eligible \
              (α, k) over {} α",
             c.eligibility,

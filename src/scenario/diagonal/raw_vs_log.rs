@@ -276,6 +276,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if p.log10_alpha == c.agreement_log10_alpha {
         rep.check(
             Check::at_most(
+                &format!("beta-raw-beta-log-alpha-1e.{}", c.agreement_log10_alpha),
                 &format!("max |β_raw − β_log| at α = 1e{}", c.agreement_log10_alpha),
                 diff,
                 c.agreement,
@@ -303,6 +304,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if p.log10_alpha <= c.offset_log10_alpha_max {
         rep.check(
             Check::at_most(
+                "log-layout-offset",
                 &offset_check_name(&format!("at α = {}", alpha_label(la))),
                 offset,
                 c.offset_max,
@@ -400,6 +402,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     }
     rep.check(
         Check::at_most(
+            "log-layout-offset-sweep",
             &offset_check_name(&format!("for α ≤ 1e{}", c.offset_log10_alpha_max)),
             stats::max(offsets.iter()),
             c.offset_max,

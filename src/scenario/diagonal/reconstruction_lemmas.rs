@@ -202,6 +202,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_least(
+            "lemma-over-log-alpha",
             "Lemma D.1: min over b ∈ (c, 2−c) of log_α max(|u|,|v|) − c/2",
             d1_min,
             0.0,
@@ -213,6 +214,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "lemma-over-ln",
             "Lemma D.2: min over b ∉ (−c, 2+c) of ln|u|",
             d2_min,
             f64::MIN_POSITIVE,
@@ -221,6 +223,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "lemma-over-predicted-sign-sgn",
             "Lemma D.3: min over |b − 1| > c of the predicted sign × sgn v",
             d3_min,
             1.0,
@@ -232,6 +235,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "eq-plain-f64-vs-log-domain",
             "eq. (7) in plain f64 vs the log-domain (u, v), units ε(1+|ln w|+|ln c|)",
             eq7_worst,
             c.eq7_units,
@@ -284,6 +288,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
     rep.tables.push(("round_trip".into(), table));
     rep.check(
         Check::at_most(
+            "raw-log-raw-round-trip-logarithms",
             "raw → log → raw round trip (O(1) logarithms), relative",
             small_worst,
             c.round_trip_tol,
@@ -295,6 +300,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
     );
     rep.check(
         Check::at_most(
+            "raw-log-raw-round-trip-scales",
             "raw → log → raw round trip (all scales), units ε(1+|ζ|+|ln c−ζ|)",
             units_worst,
             c.round_trip_units,
@@ -306,6 +312,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
     );
     rep.check(
         Check::at_least(
+            "wlog-orientation-keeps-exactly-gives-fraction",
             "WLOG orientation keeps u v exactly and gives ũ > |ṽ| (fraction of pairs)",
             product_kept as f64 / tested.max(1) as f64,
             1.0,
@@ -340,14 +347,10 @@ fn figure(p: &Params) -> Result<Figure, RunError> {
             })
             .collect()
     };
-    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
+    let v = v_part(true);
     let (lo, hi) = (
-        abs_u
-            .iter()
-            .chain(&v_part(true))
-            .fold(f64::INFINITY, |m, x| m.min(x.abs()))
-            * 1e-3,
-        abs_u.iter().fold(0.0_f64, |m, x| m.max(*x)) * 1e3,
+        stats::axis_min(f64::INFINITY, abs_u.iter().chain(&v).map(|x| x.abs())) * 1e-3,
+        stats::axis_max(0.0, &abs_u) * 1e3,
     );
     let lo = lo.max(1e-300);
     let mut magnitudes = LinePanel::new(

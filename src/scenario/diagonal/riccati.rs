@@ -326,6 +326,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("half_times".into(), halves_table));
     rep.check(
         Check::at_most(
+            "cf1-beta-num-beta-exact-inf",
             "CF1: max_t ‖β_num(t) − β_exact(t)‖_∞ (log layout, all α)",
             beta_worst,
             c.beta_tol,
@@ -334,6 +335,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "cf1-half-activation-times-event-vs",
             "CF1: half-activation times, event vs closed form, relative",
             half_worst,
             c.half_time_rtol,
@@ -342,6 +344,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "t4-ii-normalized-offset-beta-lambda",
             "T4.1(ii): normalized offset |β*_i|·|t_h − Λ/|β*_i||",
             offset_worst,
             c.offset_bound,
@@ -350,6 +353,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "cf2-balanced-flow-vs-logistic-beta",
             "CF2: balanced flow vs logistic β*/(1 + (β*/β₀ − 1)e^{−2|β*|t})",
             cf2,
             c.beta_tol,

@@ -223,6 +223,7 @@ fn rep_and_figure(
     let offset = t_hat.map_or(f64::INFINITY, |t| g0[i0].abs() * (t - t1 * lambda).abs());
     rep.check(
         Check::at_most(
+            "eq-ln-ln-inf-1lambda",
             "eq. (8): max ‖ln w(t) − ln w(0) − g(0)t‖_∞ for t ≤ 0.8 T_1Λ",
             worst,
             c.linear_tol,
@@ -234,6 +235,7 @@ fn rep_and_figure(
     );
     rep.check(
         Check::at_most(
+            "algorithm-vs-closed-form-cf3-cf4",
             "T_1: Algorithm 1 vs closed form 1/max|g(0)| (CF3/CF4), relative",
             (t1 / t1_closed - 1.0).abs(),
             c.t1_rtol,
@@ -246,6 +248,7 @@ fn rep_and_figure(
     );
     rep.check(
         Check::holds(
+            "stage-activates-argmax-closed-form",
             "stage 1 activates i_0 = argmax|g_i(0)| of the closed form",
             i0 == i0_closed,
         )
@@ -257,6 +260,7 @@ fn rep_and_figure(
     );
     rep.check(
         Check::at_most(
+            "t4-ii-normalized-offset-1lambda",
             "T4.1(ii): normalized offset |g_{i_0}(0)|·|t̂_1 − T_1Λ|",
             offset,
             c.offset_bound,

@@ -192,6 +192,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let missing = t_hat.iter().filter(|t| t.is_nan()).count();
     rep.check(
         Check::at_most(
+            &format!("transitions-not-found-alpha.{label}-{alpha}"),
             &format!("{label}: transitions not found at α = {alpha}"),
             missing as f64,
             0.0,
@@ -200,6 +201,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            &format!("klambda-alpha.{label}-{alpha}"),
             &format!("{label}: max |g_(i_(k−1))|·|t̂_k − T_kΛ| at α = {alpha}"),
             stats::max(stages.clone().map(|k| normalized(k).abs())),
             c.offset_max,
@@ -209,6 +211,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let rhos: Vec<f64> = stages.clone().map(rho_prev).collect();
     rep.check(
         Check::within(
+            &format!("rho-farthest-alpha.{label}-{alpha}"),
             &format!("{label}: ρ_k farthest from 1 at α = {alpha}"),
             farthest_from_one(&rhos),
             c.rho_min,
@@ -219,6 +222,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if let Some(tc) = &t_cross {
         rep.check(
             Check::at_most(
+                &format!(
+                    "relative-tau-tau-alpha.{label}-{}-{}-{alpha}",
+                    ctx.ode.method.name(),
+                    p.cross_method.name()
+                ),
                 &format!(
                     "{label}: max relative |τ̂_k({}) − τ̂_k({})| at α = {alpha}",
                     ctx.ode.method.name(),
@@ -235,6 +243,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            &format!("tau-tol-tau-tol-alpha.{label}-{alpha}"),
             &format!("{label}: max_k |τ̂_k(tol/2) − τ̂_k(tol)|/T_k at α = {alpha}"),
             stats::max(
                 stages
@@ -433,6 +442,7 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
         }
         rep.check(
             Check::at_most(
+                &format!("slope-vs-lambda.{label}"),
                 &format!("{label}: max_k |slope_k/T_k − 1| of t̂_k vs Λ"),
                 stats::max(slope_err.iter()),
                 c.slope_rel_tol,
@@ -445,6 +455,7 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
         );
         rep.check(
             Check::at_most(
+                &format!("spread-over-conv-lambda-tau.{label}"),
                 &format!("{label}: spread over A_conv of |g|·Λ(τ̂_k − T_k)"),
                 stats::max(spreads.iter()),
                 c.offset_spread_max,
@@ -470,6 +481,7 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
         }
         rep.check(
             Check::at_most(
+                &format!("steps-where-rho-does-not-decrease.{label}"),
                 &format!("{label}: steps where |ρ_k − 1| does not decrease as Λ grows"),
                 not_decreasing as f64,
                 0.0,
@@ -478,6 +490,7 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
         );
         rep.check(
             Check::within(
+                &format!("consecutive-ratio-lambda-rho-farthest.{label}"),
                 &format!("{label}: consecutive ratio of Λ|ρ_k − 1| farthest from 1"),
                 farthest_from_one(&ratios),
                 1.0 / c.rho_ratio_max,
@@ -511,8 +524,7 @@ fn instance_panels(g: &InstanceRows) -> (LinePanel, LinePanel) {
     .hline(RefLine::new(1.0, "T_k (Algorithm 1)"))
     .legend(LegendPosition::UpperLeft);
     let inv: Vec<f64> = g.lambda.iter().map(|l| 1.0 / l).collect();
-    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
-    let x_max = inv.iter().fold(0.0_f64, |m, &x| m.max(x));
+    let x_max = stats::axis_max(0.0, &inv);
     for (k, s) in g.stages.iter().enumerate().map(|(i, s)| (i + 1, s)) {
         let name = format!("k={k} {}", s.activation);
         offsets = offsets.series(

@@ -406,6 +406,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     rep.check(
         Check::at_most(
+            "races-not-found-this-alpha-never",
             "races not found at this α (ũ_(i_k) never reached ρ)",
             missing_races as f64,
             0.0,
@@ -419,6 +420,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "lambda-this-alpha",
             "max_k |g_(i_k)|·|t̲_(k+1) − T_(k+1)Λ| at this α",
             max_or_zero(&offsets),
             c.race_offset_max,
@@ -427,6 +429,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "alpha-this-alpha",
             "max_k max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c at this α",
             max_or_zero(&inactive),
             c.inactive_factor,
@@ -437,6 +440,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "races-sgn-beta-sigma-this-alpha",
             "races with sgn β_(i_k) ≠ σ_k at t̲ at this α",
             sign_bad as f64,
             0.0,
@@ -585,6 +589,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     }
     rep.check(
         Check::at_most(
+            "races-not-found-never-reached-rho",
             "races not found (ũ_(i_k) never reached ρ)",
             missing_races,
             0.0,
@@ -597,6 +602,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     );
     rep.check(
         Check::at_most(
+            "transitions-fewer-than-widths-measured",
             "transitions with fewer than min_widths measured W_k",
             uncovered.len() as f64,
             0.0,
@@ -610,6 +616,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     );
     rep.check(
         Check::at_most(
+            "relative-spread-over-alpha",
             "max_k relative spread (max − min)/min of W_k over α",
             stats::max(spreads.iter()),
             c.width_spread_max,
@@ -621,6 +628,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     );
     rep.check(
         Check::at_most(
+            "alpha-stage-rho",
             "max |W_k(α)/W_k(STAGE_B from ρ) − 1|",
             stats::max(vs_stage_b.iter()),
             c.stage_b_rel_tol,
@@ -635,6 +643,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     );
     rep.check(
         Check::at_most(
+            "lambda",
             "max |g_(i_k)|·|t̲_(k+1) − T_(k+1)Λ|",
             stats::max(offsets.iter()),
             c.race_offset_max,
@@ -643,6 +652,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     );
     rep.check(
         Check::at_most(
+            "steps-where-lambda-does-not-decrease",
             "steps where |t̲_(k+1)/Λ − T_(k+1)| does not decrease as Λ grows",
             not_decreasing as f64,
             0.0,
@@ -651,6 +661,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     );
     rep.check(
         Check::at_most(
+            "over-races-alpha",
             "max over races of max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c",
             stats::max(inactive.iter()),
             c.inactive_factor,
@@ -660,8 +671,13 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
         ),
     );
     rep.check(
-        Check::at_most("races with sgn β_(i_k) ≠ σ_k at t̲", sign_bad as f64, 0.0)
-            .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout"),
+        Check::at_most(
+            "races-sgn-beta-sigma",
+            "races with sgn β_(i_k) ≠ σ_k at t̲",
+            sign_bad as f64,
+            0.0,
+        )
+        .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout"),
     );
     rep.series = all_runs.stacked("series")?;
     rep.tables

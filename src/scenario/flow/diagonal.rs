@@ -19,6 +19,7 @@ use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::diagonal::{algorithm1, Algorithm1Options, DiagonalNet, Schedule, Termination};
 use crate::scenario::diagonal::common::{builtin_data, draw_direction, Instance, InstanceName};
 use crate::scenario::{Check, InputError, Report, Scenario};
+use crate::stats;
 
 pub static KIND: FlowKind<Diagonal> = FlowKind(Diagonal);
 
@@ -210,15 +211,10 @@ impl FlowModel for DiagonalFlow {
             );
         }
         let beta = self.beta(traj.last_state());
-        let scale = last.beta.iter().fold(1.0_f64, |m, b| m.max(b.abs()));
-        let err = beta
-            .iter()
-            .zip(&last.beta)
-            .map(|(b, l)| (b - l).abs())
-            .fold(0.0_f64, f64::max)
-            / scale;
+        let scale = stats::max_with(1.0, last.beta.iter().map(|b| b.abs()));
+        let err = stats::max_abs_diff(&beta, &last.beta) / scale;
         rep.check(
-            Check::at_most(name, err, self.options.limit_tol).note(format!(
+            Check::at_most("algorithm-1-limit", name, err, self.options.limit_tol).note(format!(
                 "K = {} transitions, T_K·ln(1/α) = {:.4}; the gap is O(α^c) at finite α",
                 times.len(),
                 last.t_start * lambda

@@ -250,6 +250,7 @@ impl FlowModel for HistogramModel {
         rep.derive("v_limit_abs", v_star.abs().as_slice().to_vec());
         rep.check(
             Check::at_most(
+                "df-closed-form-limit-modulo-per",
                 "max |z(T) − s·z*| to the df closed-form limit, modulo per-column sign",
                 worst,
                 self.limit_tol,
@@ -273,7 +274,7 @@ impl FlowModel for HistogramModel {
             }));
             rep.derive("df_closed_form_error", err);
             rep.check(
-                Check::at_most(name, err, self.closed_form_tol)
+                Check::at_most("df-closed-form", name, err, self.closed_form_tol)
                     .note("the complete closed form of the df flow (spec 000 §2.6)"),
             );
         }

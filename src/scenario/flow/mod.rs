@@ -551,6 +551,7 @@ pub fn run(
         let worst = stats::max(m.certificate.iter().map(|(_, r)| *r));
         rep.check(
             Check::at_most(
+                &format!("certificate-largest-residual.{}", m.name),
                 &format!("certificate of the {}: largest residual", m.name),
                 worst,
                 m.tolerance,
@@ -661,6 +662,7 @@ fn descent_and_invariants(traj: &Trajectory, p: &Params, c: &Checks, rep: &mut R
     match p.optimizer {
         Optimizer::Flow => rep.check(
             Check::at_most(
+                "largest-rise-loss-along-flow-relative",
                 "largest rise of the loss along the flow (relative to ℓ(0))",
                 rise,
                 c.loss_rise,
@@ -677,8 +679,13 @@ fn descent_and_invariants(traj: &Trajectory, p: &Params, c: &Checks, rep: &mut R
         let drift = traj.max_invariant_drift();
         rep.derive("invariant_drift", drift);
         let names: Vec<&str> = traj.invariants.iter().map(|(n, _)| n.as_str()).collect();
-        let check = Check::at_most("largest drift of the invariants", drift, c.invariant_drift)
-            .note(format!("{} (relative to max(1, |I(0)|))", names.join(", ")));
+        let check = Check::at_most(
+            "largest-drift-invariants",
+            "largest drift of the invariants",
+            drift,
+            c.invariant_drift,
+        )
+        .note(format!("{} (relative to max(1, |I(0)|))", names.join(", ")));
         match p.optimizer {
             Optimizer::Flow => rep.check(check),
             _ => rep.skip(

@@ -329,7 +329,7 @@ impl FlowModel for PromptFlow {
         let worst = stats::min(derived.iter());
         rep.derive("pl_ratio_paper_min", stats::min(paper.iter()));
         rep.check(
-            Check::at_least(name, worst, 1.0 - self.pl_tol)
+            Check::at_least("lemma-2-pl", name, worst, 1.0 - self.pl_tol)
                 .note(format!(
                     "∇_p L = F(p)ᵀg with ‖g‖² = 2N·L, F from the attention Jacobian row by row; \
                      {} samples of the trajectory; with the paper's constant 2σ²_min the ratio's \

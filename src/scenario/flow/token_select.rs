@@ -18,6 +18,7 @@ use crate::instance::token_select::{TokenSelectData, TokenSelectInit};
 use crate::instance::{Array, Arrays, InstanceError, InstanceFile};
 use crate::scenario::token_select::common::{draw_instance, DataName, FIRST_FREE_STREAM};
 use crate::scenario::{Check, InputError, Report, Scenario};
+use crate::stats;
 
 pub struct TokenSelect;
 
@@ -226,10 +227,7 @@ impl FlowModel for TokenSelectFlow {
         let last = traj.len().saturating_sub(1);
         let z = &traj.states[last * traj.dim..(last + 1) * traj.dim];
         let att = self.model.attention(z);
-        rep.derive(
-            "min_phi_opt",
-            att.phi_opt.iter().copied().fold(f64::INFINITY, f64::min),
-        );
+        rep.derive("min_phi_opt", stats::min_with(f64::INFINITY, &att.phi_opt));
         let name = "W(t) − W(0) stays in span{x_i,t} ⊗ span{q_i}: largest relative residual";
         let d = self.inst.data.d;
         let (px, pq) = &self.spans;
@@ -241,8 +239,9 @@ impl FlowModel for TokenSelectFlow {
             return;
         }
         let w0 = self.w(&self.w0.w0);
-        let worst = (1..traj.len())
-            .map(|k| {
+        let worst = stats::max_with(
+            0.0,
+            (1..traj.len()).map(|k| {
                 let a = self.w(&traj.states[k * traj.dim..(k + 1) * traj.dim]) - &w0;
                 let norm = a.norm();
                 if norm == 0.0 {
@@ -250,9 +249,9 @@ impl FlowModel for TokenSelectFlow {
                 } else {
                     (&a - px * &a * pq).norm() / norm
                 }
-            })
-            .fold(0.0, f64::max);
-        rep.check(Check::at_most(name, worst, self.span_tol).note(
+            }),
+        );
+        rep.check(Check::at_most("span-residual", name, worst, self.span_tol).note(
             "every gradient is Σ c_it x_it q_iᵀ (any optimizer); only round-off leaves the span",
         ));
     }

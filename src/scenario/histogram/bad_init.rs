@@ -348,6 +348,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.stats(format!("{name}, corrected bad set"), &r.traj.stats);
         rep.check(
             Check::at_most(
+                &format!("bad-v-ratio.{name}"),
                 &format!("{name}: max_bad |v_i(t_s)/v_i(0)|"),
                 r.v_ratio,
                 c.saddle_tol,
@@ -358,12 +359,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )),
         );
         rep.check(Check::at_most(
+            &format!("bad-p-ratio.{name}"),
             &format!("{name}: max_bad |p_i(t_s)/p_i(0)|"),
             r.p_ratio,
             c.saddle_tol,
         ));
         rep.check(
             Check::close(
+                &format!("sigma-bad-sigma-bad-mu-i2.{name}"),
                 &format!("{name}: Σ_bad ℓ_i(t_p) / ½Σ_bad μ_i²"),
                 r.bad_loss / r.saddle_loss,
                 1.0,
@@ -378,6 +381,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .paper_claim("Remark 1.1: bad set ∪_i {q_iᵀm_i + ρ̄_iv_i = 0} (μ_i missing, E5)"),
         );
         rep.check(Check::at_most(
+            &format!("ode-closed-form.{name}"),
             &format!("{name}: max |z_ODE − z_closed form| on [0, t_s]"),
             r.closed_error,
             c.closed_form_tol,
@@ -386,6 +390,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (wrong, tried) = existence_mismatches(p, &ms, ctx);
     rep.check(
         Check::at_most(
+            "bad-column-prescribed-delta-exists-delta",
             "bad column with prescribed δ exists ⇔ δ ≥ 0: mismatches",
             wrong as f64,
             0.0,
@@ -401,6 +406,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let min_delta = root_min_delta(p, &ms, ctx)?;
     rep.check(
         Check::at_least(
+            "r10-solve-fixed-delta-root",
             "R10 p-solve (q⊥, v fixed): min δ at the root",
             min_delta,
             -1e-12,
@@ -430,6 +436,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .sum();
         rep.check(
             Check::at_most(
+                "lt-paper-set-itm-rho-alpha",
                 "lt, paper's set q_iᵀm_i + ρ̄_i v_i = 0: ℓ(T + h/α) / ½Σ_{bad} μ_i²",
                 traj.loss[traj.len() - 1] / saddle_loss,
                 c.paper_set_tol,

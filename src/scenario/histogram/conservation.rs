@@ -259,6 +259,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.stats(format!("{label} flow"), &tr.stats);
         rep.check(
             Check::at_most(
+                &format!("beta-drift-beta.{label}"),
                 &format!("{label}: max β drift / max(1, |β|)"),
                 stats::max(audit.beta_drift.iter()),
                 c.beta_drift_tol,
@@ -272,7 +273,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_most(
-                &format!("{label}: loss increase / solver-tolerance effect"),
+                &format!("loss-increase-solver-tolerance-effect.{label}"), &format!("{label}: loss increase / solver-tolerance effect"),
                 audit.monotone_ratio,
                 c.monotone_tol,
             )
@@ -280,6 +281,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_most(
+                &format!("energy-identity-mismatch.{label}"),
                 &format!("{label}: energy identity mismatch"),
                 audit.energy_mismatch,
                 c.energy_tol,
@@ -330,6 +332,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let gd = audit_gd(flow, &z0, eta, p.gd_steps)?;
         rep.check(
             Check::at_most(
+                &format!("gd-eta-beta-drift-formula-error.{label}-{eta}"),
                 &format!("{label} GD (η = {eta}): β drift formula error"),
                 stats::max(gd.error.iter()),
                 c.gd_formula_tol,

@@ -178,7 +178,12 @@ mod tests {
         }
         let check = |traj: &Trajectory| {
             let error = closed_form_error(traj, &closed, 2.0);
-            Check::at_most("max |z_ODE − z_closed form|", error, 1e-12)
+            Check::at_most(
+                "ode-closed-form",
+                "max |z_ODE − z_closed form|",
+                error,
+                1e-12,
+            )
         };
         assert!(check(&traj).pass);
         traj.states[d + 4] = f64::NAN;

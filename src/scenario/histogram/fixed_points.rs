@@ -268,6 +268,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     };
     rep.check(
         Check::at_most(
+            "constructed-points",
             "max ‖∇ℓ‖ / |f| at the constructed points",
             stats::larger(t.grad.value, jac.stationarity.value),
             chk.stationarity_tol,
@@ -276,6 +277,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     );
     rep.check(
         Check::at_most(
+            "hessian-spectra-vs-d1-deltalambda-lambda",
             "Hessian spectra vs D1: max |Δλ| / max|λ|",
             t.hessian.value,
             chk.hessian_eig_tol,
@@ -288,6 +290,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     );
     rep.check(
         Check::at_most(
+            "newton-found-points-spectra-vs-d1",
             "Newton-found points: spectra vs D1 on their own level set",
             t.newton.value,
             chk.hessian_eig_tol,
@@ -299,6 +302,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     );
     rep.check(
         Check::at_most(
+            "newton-searches-that-failed-or-changed",
             "Newton searches that failed or changed kind",
             t.newton_failures.len() as f64,
             0.0,
@@ -311,6 +315,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     );
     rep.check(
         Check::holds(
+            "saddle-exists-iff-beta-model-construction",
             "saddle exists iff β ≥ 0 (model construction)",
             t.saddles_missing.is_empty() && t.saddles_for_negative_beta == 0,
         )
@@ -318,6 +323,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     );
     rep.check(
         Check::at_least(
+            "beta-saddles-newton-finds-random-starts",
             "min β of the saddles Newton finds from random starts",
             t.saddle_min_beta,
             0.0,
@@ -330,6 +336,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     );
     rep.check(
         Check::at_most(
+            "theorem-jacobians-deltalambda-c1-simple-eigenvalues",
             "Theorem 2 Jacobians: max |Δλ| / c1 (simple eigenvalues)",
             jac.simple.value,
             chk.jacobian_eig_tol,
@@ -339,6 +346,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     if jac.jordan.count > 0 {
         rep.check(
             Check::at_most(
+                "theorem-jacobian-node-jordan-block-deltalambda",
                 "Theorem 2 Jacobian at the c = 0 node (Jordan block): max |Δλ| / c1",
                 jac.jordan.value,
                 chk.jordan_eig_tol,
@@ -348,6 +356,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     }
     rep.check(
         Check::at_most(
+            "theorem-jacobians-trace-determinant-vs-formula",
             "Theorem 2 Jacobians: trace and determinant vs formula (relative to c1, c1²)",
             jac.trace_det.value,
             chk.trace_det_tol,
@@ -355,13 +364,20 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
         .note(format!("worst at {}", jac.trace_det.at)),
     );
     rep.check(
-        Check::at_most("κ vs D4: relative error", t.kappa.value, chk.kappa_tol).note(format!(
+        Check::at_most(
+            "kappa-vs-d4-relative-error",
+            "κ vs D4: relative error",
+            t.kappa.value,
+            chk.kappa_tol,
+        )
+        .note(format!(
             "nonzero spectrum of dense Hessians at minima; worst {}",
             t.kappa.at
         )),
     );
     rep.check(
         Check::at_most(
+            "full-df-flow-critical-points-index",
             "full df flow: critical points with index ≠ |S| or loss ≠ ½Σ_S μ²",
             t.full_flow_failures.len() as f64,
             0.0,

@@ -136,6 +136,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for (j, r) in ratios.iter().enumerate() {
         rep.check(
             Check::within(
+                &format!("gap-eta-gap-eta.{}-{}", p.etas[j + 1], p.etas[j]),
                 &format!("gap(η = {}) / gap(η = {})", p.etas[j + 1], p.etas[j]),
                 *r,
                 low,
@@ -151,6 +152,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "gd-beta-drift-vs-exact-formula",
             "GD β drift vs exact formula (all η)",
             stats::max(runs.iter().flat_map(|g| g.error.iter().copied())),
             c.drift_formula_tol,
@@ -163,6 +165,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "reference-ln-ode-ln-closed-form",
             "reference: max |ln ℓ_ODE − ln ℓ_closed form|",
             reference_error,
             c.reference_tol,
@@ -274,7 +277,7 @@ fn figure(
 /// at the finest run's iterates.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let steps: f64 = p.etas.iter().map(|eta| p.t_end / eta).sum();
-    let finest = p.etas.iter().map(|eta| p.t_end / eta).fold(0.0, f64::max);
+    let finest = stats::max_with(0.0, p.etas.iter().map(|eta| p.t_end / eta));
     let dim = sizes::dim(p.d);
     Cost::new()
         .work(

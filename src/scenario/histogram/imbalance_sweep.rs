@@ -240,6 +240,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let rel_err = |pt: &Point| (pt.alpha_tail / pt.alpha_theory - 1.0).abs();
     rep.check(
         Check::at_most(
+            "delta-late-slope-2alpha-delta",
             "max_δ |late slope / (−2α(δ_1)) − 1|",
             stats::max(points.iter().map(rel_err)),
             c.slope_tol,
@@ -253,6 +254,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "delta-ode-slope-2alpha-delta",
             "min_δ ODE slope / (−2α(δ_1))",
             -stats::max(
                 points
@@ -268,6 +270,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ode-closed-form",
             "max |z_ODE − z_closed form|",
             stats::max(points.iter().map(|pt| pt.closed_error)),
             c.closed_form_tol,

@@ -204,6 +204,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("loss_forms".into(), forms));
     rep.check(
         Check::at_most(
+            "raw-vs-lemma-vs-t3-form",
             "raw vs Lemma 3.1 vs T3 form: max relative difference",
             worst_rel,
             chk.rel_tol,
@@ -241,6 +242,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if definite_worst.is_finite() {
         rep.check(
             Check::at_least(
+                "lambda-lambda",
                 "n ≥ d: min_a λ_min(H_a) / max_a λ_max",
                 definite_worst,
                 chk.singular_rel_tol,
@@ -254,6 +256,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if sweep.iter().any(|&n| n < d) {
         rep.check(
             Check::at_most(
+                "over-lambda-lambda",
                 "n < d: max over n of min_a |λ_min(H_a)| / max_a λ_max",
                 singular_worst,
                 chk.singular_rel_tol,
@@ -266,6 +269,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let (ratio, row) = zero_loss_non_solution(&prefix, &moments)?;
         rep.check(
             Check::at_most(
+                "tf-ut-lambda-ker",
                 "n < d: ℓ_tf(M + e_a uᵀ, 1) / (½ λ_max ‖u‖²), u ∈ ker H_a",
                 ratio,
                 chk.singular_rel_tol,
@@ -283,6 +287,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("cond", cond);
     rep.check(
         Check::at_least(
+            "main-dataset-lambda-lambda",
             "main dataset: min_a λ_min(H_a) / max_a λ_max",
             1.0 / cond,
             chk.singular_rel_tol,
@@ -340,12 +345,8 @@ fn figure(
         .collect();
     let spectra = t3.row_spectra();
     let rows: Vec<f64> = (0..d).map(|a| a as f64).collect();
-    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
-    let lowest = spectra
-        .iter()
-        .map(|s| s.lambda_min)
-        .fold(f64::INFINITY, f64::min);
-    let highest = spectra.iter().map(|s| s.lambda_max).fold(0.0, f64::max);
+    let lowest = stats::axis_min(f64::INFINITY, spectra.iter().map(|s| s.lambda_min));
+    let highest = stats::axis_max(0.0, spectra.iter().map(|s| s.lambda_max));
     let spectrum_panel = LinePanel::new(
         format!("spectra of H_a = T3[a,·,·] (n = {})", p.n),
         "row a (symbol index)",

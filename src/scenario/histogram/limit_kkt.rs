@@ -269,7 +269,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
-            "max |z(t_end) − z(∞)| (sign rule)",
+            "end-inf-sign-rule", "max |z(t_end) − z(∞)| (sign rule)",
             worst(&|r| r.limit_error),
             c.limit_tol,
         )
@@ -280,6 +280,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "columns-sign-inf-sign-rule",
             "columns with sign v_i(∞) ≠ sign rule",
             runs.iter().map(|r| r.sign_mismatches).sum::<usize>() as f64,
             0.0,
@@ -288,6 +289,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "end-argmin-phi",
             "max_i |v_i(t_end)² / argmin Φ_i − 1|",
             worst(&|r| r.argmin_error),
             c.argmin_tol,
@@ -296,6 +298,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "argmin-phi-mu-irho",
             "max_i |argmin Φ_i / (μ_iρ̄_i) − 1|",
             worst(&|r| r.formula_error),
             c.formula_tol,
@@ -303,12 +306,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note("u² + βu − μ² = 0 ⇔ u = μρ̄(β/μ) (D5)"),
     );
     rep.check(Check::at_most(
+        "kkt-feasibility-diag",
         "KKT feasibility max |Q Diag(v) − M|",
         worst(&|r| r.feasibility),
         c.kkt_tol,
     ));
     rep.check(
         Check::at_most(
+            "kkt-stationarity-beta-lambda-itq",
             "KKT stationarity max_i |v_i + β_i/v_i − λ_iᵀq_i|",
             worst(&|r| r.stationarity),
             c.kkt_tol,
@@ -317,6 +322,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "over-rescalings-phi-phi-limit",
             "min over rescalings of Φ(Q C⁻¹, C v) − Φ(limit)",
             stats::min(runs.iter().map(|r| r.phi_gap)),
             0.0,

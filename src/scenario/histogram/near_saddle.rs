@@ -245,6 +245,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.check(
         Check::at_least(
             &format!(
+                "over-eps-longest-time.{}-{}",
+                p.plateau_max_eps, c.plateau_band
+            ),
+            &format!(
                 "min over ε ≤ {} of the longest time with ℓ ∈ ½‖M‖²(1 ± {})",
                 p.plateau_max_eps, c.plateau_band
             ),
@@ -281,7 +285,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             worst_decade = stats::larger(worst_decade, ((tb - ta) / predicted - 1.0).abs());
         }
         rep.check(
-            Check::at_most(&decade_name, worst_decade, c.decade_tol).note(
+            Check::at_most("escape-decade", &decade_name, worst_decade, c.decade_tol).note(
                 "μρ̄ averaged over the columns of the two inits; NaN if some run never escapes",
             ),
         );
@@ -290,6 +294,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (lo, hi) = stats::range(slopes.iter().map(|s| s.abs()));
     rep.check(
         Check::at_most(
+            "late-slopes-over-eps",
             "late slopes over ε: max/min − 1",
             hi / lo - 1.0,
             c.late_slope_tol,
@@ -302,6 +307,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ode-closed-form",
             "max |z_ODE − z_closed form|",
             stats::max(runs.iter().map(|r| r.closed_error)),
             c.closed_form_tol,

@@ -131,6 +131,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     rep.check(
         Check::at_most(
+            "ode-d3",
             "max_i |t½,i(ODE) / t½,i(D3) − 1|",
             stats::max(
                 measured
@@ -160,6 +161,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mu_inversions = inversions(&neg_mu);
     rep.check(
         Check::at_most(
+            "column-pairs-escaping-out-predicted-order",
             "column pairs escaping out of the predicted order",
             inversions(&predicted) as f64,
             0.0,
@@ -172,6 +174,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ode-closed-form",
             "max |z_ODE − z_closed form|",
             closed_form_error(&traj, &closed, p.t_end),
             c.closed_form_tol,
@@ -198,6 +201,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .count();
     rep.check(
         Check::at_most(
+            "loss-drops-without-predicted-inside",
             "loss drops without a predicted t½,i inside",
             unexplained as f64,
             0.0,
@@ -213,6 +217,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let level_error = plateau_level_error(&stages, &predicted, &mus);
     rep.check(
         Check::at_most(
+            "plateau-level-sigma-unlearned-mu-j2",
             "max |plateau level / ½Σ_(unlearned) μ_j² − 1|",
             level_error,
             c.plateau_level_tol,

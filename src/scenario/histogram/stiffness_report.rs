@@ -329,6 +329,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let df_count = outcomes.iter().filter(|o| o.formula.is_some()).count();
     rep.check(
         Check::at_most(
+            "kappa-dense-kappa-d4-kappa-d4",
             "|κ_dense − κ_D4| / κ_D4 at the df limit (worst problem)",
             kappa_err,
             c.kappa_rel_tol,
@@ -340,6 +341,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "rel-error-nonzero-df-limit-spectrum",
             "max rel. error of the nonzero df limit spectrum vs {μ_iρ̄_i (×(d−1)), 2A_iμ_i}",
             spectrum_err,
             c.spectrum_rel_tol,
@@ -348,6 +350,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "problems-whose-limit-hessian-has-zero",
             "problems whose limit Hessian has ≠ d zero modes",
             wrong_zero_modes.len() as f64,
             0.0,
@@ -360,6 +363,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ht-assembled-hessians",
             "max|H − Hᵀ|/max|H| of the assembled Hessians",
             asym,
             c.asymmetry_tol,
@@ -375,6 +379,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "end-closed-form-over-df-problems",
             "max |z(t_end) − closed form| over df problems and methods",
             worst_solve,
             c.solve_error_tol,

@@ -383,15 +383,21 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .data()
         .is_none_or(|f| f.m.iter().all(|x| x.fract() == 0.0));
     let exact = [
-        Check::at_most("max |X M c − brute-force count|", err_xmc, 0.0)
-            .note(format!("exact equality (integers in f64); {cases}")),
         Check::at_most(
+            "brute-force-count",
+            "max |X M c − brute-force count|",
+            err_xmc,
+            0.0,
+        )
+        .note(format!("exact equality (integers in f64); {cases}")),
+        Check::at_most(
+            "xt-brute-force",
             "max |X Q Xᵀ X v − brute force| at (Q, v) = (M, 1)",
             err_model,
             0.0,
         )
         .note("the exact construction of paper §3.2, evaluated literally from one-hot X"),
-        Check::at_most("ℓ_tf at (Q, v) = (M, 1)", loss_max, 0.0)
+        Check::at_most("tf", "ℓ_tf at (Q, v) = (M, 1)", loss_max, 0.0)
             .note("raw and Lemma 3.1 forms, one dataset per (d, N, task)"),
     ];
     for check in exact {
@@ -409,6 +415,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if family_points > 0 {
         rep.check(
             Check::at_most(
+                "family",
                 "family (Q C⁻¹, C v): max |ŷ − y| / max|y|",
                 family,
                 chk.family_rel_tol,
@@ -510,12 +517,17 @@ fn example(p: &Params, chk: &Checks, rep: &mut Report) -> Figure {
     }
     rep.tables.push(("example".into(), table));
     rep.check(
-        Check::at_most("example: max |computed − printed output|", worst, 0.0)
-            .note(format!(
-                "\"{}\", tasks eq, lt, thr (D = {}); X M c, brute force and (M, 1)",
-                p.example, p.example_d_thr
-            ))
-            .paper_claim("§3.1 prints the input as \"adbcb\": 5 symbols for 6 outputs (E2)"),
+        Check::at_most(
+            "example-computed-printed-output",
+            "example: max |computed − printed output|",
+            worst,
+            0.0,
+        )
+        .note(format!(
+            "\"{}\", tasks eq, lt, thr (D = {}); X M c, brute force and (M, 1)",
+            p.example, p.example_d_thr
+        ))
+        .paper_claim("§3.1 prints the input as \"adbcb\": 5 symbols for 6 outputs (E2)"),
     );
     fig
 }

@@ -390,6 +390,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     let (variation, k) = worst(trials, |t| t.ratio_variation);
     rep.check(
         Check::at_most(
+            "tf-df-sigma-last-quarter-worst",
             "R(t) = ℓ_tf(t)/ℓ_df(σ̂t): max/min on the last quarter (worst dataset)",
             variation,
             c.ratio_variation_max,
@@ -407,6 +408,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     let (lo, hi) = stats::range(&sigma_ratios);
     rep.check(
         Check::within(
+            "sigma-fit-sigma-farthest-over-datasets",
             "σ̂_fit/σ̂ (farthest from 1 over the datasets)",
             far,
             c.sigma_ratio_lo,
@@ -424,6 +426,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     let flipped: usize = trials.iter().map(|t| t.alignment.flipped).sum();
     rep.check(
         Check::at_most(
+            "tf-end-df-modulo-per-column",
             "max |z_tf(end) − s·z*_df| modulo per-column sign (worst dataset)",
             diff,
             c.limit_mod_sign_tol,
@@ -442,6 +445,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     let (v_err, k) = worst(trials, |t| t.v_error);
     rep.check(
         Check::at_most(
+            "tf-sqrt-mu-irho-worst-dataset",
             "max_i ||v_tf,i| − √(μ_iρ̄_i)| (worst dataset)",
             v_err,
             c.v_limit_tol,
@@ -451,6 +455,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     let (drift, k) = worst(trials, |t| t.beta_drift);
     rep.check(
         Check::at_most(
+            "beta-drift-beta-both-flows-worst",
             "β_i drift / max(1, |β_i|), both flows (worst dataset)",
             drift,
             c.beta_drift_tol,
@@ -460,6 +465,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     let (err, k) = worst(trials, |t| t.df_closed_error);
     rep.check(
         Check::at_most(
+            "df-ode-closed-form-grid-worst",
             "max |df ODE − closed form| on the grid (worst dataset)",
             err,
             c.df_closed_form_tol,
@@ -469,6 +475,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     let wrong_zero_modes = trials.iter().filter(|t| t.zero_modes_tf != d).count();
     rep.check(
         Check::at_most(
+            "datasets-whose-tf-hessian-limit-has",
             "datasets whose tf Hessian at the limit has ≠ d zero modes",
             wrong_zero_modes as f64,
             0.0,

@@ -316,6 +316,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     rep.check(
         Check::at_most(
+            "ode-closed-form",
             "max |z_ODE − z_closed form|",
             stats::max(trials.iter().map(|t| t.closed_error)),
             c.closed_form_tol,
@@ -324,7 +325,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
-            "min over trials of ODE slope/(−2α)",
+            "over-trials-ode-slope-2alpha", "min over trials of ODE slope/(−2α)",
             -stats::max(trials.iter().map(|t| t.ode_slope / (2.0 * t.alpha))),
             1.0 - c.ode_slope_margin,
         )
@@ -340,6 +341,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     rep.check(
         Check::at_most(
+            &format!("closed-form-slope-or-2alpha.{:e}", p.deep_level),
             &format!(
                 "max |closed-form slope at ℓ = {:e} (or t*) / (−2α) − 1|",
                 p.deep_level
@@ -359,6 +361,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let asym: Vec<f64> = trials.iter().filter_map(|t| t.asymptote_ratio).collect();
     rep.check(
         Check::at_most(
+            "2alphat-sigma-argmin",
             "max |ℓ(t*)e^{2αt*} / Σ_argmin K_i − 1|",
             stats::max(asym.iter().map(|r| (r - 1.0).abs())),
             c.asymptote_tol,
@@ -372,6 +375,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "sigma-mu2-xy-x2g",
             "max |ℓ − Σ½μ²[(1 − xy)² + x²g]| / ℓ",
             stats::max(trials.iter().map(|t| t.decomposition_error)),
             c.decomposition_tol,
@@ -391,6 +395,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .count();
     rep.check(
         Check::at_most(
+            "over-trials-sup-esc-alpha-esc",
             "max over trials of sup_{t>T_esc+1/α} h − max_{[T_esc,T_esc+1/α]} h",
             stats::max(trials.iter().map(|t| t.bound_excess)),
             c.boundedness_tol,
@@ -409,6 +414,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ode-samples-violating-sign-iy-sign",
             "ODE samples violating sign(min_i x_iy_i) = sign(t − T)",
             trials.iter().map(|t| t.sign_violations).sum::<usize>() as f64,
             0.0,

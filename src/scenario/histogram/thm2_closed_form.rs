@@ -142,6 +142,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.stats(format!("{} integrations", rep.series.rows.len()), &stats);
     rep.check(
         Check::at_most(
+            "ode-closed-form-1e",
             "max |ODE − closed form|, |L| ≥ 1e-2",
             far.value,
             c.closed_form_tol,
@@ -153,6 +154,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "l-ode-closed-form-0-l-1e-2",
             "max |L|·|ODE − closed form|, 0 < |L| < 1e-2",
             near.value,
             c.near_bad_line_tol,
@@ -164,6 +166,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ode-closed-form-bad-line",
             "max |ODE − closed form| on the bad line L = 0",
             on_line.value,
             c.closed_form_tol,

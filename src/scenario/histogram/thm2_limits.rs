@@ -206,6 +206,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.stats(format!("{} integrations", tally.limit.count), &stats);
     rep.check(
         Check::at_most(
+            "integrated-limits-sign-sign",
             "integrated limits with sign ≠ sign(L)",
             tally.sign_failures as f64,
             0.0,
@@ -219,6 +220,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "end-rho-end-rho",
             "max(|x(t_end)² − ρ̄|, |y(t_end)² − ρ|)",
             tally.limit.value,
             c.limit_tol,
@@ -228,6 +230,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "bad-line-x0-y0-c1rho",
             "bad line: max |x|/|x0|, |y|/|y0| at t = 5/(c1ρ)",
             tally.decay.value,
             c.saddle_factor,

@@ -260,6 +260,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "closed-form-samples-sign-xy-sign",
             "closed form: samples with sign(xy) ≠ sign(t − T)",
             violations as f64,
             0.0,
@@ -275,6 +276,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if p.ode_cases > 0 {
         rep.check(
             Check::at_most(
+                "ode-cases-whose-number-sign-changes",
                 "ODE: cases whose number of sign changes of x, y ≠ [T > 0]",
                 event_count_errors as f64,
                 0.0,
@@ -286,6 +288,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_most(
+                "ode-c1-last-sign-change",
                 "ODE: max c1·|last sign change − T|",
                 worst_event,
                 chk.event_time_tol,

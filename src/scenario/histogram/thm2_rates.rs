@@ -309,6 +309,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .join("; ");
     rep.check(
         Check::at_most(
+            "closed-form-residue-slope-2min-rho",
             "closed form: |residue slope + 2min(ρ̄, A)c1|, c ≠ 0",
             rate_err.value,
             chk.slope_tol,
@@ -324,6 +325,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if p.c.contains(&0.0) {
         rep.check(
             Check::at_most(
+                "closed-form-residue-slope-exact-bc1t",
                 "closed form, c = 0: |residue slope − exact (a + bc1t)e^(−2c1t) slope|",
                 jordan_err.value,
                 chk.jordan_slope_tol,
@@ -333,6 +335,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "closed-form-loss-slope-2rho-c1",
             "closed form: |loss slope + 2ρ̄c1|",
             loss_err.value,
             chk.loss_slope_tol,
@@ -344,6 +347,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ode-window-slope-theory-slope",
             "ODE: |window slope / theory slope − 1|",
             ode_rate_err.value,
             chk.ode_rate_rel_tol,
@@ -357,6 +361,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "ode-window-slope-closed-form-slope",
             "ODE: |window slope − closed-form slope on the same samples|",
             ode_cf_err.value,
             chk.ode_slope_tol,

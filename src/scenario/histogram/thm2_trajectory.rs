@@ -101,7 +101,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let bound = c.closed_form_tol * (1e-2f64 / l.abs()).max(1.0);
     let bound = if l == 0.0 { c.closed_form_tol } else { bound };
     rep.check(
-        Check::at_most("max |ODE − closed form| (x, y)", err, bound).note(format!(
+        Check::at_most(
+            "ode-closed-form",
+            "max |ODE − closed form| (x, y)",
+            err,
+            bound,
+        )
+        .note(format!(
             "on t ≤ {t_cmp}; bound tol·max(1, 1e-2/|L|), L = {l:.3e}"
         )),
     );
@@ -117,6 +123,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .count();
         rep.check(
             Check::at_most(
+                "samples-violating-sign-xy-sign",
                 "samples violating sign(xy) = sign(t − T)",
                 violations as f64,
                 0.0,

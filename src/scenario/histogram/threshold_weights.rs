@@ -153,17 +153,24 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.instance = Some(tf_instance(&data, vec![z0.clone()]));
     rep.stats("tf", &tr.stats);
     rep.check(
-        Check::at_most("max |Q Diag(v) − M| at t_end", product_err, c.product_tol).note(format!(
+        Check::at_most(
+            "diag-end",
+            "max |Q Diag(v) − M| at t_end",
+            product_err,
+            c.product_tol,
+        )
+        .note(format!(
             "ℓ_tf(t_end) = {:.3e} (R3: zero loss ⇔ Q Diag(v) = M)",
             tr.loss.last().copied().unwrap_or(f64::NAN)
         )),
     );
     rep.check(
-        Check::at_most("max_i ||v_i| − √(μ_iρ̄_i)|", v_err, c.v_tol)
+        Check::at_most("sqrt-mu-irho", "max_i ||v_i| − √(μ_iρ̄_i)|", v_err, c.v_tol)
             .note("ρ̄_i from the conserved β_i (spec R5, D2)"),
     );
     rep.check(
         Check::at_most(
+            "sin-columns",
             "max_i sin∠(q_i, m_i): columns of Q ∝ m_i",
             parallel_err,
             c.parallel_tol,
@@ -172,6 +179,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "lambda-lambda",
             "min_a λ_min(H_a) / max_a λ_max(H_a)",
             lambda_min_h / lambda_max_h,
             c.definite_rel_min,
@@ -181,6 +189,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     rep.check(Check::at_most(
+        "beta-drift-beta",
         "β_i drift / max(1, |β_i|)",
         tr.max_invariant_drift(),
         c.beta_drift_tol,

@@ -359,6 +359,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
         let (loosest, tightest) = (p.rtols[0], p.rtols[p.rtols.len() - 1]);
         rep.check(
             Check::at_most(
+                &format!("error-rtol-error-rtol-worst-method.{name}-{tightest:e}-{loosest:e}"),
                 &format!(
                     "{name}: error(rtol {tightest:e}) / error(rtol {loosest:e}), worst method"
                 ),
@@ -369,6 +370,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
         );
         rep.check(
             Check::at_least(
+                &format!("spearman-rho-rtol-error-worst-method.{name}"),
                 &format!("{name}: Spearman ρ(rtol, error), worst method"),
                 worst_rank,
                 c.spearman_min,
@@ -390,6 +392,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
         let slope = log_log_slope_fit(&etas, &errs, window).map_or(f64::NAN, |f| f.slope);
         rep.check(
             Check::within(
+                &format!("gd-slope-log-error-log-eta.{name}"),
                 &format!("{name}: GD slope d log error / d log η"),
                 slope,
                 c.gd_slope_lo,
@@ -404,6 +407,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
             let smallest = stats::min(s.points.iter().map(|q| q.error_grid));
             rep.check(
                 Check::at_most(
+                    &format!("reference-error-estimate-smallest-measured-error.{name}"),
                     &format!("{name}: reference error estimate / smallest measured error"),
                     s.reference_error / smallest,
                     c.reference_error_ratio_max,
@@ -455,9 +459,17 @@ fn stiffness_checks(rep: &mut Report, s: &Study, on_files: bool) {
             .collect();
         let losses = ratios.iter().filter(|&&r| r >= 1.0).count();
         let worst = stats::max(ratios.iter());
-        rep.check(Check::at_most(&name, losses as f64, 0.0).note(format!(
-            "stiff problem; max {what}(Bdf)/{what}(Tsit45) over the tolerances = {worst:.3}"
-        )));
+        rep.check(
+            Check::at_most(
+                &format!("bdf-loses.{}-{what}", s.problem.name),
+                &name,
+                losses as f64,
+                0.0,
+            )
+            .note(format!(
+                "stiff problem; max {what}(Bdf)/{what}(Tsit45) over the tolerances = {worst:.3}"
+            )),
+        );
     }
 }
 

@@ -287,8 +287,8 @@ mod tests {
         write_json(
             &alpha.join("checks.json"),
             &json!({ "scenario": "alpha", "all_pass": false, "checks": [
-                Check::at_most("error < tol", 3e-10, 1e-7).paper_claim("T = <script>1</script>"),
-                Check::at_least("rate", f64::NAN, 2.0).note("slope of ln ℓ"),
+                Check::at_most("error-tol", "error < tol", 3e-10, 1e-7).paper_claim("T = <script>1</script>"),
+                Check::at_least("rate", "rate", f64::NAN, 2.0).note("slope of ln ℓ"),
             ]}),
         );
         let svg = r#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>"#;

@@ -108,6 +108,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setting = format!("{}; OPT_* = {opt_star:.6}", inputs.setting(p));
     rep.check(
         Check::at_most(
+            "over-seeds-opt-tau",
             "max over seeds ‖Ŵ‖_*/OPT_* − 1 at τ_max",
             gap,
             c.nuclear_gap_tol,
@@ -117,7 +118,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let excess_name = "max over seeds ‖Ŵ‖_F/‖W_F‖_F − 1 at τ_max";
     if p.data_file.is_none() {
         rep.check(
-            Check::at_least(excess_name, excess_max, c.frobenius_excess_min).note(format!(
+            Check::at_least("frobenius-excess", excess_name, excess_max, c.frobenius_excess_min).note(format!(
                 "limits W(η) with η = {etas:.4?} (U-frame off-diagonal); W_F = W(0), ‖W_F‖_F = {norm_f:.6}: \
                  nuclear-optimal yet not Frobenius-optimal"
             )),
@@ -132,6 +133,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "balance-drift-tau",
             "balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
             drift,
             c.balance_drift_tol,

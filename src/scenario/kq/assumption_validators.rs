@@ -156,8 +156,13 @@ fn user_checks(rep: &mut Report, inst: &Instance, r: &AssumptionReport, c: &Chec
         );
     }
     rep.check(
-        Check::at_most(name, (r.a3.loss - a2_initial_loss(inst)).abs(), c.exact_tol)
-            .note("softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4) on your data"),
+        Check::at_most(
+            "a3-initial-loss",
+            name,
+            (r.a3.loss - a2_initial_loss(inst)).abs(),
+            c.exact_tol,
+        )
+        .note("softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4) on your data"),
     );
 }
 
@@ -168,20 +173,31 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
         .map(|(l, _, _)| l.as_str())
         .collect();
     rep.check(
-        Check::holds("Def. 3.1, A1 and A1-diag hold on every dataset", failing.is_empty())
+        Check::holds("def-a1-a1-diag-hold-dataset", "Def. 3.1, A1 and A1-diag hold on every dataset", failing.is_empty())
             .note(format!("unique optimal tokens (gap ≥ 1e-12) and LP feasibility, full and diagonal; failing: {failing:?}")),
     );
     let (spread, at) = worst(sets.iter().map(|(l, _, r)| (r.a2_spread, l.clone())));
     rep.check(
-        Check::at_most("A2: spread of the non-optimal scores", spread, c.exact_tol)
-            .note(format!("max_i (max − min of γ_il, l ≠ opt); worst: {at}")),
+        Check::at_most(
+            "a2-spread-non-optimal-scores",
+            "A2: spread of the non-optimal scores",
+            spread,
+            c.exact_tol,
+        )
+        .note(format!("max_i (max − min of γ_il, l ≠ opt); worst: {at}")),
     );
     let (err, at) = worst(
         sets.iter()
             .map(|(l, inst, r)| ((r.a3.loss - a2_initial_loss(inst)).abs(), l.clone())),
     );
     rep.check(
-        Check::at_most("A3: L(0) vs the A2 closed form", err, c.exact_tol).note(format!(
+        Check::at_most(
+            "a3-vs-a2-closed-form",
+            "A3: L(0) vs the A2 closed form",
+            err,
+            c.exact_tol,
+        )
+        .note(format!(
             "softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4); worst: {at}"
         )),
     );
@@ -189,6 +205,7 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
         if let Some((_, _, r)) = sets.iter().find(|(l, _, _)| l == label) {
             rep.check(
                 Check::close(
+                    &format!("a3-slack.{label}"),
                     &format!("{label}: A3 slack"),
                     r.a3.slack,
                     want,
@@ -208,7 +225,7 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
         .map(|(l, _, _)| l.as_str())
         .collect();
     rep.check(
-        Check::holds("A4 accepted exactly on the A4 datasets (toy-4, random-A4)", wrong.is_empty())
+        Check::holds("a4-accepted-exactly-a4-datasets-toy", "A4 accepted exactly on the A4 datasets (toy-4, random-A4)", wrong.is_empty())
             .note(format!("(i) orthogonality, (ii) query ∥ optimal token, (iii) pairs with c ∈ [−1, 1), L odd; wrong verdicts: {wrong:?}")),
     );
 }
@@ -225,12 +242,23 @@ fn threshold_checks(
         .collect();
     let (lo, hi) = stats::range(&diffs);
     rep.check(
-        Check::at_least("Δ*(n, L) − §1.4 table: smallest", lo, 0.0)
-            .note("the table truncates the exact roots to three decimals")
-            .paper_claim("spec §4: table values ±1e-3"),
+        Check::at_least(
+            "delta-table-smallest",
+            "Δ*(n, L) − §1.4 table: smallest",
+            lo,
+            0.0,
+        )
+        .note("the table truncates the exact roots to three decimals")
+        .paper_claim("spec §4: table values ±1e-3"),
     );
     rep.check(
-        Check::at_most("Δ*(n, L) − §1.4 table: largest", hi, c.delta_star_table_tol).note(format!(
+        Check::at_most(
+            "delta-table-largest",
+            "Δ*(n, L) − §1.4 table: largest",
+            hi,
+            c.delta_star_table_tol,
+        )
+        .note(format!(
             "{} entries; (2, 8) is 5.512969",
             SPEC_THRESHOLDS.len()
         )),
@@ -238,7 +266,13 @@ fn threshold_checks(
     let l2 =
         stats::max((3..=10).map(|n| (a3_threshold_gap(n, 2) - 2.0 * ((n - 1) as f64).ln()).abs()));
     rep.check(
-        Check::at_most("Δ*(n, 2) vs 2 ln(n − 1), n = 3…10", l2, c.exact_tol).note(
+        Check::at_most(
+            "delta-vs-ln-10",
+            "Δ*(n, 2) vs 2 ln(n − 1), n = 3…10",
+            l2,
+            c.exact_tol,
+        )
+        .note(
             "L = 2: the A3 inequality factors as (1 − s)(1 − (n−1)s) ≥ 0, s = e^{−Δ/2} [derived]",
         ),
     );
@@ -271,6 +305,7 @@ fn threshold_checks(
     }
     rep.check(
         Check::at_most(
+            "a3-verdicts-delta-1e-that-disagree",
             "A3 verdicts at Δ*(1 ∓ 1e-6) that disagree with Δ*",
             mismatches.len() as f64,
             0.0,
@@ -293,6 +328,7 @@ fn structure_checks(
     broken.data.x[4 + 3] += 0.1;
     rep.check(
         Check::close(
+            "toy-1e4-a4-iii-pairing-residual",
             "toy-4 + 0.1e₄ on x_{1,1}: A4(iii) pairing residual",
             a4_report(&broken).pairing,
             0.05,
@@ -312,6 +348,7 @@ fn structure_checks(
     let (k, q) = aligned_factors(&u_k, &u_q, &v, &xi_k, &xi_q);
     rep.check(
         Check::at_most(
+            "def-aligned-factors-lambda-vt",
             "Def. 5.1: aligned factors U Λ Vᵀ",
             alignment_residual(&k, &q, &u_k, &u_q, &v),
             c.exact_tol,
@@ -323,6 +360,7 @@ fn structure_checks(
     let (_, q_other) = aligned_factors(&u_k, &u_q, &w, &xi_k, &[0.4, 0.1, 0.6, 0.3]);
     rep.check(
         Check::at_least(
+            "def-negative-control-another",
             "Def. 5.1 negative control: Q with another V",
             alignment_residual(&k, &q_other, &u_k, &u_q, &v),
             1e-3,
@@ -339,7 +377,13 @@ fn structure_checks(
     let r2 = validate_assumptions(&a2, None).map_err(|e| fail(e.to_string()))?;
     let star = a3_threshold_gap(p.random_a2.n, p.random_a2.tokens);
     rep.check(
-        Check::at_least("raw random-A2 draw: A3 slack at W = 0", r2.a3.slack, 0.0).note(format!(
+        Check::at_least(
+            "raw-random-a2-draw-a3-slack",
+            "raw random-A2 draw: A3 slack at W = 0",
+            r2.a3.slack,
+            0.0,
+        )
+        .note(format!(
             "holds iff Δ = {} ≥ Δ*({}, {}) = {star:.4} (equal γ_nopt); A2 spread {:.1e}",
             p.random_a2.delta, p.random_a2.n, p.random_a2.tokens, r2.a2_spread
         )),
@@ -351,7 +395,13 @@ fn structure_checks(
     let r4 = a4_report(&a4);
     let residual = stats::max([r4.orthogonality, r4.alignment, r4.pairing]);
     rep.check(
-        Check::at_most("raw random-A4 draw: A4 residual", residual, c.exact_tol).note(format!(
+        Check::at_most(
+            "raw-random-a4-draw-a4-residual",
+            "raw random-A4 draw: A4 residual",
+            residual,
+            c.exact_tol,
+        )
+        .note(format!(
             "max of (i)–(iii); pair constants {:?}",
             r4.pair_constants
         )),
@@ -371,7 +421,7 @@ fn structure_checks(
         (m3.nuclear_margin - 2.0 / 3.0).abs(),
     ]);
     rep.check(
-        Check::at_most("strict-complementarity margins (toy-2b, toy-2(1.2), toy-3)", err, c.margin_tol).note(format!(
+        Check::at_most("strict-complementarity-margins-toy-2b-toy", "strict-complementarity margins (toy-2b, toy-2(1.2), toy-3)", err, c.margin_tol).note(format!(
             "ℓ1: 1 − max_(j∉J)|(Bλ)_j| = {:.10} (0.375), {:.10} (1/6); nuclear 1 − ‖P_U⊥MP_V⊥‖ = {:.8} (2/3)",
             m2b.l1_margin, m12.l1_margin, m3.nuclear_margin
         )),

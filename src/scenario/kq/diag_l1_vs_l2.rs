@@ -457,6 +457,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let l = &cs.label;
         rep.check(
             Check::at_most(
+                format!("l1-lp-certificate-polished-kkt.{l}").as_str(),
                 format!("{l}: ℓ1 LP certificate (polished KKT)").as_str(),
                 cs.kkt.max(),
                 c.lp_kkt,
@@ -475,6 +476,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_most(
+                format!("l1-solution-unique-widest-coordinate-range.{l}").as_str(),
                 format!("{l}: ℓ1 solution unique (widest coordinate range)").as_str(),
                 cs.widest_range,
                 c.unique_range,
@@ -486,6 +488,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_least(
+                format!("a3-slack-beta.{l}").as_str(),
                 format!("{l}: A3 slack at β(0) = 0").as_str(),
                 cs.a3_slack,
                 0.0,
@@ -510,6 +513,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             rep.derive(&format!("{l}_kq{tag}_l1_distance"), d1);
             rep.check(
                 Check::at_most(
+                    format!("kq-beta-beta-tau-thm.{l}-{run}").as_str(),
                     format!("{l}, KQ {run}: ‖β̂ − β*₁‖ at τ_max (Thm 4.1)").as_str(),
                     d1,
                     c.kq_l1_distance[i],
@@ -521,6 +525,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 )),
             );
             rep.check(Check::at_most(
+                format!("kq-beta-opt1.{l}-{run}").as_str(),
                 format!("{l}, KQ {run}: ‖β̂‖₁/OPT₁ − 1").as_str(),
                 obj,
                 c.kq_l1_objective,
@@ -529,8 +534,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let svm_gap = dist(&cs.l1, &cs.l2);
             if svm_gap > c.kq_l2_separation {
                 rep.check(
-                    Check::at_least(separation.as_str(), d2, c.kq_l2_separation)
-                        .note(format!("‖β*₁ − β*₂‖ = {svm_gap:.4}")),
+                    Check::at_least(
+                        &format!("kq-l2-separation.{l}-{run}"),
+                        separation.as_str(),
+                        d2,
+                        c.kq_l2_separation,
+                    )
+                    .note(format!("‖β*₁ − β*₂‖ = {svm_gap:.4}")),
                 );
             } else {
                 rep.skip(
@@ -543,6 +553,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             }
             rep.check(
                 Check::at_most(
+                    format!("kq-off-support-beta-beta-inf.{l}-{run}").as_str(),
                     format!("{l}, KQ {run}: off-support |β̂_j|/‖β̂‖_∞ (sparse limit)").as_str(),
                     off,
                     c.sparsity,
@@ -563,7 +574,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             rep.derive(&format!("{l}_kq{tag}_exponent"), -fit.slope);
             rep.check(
                 Check::close(
-                    format!("{l}, KQ {run}: [derived] slope of ln‖β̂ − β*₁‖ vs ln µ").as_str(),
+                    format!("kq-derived-slope-ln-beta-beta.{l}-{run}").as_str(), format!("{l}, KQ {run}: [derived] slope of ln‖β̂ − β*₁‖ vs ln µ").as_str(),
                     fit.slope,
                     -cs.exponent,
                     c.exponent_tol,
@@ -583,6 +594,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.derive(&format!("{l}_w_t_gap"), rate_w);
         rep.check(
             Check::at_most(
+                format!("derived-beta-tau.{l}").as_str(),
                 format!("{l}, W: [derived] |t·(L − L*)/‖β*₂‖² − 1| at τ_max").as_str(),
                 (rate_w / l2_sq - 1.0).abs(),
                 c.rate_w_tol,
@@ -596,6 +608,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             rep.derive(&format!("{l}_kq{}_t_log_t_gap", s.tag), rate);
             rep.check(
                 Check::at_most(
+                    &format!("kq-t-ln-t-rate.{l}-{}", s.name),
                     format!(
                         "{l}, KQ {}: [derived] |t ln t·(L − L*)/(OPT₁/2) − 1| at τ_max",
                         s.name
@@ -616,6 +629,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.derive(&format!("{l}_w_l2_distance"), dw);
         rep.check(
             Check::at_most(
+                format!("beta-beta-tau-sec.{l}").as_str(),
                 format!("{l}, W: ‖β̂ − β*₂‖ at τ_max (Sec. 4.2)").as_str(),
                 dw,
                 c.w_l2_distance,
@@ -633,6 +647,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }));
         rep.check(
             Check::at_most(
+                format!("tau-30.{l}").as_str(),
                 format!("{l}: (L − L*)/L* for τ ≥ 30").as_str(),
                 gap,
                 c.loss_gap,

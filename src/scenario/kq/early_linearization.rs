@@ -294,7 +294,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .a2_spread;
     if p.data_file.is_none() || a2_spread <= A2_TOL {
         rep.check(
-            Check::at_most(g0_name, g0_err, c.g0_tol)
+            Check::at_most("g0-closed-form", g0_name, g0_err, c.g0_tol)
                 .note("(1/n) Σ_i e^{−γ_i,nopt − Δ_i/L}(Δ_i/L)(x_i,opt − x̄_i)z_iᵀ (A2)"),
         );
     } else {
@@ -308,6 +308,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "jacobian-eigenvalues-vs",
             "Jacobian at K = Q = 0: eigenvalues vs ±s_k(G_0) (×d_e)",
             eig_err,
             c.eigen_tol,
@@ -319,6 +320,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "rel-error-vs-cosh-sinh-divided",
             "max_t rel. error of (K, Q) vs cosh/sinh, divided by max_t ‖W‖",
             ratio,
             c.err_per_w_max,
@@ -327,6 +329,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::close(
+            "ln-rel-err-ln-fixed",
             "d ln(rel err)/d ln s at fixed T",
             slope,
             c.slope_target,

@@ -205,6 +205,7 @@ pub fn run_log_time<M: ScaledGradient + ?Sized>(
             };
             rep.check(
                 Check::at_least(
+                    &format!("integrator-reached-tau.{label}"),
                     &format!("{label}: integrator reached τ_max"),
                     reached,
                     *taus.last().unwrap(),

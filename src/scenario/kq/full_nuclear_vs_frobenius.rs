@@ -156,13 +156,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("w_dist_frobenius", w_dist);
     rep.derive("svm_distance", ref_gap);
     rep.check(
-        Check::at_most("KQ: max ‖Ŵ − W_*‖_F at τ_max", kq_dist, c.kq_direction_tol).note(format!(
+        Check::at_most(
+            "kq-tau",
+            "KQ: max ‖Ŵ − W_*‖_F at τ_max",
+            kq_dist,
+            c.kq_direction_tol,
+        )
+        .note(format!(
             "{setting}; W_* from the certified nuclear program (complementarity margin {:.3})",
             svms.nuclear.complementarity_margin
         )),
     );
     rep.check(
         Check::at_most(
+            "kq-sigma2-sigma1-tau-low-rank",
             "KQ: σ₂(Ŵ)/σ₁(Ŵ) at τ_max (low rank)",
             kq_ratio,
             c.kq_rank_ratio_tol,
@@ -170,16 +177,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!("W_* has rank {}", svms.nuclear.rank)),
     );
     rep.check(
-        Check::at_most("KQ: ‖Ŵ‖_*/OPT_* − 1 at τ_max", kq_gap, c.kq_nuclear_gap_tol)
+        Check::at_most("kq-opt-tau", "KQ: ‖Ŵ‖_*/OPT_* − 1 at τ_max", kq_gap, c.kq_nuclear_gap_tol)
             .note(format!("OPT_* = {opt_star:.9}; Ŵ is feasible by construction, so the gap is ≥ 0 up to rounding")),
     );
     rep.check(
-        Check::at_most("W: max ‖Ŵ − W_F‖_F at τ_max", w_dist, c.w_direction_tol).note(
-            "Sec. 4.2 (Tarzanagh et al. 2023a): GF on the combined W → W_F-SVM, error O(1/µ)",
-        ),
+        Check::at_most(
+            "tau",
+            "W: max ‖Ŵ − W_F‖_F at τ_max",
+            w_dist,
+            c.w_direction_tol,
+        )
+        .note("Sec. 4.2 (Tarzanagh et al. 2023a): GF on the combined W → W_F-SVM, error O(1/µ)"),
     );
     rep.check(
         Check::at_least(
+            "two-limits-differ-kq",
             "the two limits differ: min(‖Ŵ_KQ − W_F‖, ‖Ŵ_W − W_*‖)",
             stats::smaller(kq_to_f, w_to_star),
             c.separation_min,
@@ -196,6 +208,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("w_exponents", &w_exp);
     rep.check(
         Check::at_most(
+            "decay-exponent-tau-last-two-decades",
             "W: |decay exponent of ‖Ŵ − W_F‖ in τ + 1| (last two decades)",
             dev(&w_exp, -1.0, w_ok),
             c.exponent_tol,
@@ -206,7 +219,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
-            "KQ: |decay exponent of ‖Ŵ − W_*‖ in τ + κ|, κ = complementarity margin",
+            "kq-decay-exponent-tau-kappa-kappa", "KQ: |decay exponent of ‖Ŵ − W_*‖ in τ + κ|, κ = complementarity margin",
             dev(&kq_exp, -kappa, kq_ok),
             c.exponent_tol,
         )
@@ -217,6 +230,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "kq-balance-drift-tau",
             "KQ: balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
             drift,
             c.balance_drift_tol,
@@ -279,19 +293,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 /// The time span of the figure (an axis range, not a measurement: plain folds).
 fn taus_min(a: &[(usize, Run)], b: &[(usize, Run)]) -> f64 {
-    a.iter()
+    let separated = a
+        .iter()
         .chain(b)
-        .flat_map(|(_, r)| r.samples.iter().filter(|s| s.separated() && s.tau > 0.0))
-        .map(|s| s.tau)
-        .fold(f64::INFINITY, f64::min)
+        .flat_map(|(_, r)| r.samples.iter().filter(|s| s.separated() && s.tau > 0.0));
+    stats::axis_min(f64::INFINITY, separated.map(|s| s.tau))
 }
 
 fn taus_max(a: &[(usize, Run)], b: &[(usize, Run)]) -> f64 {
-    a.iter()
-        .chain(b)
-        .flat_map(|(_, r)| r.samples.iter())
-        .map(|s| s.tau)
-        .fold(0.0, f64::max)
+    let samples = a.iter().chain(b).flat_map(|(_, r)| r.samples.iter());
+    stats::axis_max(0.0, samples.map(|s| s.tau))
 }
 
 fn figure(

@@ -226,6 +226,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
     let (gap, at) = worst(all().map(|(s, l)| (s.suite.nuclear.kkt.duality_gap, l)));
     rep.check(
         Check::at_most(
+            "certified-relative-duality-gap",
             "W_*: certified relative duality gap",
             gap,
             c.max_duality_gap,
@@ -243,6 +244,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
     }));
     rep.check(
         Check::at_most(
+            "primal-dual-infeasibility",
             "W_*: primal and dual infeasibility",
             inf,
             c.max_infeasibility,
@@ -251,7 +253,13 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
     );
     let (sub, at) = worst(all().map(|(s, l)| (s.suite.nuclear.kkt.subgradient, l)));
     rep.check(
-        Check::at_most("W_*: subgradient residual", sub, c.max_subgradient).note(format!(
+        Check::at_most(
+            "subgradient-residual",
+            "W_*: subgradient residual",
+            sub,
+            c.max_subgradient,
+        )
+        .note(format!(
             "M = Σλ A ∈ ∂‖W_*‖_*: max(‖MV_r − U_r‖, ‖MᵀU_r − V_r‖) (§3.2); worst: {at}"
         )),
     );
@@ -273,6 +281,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
         );
         rep.check(
             Check::at_most(
+                "diagonal-opt1-primal-dual-opt1-lp",
                 "diagonal: |OPT₁(primal–dual) − OPT₁(LP)|/OPT₁",
                 v,
                 c.diagonal_tol,
@@ -294,6 +303,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             );
             rep.check(
                 Check::at_most(
+                    "diagonal-beta-primal-dual-beta-lp",
                     "diagonal: ‖β(primal–dual) − β(LP)‖_∞ (unique LP)",
                     v,
                     c.diagonal_tol,
@@ -322,6 +332,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
         }));
         rep.check(
             Check::at_most(
+                "aligned-a4-data-opt-opt1-opt1",
                 "aligned (A4) data: |OPT_* − OPT₁|/OPT₁ and vs closed form",
                 v,
                 c.diagonal_tol,
@@ -346,6 +357,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
     }));
     rep.check(
         Check::at_most(
+            "opt-opt1-relative-excess",
             "OPT_* ≤ min(OPT₁, ‖W_F‖_*) (relative excess)",
             v,
             c.ordering_tol,

@@ -361,6 +361,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("invariant_drift", drift);
     rep.check(
         Check::at_most(
+            "beta-xi-xi-reduced-flows-agree",
             "β(t) of (ξ_k, ξ_q), (w₊, w₋) and reduced flows agree (Lemma 4.1)",
             worst,
             c.max_rel_diff,
@@ -373,6 +374,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "negative-control-start-breaking-gives-different",
             "negative control: (w₊, w₋) start breaking (4) gives a different β(t)",
             control,
             c.control_min_diff,
@@ -389,6 +391,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "conserved-xi-k2-xi-q2-drift",
             "conserved ξ_k² − ξ_q² and w₊ ⊙ w₋: drift",
             drift,
             c.invariant_drift,

@@ -234,6 +234,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
         let names: Vec<&str> = errors.iter().map(|e| e.0).collect();
         rep.check(
             Check::at_most(
+                &format!("exact-values.{}", s.label),
                 &format!("{}: exact values of §5.1", s.label),
                 worst,
                 c.exact_tol,
@@ -268,6 +269,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
     });
     rep.check(
         Check::at_most(
+            "relative-duality-gap-program-solver",
             "relative duality gap, every program and solver",
             gap,
             c.max_duality_gap,
@@ -285,7 +287,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
             |b, x| if x.0 > b.0 || x.0.is_nan() { x } else { b },
         );
     rep.check(
-        Check::at_most("W_*: |OPT(primal–dual) − OPT(column generation)|/OPT", agree, c.solver_agreement)
+        Check::at_most("opt-primal-dual-opt-column-generation", "W_*: |OPT(primal–dual) − OPT(column generation)|/OPT", agree, c.solver_agreement)
             .note(format!("two independent nuclear-norm solvers (SVT iteration; clarabel LPs over rank-one atoms); worst: {at}")),
     );
     let mut diag = (0.0f64, String::from("-"));
@@ -302,6 +304,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
     }
     rep.check(
         Check::at_most(
+            "l1-primal-dual-vs-lp-opt1",
             "ℓ1: primal–dual vs LP (OPT₁ rel., β where unique)",
             diag.0,
             c.diagonal_tol,
@@ -318,12 +321,23 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
         let widest = stats::max(r.iter());
         let name = format!("{}: widest ℓ1 solution range", s.label);
         rep.check(if want {
-            Check::at_most(&name, widest, c.unique_range).note("§5.1: unique LP solution")
+            Check::at_most(
+                &format!("widest-l1-range.{}", s.label),
+                &name,
+                widest,
+                c.unique_range,
+            )
+            .note("§5.1: unique LP solution")
         } else {
             // toy-2(1.0): the solution set is the segment [(0,1,0,0), (½,0,½,0)], β₂ ∈ [0, 1]
-            Check::close(&name, widest, 1.0, 1e-6).note(
-                "§5.1: degenerate LP, solution segment [(0,1,0,0), (½,0,½,0)] (β₂ spans [0, 1])",
+            Check::close(
+                &format!("widest-l1-range.{}", s.label),
+                &name,
+                widest,
+                1.0,
+                1e-6,
             )
+            .note("§5.1: degenerate LP, solution segment [(0,1,0,0), (½,0,½,0)] (β₂ spans [0, 1])")
         });
     }
 }

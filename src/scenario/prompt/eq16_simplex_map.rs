@@ -278,6 +278,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "simplex-invariance-tz",
             "simplex invariance: max |𝟙ᵀz_k − 1|",
             simplex_drift,
             c.simplex_tol,
@@ -289,6 +290,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "eq-16-remainder-order-eta-eta",
             "eq. 16 remainder order: max |‖r(η)‖/‖r(η/2)‖ / 4 − 1|",
             ratio_dev(&|t| &t.remainder, 4.0),
             c.order_rel_tol,
@@ -297,6 +299,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "eq-16-remainder-vs-crude-bound",
             "eq. 16 remainder vs crude bound (η²/2N²)·2n^{3/2}‖J∇ℓ̃‖²: max ratio",
             stats::max(
                 trials
@@ -311,7 +314,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("literal_c_t_min_deviation", literal);
     rep.check(
         Check::at_most(
-            "r(η)/η² → D²φ(w)[h,h]/(2N²): rel. deviation at the smallest η",
+            "eta-eta2-d2phi-2n2-rel-deviation", "r(η)/η² → D²φ(w)[h,h]/(2N²): rel. deviation at the smallest η",
             stats::max(trials.iter().map(|t| t.leading_term_error)),
             c.leading_term_tol,
         )
@@ -324,6 +327,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "gd-flow-first-order-err-eta",
             "GD → flow at first order: max |err(η)/err(η/2) / 2 − 1|",
             ratio_dev(&|t| &t.gd_error, 2.0),
             c.gd_order_rel_tol,

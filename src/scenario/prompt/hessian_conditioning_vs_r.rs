@@ -220,7 +220,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }));
     rep.check(
         Check::at_most(
-            "linear attention: κ(H_lin) identical across σ_p (max relative spread per trial)",
+            "linear-attention-kappa-lin-identical-across", "linear attention: κ(H_lin) identical across σ_p (max relative spread per trial)",
             spread,
             c.linear_rel_tol,
         )
@@ -236,6 +236,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (lo, hi) = (at(p.growth_sigma_lo), at(p.growth_sigma_hi));
     rep.check(
         Check::at_least(
+            "kappa-growth-seed-mean-log10-kappa",
             "κ_p growth: seed-mean log10 κ(∇²_pp L) at σ_hi minus at σ_lo",
             hi.kappa_p - lo.kappa_p,
             c.kappa_p_growth_min,
@@ -262,6 +263,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let fit = line_fit(&x, &y);
     rep.check(
         Check::within(
+            "per-sample-slope-median-log10-kappa",
             "per-sample: slope of median log10 κ(J(z_i)|_T) vs log10 R",
             fit.slope,
             c.jacobian_slope_lo,

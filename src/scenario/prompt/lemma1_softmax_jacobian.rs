@@ -289,6 +289,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let note = |what: &str| format!("{what}; worst of {count} instances (eigvalsh)");
     rep.check(
         Check::at_most(
+            "claim-jt",
             "claim 1: max |J − Jᵀ|",
             over(&|m| m.dense.asymmetry),
             c.symmetry_tol,
@@ -297,6 +298,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "claim-psd-lambda",
             "claim 1: PSD, max(0, −λ_min)",
             over(&|m| m.dense.negativity),
             c.psd_tol,
@@ -305,6 +307,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "claim-inf",
             "claim 2: ‖J𝟙‖_∞",
             over(&|m| m.dense.kernel_residual),
             c.kernel_tol,
@@ -313,6 +316,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "claim-interlacing-lambda-outside",
             "claim 3 + interlacing: λ_{k+1} outside [z̃_k, z̃_{k+1}]",
             over(&|m| m.dense.interlacing_violation),
             c.interlacing_tol,
@@ -324,6 +328,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "lambda",
             "λ_n ≤ ½",
             over(&|m| m.dense.lambda_max),
             0.5 + c.interlacing_tol,
@@ -335,6 +340,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "tr-sigmalambda-tr",
             "tr J = 1 − ‖z‖²: |Σλ − tr|",
             over(&|m| m.dense.trace_error),
             c.trace_tol,
@@ -345,6 +351,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if two > 0 {
         rep.check(
             Check::at_most(
+                "lambda2-2z1z2",
                 "n = 2: |λ₂ − 2z₁z₂|",
                 stats::max(all.iter().filter_map(|m| m.dense.two_token_error)),
                 c.two_token_tol,
@@ -360,6 +367,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let chain_failures = all.iter().filter(|m| !m.secular.strict_chain).count();
     rep.check(
         Check::at_most(
+            "eq-exactly-secular-eigenvalues-instances-violating",
             "eq. (8) exactly, secular eigenvalues: instances violating the chain",
             chain_failures as f64,
             0.0,
@@ -372,6 +380,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "secular-vs-eigvalsh-deltalambda",
             "secular vs eigvalsh: max |Δλ|",
             over(&|m| m.secular_vs_dense),
             c.secular_vs_dense_tol,
@@ -383,6 +392,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let closed = closed_form_error(p)?;
     rep.check(
         Check::at_most(
+            "secular-eigenvalues-vs-closed-forms-rel",
             "secular eigenvalues vs closed forms: max rel. error",
             closed,
             c.secular_rel_tol,
@@ -395,6 +405,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "eq-ij-dphi-fd-phi-ij",
             "eq. 7: max_ij |Dφ_fd − J(φ(w))|_ij / z_i",
             over(&|m| m.eq7),
             c.eq7_rel_tol,

@@ -195,6 +195,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "pl-derived-constant-mnsigma2-mnsigma2",
             "PL with the derived constant mNσ²_min: min ½‖∇L‖²/(mNσ²_min(L − L*))",
             min_ratio / n,
             1.0 - c.pl_rel_tol,
@@ -203,6 +204,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
+            "pl-paper-constant-2msigma2-2msigma2",
             "PL with the paper's constant 2mσ²_min: min ½‖∇L‖²/(2mσ²_min(L − L*))",
             min_ratio / 2.0,
             1.0 - c.pl_rel_tol,
@@ -217,7 +219,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let tight = "tightness: residual only on the smallest row of F ⇒ ½‖∇L‖²/(mNσ²_min·L) = 1";
     if_a2(&mut rep, user_a2, tight, |rep| {
         rep.check(
-            Check::close(tight, tight_ratio, 1.0, c.tight_rel_tol).note(format!(
+            Check::close("tightness", tight, tight_ratio, 1.0, c.tight_rel_tol).note(format!(
                 "labels from p_T = p + K_kᵀ({}, 0, …), k = {k} (the smallest (1/N)‖J(z_k)a_k‖): \
                  mNσ²_min is the best constant",
                 p.tight_shift
@@ -227,7 +229,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let closed = "A2 closed form: max |(1/N)min_i‖J(z_i)a_i‖ / σ_min(F) − 1|";
     if_a2(&mut rep, user_a2, closed, |rep| {
         rep.check(
-            Check::at_most(closed, closed_err, c.closed_form_rel_tol)
+            Check::at_most("a2-closed-form", closed, closed_err, c.closed_form_rel_tol)
                 .note("rows of F are orthogonal under A2 (spec §2.2); σ_min(F) from the SVD"),
         )
     });

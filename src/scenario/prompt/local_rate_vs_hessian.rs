@@ -268,6 +268,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     rep.check(
         Check::at_most(
+            "gd-tail-vs-linearization-fitted-slope",
             "GD tail vs the linearization at p_T: |fitted slope of ln L / predicted − 1|",
             window_err,
             c.slope_rel_tol,
@@ -287,6 +288,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "gd-tail-vs-slowest-mode-fitted",
             "GD tail vs the slowest mode: |fitted slope / 2 ln max|1 − ηλ(∇²L(p_T))| − 1|",
             slope_err,
             c.slope_rel_tol,
@@ -305,6 +307,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "gd-recovers-teacher-final",
             "GD recovers the teacher: max ‖p_final − p_T‖",
             stats::max(runs.iter().map(|r| r.distance)),
             c.recovery_tol,

@@ -189,6 +189,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "l0-alpha2-converges-l0-theta-alpha2",
             "L₀/α² converges (L₀ = Θ(α²) with fixed labels): relative change over the last α step",
             loss_change,
             c.scaling_rel_tol,
@@ -213,7 +214,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_most(
-                &format!("{}: margin/α converges (relative change over the last α step)", reading.name()),
+                &format!("margin-alpha-converges-relative-change-over.{}", reading.name()), &format!("{}: margin/α converges (relative change over the last α step)", reading.name()),
                 conv,
                 c.scaling_rel_tol,
             )
@@ -233,14 +234,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         if_a2(&mut rep, user_a2, &name, |rep| {
             rep.check(
-                Check::at_most(&name, positive as f64, c.max_positive as f64)
-                    .note(format!(
-                        "labels {:?}; α ∈ {:?}; the margin scales like α with limit {limit:.4}·α",
-                        p.labels, p.alphas
-                    ))
-                    .paper_claim(
-                        "Proposition 1: there is A such that α > A ⇒ σ_min(F(p₀)) > γ + √(μ/2m)",
-                    ),
+                Check::at_most(
+                    &format!("positive-margins.{}", reading.name()),
+                    &name,
+                    positive as f64,
+                    c.max_positive as f64,
+                )
+                .note(format!(
+                    "labels {:?}; α ∈ {:?}; the margin scales like α with limit {limit:.4}·α",
+                    p.labels, p.alphas
+                ))
+                .paper_claim(
+                    "Proposition 1: there is A such that α > A ⇒ σ_min(F(p₀)) > γ + √(μ/2m)",
+                ),
             )
         });
     }

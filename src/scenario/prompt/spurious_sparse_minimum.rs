@@ -144,6 +144,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "stationary-after-newton-polish",
             "stationary: ‖∇L‖ after the Newton polish",
             point.grad_norm,
             c.grad_max,
@@ -157,7 +158,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_least(
-            "strict local minimum: λ_min/λ_max of ∇²L",
+            "strict-local-minimum-lambda-lambda-2l", "strict local minimum: λ_min/λ_max of ∇²L",
             lmin / lmax,
             c.min_eig_rel,
         )
@@ -178,17 +179,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                       some draws only; others escape toward the boundary (see the scenario header)"),
     );
     rep.check(
-        Check::at_least("spurious: loss at the minimum", point.loss, c.loss_min).note(format!(
+        Check::at_least(
+            "spurious-loss-minimum",
+            "spurious: loss at the minimum",
+            point.loss,
+            c.loss_min,
+        )
+        .note(format!(
             "global minimum 0 (realizable teacher); ‖θ* − θ_T‖ = {:.3}; [proto] 1.360409",
             norm(&dist_teacher)
         )),
     );
     rep.check(
-        Check::at_most("teacher loss", teacher_loss, c.teacher_loss_max)
-            .note("the labels are the teacher's outputs: L(p_T, v_T) = 0 up to rounding"),
+        Check::at_most(
+            "teacher-loss",
+            "teacher loss",
+            teacher_loss,
+            c.teacher_loss_max,
+        )
+        .note("the labels are the teacher's outputs: L(p_T, v_T) = 0 up to rounding"),
     );
     rep.check(
         Check::at_least(
+            "sparse-geometric-mean-log10-minimum",
             "sparse: geometric-mean log10 R at the minimum",
             stats.log10_geometric_mean,
             c.log10_r_min,
@@ -205,6 +218,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "flow-stalled-theta-end-theta-theta",
             "the flow stalled at it: ‖θ(t_end) − θ*‖/‖θ*‖",
             flow_end_rel,
             c.flow_end_rel_max,

@@ -284,6 +284,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (s_exp, n_exp) = slope(&points, "tsit45");
     rep.check(
         Check::at_least(
+            "explicit-tsit45-log-log-slope-rhs",
             "explicit Tsit45: log–log slope of RHS evaluations vs κ",
             s_exp,
             c.explicit_slope_min,
@@ -297,20 +298,24 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let (s_gd, n_gd) = slope(&points, "gd");
     rep.check(
-        Check::at_least("GD: log–log slope of iterations vs κ", s_gd, c.gd_slope_min).note(
-            format!(
-                "η = {}/λ_max(∇²L(p_T)); theory 1 (ln(1/tol)/(ηλ_min) iterations); {n_gd} points; \
+        Check::at_least(
+            "gd-log-log-slope-iterations-vs",
+            "GD: log–log slope of iterations vs κ",
+            s_gd,
+            c.gd_slope_min,
+        )
+        .note(format!(
+            "η = {}/λ_max(∇²L(p_T)); theory 1 (ln(1/tol)/(ηλ_min) iterations); {n_gd} points; \
              iterations: {}",
-                p.gd_step_factor,
-                costs_of("gd")
-            ),
-        ),
+            p.gd_step_factor,
+            costs_of("gd")
+        )),
     );
     for m in &p.implicit {
         let (s_imp, n_imp) = slope(&points, m.name());
         rep.check(
             Check::at_most(
-                &format!(
+                &format!("implicit-log-log-slope-rhs-hvp.{}", m.name()), &format!(
                     "implicit {}: log–log slope of RHS + HVP evaluations vs κ",
                     m.name()
                 ),
@@ -326,6 +331,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_least(
+                &format!("explicit-vs-implicit-tsit45-slope-minus.{}", m.name()),
                 &format!(
                     "explicit vs implicit {}: Tsit45 slope minus implicit slope",
                     m.name()
@@ -345,6 +351,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }));
     rep.check(
         Check::at_most(
+            "solver-reaches-tol-final-tol",
             "every solver reaches L < tol: max final L / tol",
             reached,
             c.reached_max,

@@ -336,6 +336,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "implicit-rhs-evaluations-largest-kappa-smallest",
             "implicit: rhs evaluations at the largest κ / at the smallest (max over methods)",
             growth,
             c.implicit_growth_max,
@@ -344,6 +345,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "implicit-log-log-slope-rhs-evaluations",
             "implicit: log–log slope of rhs evaluations vs κ (max over methods)",
             implicit_slope,
             c.implicit_slope_max,
@@ -377,6 +379,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("tsit45_steps_slope", explicit_slope);
     rep.check(
         Check::within(
+            "explicit-tsit45-log-log-slope-steps",
             "explicit Tsit45: log–log slope of steps vs κ (uncapped, κ ≥ stiff_kappa)",
             explicit_slope,
             c.explicit_slope_lo,
@@ -398,6 +401,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("gd_iterations_slope", gd_slope);
     rep.check(
         Check::within(
+            "gd-eta-lambda-log-log-slope",
             "GD at η = 1.9/λ_max: log–log slope of iterations to tol vs κ",
             gd_slope,
             c.gd_slope_lo,
@@ -424,6 +428,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("min_tsit45_over_bdf_rhs", advantage);
     rep.check(
         Check::at_least(
+            "kappa-advantage-kappa-tsit45-rhs-evaluations",
             "κ ≥ advantage_kappa: Tsit45 rhs evaluations / BDF rhs evaluations (min)",
             advantage,
             c.advantage_min,
@@ -438,6 +443,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
     let capped = all.iter().filter(|w| w.capped).count();
     rep.check(
         Check::at_most(
+            "uncapped-integrations-inf",
             "uncapped integrations: max ‖u(T) − u*‖∞",
             final_error,
             c.final_error_max,

@@ -268,6 +268,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.check(
             Check::at_least(
                 &format!(
+                    "reading-mu-instances-where-hypothesis-holds.{}-{}",
+                    reading.name(),
+                    if reading == Reading::Literal {
+                        "c₁/L′"
+                    } else {
+                        "c₁L′"
+                    }
+                ),
+                &format!(
                     "{} reading (μ = {}): instances where the hypothesis holds",
                     reading.name(),
                     if reading == Reading::Literal {
@@ -292,6 +301,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut theorem = Report::default();
     theorem.check(
         Check::at_most(
+            "14-where-hypothesis-holds-etamu-l0",
             "(14) where the hypothesis holds: max_{t≥1} (L_t − L*)/((1 − ημ)^t(L₀ − L*))",
             worst_bound,
             1.0 + c.bound_rel_tol,
@@ -320,6 +330,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("max_dist_over_cp_sqrt_n", dist_fixed);
     theorem.check(
         Check::at_most(
+            "where-hypothesis-holds",
             "‖p_t‖ ≤ M_p where the hypothesis holds: max_t ‖p_t‖/M_p",
             worst_norm,
             1.0,
@@ -350,6 +361,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("min_rate_looseness", looseness);
     theorem.check(
         Check::at_most(
+            "measured-gd-factor-per-step-etamu",
             "measured GD factor per step / (1 − ημ), where the hypothesis holds (max)",
             rate_gap,
             1.0,
@@ -375,7 +387,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let closed = "σ_min(F(p₀)): max |SVD / ((1/N)min_i‖J(z_i)a_i‖) − 1|";
     if_a2(&mut rep, user_a2, closed, |rep| {
         rep.check(
-            Check::at_most(closed, closed_err, c.closed_form_rel_tol)
+            Check::at_most("a2-closed-form", closed, closed_err, c.closed_form_rel_tol)
                 .note("A2 closed form (spec §2.2)"),
         )
     });

@@ -226,16 +226,22 @@ fn given_point_checks(
     let name = format!("given point: κ at z* = ({}), {h_desc}", z_desc.join(", "));
     if n0 == 2 {
         rep.check(
-            Check::close(&name, r.kappa, 1.0, c.counterexample_tol)
-                .note(format!(
-                    "n = 2: T is 1-dimensional and κ = {:.15}; (18) would need κ ≥ {:.6}",
-                    r.kappa,
-                    r.paper_bound()
-                ))
-                .paper_claim(format!(
-                    "(18): κ ≥ (μ/L)(max z*/min z*)² = {:.4}",
-                    r.paper_bound()
-                )),
+            Check::close(
+                "given-point-kappa",
+                &name,
+                r.kappa,
+                1.0,
+                c.counterexample_tol,
+            )
+            .note(format!(
+                "n = 2: T is 1-dimensional and κ = {:.15}; (18) would need κ ≥ {:.6}",
+                r.kappa,
+                r.paper_bound()
+            ))
+            .paper_claim(format!(
+                "(18): κ ≥ (μ/L)(max z*/min z*)² = {:.4}",
+                r.paper_bound()
+            )),
         );
     } else {
         rep.skip(
@@ -250,7 +256,7 @@ fn given_point_checks(
     }
     rep.check(
         Check::at_most(
-            "given point: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
+            "given-point-corrected-bound-mu-rho2", "given point: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
             corrected_violation(&r),
             c.bound_rel_tol,
         )
@@ -325,7 +331,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let sweep_setting = format!("{source}; {} with κ ≤ {:e} count", valid.len(), p.kappa_max);
     rep.check(
         Check::at_most(
-            "sweep: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
+            "sweep-corrected-bound-mu-rho2-kappa", "sweep: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
             stats::max(valid.iter().map(|r| corrected_violation(r))),
             c.bound_rel_tol,
         )
@@ -333,6 +339,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "sweep-proof-actual-conclusion-kappa-kappa",
             "sweep: the proof's actual conclusion κ ≥ κ_{H|T}/ρ²: max rel. violation",
             stats::max(
                 valid
@@ -353,11 +360,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     if sweep_builtin {
         rep.check(
-            Check::at_least("sweep: instances violating (18)", violations as f64, 1.0)
-                .note(violation_count)
-                .paper_claim(
-                    "(18) κ ≥ (μ/L)·max(z*)²/min(z*)² holds at every interior stationary point",
-                ),
+            Check::at_least(
+                "sweep-instances-violating-18",
+                "sweep: instances violating (18)",
+                violations as f64,
+                1.0,
+            )
+            .note(violation_count)
+            .paper_claim(
+                "(18) κ ≥ (μ/L)·max(z*)²/min(z*)² holds at every interior stationary point",
+            ),
         );
     } else {
         rep.skip(
@@ -370,6 +382,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "sweep-kappa-eigvalsh-btjhjb-vs-svd",
             "sweep: κ by eigvalsh(BᵀJHJB) vs by the SVD of CᵀJB: max rel. difference",
             stats::max(valid.iter().map(|r| (r.kappa_eigh / r.kappa - 1.0).abs())),
             c.route_rel_tol,
@@ -449,6 +462,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if g_builtin {
         rep.check(
             Check::within(
+                "gaussian-slope",
                 slope_name,
                 fit.slope,
                 c.gaussian_slope[0],
@@ -474,6 +488,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            &format!("dominant-token-kappa-n2-n2.{:e}", p.tail_r_min),
             &format!(
                 "dominant token (H = I): max |κ − n²|/n² for R ≥ {:e}",
                 p.tail_r_min
@@ -496,6 +511,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     rep.check(
         Check::at_most(
+            "curves-kappa-fixed-corrected-bound-rel",
             "curves (H with κ_H fixed): corrected bound, max rel. violation",
             stats::max(curve_points().map(|q| corrected_violation(&q.report))),
             c.bound_rel_tol,

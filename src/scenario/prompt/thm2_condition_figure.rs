@@ -5,6 +5,7 @@
 use crate::analysis::fit::LogSlopeFit;
 use crate::models::prompt::simplex_linearization::ConditionReport;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::stats;
 
 use super::thm2_condition_bound::{CurvePoint, Params};
 
@@ -77,13 +78,8 @@ pub(super) fn figure(
 ) -> Figure {
     let bound: Vec<f64> = valid.iter().map(|r| r.paper_bound()).collect();
     let kappa: Vec<f64> = valid.iter().map(|r| r.kappa).collect();
-    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
-    let lo = bound
-        .iter()
-        .chain(&kappa)
-        .copied()
-        .fold(f64::INFINITY, f64::min);
-    let hi = bound.iter().chain(&kappa).copied().fold(0.0, f64::max);
+    let lo = stats::axis_min(f64::INFINITY, bound.iter().chain(&kappa));
+    let hi = stats::axis_max(0.0, bound.iter().chain(&kappa));
     let scatter = LinePanel::new(
         format!(
             "random sweep: (18) fails in {violations} of {} instances",

@@ -393,6 +393,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let unprojected = stats::min(cases.iter().filter(|k| k.c != 0.0).map(|k| k.unprojected));
     rep.check(
         Check::at_most(
+            "flow-dv-central-differences-vs-j2hp",
             "flow: DV(z*)P (central differences) vs −(1/N)J²HP",
             over(&|k| k.fd_flow),
             c.fd_rel_tol,
@@ -404,6 +405,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "flow-dv-exact-jvp-vs-j2h",
             "flow: DV(z*) (exact JVP) vs −(1/N)(J²H − c·Jz*𝟙ᵀ)",
             over(&|k| k.exact_flow),
             c.exact_rel_tol,
@@ -415,6 +417,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "logit-flow-jacobian-exact-jvp-vs",
             "logit flow: Jacobian on T (exact JVP) vs −(1/N)BᵀJHJB",
             over(&|k| k.logit),
             c.exact_rel_tol,
@@ -423,6 +426,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "gd-map-jacobian-central-differences-vs",
             "GD map: Jacobian on T (central differences) vs I − (η/N)J²H",
             stats::max(cases.iter().flat_map(|k| k.fd_map.iter().copied())),
             c.fd_rel_tol,
@@ -443,6 +447,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("log_rate_rel_error", log_rate_error);
     rep.check(
         Check::at_most(
+            "contraction-ratio-eta-lambda-j2h",
             "contraction: |ratio / max|1 − (η/N)λ(J²H)| − 1|",
             rate_error,
             c.rate_rel_tol,
@@ -459,6 +464,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "contraction-btzeta-xi-xi-bt-eta",
             "contraction: max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1|, ξ_t+1 = Bᵀ(I − (η/N)J²H)Bξ_t",
             stats::max(runs().map(|r| r.linear_dev)),
             c.linear_rel_tol,

@@ -331,6 +331,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
         rep.check(
             Check::at_most(
+                "floor-newton-point",
                 "floor: ‖∇L‖ at the Newton point",
                 found.grad_norm,
                 c.floor_grad_tol,
@@ -342,6 +343,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_least(
+                "floor-lambda-lambda-2l-there-local",
                 "floor: λ_min/λ_max of ∇²L there (a local minimum)",
                 eig_rel,
                 -c.floor_eig_tol,
@@ -355,6 +357,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_least(
+                "floor-floor-gd-stays-above",
                 "floor: min_k L_k / L_floor (GD stays above it)",
                 min_gd / l_floor,
                 1.0 - c.floor_below_tol,

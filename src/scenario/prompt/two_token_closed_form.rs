@@ -244,6 +244,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let rel_error = stats::max(runs.iter().map(|r| r.rel_error));
     rep.check(
         Check::at_most(
+            "solver-vs-implicit-closed-form-cf",
             "solver vs implicit closed form t(s): max |x − x_cf|/|x_cf|",
             rel_error,
             c.closed_form_rel_tol,
@@ -271,6 +272,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let rate_error = stats::max(rate_errors);
     rep.check(
         Check::at_most(
+            "tail-rate-lambda-fit",
             "tail rate: max |λ_fit / c(s*(1 − s*))² − 1|",
             rate_error,
             c.rate_rel_tol,
@@ -285,6 +287,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::within(
+            "rate-vs-least-squares-log-log",
             "rate vs R: least-squares log–log slope of λ_fit",
             slope,
             c.slope_lo,

@@ -321,6 +321,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     rep.check(
         Check::at_most(
+            "ass-non-optimal-score-spread-gamma",
             "Ass. 2: max non-optimal score spread / max|γ|",
             worst_spread,
             c.ass2_rel_tol,
@@ -329,6 +330,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "lemma-median-rho-orth-ex1-ratio",
             "Lemma 6: max_d median ρ_orth(ex1) ratio between consecutive d",
             ex1_stats.worst_ratio(),
             1.0,
@@ -338,6 +340,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (lo, hi) = stats::range(&scaled);
     rep.check(
         Check::at_least(
+            "lemma-median-rho-orth-ex1-sqrtd",
             "Lemma 6: min_d median ρ_orth(ex1)·√d",
             lo,
             c.rho_sqrt_d_range[0],
@@ -345,19 +348,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!("per d: {scaled:.3?}")),
     );
     rep.check(Check::at_most(
+        "lemma-6-d-median-rho-orth-ex1-sqrtd",
         "Lemma 6: max_d median ρ_orth(ex1)·√d",
         hi,
         c.rho_sqrt_d_range[1],
     ));
     let orth_worst = stats::max(orth_max.iter());
     rep.check(
-        Check::at_most("ex1-orth: max ρ_orth", orth_worst, c.orth_max_rho).note(format!(
+        Check::at_most(
+            "ex1-orth-rho-orth",
+            "ex1-orth: max ρ_orth",
+            orth_worst,
+            c.orth_max_rho,
+        )
+        .note(format!(
             "d ∈ {orth_d:?} (ex1-orth needs d ≥ nT + 1 = {})",
             ex1_n * ex1_t + 1
         )),
     );
     rep.check(
         Check::at_most(
+            "lemma-median-rho-orth-dm-ratio",
             "Lemma 9: max_d median ρ_orth(DM) ratio between consecutive d",
             dm_stats.worst_ratio(),
             1.0,
@@ -365,12 +376,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!("median ρ_orth(DM)·√d per d: {dm_scaled:.3?}")),
     );
     rep.check(
-        Check::at_most("W-SVM infeasible draws", infeasible as f64, 0.0).note(format!(
+        Check::at_most(
+            "svm-infeasible-draws",
+            "W-SVM infeasible draws",
+            infeasible as f64,
+            0.0,
+        )
+        .note(format!(
             "{instances} draws (Gram certificate or the dual QP)"
         )),
     );
     rep.check(
         Check::at_least(
+            &format!("cond-ii-opt-dm.{}", p.dims.last().unwrap()),
             &format!(
                 "Cond. 1(ii): min_i ‖x_opt‖²/max‖x_t‖², DM at d = {}",
                 p.dims.last().unwrap()

@@ -133,6 +133,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     rep.check(
         Check::at_most(
+            &format!("surrogate-sigmac-once.{}", p.margin_threshold),
             &format!(
                 "surrogate: max |(L−L*)/Σc_k e^(−⟨W,D_k⟩) − 1| once min_k⟨W,D_k⟩ ≥ {}",
                 p.margin_threshold
@@ -164,6 +165,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     rep.check(
         Check::at_most(
+            &format!("vs-predicted-relative-difference.{}", p.norm_threshold),
             &format!(
                 "‖W_⊥‖² vs predicted ‖w̃_⊥‖²: max relative difference at ‖W‖ ≥ {}",
                 p.norm_threshold
@@ -180,6 +182,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "conserved-w0-projection-off-span",
             "conserved: max_k |‖P_⊥W_k‖ − ‖P_⊥W₀‖|/‖W_k‖ (P_⊥ = projection off span{D_k})",
             drift,
             c.conservation_tol,

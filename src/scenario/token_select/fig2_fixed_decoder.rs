@@ -14,6 +14,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
@@ -170,6 +171,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let ratio = find(a).misalignment_end / find(b).misalignment_end;
         rep.check(
             Check::at_most(
+                &format!("fig-corr-corr.{a}-{b}"),
                 &format!("Fig. 2: (1 − corr)[{a}] / (1 − corr)[{b}] at k = K"),
                 ratio,
                 1.0,
@@ -185,6 +187,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let gap = (find(a).log_excess.1 - find(b).log_excess.1) / std::f64::consts::LN_10;
         rep.check(
             Check::at_most(
+                &format!("fig-log10-log10.{a}-{b}"),
                 &format!("Fig. 1/2: log₁₀ (L − L*)[{a}] − log₁₀ (L − L*)[{b}] at k = K"),
                 gap,
                 0.0,
@@ -201,6 +204,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for (label, cv) in &all {
         rep.check(
             Check::at_most(
+                &format!("ln-excess-loss-decreases.{label}"),
                 &format!("[{label}] ln(L − L*) at K − at 0 (excess loss decreases)"),
                 cv.log_excess.1 - cv.log_excess.0,
                 0.0,
@@ -212,6 +216,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         rep.check(
             Check::at_most(
+                &format!("loss.{label}"),
                 &format!("[{label}] L(W_K)/L* − 1 (loss → L* > 0)"),
                 (cv.log_loss_end - log_star).exp_m1(),
                 c.loss_star_rel_tol,
@@ -219,6 +224,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .note(format!("L* = {:.6}", log_star.exp())),
         );
         rep.check(Check::at_most(
+            &format!("iterates-nan-or-infinite-quantity.{label}"),
             &format!("[{label}] iterates with a NaN or infinite quantity"),
             cv.non_finite as f64,
             0.0,
@@ -236,11 +242,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn figure(p: &Params, setup: &Setup, init_label: &str, all: &[(String, Curves)]) -> Figure {
-    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
-    let top = all
-        .iter()
-        .flat_map(|(_, cv)| cv.log10_excess.iter().copied())
-        .fold(f64::NEG_INFINITY, f64::max);
+    let top = stats::axis_max(
+        f64::NEG_INFINITY,
+        all.iter().flat_map(|(_, cv)| cv.log10_excess.iter()),
+    );
     let mut loss = LinePanel::new("Train loss", "iteration k", "log₁₀(L − L*)")
         .legend(LegendPosition::LowerLeft)
         .y_range(p.loss_axis_floor, top + 0.05 * (top - p.loss_axis_floor));

@@ -222,6 +222,7 @@ impl Setup {
         let a = &self.assumptions;
         rep.check(
             Check::at_most(
+                "ass-spread-non-optimal-scores-gamma",
                 "Ass. 2: spread of non-optimal scores / max|γ|",
                 a.nonopt_score_spread / a.score_scale,
                 1e-12,
@@ -229,8 +230,13 @@ impl Setup {
             .note("the Lemma 4 / Thm 7 forms of ∇L need equal non-optimal scores"),
         );
         rep.check(
-            Check::at_most("W-SVM KKT max residual", self.svm.kkt.max(), 1e-8)
-                .note("Γ, W̄_mm and every alignment are measured against this certificate"),
+            Check::at_most(
+                "svm-kkt-residual",
+                "W-SVM KKT max residual",
+                self.svm.kkt.max(),
+                1e-8,
+            )
+            .note("Γ, W̄_mm and every alignment are measured against this certificate"),
         );
     }
 }

@@ -318,6 +318,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let ratio = errors[0].0 / errors[1].0 / eta_ratio;
         rep.check(
             Check::within(
+                &format!("ngd-corr-error-ratio-eta-ratio.{s}"),
                 &format!("s = {s}: NGD corr error ratio ÷ η ratio"),
                 ratio,
                 c.eta_ratio_band[0],
@@ -350,6 +351,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "corr-gf-corr-ngf-corr-pf",
             "max_s |corr_GF − corr_NGF|, |corr_PF − corr_NGF| at the checkpoints",
             flow_gap,
             c.corr_agreement,
@@ -358,6 +360,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
+            "relative-gap-clocks-gf-tau-vs",
             "max_s relative gap of the clocks (GF τ vs NGF ψ, PF t vs NGF t_PF)",
             clock_gap,
             c.clock_tol,
@@ -369,17 +372,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let increasing = psi.windows(2).all(|w| w[1] > w[0]);
     rep.check(Check::holds(
+        "ln-strictly-increasing-grid",
         "ln(1 + t(s)) strictly increasing on the grid",
         increasing,
     ));
     let t_end = psi_end.exp_m1();
     let gf_time = "GF time t(s_end)";
     match p.data_file {
-        None => {
-            rep.check(Check::at_least(gf_time, t_end, c.min_gf_time).note(
+        None => rep.check(
+            Check::at_least("gf-time", gf_time, t_end, c.min_gf_time).note(
                 "t(s) = ∫ ds/‖∇L‖ grows like e^{Γs} (spec §2.3; prototype 1.06e10 at s = 20)",
-            ))
-        }
+            ),
+        ),
         Some(_) => rep.skip(
             gf_time,
             format!(
@@ -399,6 +403,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .slope;
     rep.check(
         Check::close(
+            "slope-ln-gf-over-end-end",
             "slope of ln t_GF(s) over s ∈ [s_end/2, s_end], ÷ Γ",
             slope / gamma,
             1.0,

@@ -242,6 +242,7 @@ fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut 
             .count();
     rep.check(
         Check::at_most(
+            &format!("increases-corr-between-checkpoints.{label}-{}", p.burn_in),
             &format!(
                 "[{label}] increases of 1 − corr between checkpoints, t ≥ {}",
                 p.burn_in
@@ -267,6 +268,7 @@ fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut 
     let at_end = scaled.last().map_or(f64::NAN, |&(_, v)| v);
     rep.check(
         Check::at_most(
+            &format!("thm-rate-corr-ln2t-gamma2.{label}-{a}"),
             &format!("[{label}] Thm 6 rate: max_t (1−corr)·ln²t / (Γ²‖w̃_⊥‖²/2), t ≥ {a}"),
             hi / limit,
             1.0,
@@ -286,6 +288,7 @@ fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut 
     );
     rep.check(
         Check::at_least(
+            &format!("eq-gd-slow-corr-ln2t-floor.{label}-{a}"),
             &format!("[{label}] Eq. 3 (GD is slow): min_t (1−corr)·ln²t / floor, t ≥ {a}"),
             lo / floor,
             1.0,
@@ -305,6 +308,7 @@ fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut 
     let (lo, hi) = stats::range(&offsets);
     rep.check(
         Check::at_most(
+            &format!("ln-gamma-variation.{label}-{from:.3e}-{t_end:.3e}"),
             &format!("[{label}] ‖W‖ − (ln t)/Γ: variation on [{from:.3e}, {t_end:.3e}]"),
             hi - lo,
             c.offset_variation_max,

@@ -415,6 +415,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let slack = c.rel_slack;
     rep.check(
         Check::at_most(
+            "lemma-starts-w0-w0-b2",
             "Lemma 2: max_{starts} max|s_{i,t}(W₀)| / (‖W₀‖B²)",
             stats::max(sweeps.iter().map(|s| s.logit_ratio)),
             1.0 + slack,
@@ -422,6 +423,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!("{starts} starts (scales × directions × instances)")),
     );
     rep.check(Check::at_least(
+        "lemma-starts-phi-opt-w0-w0",
         "Lemma 2: min_{starts} min_i φ_{i,opt}(W₀) / (e^{−2‖W₀‖B²}/T)",
         stats::min(sweeps.iter().map(|s| s.phi_ratio)),
         1.0 - slack,
@@ -441,6 +443,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .count();
     rep.check(
         Check::at_most(
+            "lemma-gaussian-w0-fraction",
             "Lemma 2 (Gaussian W₀): fraction with max|s| > c",
             failures as f64 / p.gaussian_trials as f64,
             p.lemma2_delta,
@@ -453,6 +456,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let floor = 1.0 / (1.0 + (2.0 * p.eta * b2).exp());
     rep.check(
         Check::at_most(
+            "lemma-violating-runs-w0-b2",
             "Lemma 3: violating runs with ‖W₀‖B² ≤ c_max",
             sweeps.iter().map(|s| s.violations).sum::<usize>() as f64,
             0.0,

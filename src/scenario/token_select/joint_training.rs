@@ -263,6 +263,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for pair in ordered.windows(2).filter(|_| !user_data) {
         rep.check(
             Check::at_most(
+                &format!("corr-mm.{}-{}", pair[0].label, pair[1].label),
                 &format!("1 − corr(W_K, W_mm): {} ÷ {}", pair[0].label, pair[1].label),
                 pair[0].mis_w[k_end] / pair[1].mis_w[k_end],
                 1.0,
@@ -338,6 +339,7 @@ fn lemma_checks(
     let loss_ratio_limit = limits.loss_ratio;
     let k_end = p.iterations;
     let name = |what: &str| format!("{}: {what}", r.label);
+    let id = |what: &str| format!("{what}.{}", r.label);
     let cond1 = |rep: &mut Report, check: Check| match zero_start {
         true => rep.check(check),
         false => rep.skip(
@@ -347,6 +349,7 @@ fn lemma_checks(
     };
     rep.check(
         Check::at_most(
+            &id("lem-10-u-growth"),
             &name("Lem. 10 max_k ‖u_k‖/(ηk)"),
             r.u_bound_ratio,
             1.0 + c.norm_slack,
@@ -355,6 +358,7 @@ fn lemma_checks(
     );
     rep.check(
         Check::at_most(
+            &id("lem-10-w-growth"),
             &name("Lem. 10 max_k ‖W_k‖/(ηΣ_{s<k}(s+1)^{−α})"),
             r.w_bound_ratio,
             1.0 + c.norm_slack,
@@ -369,6 +373,7 @@ fn lemma_checks(
     cond1(
         rep,
         Check::at_least(
+            &id("lem-11-ii-score-gap"),
             &name("Lem. 11(ii) min_{k≥1,i} (γ_{i,opt} − γ_{i,τ})(u_k)"),
             min_gap,
             f64::MIN_POSITIVE,
@@ -378,6 +383,7 @@ fn lemma_checks(
     cond1(
         rep,
         Check::at_most(
+            &id("lem-11-ii-gap-shrank"),
             &name("Lem. 11(ii) steps k ≥ 1 at which a score gap shrank"),
             r.gap_decreases as f64,
             0.0,
@@ -387,6 +393,7 @@ fn lemma_checks(
     cond1(
         rep,
         Check::at_most(
+            &id("lem-11-iii-phi-decreased"),
             &name("Lem. 11(iii) steps at which some φ_{i,opt} decreased"),
             r.phi_decreases as f64,
             0.0,
@@ -397,6 +404,7 @@ fn lemma_checks(
     cond1(
         rep,
         Check::at_least(
+            &id("lem-11-iii-phi-opt"),
             &name("Lem. 11(iii) min_{k,i} φ_{i,opt}·T"),
             min_phi * t_tok as f64,
             1.0 - 1e-12,
@@ -406,6 +414,7 @@ fn lemma_checks(
     cond1(
         rep,
         Check::at_most(
+            &id("lem-11-i-loss-ratio"),
             &name("Lem. 11(i) max_k loss ratio max_i ℓ_i/min_j ℓ_j"),
             max_ratio,
             c.max_loss_ratio,
@@ -418,6 +427,7 @@ fn lemma_checks(
     );
     rep.check(
         Check::close(
+            &id("lem-11-i-loss-ratio-limit"),
             &name("Lem. 11(i) loss ratio at K ÷ α_max/α_min (u-SVM duals)"),
             r.log_loss_ratio[k_end].exp() / loss_ratio_limit,
             1.0,
@@ -442,6 +452,7 @@ fn lemma_checks(
     cond1(
         rep,
         Check::at_least(
+            &id("thm-2-loss-rate"),
             &name(&format!("Thm 2 min_{{k≥{w0}}} −ln L_k/(c k^{beta:.3})")),
             worst,
             c.loss_rate_fit_factor,
@@ -460,6 +471,7 @@ fn lemma_checks(
     .slope;
     rep.check(
         Check::close(
+            &id("loss-slope"),
             &name("slope of ln L_k on [K/2, K] ÷ (−η/‖u_mm‖)"),
             -slope * limits.u_mm_norm / p.ngd_eta,
             1.0,
@@ -476,6 +488,7 @@ fn lemma_checks(
     cond1(
         rep,
         Check::at_least(
+            &id("thm-4-margin"),
             &name(&format!("Thm 4 min_{{k≥{from}}} ‖u_mm‖·margin(u_k)")),
             min_ratio,
             c.min_margin_ratio,
@@ -490,6 +503,7 @@ fn lemma_checks(
     cond1(
         rep,
         Check::at_most(
+            &id("thm-4-margin-fell"),
             &name("Thm 4 doubling windows where the mean margin ratio fell"),
             drops as f64,
             0.0,

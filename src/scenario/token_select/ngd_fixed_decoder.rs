@@ -310,6 +310,7 @@ fn run_checks(
     let scale = p.steps as f64 * eta;
     rep.check(
         Check::at_least(
+            &format!("lemma-phi-opt-phi-opt-w0.{label}"),
             &format!("[{label}] Lemma 3: min φ_opt / min(φ_opt(W₀), 1/(1+e^{{2ηB²}}))"),
             a.lemma3_ratio,
             1.0 - slack,
@@ -318,6 +319,7 @@ fn run_checks(
     );
     rep.check(
         Check::at_most(
+            &format!("lemma-decreases-phi-opt-while-phi.{label}"),
             &format!("[{label}] Lemma 3: decreases of φ_opt while φ_opt < ½"),
             a.lemma3_violations as f64,
             0.0,
@@ -329,6 +331,7 @@ fn run_checks(
     );
     rep.check(
         Check::at_least(
+            &format!("lemma-ln-mm-ln.{label}"),
             &format!("[{label}] Lemma 4: min_k ln⟨−∇L, W_mm⟩ − ln P(W)"),
             a.lemma4_lower,
             -slack,
@@ -337,6 +340,7 @@ fn run_checks(
     );
     rep.check(
         Check::at_most(
+            &format!("lemma-ln-ln-2b2p.{label}"),
             &format!("[{label}] Lemma 4: max_k ln‖∇L‖ − ln(2B²P(W))"),
             a.lemma4_upper,
             slack,
@@ -345,6 +349,7 @@ fn run_checks(
     );
     rep.check(
         Check::at_least(
+            &format!("lemma-rho-mm.{label}"),
             &format!("[{label}] Lemma 4: min_k ρ(W_k) = ⟨−∇L, W̄_mm⟩/‖∇L‖"),
             a.rho_min,
             gamma / (2.0 * b2),
@@ -353,6 +358,7 @@ fn run_checks(
     );
     rep.check(
         Check::at_least(
+            &format!("lemma-mm-w0-mm-etagammak-2b2.{label}"),
             &format!("[{label}] Lemma 5: min_k ⟨W_k,W̄_mm⟩ − (⟨W₀,W̄_mm⟩ + ηΓk/(2B²))"),
             a.lemma5_lower,
             -slack * scale,
@@ -361,6 +367,7 @@ fn run_checks(
     );
     rep.check(
         Check::at_most(
+            &format!("lemma-w0-etak.{label}"),
             &format!("[{label}] Lemma 5: max_k ‖W_k‖ − (‖W₀‖ + ηk)"),
             a.lemma5_upper,
             slack * scale,
@@ -370,6 +377,7 @@ fn run_checks(
     for sk in &a.skeletons {
         rep.check(
             Check::at_most(
+                &format!("thm-certified-skeleton-k0-corr-bound.{label}-{}", sk.start),
                 &format!(
                     "[{label}] Thm 1/5 certified skeleton from k₀ = {}: max_k (1−corr)/bound",
                     sk.start
@@ -403,6 +411,7 @@ fn run_checks(
     );
     rep.check(
         Check::at_most(
+            &format!("thm-rate-corr-floor.{label}-{}", p.envelope_start),
             &format!(
                 "[{label}] Thm 1 rate: max_k (1−corr) / max(C k^(−1/2), floor), k ≥ {}",
                 p.envelope_start
@@ -421,6 +430,7 @@ fn run_checks(
     let eps_tail = a.eps[a.eps.len() - tail..].iter().sum::<f64>() / tail as f64;
     rep.check(
         Check::at_most(
+            &format!("lemma-mean-eps-over-last-iterations.{label}-{tail}"),
             &format!("[{label}] Lemma 7: mean ε̂ over the last {tail} iterations"),
             eps_tail,
             c.eps_tail_max,
@@ -429,6 +439,7 @@ fn run_checks(
     );
     let at_global = a.corr_at.first().map_or(f64::NAN, |&(_, v)| v);
     rep.check(Check::at_most(
+        &format!("global-corr.{label}-{}", p.global_k),
         &format!("[{label}] global: 1 − corr at k = {}", p.global_k),
         at_global,
         c.global_max,

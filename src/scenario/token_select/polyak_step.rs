@@ -221,6 +221,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
     rep.check(
         Check::at_least(
+            &format!("thm-sandwich-lower-ln-mm-ln.{label}"),
             &format!("[{label}] Thm 7 sandwich (lower): min_k ln⟨−∇L,W̄_mm⟩ − ln(Γφ_min(L−L*))"),
             acc.lower,
             -c.rel_slack,
@@ -229,6 +230,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
     );
     rep.check(
         Check::at_most(
+            &format!("thm-sandwich-upper-ln-ln-2b2.{label}"),
             &format!("[{label}] Thm 7 sandwich (upper): max_k ln‖∇L‖ − ln(2B²(1+Δ̄)(L−L*))"),
             acc.upper,
             c.rel_slack,
@@ -241,6 +243,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
     if cap.is_infinite() {
         rep.check(
             Check::at_least(
+                &format!("lemma-eta-eff-2b2-delta-mm.{label}"),
                 &format!("[{label}] Lemma 5 (η_eff ≥ 1/(2B²(1+Δ̄))): min_k ⟨W_k,W̄_mm⟩ − lower_k"),
                 acc.lemma5_lower,
                 0.0,
@@ -249,6 +252,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
         );
         rep.check(
             Check::at_most(
+                &format!("lemma-eta-eff-gammaphi-upper.{label}"),
                 &format!("[{label}] Lemma 5 (η_eff ≤ 1/(Γφ_min)): max_k ‖W_k‖ − upper_k"),
                 acc.lemma5_upper,
                 0.0,
@@ -258,6 +262,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
     } else {
         rep.check(
             Check::holds(
+                &format!("cap-binds-sw-exists.{label}"),
                 &format!("[{label}] the cap binds (k_sw exists)"),
                 acc.k_switch.is_some(),
             )
@@ -266,6 +271,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
         let k_cert = acc.last_above_level.map_or(0, |k| k + 1);
         rep.check(
             Check::at_most(
+                &format!("uncapped-steps-2b2-delta-cap.{label}"),
                 &format!("[{label}] uncapped steps with ‖∇L‖ ≤ 1/(2B²(1+Δ̄)·cap)"),
                 acc.uncapped_below_level as f64,
                 0.0,
@@ -282,6 +288,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
             .collect();
         rep.check(
             Check::at_most(
+                &format!("uncapped-steps-after-cert-ps-gd.{label}"),
                 &format!("[{label}] uncapped steps after k_cert (PS = GD(cap) from k_cert)"),
                 acc.uncapped_after
                     .iter()
@@ -325,11 +332,10 @@ fn figure(
     .legend(LegendPosition::UpperRight)
     .hline(RefLine::new(eta_eff_floor, "1/(2B²(1+Δ̄))"));
     let top_cap = stats::max_with(1.0, runs.iter().map(|r| r.1).filter(|c| c.is_finite())).log10();
-    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
-    let bottom = runs
-        .iter()
-        .flat_map(|r| r.2.log10_step.iter().copied())
-        .fold(f64::INFINITY, f64::min);
+    let bottom = stats::axis_min(
+        f64::INFINITY,
+        runs.iter().flat_map(|r| r.2.log10_step.iter()),
+    );
     let mut steps = LinePanel::new(
         "Step size",
         "iteration k",

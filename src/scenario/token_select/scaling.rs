@@ -262,6 +262,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.derive(&format!("{name}_work_exponent"), count_fit.slope);
         rep.check(
             Check::within(
+                &format!("exponent-per-tau-model.{name}-{counted}-{count_model}"),
                 &format!("{name}: exponent of {counted} per τ in P (model {count_model})"),
                 count_fit.slope,
                 band[0],

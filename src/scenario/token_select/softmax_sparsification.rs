@@ -124,7 +124,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.series = table;
     rep.check(
         Check::at_most(
-            "Lemma 1/8 certified bound: max_{k,i} ln(1−φ_{i,opt}) − ln((T−1)e^{−‖W‖(Γ−2√2B²√(1−corr))})",
+            "lemma-certified-bound-ln-phi-opt", "Lemma 1/8 certified bound: max_{k,i} ln(1−φ_{i,opt}) − ln((T−1)e^{−‖W‖(Γ−2√2B²√(1−corr))})",
             worst_excess,
             c.rel_slack,
         )
@@ -145,6 +145,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ] {
         rep.check(
             Check::at_most(
+                &format!("lemma-exponent-slope-vs-gamma-gamma.{what}"),
                 &format!("Lemma 1/8 exponent: |slope of {what} vs ‖W‖ + Γ|/Γ"),
                 (slope + gamma).abs() / gamma,
                 c.slope_rel_tol,
@@ -172,7 +173,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     rep.check(
         Check::at_most(
-            "per-sample exponent: max_i |−slope_i − Γ·min_t⟨W_mm, D_{i,t}⟩| / (Γ·min_t⟨W_mm, D_{i,t}⟩)",
+            "per-sample-exponent-slope-gamma-mm", "per-sample exponent: max_i |−slope_i − Γ·min_t⟨W_mm, D_{i,t}⟩| / (Γ·min_t⟨W_mm, D_{i,t}⟩)",
             worst_sample,
             c.slope_rel_tol,
         )
@@ -306,13 +307,7 @@ fn figure(
 /// A y-range for the attention panel that shows the samples and the non-trivial part of the
 /// bound (the bound starts far above 0 while 1 − corr is large).
 fn attn_range(path: &Path) -> (f64, f64) {
-    // an axis range, not a measurement (plain folds: a NaN sample must not blank the axis)
-    let lo = path
-        .log_gap
-        .iter()
-        .flatten()
-        .copied()
-        .fold(f64::INFINITY, f64::min);
+    let lo = stats::axis_min(f64::INFINITY, path.log_gap.iter().flatten());
     (lo * 1.05, 5.0)
 }
 

@@ -244,6 +244,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
         rep.check(
             Check::at_most(
+                &format!("non-finite-values.{label}"),
                 &format!("{label}: non-finite values"),
                 run.non_finite as f64,
                 0.0,
@@ -257,6 +258,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
         let worst_step = stats::max(run.step_error.iter());
         rep.check(Check::at_most(
+            &format!("ngd-step-length-eta.{label}"),
             &format!("{label}: max |NGD step length/η − 1|"),
             worst_step,
             c.step_length_rel_tol,
@@ -271,6 +273,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let fit = line_fit(&xs, &ys);
         rep.check(
             Check::at_most(
+                &format!("slope-ln-vs-gamma.{label}"),
                 &format!("{label}: |slope of ln(L − L*) vs ‖W‖ / (−Γ) − 1|"),
                 (fit.slope / -gamma_mm - 1.0).abs(),
                 c.slope_rel_tol,
@@ -284,6 +287,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )),
         );
         rep.check(Check::at_most(
+            &format!("ln-line-fit-window.{label}"),
             &format!("{label}: max |ln(L − L*) − line| on the fit window"),
             fit.max_residual,
             c.max_line_residual,
@@ -292,6 +296,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let (loss_err, dir_err) = two_token_errors(&run, p.eta, start);
             rep.check(
                 Check::at_most(
+                    &format!("rel-error-ln-vs-closed-form.{label}"),
                     &format!("{label}: max rel. error of ln(L − L*) vs closed form"),
                     loss_err,
                     c.closed_form_rel_tol,
@@ -301,6 +306,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             if start.p > 0.0 {
                 rep.check(
                     Check::at_most(
+                        &format!("corr-closed-form.{label}"),
                         &format!("{label}: max |(1 − corr)/closed form − 1|"),
                         dir_err,
                         c.direction_rel_tol,
@@ -318,6 +324,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let last = *run.one_minus_corr.last().unwrap();
             rep.check(
                 Check::at_most(
+                    &format!("corr-end-fit-start.{label}"),
                     &format!("{label}: (1 − corr) at the end / at the fit start"),
                     last / half,
                     1.0,
@@ -340,6 +347,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         } else {
             rep.check(
                 Check::within(
+                    &format!("naive-break-gap.{label}"),
                     &break_title,
                     gap_at_break,
                     c.naive_break_gap[0],

@@ -143,7 +143,7 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
                     best
                 }
             });
-        rep.check(Check::at_most(name, worst, bound).note(format!(
+        rep.check(Check::at_most(name, name, worst, bound).note(format!(
             "worst over {} programs × (dual, primal): {at}",
             solved.len()
         )));
@@ -156,6 +156,7 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
     if let Some((worst, at)) = stats::worst(diffs.iter().rev().copied()) {
         rep.check(
             Check::at_most(
+                "primal-dual-dual",
                 "‖w_primal − w_dual‖/‖w_dual‖",
                 worst,
                 c.max_primal_dual_difference,

@@ -297,7 +297,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             closed[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
             let w_mm_err = stats::max(w_mm.iter().zip(&closed).map(|(a, b)| (a - b).abs()));
             rep.check(
-                Check::at_most(closed_title, w_mm_err, c.w_mm_tol)
+                Check::at_most("w-svm-closed-form", closed_title, w_mm_err, c.w_mm_tol)
                     .note("spec 003 §3.4 closed form; both constraints active"),
             );
         }
@@ -334,6 +334,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let run = find(opt, r_small);
         check_or_skip(
             Check::at_most(
+                &format!("corr-mm.{}-{r_small}-{}", opt.label(p), c.small_k),
                 &format!(
                     "{}, r = {r_small}: 1 − corr(W_k, W_mm) at k = {}",
                     opt.label(p),
@@ -348,6 +349,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let k_half = run.phi[0].iter().position(|&f| f > 0.5);
         check_or_skip(
             Check::at_most(
+                &format!("first-phi-opt.{}-{r_small}", opt.label(p)),
                 &format!(
                     "{}, r = {r_small}: first k with φ_{{1,opt}} > ½",
                     opt.label(p)
@@ -365,6 +367,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let gd_large = find(Optimizer::Gd, r_large);
     check_or_skip(
         Check::at_least(
+            &format!("gd-corr-mm-stuck-near-bad.{r_large}-{}", c.gd_stuck_k),
             &format!(
                 "GD, r = {r_large}: 1 − corr(W_k, W_mm) at k = {} (stuck near W_bad)",
                 c.gd_stuck_k
@@ -378,6 +381,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let ngd_large = find(Optimizer::Ngd, r_large);
     check_or_skip(
         Check::at_most(
+            &format!("ngd-corr-mm-escapes.{r_large}-{}", c.ngd_escape_k),
             &format!(
                 "NGD, r = {r_large}: 1 − corr(W_k, W_mm) at k = {} (escapes)",
                 c.ngd_escape_k
@@ -391,6 +395,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let decreases: usize = runs.iter().map(|r| r.phi_decreases).sum();
     check_or_skip(
         Check::at_most(
+            "steps-which-some-phi-opt-decreased",
             "steps at which some φ_{i,opt} decreased (all runs)",
             decreases as f64,
             0.0,

@@ -463,7 +463,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ),
         ] {
             if compared > 0 {
-                rep.check(Check::at_most(name, err, 1.0).note(format!(
+                rep.check(Check::at_most(name, name, err, 1.0).note(format!(
                     "{note}; {compared} of {table} entries inside this run"
                 )));
             }
@@ -493,8 +493,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ),
     ] {
         rep.check(
-            Check::at_most(&format!("{name}: max rel. error"), err, c.recursion_rel_tol)
-                .note(format!("1 − corr (gap for GF) at {what}")),
+            Check::at_most(
+                &format!("rel-error.{name}"),
+                &format!("{name}: max rel. error"),
+                err,
+                c.recursion_rel_tol,
+            )
+            .note(format!("1 − corr (gap for GF) at {what}")),
         );
     }
     // 3. rates
@@ -503,6 +508,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let ngd_limit = start.p / (2.0 * p.eta_ngd * p.eta_ngd);
     rep.check(
         Check::at_most(
+            &format!("ngd-corr-k2-2eta2.{}", c.ngd_rate_at),
             &format!("NGD |(1 − corr)k²/(p/2η²) − 1| at k = {}", c.ngd_rate_at),
             (ngd_scaled / ngd_limit - 1.0).abs(),
             c.ngd_rate_rel_tol,
@@ -526,9 +532,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let gd_note = format!("k ∈ [{}, {}] (Eq. 3: Θ(1/log²k))", c.gd_rate_from, p.steps);
     if from_identity {
         rep.check(
-            Check::at_least("GD min (1 − corr)·ln²k", lo, c.gd_rate_range[0]).note(gd_note.clone()),
+            Check::at_least(
+                "gd-corr-ln2k",
+                "GD min (1 − corr)·ln²k",
+                lo,
+                c.gd_rate_range[0],
+            )
+            .note(gd_note.clone()),
         );
-        rep.check(Check::at_most("GD max (1 − corr)·ln²k", hi, c.gd_rate_range[1]).note(gd_note));
+        rep.check(
+            Check::at_most(
+                "gd-1-corr-ln2k",
+                "GD max (1 − corr)·ln²k",
+                hi,
+                c.gd_rate_range[1],
+            )
+            .note(gd_note),
+        );
     } else {
         rep.skip(
             "GD (1 − corr)·ln²k range",

@@ -206,6 +206,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.check(
         Check::at_most(
+            "normalized-margin-margin-mm",
             "normalized margin of u* / max margin 1/‖u_mm‖",
             worst_ratio,
             1.0 + c.margin_slack,

@@ -359,6 +359,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let err = stats::max(sols.all().map(|s| stats::max_abs_diff(&s.w, closed)));
             rep.check(
                 Check::at_most(
+                    &format!("closed-form.{}", pr.label),
                     &format!("{}: max |W − W_closed-form|", pr.label),
                     err,
                     c.closed_form_tol,

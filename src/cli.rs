@@ -642,7 +642,12 @@ fn exit_code(outcomes: &[Outcome], failures: &[(String, RunError)]) -> i32 {
     {
         130
     } else if !failures.is_empty() {
-        3
+        // bad input found only once a run has made its tables (a declared check naming a
+        // column the run did not write) is still bad input
+        match failures.iter().all(|(_, e)| matches!(e, RunError::Input(_))) {
+            true => 2,
+            false => 3,
+        }
     } else if outcomes.iter().any(|o| o.passed < o.checks) {
         1
     } else {

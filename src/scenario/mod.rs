@@ -23,6 +23,7 @@
 //! The scenario's name is the file stem.
 
 pub mod cost;
+pub mod declared;
 pub mod diagonal;
 pub mod flow;
 pub mod histogram;
@@ -102,6 +103,9 @@ struct ScenarioFile {
     quick: toml::Table,
     #[serde(default)]
     sweep: Option<toml::Table>,
+    /// `[[check]]`: checks declared in the file ([`declared`]).
+    #[serde(default)]
+    check: Vec<declared::DeclaredCheck>,
 }
 
 /// A loaded scenario with its overrides applied (not yet validated against its kind).
@@ -123,6 +127,8 @@ pub struct Scenario {
     pub quick_overrides: toml::Table,
     /// `[sweep]` table as given (planned by [`sweep::SweepSpec::plan`]).
     pub sweep: Option<toml::Table>,
+    /// `[[check]]` entries: checks declared in the file, added to the runner's own.
+    pub declared_checks: Vec<declared::DeclaredCheck>,
     /// Whether the `[quick]` overrides were applied.
     pub quick: bool,
     /// The `--set` overrides applied, as given.
@@ -186,6 +192,7 @@ impl Scenario {
             checks: file.checks,
             quick_overrides: file.quick,
             sweep: file.sweep,
+            declared_checks: file.check,
             quick: false,
             overrides: Vec::new(),
             allow_large: ov.allow_large,

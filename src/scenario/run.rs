@@ -121,6 +121,9 @@ pub fn load_and_validate_with(
         )
     })?;
     let prepared = kind.prepare(&scenario)?;
+    for (i, d) in scenario.declared_checks.iter().enumerate() {
+        d.validate(&scenario, i, kind.quantities())?;
+    }
     let sweep = match &scenario.sweep {
         None => None,
         Some(table) => {
@@ -378,7 +381,8 @@ pub fn execute(ready: Ready, out_root: &Path, opts: ExecOptions) -> Result<Outco
     let meta_checks = prepared.checks.clone();
     let ode = prepared.ode;
     let start = Instant::now();
-    let report = prepared.run(&ctx)?;
+    let mut report = prepared.run(&ctx)?;
+    super::declared::apply(&scenario, &mut report)?;
     let seconds = start.elapsed().as_secs_f64();
     clean_stale(out_root);
     let meta = RunMeta {
@@ -555,7 +559,8 @@ fn run_point(p: SweepPoint, runs_dir: &Path) -> Result<(), RunError> {
         scenario: &p.scenario,
         ode,
     };
-    let report = p.prepared.run(&ctx)?;
+    let mut report = p.prepared.run(&ctx)?;
+    super::declared::apply(&p.scenario, &mut report)?;
     let meta = RunMeta {
         scenario: &p.scenario,
         params: &meta_params,

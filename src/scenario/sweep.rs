@@ -14,7 +14,8 @@
 //! log_y = true
 //! label = "σ_p = {sigma_p}, R̄ = {R_student:mean}"   # {grid key} or {quantity:statistic}
 //! [[sweep.checks]]                 # checks across runs, on the runs' derived quantities
-//!                                  # (and on each check's measured value, as "check: <name>")
+//!                                  # (and on each check's measured value, as "check: <id>")
+//! id = "final-loss.sigma-p-0-1"
 //! name = "median final loss at σ_p = 0.1"
 //! quantity = "final_loss"
 //! statistic = "median"             # mean | median | min | max | geomean
@@ -156,7 +157,7 @@ pub enum Statistic {
 }
 
 impl Statistic {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Statistic::Mean => "mean",
             Statistic::Median => "median",
@@ -181,7 +182,7 @@ impl Statistic {
     /// The statistic of `v` over the runs: NaN if empty or if any run's value is NaN (see
     /// [`crate::stats`]), and the geomean of negative values is NaN, so a check on it fails
     /// rather than passing on garbage.
-    fn of(self, v: &[f64]) -> f64 {
+    pub(super) fn of(self, v: &[f64]) -> f64 {
         match self {
             Statistic::Mean => crate::stats::mean(v),
             Statistic::Min => crate::stats::min(v),
@@ -279,7 +280,7 @@ impl SweepSpec {
     /// grid points that exist, and that the band label names only grid keys and recorded
     /// quantities, so that a misspelt name is refused before anything runs. `quantities` are the
     /// kind's patterns ([`super::registry::Kind::quantities`]). A check's measured value
-    /// (`check: <name>`) is accepted by its prefix: check names are known only once a run has
+    /// (`check: <id>`) is accepted by its prefix: check ids are known only once a run has
     /// made them. Called after every point has been validated by its kind, so that a bad grid
     /// value is reported as such first.
     pub fn validate_checks(&self, sc: &Scenario, quantities: &[&str]) -> Result<(), InputError> {
@@ -336,8 +337,8 @@ impl SweepSpec {
 }
 
 /// Refuses `quantity` unless one of the kind's `patterns` (`*` = any text) matches it or it is
-/// a check's measured value (`check: <name>`).
-fn known_quantity(
+/// a check's measured value (`check: <id>`).
+pub(super) fn known_quantity(
     sc: &Scenario,
     key: &str,
     quantity: &str,
@@ -356,7 +357,7 @@ fn known_quantity(
         format!(
             "`{quantity}` is not a quantity this kind records (its runs record: {recorded}; \
              `*` stands for a data set, method or index; a check's measured value is \
-             `check: <check name>`)"
+             `check: <check id>`)"
         ),
     ))
 }
@@ -539,8 +540,8 @@ fn read_run(dir: &Path, p: &Point) -> Result<Option<RunRecord>, String> {
         })
         .unwrap_or_default();
     for c in &list {
-        if let (Some(name), Some(x)) = (c["name"].as_str(), number(&c["measured"])) {
-            quantities.insert(format!("check: {name}"), x);
+        if let (Some(id), Some(x)) = (c["id"].as_str(), number(&c["measured"])) {
+            quantities.insert(format!("check: {id}"), x);
         }
     }
     Ok(Some(RunRecord {
@@ -810,21 +811,30 @@ fn sweep_check(c: &SweepCheck, records: &[RunRecord]) -> Result<Check, String> {
         measured /= c.statistic.of(&selected(records, &c.quantity, base));
         what += &format!(", divided by its value at {}", describe_at(base));
     }
-    let check = match (c.at_least, c.at_most) {
-        (Some(lo), Some(hi)) => Check::within(&c.id, &c.name, measured, lo, hi),
-        (Some(lo), None) => Check::at_least(&c.id, &c.name, measured, lo),
-        (None, Some(hi)) => Check::at_most(&c.id, &c.name, measured, hi),
-        (None, None) => unreachable!("validated when the sweep was planned"),
-    };
-    let check = check.note(
-        c.note
-            .clone()
-            .map_or(what.clone(), |n| format!("{n} ({what})")),
-    );
-    Ok(match &c.paper_claim {
-        Some(p) => check.paper_claim(p.clone()),
-        None => check,
-    })
+    Ok(c.check_on(measured, &what))
+}
+
+impl SweepCheck {
+    /// The check with this entry's id, title and bounds on `measured`, its note saying `what`
+    /// was measured.
+    pub(super) fn check_on(&self, measured: f64, what: &str) -> Check {
+        let c = self;
+        let check = match (c.at_least, c.at_most) {
+            (Some(lo), Some(hi)) => Check::within(&c.id, &c.name, measured, lo, hi),
+            (Some(lo), None) => Check::at_least(&c.id, &c.name, measured, lo),
+            (None, Some(hi)) => Check::at_most(&c.id, &c.name, measured, hi),
+            (None, None) => unreachable!("a bound is required when the check is loaded"),
+        };
+        let check = check.note(
+            c.note
+                .clone()
+                .map_or(what.to_string(), |n| format!("{n} ({what})")),
+        );
+        match &c.paper_claim {
+            Some(p) => check.paper_claim(p.clone()),
+            None => check,
+        }
+    }
 }
 
 /// Fills a legend template: `{key}` → grid value, `{quantity:statistic}` → aggregate.
@@ -1134,7 +1144,7 @@ mod tests {
                 let run = dir.path().join("runs").join(point.id());
                 std::fs::create_dir_all(&run).unwrap();
                 let measured =
-                    json!({ "checks": [{ "name": "c", "measured": q, "pass": q <= 1.0 }] });
+                    json!({ "checks": [{ "id": "c", "name": "c", "measured": q, "pass": q <= 1.0 }] });
                 std::fs::write(run.join("checks.json"), measured.to_string()).unwrap();
                 std::fs::write(
                     run.join("params.json"),

@@ -644,7 +644,10 @@ fn exit_code(outcomes: &[Outcome], failures: &[(String, RunError)]) -> i32 {
     } else if !failures.is_empty() {
         // bad input found only once a run has made its tables (a declared check naming a
         // column the run did not write) is still bad input
-        match failures.iter().all(|(_, e)| matches!(e, RunError::Input(_))) {
+        match failures
+            .iter()
+            .all(|(_, e)| matches!(e, RunError::Input(_)))
+        {
             true => 2,
             false => 3,
         }

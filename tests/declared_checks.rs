@@ -116,7 +116,12 @@ fn bad_declared_checks_are_refused_with_their_key() {
             "no column `z`",
         ),
         (
-            "quantity = \"rho\"\nat_most = 1.0\nwhere = 3",
+            "quantity = \"rho\"\nat_most = 1.0\nwhere = { c = 1 }",
+            "check[0]",
+            "select sweep points",
+        ),
+        (
+            "quantity = \"rho\"\nat_most = 1.0\nwithin = 3",
             "check[0]",
             "unknown field",
         ),

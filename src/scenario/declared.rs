@@ -1,6 +1,7 @@
-//! Checks declared in a scenario file: `[[check]]` entries compare a quantity the run measured
-//! with a bound, without a line of Rust. They use the schema of a sweep's `[[sweep.checks]]`
-//! (id, title, quantity, statistic, bound, note, paper claim), on one run:
+//! Checks declared in a scenario file: `[[check]]` entries compare a quantity one run measured
+//! with a bound, without a line of Rust; `[[sweep.checks]]` entries do the same across a
+//! sweep's runs. Both are a [`CheckSpec`] (id, title, quantity, statistic, bound, note, paper
+//! claim; a sweep's may also select grid points). On one run:
 //!
 //! ```toml
 //! [[check]]
@@ -25,20 +26,28 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::sweep::{Statistic, SweepCheck};
+use super::sweep::{known_quantity, Statistic};
 use super::{Cell, Check, InputError, Report, Scenario};
 
-/// One `[[check]]` entry.
+/// A declared check: a `[[check]]` of one run or a `[[sweep.checks]]` across runs.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct DeclaredCheck {
+pub struct CheckSpec {
+    /// Stable identifier (see [`Check::id`]).
     pub id: String,
     pub name: String,
-    /// A derived quantity (`final_loss`) or a table column (`series.loss`).
+    /// A derived quantity (`final_loss`), or in one run a table column (`series.loss`).
     pub quantity: String,
-    /// Required for a column, refused for a scalar.
+    /// Across runs, and for a column: required; for one run's scalar: refused.
     #[serde(default)]
     pub statistic: Option<Statistic>,
+    /// Across runs: only the runs at this grid point (keys of `grid`).
+    #[serde(default, rename = "where")]
+    pub at: BTreeMap<String, toml::Value>,
+    /// Across runs: divide by the same statistic at this grid point (e.g. a loss ratio
+    /// between two σ).
+    #[serde(default)]
+    pub ratio_to: Option<BTreeMap<String, toml::Value>>,
     #[serde(default)]
     pub at_most: Option<f64>,
     #[serde(default)]
@@ -49,7 +58,27 @@ pub struct DeclaredCheck {
     pub paper_claim: Option<String>,
 }
 
-impl DeclaredCheck {
+impl CheckSpec {
+    /// The check with this entry's id, title and bounds on `measured`, its note saying `what`
+    /// was measured.
+    pub(super) fn check_on(&self, measured: f64, what: &str) -> Check {
+        let check = match (self.at_least, self.at_most) {
+            (Some(lo), Some(hi)) => Check::within(&self.id, &self.name, measured, lo, hi),
+            (Some(lo), None) => Check::at_least(&self.id, &self.name, measured, lo),
+            (None, Some(hi)) => Check::at_most(&self.id, &self.name, measured, hi),
+            (None, None) => unreachable!("a bound is required when the check is loaded"),
+        };
+        let check = check.note(
+            self.note
+                .clone()
+                .map_or(what.to_string(), |n| format!("{n} ({what})")),
+        );
+        match &self.paper_claim {
+            Some(p) => check.paper_claim(p.clone()),
+            None => check,
+        }
+    }
+
     /// The table stem and column a quantity `<stem>.<column>` names, if it names one.
     fn column(&self) -> Option<(&str, &str)> {
         self.quantity.split_once('.')
@@ -62,6 +91,12 @@ impl DeclaredCheck {
         if self.at_most.is_none() && self.at_least.is_none() {
             return Err(sc.invalid(&key, "give at_most and/or at_least"));
         }
+        if !self.at.is_empty() || self.ratio_to.is_some() {
+            return Err(sc.invalid(
+                &key,
+                "`where` and `ratio_to` select sweep points: give them in [[sweep.checks]]",
+            ));
+        }
         match (self.column(), self.statistic) {
             (Some(_), None) => Err(sc.invalid(
                 &format!("{key}.statistic"),
@@ -72,12 +107,9 @@ impl DeclaredCheck {
                 format!("`{}` is one number: give no statistic", self.quantity),
             )),
             (Some(_), Some(_)) => Ok(()),
-            (None, None) => super::sweep::known_quantity(
-                sc,
-                &format!("{key}.quantity"),
-                &self.quantity,
-                quantities,
-            ),
+            (None, None) => {
+                known_quantity(sc, &format!("{key}.quantity"), &self.quantity, quantities)
+            }
         }
     }
 
@@ -93,23 +125,11 @@ impl DeclaredCheck {
                 .and_then(|v| v.as_f64())
                 .unwrap_or(f64::NAN),
         };
-        let as_sweep = SweepCheck {
-            id: self.id.clone(),
-            name: self.name.clone(),
-            quantity: self.quantity.clone(),
-            statistic: self.statistic.unwrap_or(Statistic::Max),
-            at: BTreeMap::new(),
-            ratio_to: None,
-            at_most: self.at_most,
-            at_least: self.at_least,
-            note: self.note.clone(),
-            paper_claim: self.paper_claim.clone(),
-        };
         let what = match self.statistic {
             Some(s) => format!("{} of {}", s.name(), self.quantity),
             None => self.quantity.clone(),
         };
-        Ok(as_sweep.check_on(measured, &what))
+        Ok(self.check_on(measured, &what))
     }
 }
 

@@ -105,7 +105,7 @@ struct ScenarioFile {
     sweep: Option<toml::Table>,
     /// `[[check]]`: checks declared in the file ([`declared`]).
     #[serde(default)]
-    check: Vec<declared::DeclaredCheck>,
+    check: Vec<declared::CheckSpec>,
 }
 
 /// A loaded scenario with its overrides applied (not yet validated against its kind).
@@ -128,7 +128,7 @@ pub struct Scenario {
     /// `[sweep]` table as given (planned by [`sweep::SweepSpec::plan`]).
     pub sweep: Option<toml::Table>,
     /// `[[check]]` entries: checks declared in the file, added to the runner's own.
-    pub declared_checks: Vec<declared::DeclaredCheck>,
+    pub declared_checks: Vec<declared::CheckSpec>,
     /// Whether the `[quick]` overrides were applied.
     pub quick: bool,
     /// The `--set` overrides applied, as given.

@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::declared::CheckSpec;
 use super::output::{csv_text, write_atomic};
 use super::reduce::{SweepRun, SweepRuns};
 use super::registry::ScenarioKind;
@@ -58,7 +59,7 @@ pub struct SweepSpec {
     #[serde(default)]
     pub band: Option<BandSpec>,
     #[serde(default)]
-    pub checks: Vec<SweepCheck>,
+    pub checks: Vec<CheckSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -119,31 +120,6 @@ impl From<LegendCorner> for LegendPosition {
 
 fn series_stem() -> String {
     "series".into()
-}
-
-/// A check across runs: a statistic of a derived quantity against bounds.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct SweepCheck {
-    /// Stable identifier (see [`Check::id`]).
-    pub id: String,
-    pub name: String,
-    pub quantity: String,
-    pub statistic: Statistic,
-    /// Only the runs at this grid point (keys of `grid`).
-    #[serde(default, rename = "where")]
-    pub at: BTreeMap<String, toml::Value>,
-    /// Divide by the same statistic at this grid point (e.g. a loss ratio between two σ).
-    #[serde(default)]
-    pub ratio_to: Option<BTreeMap<String, toml::Value>>,
-    #[serde(default)]
-    pub at_most: Option<f64>,
-    #[serde(default)]
-    pub at_least: Option<f64>,
-    #[serde(default)]
-    pub note: Option<String>,
-    #[serde(default)]
-    pub paper_claim: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -289,6 +265,12 @@ impl SweepSpec {
             let key = format!("sweep.checks[{i}]");
             if c.at_most.is_none() && c.at_least.is_none() {
                 return Err(sc.invalid(&key, "give at_most and/or at_least"));
+            }
+            if c.statistic.is_none() {
+                return Err(sc.invalid(
+                    &format!("{key}.statistic"),
+                    "a check across runs needs a statistic (mean, median, min, max, geomean)",
+                ));
             }
             known_quantity(sc, &format!("{key}.quantity"), &c.quantity, quantities)?;
             for at in std::iter::once(&c.at).chain(c.ratio_to.iter()) {
@@ -792,7 +774,8 @@ fn describe_at(at: &BTreeMap<String, toml::Value>) -> String {
         .join(", ")
 }
 
-fn sweep_check(c: &SweepCheck, records: &[RunRecord]) -> Result<Check, String> {
+fn sweep_check(c: &CheckSpec, records: &[RunRecord]) -> Result<Check, String> {
+    let statistic = c.statistic.expect("required when the sweep is planned");
     if !records
         .iter()
         .any(|r| r.quantities.contains_key(&c.quantity))
@@ -802,39 +785,16 @@ fn sweep_check(c: &SweepCheck, records: &[RunRecord]) -> Result<Check, String> {
             c.name, c.quantity
         ));
     }
-    let mut measured = c.statistic.of(&selected(records, &c.quantity, &c.at));
-    let mut what = format!("{} of {}", c.statistic.name(), c.quantity);
+    let mut measured = statistic.of(&selected(records, &c.quantity, &c.at));
+    let mut what = format!("{} of {}", statistic.name(), c.quantity);
     if !c.at.is_empty() {
         what += &format!(" at {}", describe_at(&c.at));
     }
     if let Some(base) = &c.ratio_to {
-        measured /= c.statistic.of(&selected(records, &c.quantity, base));
+        measured /= statistic.of(&selected(records, &c.quantity, base));
         what += &format!(", divided by its value at {}", describe_at(base));
     }
     Ok(c.check_on(measured, &what))
-}
-
-impl SweepCheck {
-    /// The check with this entry's id, title and bounds on `measured`, its note saying `what`
-    /// was measured.
-    pub(super) fn check_on(&self, measured: f64, what: &str) -> Check {
-        let c = self;
-        let check = match (c.at_least, c.at_most) {
-            (Some(lo), Some(hi)) => Check::within(&c.id, &c.name, measured, lo, hi),
-            (Some(lo), None) => Check::at_least(&c.id, &c.name, measured, lo),
-            (None, Some(hi)) => Check::at_most(&c.id, &c.name, measured, hi),
-            (None, None) => unreachable!("a bound is required when the check is loaded"),
-        };
-        let check = check.note(
-            c.note
-                .clone()
-                .map_or(what.to_string(), |n| format!("{n} ({what})")),
-        );
-        match &c.paper_claim {
-            Some(p) => check.paper_claim(p.clone()),
-            None => check,
-        }
-    }
 }
 
 /// Fills a legend template: `{key}` → grid value, `{quantity:statistic}` → aggregate.
@@ -1040,6 +1000,11 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.reason.contains("at_most"), "{e}");
+        let e = scenario(
+            "[sweep]\ngrid = { a = [1, 2] }\n[[sweep.checks]]\nid = \"c\"\nname = \"n\"\nquantity = \"q\"\nat_most = 1.0",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "sweep.checks[0].statistic", "{e}");
         let e = scenario("[sweep]\nseeds = 1").unwrap_err();
         assert_eq!(e.key, "sweep");
     }
@@ -1167,11 +1132,11 @@ mod tests {
         ] {
             for quantity in ["q", "check: c"] {
                 for (at_least, at_most) in [(None, Some(1.0)), (Some(0.0), None)] {
-                    let c = SweepCheck {
+                    let c = CheckSpec {
                         id: "c".into(),
                         name: format!("{} of {quantity}", statistic.name()),
                         quantity: quantity.into(),
-                        statistic,
+                        statistic: Some(statistic),
                         at: BTreeMap::new(),
                         ratio_to: None,
                         at_most,

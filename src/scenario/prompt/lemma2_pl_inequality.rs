@@ -202,20 +202,37 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(setting.clone()),
     );
-    rep.check(
-        Check::at_least(
-            "pl-paper-constant-2msigma2-2msigma2",
-            "PL with the paper's constant 2mσ²_min: min ½‖∇L‖²/(2mσ²_min(L − L*))",
-            min_ratio / 2.0,
-            1.0 - c.pl_rel_tol,
-        )
-        .note(format!(
-            "conservative by N/2 = {} for N ≥ 2; for N = 1, ½‖∇L‖² = mσ²_min·L exactly and the \
-             paper's constant is false (ratio 1/2)",
-            n / 2.0
-        ))
-        .paper_claim("Lemma 2: μ(p) = 2mσ²_min(F(p)) (the derivation gives mNσ²_min)"),
-    );
+    let paper_constant = "Lemma 2: μ(p) = 2mσ²_min(F(p)) (the derivation gives mNσ²_min)";
+    if data.samples == 1 {
+        // N = 1: F has one row, ½‖∇L‖² = mσ²_min·L at every p, so the paper's ratio is 1/2
+        // everywhere (a counterexample to its constant, not a loose bound)
+        rep.check(
+            Check::close(
+                "pl-paper-constant-n1-counterexample",
+                "N = 1 counterexample to the paper's constant: min ½‖∇L‖²/(2mσ²_min(L − L*)) = 1/2",
+                min_ratio / 2.0,
+                0.5,
+                0.5 * c.pl_rel_tol,
+            )
+            .note(setting.clone())
+            .paper_claim(format!("{paper_constant}: the ratio would be ≥ 1")),
+        );
+    } else {
+        rep.check(
+            Check::at_least(
+                "pl-paper-constant-2msigma2-2msigma2",
+                "PL with the paper's constant 2mσ²_min: min ½‖∇L‖²/(2mσ²_min(L − L*))",
+                min_ratio / 2.0,
+                1.0 - c.pl_rel_tol,
+            )
+            .note(format!(
+                "conservative by N/2 = {} for N ≥ 2 (for N = 1 the paper's constant is false: \
+                 see lemma2-one-sample)",
+                n / 2.0
+            ))
+            .paper_claim(paper_constant),
+        );
+    }
     let tight = "tightness: residual only on the smallest row of F ⇒ ½‖∇L‖²/(mNσ²_min·L) = 1";
     if_a2(&mut rep, user_a2, tight, |rep| {
         rep.check(

@@ -48,7 +48,8 @@ fn joint_training() {
 
 /// With d = 16 < the overparameterization of Cond. 1(iii), some sample is not a u-SVM support
 /// vector: its loss vanishes relative to the others and the loss ratio of Lemma 11(i) misses
-/// its u-SVM limit, while the score gaps and the optimal attention (Lemma 11(ii), (iii)) still grow.
+/// its u-SVM limit, while the score gaps and the optimal attention (Lemma 11(ii), (iii)) still
+/// grow.
 #[test]
 fn joint_training_loss_ratio_needs_every_sample_in_the_u_svm_support() {
     let r = common::run_quick("joint-training", &["d=16"]);

@@ -104,8 +104,16 @@ fn gd_asymptotic_rate_constant_fails_with_a_wrong_offset() {
 fn gd_asymptotic_eq3_floor_is_tight_on_the_two_token_example() {
     let r = common::run_quick("gd-asymptotic", &["data=two-token"]);
     common::assert_all_pass("gd-asymptotic two-token", &r);
-    for c in r.checks.iter().filter(|c| c.name.contains("Eq. 3 (GD is slow)")) {
-        assert!(c.measured >= 1.0 && c.measured < 1.0 + 1e-4, "{}", c.measured);
+    for c in r
+        .checks
+        .iter()
+        .filter(|c| c.name.contains("Eq. 3 (GD is slow)"))
+    {
+        assert!(
+            c.measured >= 1.0 && c.measured < 1.0 + 1e-4,
+            "{}",
+            c.measured
+        );
     }
 }
 

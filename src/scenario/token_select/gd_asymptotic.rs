@@ -331,7 +331,10 @@ fn checks(
     let at_end = scaled.last().map_or(f64::NAN, |&(_, v)| v);
     // reported: how far the run's rate constant got towards its limit (approached from below
     // on ex1, from above on the two-token example), and the spec's early envelope
-    rep.derive(&format!("[{label}] rate_constant_max_over_limit"), hi / limit);
+    rep.derive(
+        &format!("[{label}] rate_constant_max_over_limit"),
+        hi / limit,
+    );
     rep.derive(&format!("[{label}] early_envelope_exceeded_by"), hi / early);
     // Eq. 3's argument: W₀'s part P outside span{D_k} is never moved, so
     // 1 − corr ≥ 1 − √(1 − ‖P‖²/‖W‖²) ≥ ‖P‖²/(2‖W‖²) at every t; with ‖W‖ = (ln t)/Γ + O(1)
@@ -350,7 +353,10 @@ fn checks(
              gradient moves, bounds 1 − corr below by ‖P_out W₀‖²/(2‖W‖²)"
         )));
     } else {
-        rep.skip(name, "W₀ lies in span{D_k}: no conserved component to bound 1 − corr with");
+        rep.skip(
+            name,
+            "W₀ lies in span{D_k}: no conserved component to bound 1 − corr with",
+        );
     }
     let from = t_end * p.offset_window_fraction;
     let offsets: Vec<f64> =

@@ -120,13 +120,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if c.margin_from == 0 {
         return Err(sc.invalid("checks.margin_from", "must be at least 1"));
     }
-    require_iterations(
-        sc,
-        p.iterations,
-        &[
-            ("checks.margin_from", c.margin_from),
-        ],
-    )?;
+    require_iterations(sc, p.iterations, &[("checks.margin_from", c.margin_from)])?;
     let d = match &p.data_file {
         Some(f) => sc.read_instance::<JointData>("data_file", f)?.data.d,
         None => p.d,

@@ -509,7 +509,10 @@ fn figure(p: &Params, setup: &Setup, runs: &[(String, Curves, f64)]) -> Figure {
     .y_range(
         visible(&|cv| &cv.norm, 1e-3) / 3.0,
         // a large start (beyond Lemma 2's premise) can exceed ηK
-        3.0 * stats::max_with(p.steps as f64 * eta, runs.iter().flat_map(|(_, cv, _)| cv.norm.iter().copied())),
+        3.0 * stats::max_with(
+            p.steps as f64 * eta,
+            runs.iter().flat_map(|(_, cv, _)| cv.norm.iter().copied()),
+        ),
     )
     .legend(LegendPosition::UpperLeft);
     let mut corr = LinePanel::new(

@@ -246,7 +246,10 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
     // the last of equal maxima; a NaN difference is the worst
     if let Some((worst, at)) = stats::worst(diffs.iter().rev().copied()) {
         let (sweeps, violation) = solved.iter().fold((0, 0.0f64), |(n, v), (_, s)| {
-            (n.max(s.independent.sweeps), stats::larger(v, s.independent.violation))
+            (
+                n.max(s.independent.sweeps),
+                stats::larger(v, s.independent.violation),
+            )
         });
         rep.check(
             Check::at_most(

@@ -161,7 +161,7 @@ pub fn relative_difference(a: &[f64], b: &[f64]) -> f64 {
 type Residual = (&'static str, fn(&L2Solution) -> f64, f64);
 
 /// The worst value of `of` over the solutions of every program (and the one it came from).
-fn worst_of<'a>(
+fn worst_of(
     solved: &[(&str, &BothSolutions)],
     keep: impl Fn(&L2Solution) -> bool + Copy,
     of: fn(&L2Solution) -> f64,

@@ -63,11 +63,20 @@ fn lemma2_paper_constant_fails_for_one_sample() {
     let r = common::run_quick("lemma2-one-sample", &[]);
     common::assert_all_pass("lemma2-one-sample", &r);
     let c = common::check(&r, "pl-paper-constant-n1-counterexample");
-    assert!((c.measured - 0.5).abs() < 1e-12 && c.paper_claim.is_some(), "{c:?}");
-    assert!(!r.checks.iter().any(|c| c.id == "pl-paper-constant-2msigma2-2msigma2"));
+    assert!(
+        (c.measured - 0.5).abs() < 1e-12 && c.paper_claim.is_some(),
+        "{c:?}"
+    );
+    assert!(!r
+        .checks
+        .iter()
+        .any(|c| c.id == "pl-paper-constant-2msigma2-2msigma2"));
     let r = common::run_quick("lemma2-one-sample", &["samples=2"]);
     assert!(passes(&r, "pl-paper-constant-2msigma2-2msigma2"));
-    assert!(!r.checks.iter().any(|c| c.id == "pl-paper-constant-n1-counterexample"));
+    assert!(!r
+        .checks
+        .iter()
+        .any(|c| c.id == "pl-paper-constant-n1-counterexample"));
 }
 
 /// Without A2 the rows of F are not orthogonal and the closed form of σ_min(F) fails.

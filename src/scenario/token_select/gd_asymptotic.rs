@@ -1,6 +1,8 @@
 //! `gd-asymptotic` (Thm 6; spec 003 §4.2, §8.1): plain GD (and the gradient flow it follows,
 //! integrated in the log clock τ = ln(1 + t) to t = 10¹⁰) converges in direction to W_mm, but
-//! only logarithmically: ‖W‖ = (1/Γ) ln t + O(1) and 1 − corr = O(1/ln²t).
+//! only logarithmically: ‖W‖ = (1/Γ) ln t + O(1) and 1 − corr = Θ(1/ln²t). The constant is
+//! checked where the flow reaches it (ln t = 5000: (1 − corr)·ln²t → Γ²‖w̃_⊥‖²/2, spec §8.1),
+//! the lower side at every t by the part of W₀ that no gradient moves (the argument of Eq. 3).
 
 use std::path::PathBuf;
 
@@ -29,6 +31,11 @@ pub struct Params {
     pub init: Init,
     /// Horizon of the gradient flow (0 = no flow run).
     pub flow_t_end: f64,
+    /// ln t at the end of a second flow run from W₀ on which the rate constant (1 − corr)·ln²t
+    /// is compared with its limit Γ²‖w̃_⊥‖²/2 (0 = no such run). The log clock integrates in
+    /// τ = ln(1 + t), so t itself may lie far beyond f64; the constant approaches its limit
+    /// only once ‖W‖ ≈ (ln t)/Γ ~ 10³.
+    pub limit_ln_t: f64,
     /// Flow output points per decade of t.
     pub flow_points_per_decade: usize,
     /// 1 − corr must be non-increasing from this time (t = ηk for GD) on.
@@ -56,8 +63,8 @@ pub struct Checks {
     pub monotone_rel_tol: f64,
     /// Factor on the early-fitted constant of the spec's envelope (spec §4.2: 2); reported.
     pub envelope_factor: f64,
-    /// Eq. 3 lower side: (1 − corr)·ln²t ≥ floor_factor × its minimum on the fit window.
-    pub floor_factor: f64,
+    /// |(1 − corr)·ln²t at ln t = limit_ln_t ÷ Γ²‖w̃_⊥‖²/2 − 1| ≤ limit_tol (spec §8.1).
+    pub limit_tol: f64,
     /// Largest variation of ‖W‖ − (ln t)/Γ on the window (spec §4.2: 0.5).
     pub offset_variation_max: f64,
 }
@@ -68,7 +75,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("params.init.scale", p.init.scale()),
         ("params.burn_in", p.burn_in),
         ("checks.envelope_factor", c.envelope_factor),
-        ("checks.floor_factor", c.floor_factor),
+        ("checks.limit_tol", c.limit_tol),
         ("params.reference_eta", p.reference_eta),
         ("checks.offset_variation_max", c.offset_variation_max),
     ])?;
@@ -93,6 +100,15 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid(
             "params.flow_t_end",
             "must be 0 (no flow) or beyond the GD horizon ηK",
+        ));
+    }
+    if p.limit_ln_t != 0.0 && !(p.limit_ln_t > horizon.ln_1p() && p.limit_ln_t.is_finite()) {
+        return Err(sc.invalid(
+            "params.limit_ln_t",
+            format!(
+                "must be 0 (no limit run) or a finite ln t beyond the GD horizon ln(1 + ηK) = {:.2}",
+                horizon.ln_1p()
+            ),
         ));
     }
     if p.flow_t_end > 0.0 && p.flow_points_per_decade == 0 {
@@ -182,12 +198,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (perp_limit, reference) =
         lin.path_offset(&setup, &w0, p.reference_eta, p.reference_steps)?;
     let limit = setup.margin.powi(2) * perp_limit / 2.0;
+    // no gradient leaves span{D_k}: W₀'s part outside it stays in every iterate
+    let conserved = lin.split(&w0, &setup.wmm_unit).outside;
     rep.derive("perp_limit", perp_limit);
     rep.derive("perp_non_support_reference", reference.non_support);
+    rep.derive("perp_conserved", conserved);
     rep.derive("rate_constant_limit", limit);
     let mut envelopes = Vec::new();
     for r in &runs {
-        envelopes.push(checks(p, c, &setup, r, limit, &mut rep));
+        envelopes.push(checks(p, c, &setup, r, limit, conserved, &mut rep));
+    }
+    if p.limit_ln_t > 0.0 {
+        limit_check(p, c, &setup, &w0, limit, ctx, &mut rep)?;
     }
     rep.figure = Some(figure(p, &setup, &runs, &envelopes, limit));
     Ok(rep)
@@ -231,8 +253,56 @@ fn gradient_flow(
     Ok(run)
 }
 
+/// The rate constant's limit (spec §8.1): the gradient flow from W₀ to ln t = limit_ln_t in the
+/// log clock, where (1 − corr)·ln²t must be within limit_tol of Γ²‖w̃_⊥‖²/2.
+fn limit_check(
+    p: &Params,
+    c: &Checks,
+    setup: &Setup,
+    w0: &[f64],
+    limit: f64,
+    ctx: &RunContext,
+    rep: &mut Report,
+) -> Result<(), RunError> {
+    let field = LogTimeGradientFlow::new(&setup.model);
+    // τ = ln(1 + t) = ln t + ln(1 + e^{−ln t}): τ and ln t differ by < e^{−ln t}
+    let taus = [0.0, p.limit_ln_t + (-p.limit_ln_t).exp().ln_1p()];
+    let tr = integrate(&field, &field.initial_state(w0), &taus, &ctx.ode, None)?;
+    rep.stats("gradient flow to the rate limit (log clock)", &tr.stats);
+    let dim = w0.len();
+    let probe = setup.probe(&tr.last_state()[..dim], &mut vec![0.0; dim]);
+    let constant = probe.one_minus_corr * p.limit_ln_t.powi(2);
+    rep.check(
+        Check::close(
+            "rate-constant",
+            &format!(
+                "Thm 6 / Eq. 3 rate constant: (1−corr)·ln²t at ln t = {} ÷ Γ²‖w̃_⊥‖²/2",
+                p.limit_ln_t
+            ),
+            constant / limit,
+            1.0,
+            c.limit_tol,
+        )
+        .note(format!(
+            "gradient flow in the log clock; (1 − corr)·ln²t = {constant:.4} vs the limit \
+             {limit:.4} (w̃ of spec §4.4); ‖W‖ = {:.2}: 1 − corr = Θ(1/ln²t) with this constant",
+            probe.norm
+        )),
+    );
+    rep.derive("limit_rate_constant", constant);
+    Ok(())
+}
+
 /// Thm 6's checks on one run; returns the spec's early-fitted envelope constant.
-fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut Report) -> f64 {
+fn checks(
+    p: &Params,
+    c: &Checks,
+    setup: &Setup,
+    r: &Run,
+    limit: f64,
+    conserved: f64,
+    rep: &mut Report,
+) -> f64 {
     let label = &r.label;
     let gamma = setup.margin;
     let increases =
@@ -261,43 +331,41 @@ fn checks(p: &Params, c: &Checks, setup: &Setup, r: &Run, limit: f64, rep: &mut 
             .map(|(&t, &m)| (t, m * t.ln().powi(2)))
             .collect();
     let in_window = scaled.iter().filter(|(t, _)| *t <= b).map(|&(_, v)| v);
-    let early = c.envelope_factor * stats::max(in_window.clone());
-    let floor = c.floor_factor * stats::min(in_window);
-    let (lo, hi) = stats::range(scaled.iter().map(|&(_, v)| v));
+    let early = c.envelope_factor * stats::max(in_window);
+    let hi = stats::max(scaled.iter().map(|&(_, v)| v));
     let t_end = *r.t.last().unwrap_or(&f64::NAN);
     let at_end = scaled.last().map_or(f64::NAN, |&(_, v)| v);
-    rep.check(
-        Check::at_most(
-            &format!("thm-rate-corr-ln2t-gamma2.{label}-{a}"),
-            &format!("[{label}] Thm 6 rate: max_t (1−corr)·ln²t / (Γ²‖w̃_⊥‖²/2), t ≥ {a}"),
-            hi / limit,
-            1.0,
-        )
-        .note(format!(
-            "the §8.1 limit Γ²‖w̃_⊥‖²/2 = {limit:.4} is approached from below ({at_end:.4} at \
-             t = {t_end:.3e}); the spec's early envelope {} × max on [{a}, {b}] = {early:.4} \
-             is exceeded by a factor {:.3}",
-            c.envelope_factor,
-            hi / early
-        ))
-        .paper_claim(format!(
-            "spec §4.2 recipe: 1 − corr ≤ C/ln²t with C = {} × max of (1−corr)·ln²t on \
-             [{a}, {b}]",
-            c.envelope_factor
-        )),
+    // reported: how far the run's rate constant got towards its limit (approached from below
+    // on ex1, from above on the two-token example), and the spec's early envelope
+    rep.derive(
+        &format!("[{label}] rate_constant_max_over_limit"),
+        hi / limit,
     );
-    rep.check(
-        Check::at_least(
-            &format!("eq-gd-slow-corr-ln2t-floor.{label}-{a}"),
-            &format!("[{label}] Eq. 3 (GD is slow): min_t (1−corr)·ln²t / floor, t ≥ {a}"),
-            lo / floor,
-            1.0,
-        )
-        .note(format!(
-            "floor = {} × min on [{a}, {b}] = {floor:.4}: 1 − corr = Ω(1/ln²t)",
-            c.floor_factor
-        )),
-    );
+    rep.derive(&format!("[{label}] early_envelope_exceeded_by"), hi / early);
+    // Eq. 3's argument: W₀'s part P outside span{D_k} is never moved, so
+    // 1 − corr ≥ 1 − √(1 − ‖P‖²/‖W‖²) ≥ ‖P‖²/(2‖W‖²) at every t; with ‖W‖ = (ln t)/Γ + O(1)
+    // (checked below) this is 1 − corr = Ω(1/ln²t)
+    let name = format!("[{label}] Eq. 3 (GD is slow): min_t 2(1−corr)‖W‖²/‖P_out W₀‖², t ≥ {a}");
+    if conserved > 0.0 {
+        let floor = stats::min(
+            r.t.iter()
+                .zip(&r.misalignment)
+                .zip(&r.norm)
+                .filter(|((&t, _), _)| t >= a)
+                .map(|((_, &m), &n)| 2.0 * m * n * n / conserved),
+        );
+        rep.check(
+            Check::at_least(&format!("eq-3-gd-slow.{label}"), &name, floor, 1.0).note(format!(
+                "[D] ‖P_out W₀‖² = {conserved:.4e}: the part of W₀ outside span{{D_k}}, which no \
+             gradient moves, bounds 1 − corr below by ‖P_out W₀‖²/(2‖W‖²)"
+            )),
+        );
+    } else {
+        rep.skip(
+            name,
+            "W₀ lies in span{D_k}: no conserved component to bound 1 − corr with",
+        );
+    }
     let from = t_end * p.offset_window_fraction;
     let offsets: Vec<f64> =
         r.t.iter()
@@ -441,9 +509,10 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
 pub static KIND: Kind<Params, Checks> = Kind {
     name: "token_select.gd-asymptotic",
     paper: "003",
-    summary: "Thm 6: GD (10⁵ steps) and the gradient flow in the log clock (to t = 10¹⁰) align \
-              with W_mm monotonically but only logarithmically: 1 − corr ≤ C/ln²t and \
-              ‖W‖ − (ln t)/Γ bounded.",
+    summary: "Thm 6 / Eq. 3: GD (10⁵ steps) and the gradient flow in the log clock (to t = 10¹⁰) \
+              align with W_mm monotonically but only logarithmically: 1 − corr ≥ \
+              ‖P_out W₀‖²/(2‖W‖²), ‖W‖ − (ln t)/Γ bounded, and (1 − corr)·ln²t → Γ²‖w̃_⊥‖²/2 \
+              (checked on the flow at ln t = 5000).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
@@ -455,14 +524,18 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "Gamma",
         "W_mm_norm",
         "[*] early_envelope_C",
+        "[*] early_envelope_exceeded_by",
         "[*] final_norm",
         "[*] final_one_minus_corr",
         "[*] rate_constant_end",
+        "[*] rate_constant_max_over_limit",
         "constraints",
         "flow_arc_length_end",
         "kappa",
         "kkt_max_residual",
+        "limit_rate_constant",
         "log_L_star",
+        "perp_conserved",
         "perp_limit",
         "perp_non_support_reference",
         "rate_constant_limit",

@@ -39,6 +39,8 @@ pub struct Params {
     pub data_file: Option<PathBuf>,
     /// The primal QP has d² variables; it is solved as a cross-check up to this many.
     pub primal_max_dim: usize,
+    /// Sweep budget of the independent solution (Hildreth's dual coordinate ascent).
+    pub independent_sweeps: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,6 +80,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "must be ≥ 1 (the primal QP is the cross-check of the dual)",
         ));
     }
+    if p.independent_sweeps == 0 {
+        return Err(sc.invalid(
+            "params.independent_sweeps",
+            "must be ≥ 1 (the independent solution the QP answers are compared with)",
+        ));
+    }
     match &p.data_file {
         // bad or infeasible user data is bad input: refuse it before anything is written
         Some(path) => load_problem(&sc.input_path("data_file", path)).map(|_| ()),
@@ -97,7 +105,8 @@ fn load_problem(path: &Path) -> Result<Problem, InputError> {
     let cons = problem
         .w_svm_constraints()
         .map_err(|e| file_error(path, e))?;
-    solve_both(&cons, 0).map_err(|e| file_error(path, e))?;
+    // feasibility only: no primal, no independent solution
+    solve_both(&cons, 0, 0).map_err(|e| file_error(path, e))?;
     let stem = path
         .file_stem()
         .map_or_else(|| "data".into(), |s| s.to_string_lossy().into_owned());
@@ -265,7 +274,7 @@ fn svm_document(pr: &Problem, sols: &BothSolutions) -> Value {
             "primal_cross_check".into(),
             serde_json::json!({
                 "solved": sols.primal.is_some(),
-                "relative_difference": sols.primal_dual_difference(),
+                "independent_difference": sols.independent_difference(),
                 "kkt": sols.primal.as_ref().map(|s| s.kkt),
             }),
         );
@@ -344,7 +353,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let solved = problems
         .iter()
         .map(|pr| {
-            solve_both(&pr.cons, p.primal_max_dim)
+            solve_both(&pr.cons, p.primal_max_dim, p.independent_sweeps)
                 .map_err(|e| RunError::Other(format!("{}: W-SVM: {e}", pr.label)))
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -28,3 +28,30 @@ fn thm1_linearization_needs_a_close_teacher() {
     let r = common::run_quick("thm1-linear-rate", &["epsilons=[0.1]"]);
     assert!(!passes(&r, THM1_LIN));
 }
+
+const STALL: &str = "the flow stalled at an independently located minimum";
+
+/// The minimum is located by Newton from the flow's state at t = 10³, not from its end: a flow
+/// stopped at t = 2000 (still ~3e−5 away) fails, the full flow ends there to rounding.
+#[test]
+fn spurious_minimum_flow_stopped_early_fails_the_stall() {
+    let r = common::run_quick("spurious-sparse-minimum", &[]);
+    assert!(passes(&r, STALL));
+    assert!(passes(&r, "it approaches θ*_s"));
+    let r = common::run_quick("spurious-sparse-minimum", &["t_end=2000"]);
+    assert!(!passes(&r, STALL));
+    assert!(passes(&r, "strict local minimum"));
+}
+
+const GD_TAIL: &str = "GD tail vs the linearization at p_T";
+
+/// GD's tail contracts by (1 − 1/κ)² per step (κ from the exact Hessian at p_T); GD cut off
+/// before its tail (as a run capped by its length) has no tail to fit and fails.
+#[test]
+fn stiffness_gd_cut_short_fails_the_tail_rate() {
+    let r = common::run_quick("stiffness-attention-flow", &[]);
+    assert!(passes(&r, GD_TAIL));
+    let r = common::run_quick("stiffness-attention-flow", &["gd_max_iterations=300"]);
+    assert!(!passes(&r, GD_TAIL));
+    assert!(passes(&r, "implicit bdf"));
+}

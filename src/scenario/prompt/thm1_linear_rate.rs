@@ -264,7 +264,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         // η = c₂/L′ does not depend on c₁ or the reading: one GD run per ε
         let eta = base.constants(Reading::Literal, false).eta;
         let eta_gd = p.gd_step_scale * eta;
-        let mut run = gd(&model, &p0, eta_gd, p.steps, eps, p.rate_floor * base.loss_gap);
+        let mut run = gd(
+            &model,
+            &p0,
+            eta_gd,
+            p.steps,
+            eps,
+            p.rate_floor * base.loss_gap,
+        );
         let measured = (run.loss[p.steps] / run.loss[0]).ln();
         let predicted = linearized_log_decrease(&model, &p0, &p_teacher, eta, p.steps)?;
         run.lin_err = (measured / predicted - 1.0).abs();

@@ -91,12 +91,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.t_end.is_nan() || p.t_end <= 1.0 {
         return Err(sc.invalid("params.t_end", "must exceed 1"));
     }
-    if !(p.newton_from_t > 1e-2) {
-        return Err(sc.invalid("params.newton_from_t", "must exceed 1e−2"));
-    }
     sc.require_positive(&[
         ("params.sigma_p", p.sigma_p),
         ("params.grad_tol", p.grad_tol),
+        ("params.newton_from_t", p.newton_from_t),
         ("checks.grad_max", c.grad_max),
         ("checks.min_eig_rel", c.min_eig_rel),
         ("checks.loss_min", c.loss_min),

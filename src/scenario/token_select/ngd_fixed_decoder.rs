@@ -481,13 +481,13 @@ fn run_checks(
 fn figure(p: &Params, setup: &Setup, runs: &[(String, Curves, f64)]) -> Figure {
     let (gamma, b2, eta) = (setup.margin, setup.b2(), p.eta);
     let start = p.skeleton_starts.iter().copied().max();
-    // values at rounding level (an init on the W_mm ray) would stretch the log axes; an axis
-    // range, not a measurement (plain fold: a NaN sample must not blank the axis)
+    // values at rounding level (an init on the W_mm ray) would stretch the log axes
     let visible = |values: &dyn Fn(&Curves) -> &[f64], floor: f64| {
-        runs.iter()
+        let above = runs
+            .iter()
             .flat_map(|(_, cv, _)| values(cv).iter().copied())
-            .filter(|&v| v > floor)
-            .fold(f64::INFINITY, f64::min)
+            .filter(|&v| v > floor);
+        stats::axis_min(f64::INFINITY, above)
     };
     let lowest = visible(&|cv| &cv.misalignment, 1e-20);
     let mut align = LinePanel::new(

@@ -64,3 +64,20 @@ fn nondegeneracy_clause_iii_is_skipped_without_drops() {
     assert!(r.skipped.iter().any(|s| s.name.starts_with("mini: A4.3(iii)")));
     assert!(passes(&r, "r2: A4.3(iii)"));
 }
+
+/// With α = 1e−16 in the compared set the last race (VO/KQ at rate ≈ 0.05) is 0.06 off its
+/// limit: the spread check fails; the default (α ≤ 1e−32) passes.
+#[test]
+fn transition_width_race_offset_spread_fails_before_convergence() {
+    let r = sweep_quick("transition-width", &[]).unwrap();
+    assert!(passes(&r, "max_k spread over α"));
+    let r = sweep_quick(
+        "transition-width",
+        &[
+            "sweep.grid.log10_alpha=[-16.0, -64.0]",
+            "checks.offset_log10_alpha_max=-16.0",
+        ],
+    )
+    .unwrap();
+    assert!(!passes(&r, "max_k spread over α"));
+}

@@ -105,5 +105,5 @@ fn stage1_linear_regime() {
 fn stage1_linear_regime_breaks_at_large_alpha() {
     let r = common::run_quick("stage1-linear-regime", &["alpha=1e-2"]);
     assert!(!passes(&r, "eq-ln-ln-inf-1lambda"));
-    assert!(passes(&r, "t4-ii-normalized-offset-1lambda"));
+    assert!(passes(&r, "offset-vs-logistic-half-time"));
 }

@@ -148,7 +148,7 @@ fn log_scale_tracking_sign_check_fails_inside_transitions() {
     assert!(passes(&r, "runs-failing-their-own-checks")
         .iter()
         .all(|p| !p));
-    assert!(passes(&r, "over-alpha-lambda-sup-alpha-th.mini")
+    assert!(passes(&r, "plateau-0-tracking-over-alpha.mini")
         .iter()
         .all(|p| *p));
 }
@@ -235,7 +235,10 @@ fn transition_width() {
 fn transition_width_needs_small_alpha() {
     let r = common::sweep_quick(
         "transition-width",
-        &["sweep.grid.log10_alpha=[-16.0, -32.0]"],
+        &[
+            "sweep.grid.log10_alpha=[-16.0, -32.0]",
+            "checks.offset_log10_alpha_max=-16.0",
+        ],
     )
     .unwrap();
     assert!(passes(&r, "transitions-fewer-than-widths-measured")

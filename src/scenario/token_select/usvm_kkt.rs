@@ -296,6 +296,10 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &["d_over_n", "label_direction_margin_ratio_max"],
+    quantities: &[
+        "d_over_n",
+        "label_direction_margin_ratio_argmax",
+        "label_direction_margin_ratio_max",
+    ],
     run,
 };

@@ -28,7 +28,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, ln_alphas, log10_alpha_sweep, spread, validate_ln_alphas, Setup,
+    alpha_label, ln_alphas, log10_alpha_sweep, require_two_small_alphas, spread,
+    validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,21 +120,7 @@ fn validate_sweep(
             ),
         ));
     }
-    if grid
-        .iter()
-        .filter(|&&a| a <= c.offset_log10_alpha_max)
-        .count()
-        < 2
-    {
-        return Err(sc.invalid(
-            "sweep.grid.log10_alpha",
-            format!(
-                "fewer than two α ≤ 1e{} (checks.offset_log10_alpha_max): the offsets' spread \
-                 needs two",
-                c.offset_log10_alpha_max
-            ),
-        ));
-    }
+    require_two_small_alphas(sc, &grid, c.offset_log10_alpha_max)?;
     Ok(())
 }
 

@@ -260,6 +260,25 @@ pub fn decreases(previous: f64, next: f64) -> bool {
     next.partial_cmp(&previous) == Some(std::cmp::Ordering::Less)
 }
 
+/// Refuses a grid with fewer than two α ≤ 10^`max_log10` (`checks.offset_log10_alpha_max`): the
+/// spread of the offsets over the small α needs two of them.
+pub fn require_two_small_alphas(
+    sc: &Scenario,
+    grid: &[f64],
+    max_log10: f64,
+) -> Result<(), InputError> {
+    if grid.iter().filter(|&&a| a <= max_log10).count() >= 2 {
+        return Ok(());
+    }
+    Err(sc.invalid(
+        "sweep.grid.log10_alpha",
+        format!(
+            "fewer than two α ≤ 1e{max_log10} (checks.offset_log10_alpha_max): the offsets' \
+             spread needs two"
+        ),
+    ))
+}
+
 /// The α grid of a sweep whose reduction states a law across α: `sweep.grid.log10_alpha` with at
 /// least `min_len` values, every α in (0, 1), strictly decreasing; no grid key besides it and
 /// `also_swept` (e.g. `instance`), and one seed, so that the runs are one per (…, α) at one θ_0.

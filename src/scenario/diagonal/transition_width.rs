@@ -32,7 +32,8 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, decreases, ln_alphas, log10_alpha_sweep, spread, validate_ln_alphas, Setup,
+    alpha_label, decreases, ln_alphas, log10_alpha_sweep, require_two_small_alphas, spread,
+    validate_ln_alphas, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -118,21 +119,7 @@ fn validate_sweep(
     sc: &Scenario,
 ) -> Result<(), InputError> {
     let grid = log10_alpha_sweep(sc, spec, 2, &[])?;
-    if grid
-        .iter()
-        .filter(|&&a| a <= c.offset_log10_alpha_max)
-        .count()
-        < 2
-    {
-        return Err(sc.invalid(
-            "sweep.grid.log10_alpha",
-            format!(
-                "fewer than two α ≤ 1e{} (checks.offset_log10_alpha_max): the race offsets' \
-                 spread needs two",
-                c.offset_log10_alpha_max
-            ),
-        ));
-    }
+    require_two_small_alphas(sc, &grid, c.offset_log10_alpha_max)?;
     Ok(())
 }
 

@@ -72,12 +72,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let m = margins(&constraints, &dual.w);
     assert!(m.min >= 1.0 - CERTIFICATE_TOL, "smallest margin {}", m.min);
     let primal = solve_l2(&constraints, SvmMethod::Primal)?;
-    let gap = dual
-        .w
-        .iter()
-        .zip(&primal.w)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f64, f64::max);
+    // NaN-propagating, unlike fold(0.0, f64::max), which would drop a NaN
+    let gap = attnflow::stats::max_abs_diff(&dual.w, &primal.w);
     println!(
         "smallest margin {:.9}; dual and primal solutions differ by {gap:.1e}",
         m.min

@@ -184,11 +184,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut runs = Vec::new();
     for method in [Method::Bdf, Method::Tsit45] {
         let traj = integrate_flow(&model, &z0, &times, &OdeConfig::new(method, 1e-10, 1e-12))?;
-        let drift = traj
-            .invariants
-            .iter()
-            .flat_map(|(_, v)| v.iter().map(|x| (x - v[0]).abs()))
-            .fold(0.0f64, f64::max);
+        let drift = attnflow::stats::max(
+            traj.invariants
+                .iter()
+                .flat_map(|(_, v)| v.iter().map(|x| (x - v[0]).abs())),
+        );
         println!(
             "{:>6}: ℓ(60) = {:.3e} in {} steps ({} Hessian-vector products), invariant drift \
              {drift:.1e}, stop: {:?}",

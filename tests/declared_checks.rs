@@ -79,11 +79,11 @@ at_most = 1.0
         .split(',')
         .position(|h| h == "x")
         .unwrap();
-    let largest = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(column).unwrap().parse::<f64>().unwrap())
-        .fold(f64::NEG_INFINITY, f64::max);
+    let largest = attnflow::stats::max(
+        csv.lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(column).unwrap().parse::<f64>().unwrap()),
+    );
     let x = declared(&checks, "x-stays-below-start");
     assert_eq!(x["measured"].as_f64().unwrap(), largest);
     assert_eq!(largest, 1.2);

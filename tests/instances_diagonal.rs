@@ -572,7 +572,7 @@ fn full_matrix_loss_by_hand(a: &Arrays, scale: f64) -> f64 {
                         .sum()
                 })
                 .collect();
-            let top = scores.iter().cloned().fold(f64::MIN, f64::max);
+            let top = attnflow::stats::max(&scores);
             let w: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
             let total: f64 = w.iter().sum();
             for j in 0..n {

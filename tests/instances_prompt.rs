@@ -1074,10 +1074,7 @@ fn thm2_linearization_on_a_loss_written_from_scratch() {
     let predicted = csv_column(&run.join("series.csv"), "predicted_ratio");
     assert_eq!(etas.len(), 4, "two c × two η at the file's n");
     for (eta, got) in etas.iter().zip(&predicted) {
-        let want = lambdas
-            .iter()
-            .map(|l| (1.0 - eta / samples * l).abs())
-            .fold(0.0, f64::max);
+        let want = attnflow::stats::max(lambdas.iter().map(|l| (1.0 - eta / samples * l).abs()));
         assert!(
             (got / want - 1.0).abs() < 1e-12,
             "η = {eta}: predicted {got}, JHJ here gives {want}"

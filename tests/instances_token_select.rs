@@ -898,9 +898,7 @@ fn assumption_check_reports_the_assumptions_of_a_file() {
     assert_eq!(checks["skipped"].as_array().unwrap().len(), 8, "{checks}");
     let (x, _, _) = tokens();
     let sq = |i: usize, t: usize| (0..5).map(|r| x[(i * 3 + t) * 5 + r].powi(2)).sum::<f64>();
-    let want = (0..3)
-        .map(|i| sq(i, 0) / sq(i, 1).max(sq(i, 2)))
-        .fold(f64::INFINITY, f64::min);
+    let want = attnflow::stats::min((0..3).map(|i| sq(i, 0) / sq(i, 1).max(sq(i, 2))));
     let derived = &read_json(&dir.join("params.json"))["derived"];
     let got = derived["data_file.cond1_opt_norm_ratio"].as_f64().unwrap();
     assert!((got - want).abs() <= 1e-14 * want, "{got} vs {want}");

@@ -205,7 +205,7 @@ fn every_committed_scenario_is_within_the_limits() {
                 Some((_, points)) => points.iter().map(|p| &p.prepared.cost).collect(),
                 None => vec![&ready.prepared.cost],
             };
-            let bytes = costs.iter().map(|c| c.bytes()).fold(0.0, f64::max);
+            let bytes = attnflow::stats::max(costs.iter().map(|c| c.bytes()));
             let seconds = costs.iter().map(|c| c.flops()).sum::<f64>() / FLOPS_PER_SECOND;
             assert!(bytes <= MEMORY_LIMIT_BYTES && seconds <= WORK_LIMIT_SECONDS);
             if !quick {

@@ -7,18 +7,19 @@
 //! product. No finite differences reach the solver.
 //!
 //! Their linear solver is a dense LU of that Newton matrix, from nalgebra or from faer
-//! ([`LinearSolver`]): faer's blocked LU wins on large systems, nalgebra's has less overhead on
-//! the papers' small ones. Both run on one thread, so results do not depend on the thread count.
+//! ([`LinearSolver`]): faer's blocked LU with partial pivoting (`lu.rs`) wins on large systems,
+//! nalgebra's has less overhead on the papers' small ones. Both run on one thread, so results do not depend on the thread count.
 
 use std::cell::Cell;
 use std::time::Instant;
 
 use diffsol::{
-    FaerLU, FaerMat, FaerVec, NalgebraLU, NalgebraMat, NalgebraVec, OdeBuilder, OdeEquations,
+    FaerMat, FaerVec, NalgebraLU, NalgebraMat, NalgebraVec, OdeBuilder, OdeEquations,
     OdeSolverMethod, OdeSolverStopReason, Vector, VectorCommon,
 };
 use serde::{Deserialize, Serialize};
 
+use super::lu::PartialPivLu;
 use super::trajectory::{Event, SolverStats, StopReason, Trajectory};
 use super::{Descent, FlowError, GradientFlow, VectorField};
 
@@ -89,7 +90,7 @@ pub enum LinearSolver {
     Auto,
     /// nalgebra's LU (unblocked: O(n³) at a low rate, least overhead on tiny systems).
     Nalgebra,
-    /// faer's blocked LU (one thread).
+    /// faer's blocked LU with partial pivoting (one thread).
     Faer,
 }
 
@@ -108,10 +109,11 @@ impl LinearSolver {
     }
 }
 
-/// From this many states up `auto` factorizes with faer. Measured inside Bdf (benches/solvers.rs,
-/// `linear_solver` group, on a loaded 2-core machine): faer is ~1.3× slower at 110 states (tf,
-/// d = 10) and ~1.2× faster at 1,025 (token selection, d = 32); the crossover lies between.
-pub const FAER_MIN_DIM: usize = 512;
+/// From this many states up `auto` factorizes with faer. Measured inside Bdf on the tf flow
+/// (t = 1, rtol 1e-8) with faer's partial-pivoting LU against nalgebra's: faer is 1.7× slower at
+/// 6 states, 1.14× slower at 72 and 1.05× faster at 110; on the token-selection flow (1,025 states)
+/// it is 3.6× faster. The crossover lies near 100; from 128 up faer is the safe choice.
+pub const FAER_MIN_DIM: usize = 128;
 
 /// Method and tolerances of one integration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -285,7 +287,7 @@ pub fn integrate<V: VectorField + ?Sized>(
     let init: Init = &|_p, _t, y| y.copy_from_slice(z0);
     let start = Instant::now();
     let mut traj = match cfg.linear_solver.resolve(n) {
-        LinearSolver::Faer => solve_with::<FaerMat<f64>, FaerLU<f64>>(
+        LinearSolver::Faer => solve_with::<FaerMat<f64>, PartialPivLu>(
             OdeBuilder::new(),
             (rhs, jac, init, n),
             times,

@@ -351,7 +351,7 @@ fn two_token_from_another_start_keeps_its_closed_forms() {
         .iter()
         .map(|s| s["id"].as_str().unwrap())
         .collect();
-    assert!(ids.contains(&"4-2-table"), "{ids:?}");
+    assert!(ids.contains(&"table-4-2"), "{ids:?}");
     // by hand: g₀ = W₁₁ − W₂₁ = 2, c₀ = g₀/√2, p = ‖W₀‖² − c₀² = 5.25 − 2
     let derived = &read_json(&first.join("params.json"))["derived"];
     assert_eq!(derived["g0"], 2.0);

@@ -298,7 +298,7 @@ pub struct Report {
 /// A check left out of a run, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
-    /// The title in id form (skipped checks are listed, never counted or looked up by tests).
+    /// The id the check has where it runs, so a run on other data lists the same id as skipped.
     pub id: String,
     pub name: String,
     pub reason: String,
@@ -324,12 +324,12 @@ impl Report {
     pub fn stats(&mut self, label: impl Into<String>, stats: &SolverStats) {
         self.solver_stats.push((label.into(), stats.clone()));
     }
-    /// Leaves check `name` out of this run because `reason` (it does not apply here).
-    pub fn skip(&mut self, name: impl Into<String>, reason: impl Into<String>) {
-        let name = name.into();
+    /// Leaves check `id` (titled `name`) out of this run because `reason` (it does not apply
+    /// here); `id` is the one the check has where it runs.
+    pub fn skip(&mut self, id: &str, name: impl Into<String>, reason: impl Into<String>) {
         self.skipped.push(Skipped {
-            id: normalize_id(&name.replace('.', " ")),
-            name,
+            id: normalize_id(id),
+            name: name.into(),
             reason: reason.into(),
         });
     }

@@ -292,6 +292,7 @@ fn stage_checks(
         );
     } else {
         rep.skip(
+            "terminal-plateau-loss",
             name,
             "the data give labels Y, not a teacher: a zero loss need not be reachable",
         );

@@ -503,6 +503,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
         match name {
             _ if files.data_file.is_some() => rep.skip(
+                &format!("reference-stages.{label}"),
                 format!("{label}: spec §3.6 reference stages (R1, R2) or A4.3(iii) flag"),
                 "the tables of spec §3.6 and the degenerate drop are properties of the built-in \
                  instances r1, r2, r2-degenerate, not of this data",

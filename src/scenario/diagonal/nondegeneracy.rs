@@ -235,6 +235,7 @@ fn instance_checks(
     if drops.is_empty() {
         // nothing to measure: a vacuous clause is reported as skipped, never as a pass
         rep.skip(
+            &format!("a4-iii-over-drops-theta.{name}"),
             iii_name,
             "no coordinate leaves the support on this schedule: A4.3(iii) has nothing to test",
         );

@@ -194,15 +194,20 @@ impl FlowModel for DiagonalFlow {
         rep.derive("algorithm1.transition_times", times.clone());
         let name = "end point vs Algorithm 1's terminal limit: ‖β(t_end) − β^K‖∞ / max(1, ‖β^K‖∞)";
         let Some(last) = self.schedule.stages.last() else {
-            return rep.skip(name, "Algorithm 1 found no stage");
+            return rep.skip("algorithm-1-limit", name, "Algorithm 1 found no stage");
         };
         if self.schedule.termination != Termination::Converged {
-            return rep.skip(name, "Algorithm 1 did not converge on this instance");
+            return rep.skip(
+                "algorithm-1-limit",
+                name,
+                "Algorithm 1 did not converge on this instance",
+            );
         }
         let t_end = traj.t.last().copied().unwrap_or(0.0);
         let needed = self.options.limit_after * last.t_start * lambda;
         if t_end < needed {
             return rep.skip(
+                "algorithm-1-limit",
                 name,
                 format!(
                     "t_end = {t_end} is before limit_after · T_K · ln(1/α) = {needed:.4} (the last \

@@ -264,7 +264,11 @@ impl FlowModel for HistogramModel {
         let name = "max |z_ODE(t) − z_closed form(t)| over the samples (df)";
         if DISCRETE.contains(&traj.stats.method.as_str()) {
             if let Flow::Df(_) = self.flow {
-                rep.skip(name, "the closed form solves the flow, not discrete steps");
+                rep.skip(
+                    "df-closed-form",
+                    name,
+                    "the closed form solves the flow, not discrete steps",
+                );
             }
         } else if let Flow::Df(_) = self.flow {
             let mut exact = vec![0.0; traj.dim];

@@ -670,6 +670,7 @@ fn descent_and_invariants(traj: &Trajectory, p: &Params, c: &Checks, rep: &mut R
             .note("dℓ/dt = −‖∇ℓ‖² ≤ 0: any rise is integration error"),
         ),
         _ => rep.skip(
+            "largest-rise-loss-along-flow-relative",
             "largest rise of the loss along the flow (relative to ℓ(0))",
             "a discrete step may raise the loss (descent holds only below a step size set by the \
              smoothness constant)",
@@ -689,6 +690,7 @@ fn descent_and_invariants(traj: &Trajectory, p: &Params, c: &Checks, rep: &mut R
         match p.optimizer {
             Optimizer::Flow => rep.check(check),
             _ => rep.skip(
+                "largest-drift-invariants",
                 "largest drift of the invariants",
                 "the invariants are conserved by the flow, not by discrete steps",
             ),

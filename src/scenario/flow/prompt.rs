@@ -302,6 +302,7 @@ impl FlowModel for PromptFlow {
         let (n_s, d) = (self.model.data().samples, self.model.data().d);
         if n_s > d {
             return rep.skip(
+                "lemma-2-pl",
                 name,
                 format!(
                     "N = {n_s} samples > d = {d}: σ_min(F) = 0 and the inequality says nothing \
@@ -324,7 +325,11 @@ impl FlowModel for PromptFlow {
             paper.push(half_grad2 / (2.0 * s_min * s_min * loss));
         }
         if derived.is_empty() {
-            return rep.skip(name, "the loss is 0 at every sample: nothing to bound");
+            return rep.skip(
+                "lemma-2-pl",
+                name,
+                "the loss is 0 at every sample: nothing to bound",
+            );
         }
         let worst = stats::min(derived.iter());
         rep.derive("pl_ratio_paper_min", stats::min(paper.iter()));

@@ -233,6 +233,7 @@ impl FlowModel for TokenSelectFlow {
         let (px, pq) = &self.spans;
         if px.trace().round() as usize == d && pq.trace().round() as usize == d {
             rep.skip(
+                "span-residual",
                 name,
                 "the tokens and the queries each span ℝ^d: nothing to leave",
             );

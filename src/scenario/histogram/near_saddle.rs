@@ -265,6 +265,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mu_lo, mu_hi) = stats::range((0..d).map(|i| m.column(i).norm()));
     if mu_hi > mu_lo * (1.0 + 1e-12) {
         rep.skip(
+            "escape-decade",
             decade_name,
             format!(
                 "the column norms μ_i of M differ ({mu_lo:.4} to {mu_hi:.4}): the columns leave \

@@ -405,6 +405,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             rep.check(check);
         } else {
             rep.skip(
+                &check.id,
                 check.name,
                 "the file's M has non-integer entries: X M c, the model and the pairwise \
                  brute-force sum round differently, so exact equality is not expected (the \

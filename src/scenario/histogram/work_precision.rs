@@ -445,6 +445,7 @@ fn stiffness_checks(rep: &mut Report, s: &Study, on_files: bool) {
         );
         if on_files {
             rep.skip(
+                &format!("bdf-loses.{}-{what}", s.problem.name),
                 name,
                 "stiff = true marks the built-in σ = 2 draw (imbalance δ_i ≈ (d − 1)σ², κ ~ 10³); \
                  the instance from params.data_file/init_file is not known to be stiff (its work \

@@ -125,6 +125,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     } else {
         rep.skip(
+            "frobenius-excess",
             excess_name,
             "how far the nuclear-optimal limits lie from the Frobenius SVM is a property of the \
              built-in data (toy-4: a continuum of nuclear solutions around W_F); on other aligned \

@@ -138,16 +138,26 @@ fn worst(items: impl Iterator<Item = (f64, String)>) -> (f64, String) {
 /// identity wherever A2 holds.
 fn user_checks(rep: &mut Report, inst: &Instance, r: &AssumptionReport, c: &Checks) {
     let why = "your data: its verdicts are reported under derived.datasets, not required";
-    for name in [
-        "Def. 3.1, A1 and A1-diag hold on every dataset",
-        "A2: spread of the non-optimal scores",
-        "A4 accepted exactly on the A4 datasets (toy-4, random-A4)",
+    for (id, name) in [
+        (
+            "def-a1-a1-diag-hold-dataset",
+            "Def. 3.1, A1 and A1-diag hold on every dataset",
+        ),
+        (
+            "a2-spread-non-optimal-scores",
+            "A2: spread of the non-optimal scores",
+        ),
+        (
+            "a4-accepted-exactly-a4-datasets-toy",
+            "A4 accepted exactly on the A4 datasets (toy-4, random-A4)",
+        ),
     ] {
-        rep.skip(name, why);
+        rep.skip(id, name, why);
     }
     let name = "A3: L(0) vs the A2 closed form";
     if r.a2_spread > c.exact_tol {
         return rep.skip(
+            "a3-vs-a2-closed-form",
             name,
             format!(
                 "A2 fails on your data (spread of the non-optimal scores {:.3e} > {:e})",
@@ -157,7 +167,7 @@ fn user_checks(rep: &mut Report, inst: &Instance, r: &AssumptionReport, c: &Chec
     }
     rep.check(
         Check::at_most(
-            "a3-initial-loss",
+            "a3-vs-a2-closed-form",
             name,
             (r.a3.loss - a2_initial_loss(inst)).abs(),
             c.exact_tol,

@@ -544,6 +544,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 );
             } else {
                 rep.skip(
+                    &format!("kq-l2-separation.{l}-{run}"),
                     separation,
                     format!(
                         "the ℓ1 and ℓ2 solutions of these data are only {svm_gap:.3e} apart (≤ \

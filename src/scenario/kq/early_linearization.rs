@@ -373,6 +373,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     } else {
         rep.skip(
+            "g0-closed-form",
             g0_name,
             format!(
                 "the closed form assumes A2 (equal non-optimal scores); these data spread them \

@@ -218,8 +218,16 @@ fn expected_unique(name: Option<DataName>) -> Option<bool> {
 fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
     for s in solved.iter().filter(|s| s.name.is_none()) {
         let why = "your data: §5.1's exact values and uniqueness verdicts are the toys'";
-        rep.skip(format!("{}: exact values of §5.1", s.label), why);
-        rep.skip(format!("{}: widest ℓ1 solution range", s.label), why);
+        rep.skip(
+            &format!("exact-values.{}", s.label),
+            format!("{}: exact values of §5.1", s.label),
+            why,
+        );
+        rep.skip(
+            &format!("widest-l1-range.{}", s.label),
+            format!("{}: widest ℓ1 solution range", s.label),
+            why,
+        );
     }
     for s in solved {
         let errors = exact_errors(s);

@@ -360,6 +360,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     } else {
         rep.skip(
+            "lambda2-2z1z2",
             "n = 2: |λ₂ − 2z₁z₂|",
             "no instance has n = 2 tokens (the identity is about n = 2)",
         );

@@ -234,7 +234,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     }
     let tight = "tightness: residual only on the smallest row of F ⇒ ½‖∇L‖²/(mNσ²_min·L) = 1";
-    if_a2(&mut rep, user_a2, tight, |rep| {
+    if_a2(&mut rep, user_a2, ("tightness", tight), |rep| {
         rep.check(
             Check::close("tightness", tight, tight_ratio, 1.0, c.tight_rel_tol).note(format!(
                 "labels from p_T = p + K_kᵀ({}, 0, …), k = {k} (the smallest (1/N)‖J(z_k)a_k‖): \
@@ -244,7 +244,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
     });
     let closed = "A2 closed form: max |(1/N)min_i‖J(z_i)a_i‖ / σ_min(F) − 1|";
-    if_a2(&mut rep, user_a2, closed, |rep| {
+    if_a2(&mut rep, user_a2, ("a2-closed-form", closed), |rep| {
         rep.check(
             Check::at_most("a2-closed-form", closed, closed_err, c.closed_form_rel_tol)
                 .note("rows of F are orthogonal under A2 (spec §2.2); σ_min(F) from the SVD"),

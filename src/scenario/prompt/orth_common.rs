@@ -42,10 +42,16 @@ pub fn a2_violation(data: &PromptData) -> f64 {
 }
 
 /// Runs `check` if the data are the built-in ones or A2 holds on the user's (violation ≤
-/// [`A2_TOL`]); else skips check `name` with the measured violation.
-pub fn if_a2(rep: &mut Report, user_a2: Option<f64>, name: &str, check: impl FnOnce(&mut Report)) {
+/// [`A2_TOL`]); else skips check `id` (titled `name`) with the measured violation.
+pub fn if_a2(
+    rep: &mut Report,
+    user_a2: Option<f64>,
+    (id, name): (&str, &str),
+    check: impl FnOnce(&mut Report),
+) {
     match user_a2 {
         Some(v) if v > A2_TOL => rep.skip(
+            id,
             name,
             format!(
                 "its proof needs A2 (K_iK_jᵀ = δ_ij I), which the data file violates: max \

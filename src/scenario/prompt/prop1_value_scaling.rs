@@ -232,21 +232,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "{}: α values with a positive hypothesis margin",
             reading.name()
         );
-        if_a2(&mut rep, user_a2, &name, |rep| {
+        let id = format!("positive-margins.{}", reading.name());
+        if_a2(&mut rep, user_a2, (&id, &name), |rep| {
             rep.check(
-                Check::at_most(
-                    &format!("positive-margins.{}", reading.name()),
-                    &name,
-                    positive as f64,
-                    c.max_positive as f64,
-                )
-                .note(format!(
-                    "labels {:?}; α ∈ {:?}; the margin scales like α with limit {limit:.4}·α",
-                    p.labels, p.alphas
-                ))
-                .paper_claim(
-                    "Proposition 1: there is A such that α > A ⇒ σ_min(F(p₀)) > γ + √(μ/2m)",
-                ),
+                Check::at_most(&id, &name, positive as f64, c.max_positive as f64)
+                    .note(format!(
+                        "labels {:?}; α ∈ {:?}; the margin scales like α with limit {limit:.4}·α",
+                        p.labels, p.alphas
+                    ))
+                    .paper_claim(
+                        "Proposition 1: there is A such that α > A ⇒ σ_min(F(p₀)) > γ + √(μ/2m)",
+                    ),
             )
         });
     }

@@ -454,11 +454,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "Theorem 1 supposes d ≥ N; the data have d = {d} < N = {}",
                 data.samples
             );
-            rep.skip(check.name, reason);
+            rep.skip(&check.id, check.name, reason);
         }
     }
     let closed = "σ_min(F(p₀)): max |SVD / ((1/N)min_i‖J(z_i)a_i‖) − 1|";
-    if_a2(&mut rep, user_a2, closed, |rep| {
+    if_a2(&mut rep, user_a2, ("a2-closed-form", closed), |rep| {
         rep.check(
             Check::at_most("a2-closed-form", closed, closed_err, c.closed_form_rel_tol)
                 .note("A2 closed form (spec §2.2)"),

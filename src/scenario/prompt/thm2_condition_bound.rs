@@ -245,6 +245,7 @@ fn given_point_checks(
         );
     } else {
         rep.skip(
+            "given-point-kappa",
             name,
             format!(
                 "κ = 1 only for n = 2 (T one-dimensional); here n = {n0}, κ = {} against (18)'s \
@@ -373,6 +374,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     } else {
         rep.skip(
+            "sweep-instances-violating-18",
             "sweep: instances violating (18)",
             format!(
                 "that (18) fails somewhere is shown on the random ensemble, not a property of \
@@ -472,6 +474,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     } else {
         rep.skip(
+            "gaussian-slope",
             slope_name,
             format!(
                 "a slope ≈ 2 is observed on Gaussian draws g, not implied for given g; on \

@@ -197,15 +197,34 @@ fn row(name: &str, d: usize, draw: usize, m: &Draw, ratio: f64) -> Vec<crate::sc
 }
 
 /// The sweep's checks by title, each a law of the random data models across d.
-const SWEEP_CHECKS: [&str; 8] = [
-    "Ass. 2: max non-optimal score spread / max|γ|",
-    "Lemma 6: max_d median ρ_orth(ex1) ratio between consecutive d",
-    "Lemma 6: min_d median ρ_orth(ex1)·√d",
-    "Lemma 6: max_d median ρ_orth(ex1)·√d",
-    "ex1-orth: max ρ_orth",
-    "Lemma 9: max_d median ρ_orth(DM) ratio between consecutive d",
-    "W-SVM infeasible draws",
-    "Cond. 1(ii): min_i ‖x_opt‖²/max‖x_t‖², DM",
+/// (id, title) of the checks of the d sweep (the last one's id carries the largest d).
+const SWEEP_CHECKS: [(&str, &str); 8] = [
+    (
+        "ass-non-optimal-score-spread-gamma",
+        "Ass. 2: max non-optimal score spread / max|γ|",
+    ),
+    (
+        "lemma-median-rho-orth-ex1-ratio",
+        "Lemma 6: max_d median ρ_orth(ex1) ratio between consecutive d",
+    ),
+    (
+        "lemma-median-rho-orth-ex1-sqrtd",
+        "Lemma 6: min_d median ρ_orth(ex1)·√d",
+    ),
+    (
+        "lemma-6-d-median-rho-orth-ex1-sqrtd",
+        "Lemma 6: max_d median ρ_orth(ex1)·√d",
+    ),
+    ("ex1-orth-rho-orth", "ex1-orth: max ρ_orth"),
+    (
+        "lemma-median-rho-orth-dm-ratio",
+        "Lemma 9: max_d median ρ_orth(DM) ratio between consecutive d",
+    ),
+    ("svm-infeasible-draws", "W-SVM infeasible draws"),
+    (
+        "cond-ii-opt-dm",
+        "Cond. 1(ii): min_i ‖x_opt‖²/max‖x_t‖², DM",
+    ),
 ];
 
 /// On a data file: the file's assumptions measured and reported (`data_file.*` in params.json
@@ -233,8 +252,9 @@ fn run_on_file(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunEr
     rep.derive("data_file.ass2_holds", m.spread <= c.ass2_rel_tol);
     rep.derive("data_file.cond1_opt_norm_ratio", ratio);
     rep.derive("data_file.cond1_ii_holds", ratio >= c.cond1_c);
-    for name in SWEEP_CHECKS {
+    for (id, name) in SWEEP_CHECKS {
         rep.skip(
+            id,
             name,
             "a law of the random data models across the d sweep; on your data the assumptions \
              are measured and reported under derived.data_file.*",

@@ -197,6 +197,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     if !on_example {
         rep.skip(
+            "fig-log10-log10",
             "Fig. 1/2 orderings",
             "the paper observes them on Example 1, not on every instance (data_file)",
         );

@@ -385,6 +385,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ),
         ),
         Some(_) => rep.skip(
+            "gf-time",
             gf_time,
             format!(
                 "the threshold is Example 1's (its margin Γ at s = 20); on this data t(s_end) = \

@@ -362,6 +362,7 @@ fn checks(
         );
     } else {
         rep.skip(
+            &format!("eq-3-gd-slow.{label}"),
             name,
             "W₀ lies in span{D_k}: no conserved component to bound 1 − corr with",
         );

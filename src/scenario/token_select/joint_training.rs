@@ -259,6 +259,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     if user_data {
         rep.skip(
+            "corr-mm",
             "1 − corr(W_K, W_mm) ordering NGD < NGD-joint < GD",
             "Fig. 3 observes it on DM, not on every instance (data_file)",
         );
@@ -324,6 +325,7 @@ fn lemma_checks(
     let cond1 = |rep: &mut Report, check: Check| match zero_start {
         true => rep.check(check),
         false => rep.skip(
+            &check.id,
             check.name.clone(),
             "assumes Cond. 1(i), u₀ = 0 and W₀ = 0; init_file gives another start",
         ),

@@ -315,6 +315,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 );
             } else {
                 rep.skip(
+                    &format!("corr-closed-form.{label}"),
                     format!("{label}: max |(1 − corr)/closed form − 1|"),
                     "W₀ of init_file lies along D̂ (p = 0): 1 − corr ≡ 0, no rate to compare",
                 );
@@ -339,6 +340,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let break_title = format!("{label}: logit gap where the naive f64 excess breaks");
         if source.is_file() {
             rep.skip(
+                &format!("naive-break-gap.{label}"),
                 &break_title,
                 "the window checks.naive_break_gap is calibrated on the built-in instances (the \
                  break sits at g ≈ ln(C/ε), C depends on the data); the break is reported in \

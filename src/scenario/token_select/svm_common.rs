@@ -230,6 +230,7 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
         .count();
     if count == 0 {
         rep.skip(
+            "stationarity-unpolished",
             stationarity,
             format!(
                 "all {answers} answers were polished: w = Σ_k α_k f_k by construction, so only \

@@ -291,7 +291,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // §3.4: W_mm = (2/3, −1/3, 1/3)e₁ᵀ (column 0 of the column-major vec)
     let closed_title = "W-SVM = (2/3, −1/3, 1/3)e₁ᵀ (max entry error)";
     match skip(false) {
-        Some(reason) => rep.skip(closed_title, reason),
+        Some(reason) => rep.skip("w-svm-closed-form", closed_title, reason),
         None => {
             let mut closed = vec![0.0; w_mm.len()];
             closed[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
@@ -324,7 +324,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
 
     let mut check_or_skip = |check: Check, needs_w_bad: bool| match skip(needs_w_bad) {
-        Some(reason) => rep.skip(check.name.clone(), reason),
+        Some(reason) => rep.skip(&check.id, check.name.clone(), reason),
         None => rep.check(check),
     };
     for (opt, bound) in [

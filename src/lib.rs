@@ -15,11 +15,13 @@
 //! - [`papers`]: the five papers, cited by title, authors and venue.
 //! - [`cli`]: the command line as a library ([`cli::main_with`]), for crates that register their
 //!   own scenario kinds.
+//! - [`memory`]: peak heap memory of a computation (the allocator the binary installs).
 pub mod analysis;
 pub mod attention;
 pub mod cli;
 pub mod flow;
 pub mod instance;
+pub mod memory;
 pub mod models;
 pub mod papers;
 pub mod plot;

@@ -6,6 +6,10 @@ use std::process::ExitCode;
 
 use attnflow::scenario::registry::Registry;
 
+// counts heap bytes per thread, so `scaling` can report each solve's peak memory
+#[global_allocator]
+static HEAP: attnflow::memory::PeakHeap = attnflow::memory::PeakHeap;
+
 fn main() -> ExitCode {
     let code = attnflow::cli::main_with(Registry::builtin(), std::env::args_os());
     ExitCode::from(u8::try_from(code).unwrap_or(1))

@@ -42,7 +42,7 @@
 pub mod clock;
 pub mod discrete;
 mod krylov;
-mod lu;
+pub mod lu;
 pub mod ode;
 pub mod trajectory;
 

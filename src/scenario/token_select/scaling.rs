@@ -21,13 +21,21 @@
 //! approaches 1 only from below).
 //! Wall times are measured and fitted too, but a clock is not reproducible: they go to
 //! `timing.csv` and `timing.svg` only, the two files `tests/determinism.rs` exempts.
+//!
+//! Memory: the peak heap a solve holds on its thread ([`crate::memory::peak_heap`], measured when
+//! the counting allocator is installed, as in the `attnflow` binary; skipped otherwise). Model:
+//! Tsit45 and TR-BDF2–Krylov keep a fixed number of state vectors, O(P¹); Bdf keeps the Jacobian,
+//! the Newton matrix and its LU, O(P²). Its exponent is checked per method; the bytes go to
+//! `timing.csv` (allocation sizes of faer's blocked kernels may depend on the machine's caches).
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{log_log_slope_fit, Window};
 use crate::attention::{FixedDecoder, Loss};
+use crate::flow::lu::allocate_thread_workspace;
 use crate::flow::{integrate, Method, OdeConfig, SolverStats};
+use crate::memory::peak_heap;
 use crate::models::token_select::{Example1, LogTimeGradientFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
@@ -68,6 +76,10 @@ pub struct Checks {
     pub bdf_work_exponent: [f64; 2],
     /// Band for the exponent of TR-BDF2–Krylov's gradient-equivalents per unit τ (model: 0).
     pub krylov_work_exponent: [f64; 2],
+    /// Bands for the exponent of the peak heap of a solve in P: Tsit45 and TR-BDF2–Krylov keep
+    /// state vectors (model 1), Bdf dense P × P matrices (model 2).
+    pub vectors_memory_exponent: [f64; 2],
+    pub bdf_memory_exponent: [f64; 2],
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -95,6 +107,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.tsit45_work_exponent", c.tsit45_work_exponent),
         ("checks.bdf_work_exponent", c.bdf_work_exponent),
         ("checks.krylov_work_exponent", c.krylov_work_exponent),
+        ("checks.vectors_memory_exponent", c.vectors_memory_exponent),
+        ("checks.bdf_memory_exponent", c.bdf_memory_exponent),
     ] {
         if !(lo.is_finite() && hi.is_finite() && lo < hi) {
             return Err(sc.invalid(key, format!("need lo < hi, got [{lo}, {hi}]")));
@@ -103,11 +117,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     Ok(())
 }
 
-/// One solve: its size, work counts and wall time.
+/// One solve: its size, work counts, wall time and peak heap (None: not measured).
 struct Point {
     method: Method,
     d: usize,
     stats: SolverStats,
+    peak_heap: Option<usize>,
 }
 
 impl Point {
@@ -119,8 +134,14 @@ impl Point {
     }
 }
 
-/// The log-clock gradient flow of Example 1 at dimension d.
-fn solve(p: &Params, d: usize, cfg: &OdeConfig, ctx: &RunContext) -> Result<SolverStats, RunError> {
+/// The log-clock gradient flow of Example 1 at dimension d: the solver's statistics and the
+/// peak heap of the solve.
+fn solve(
+    p: &Params,
+    d: usize,
+    cfg: &OdeConfig,
+    ctx: &RunContext,
+) -> Result<(SolverStats, Option<usize>), RunError> {
     let spec = Example1 {
         n: p.n,
         t: p.t,
@@ -139,13 +160,17 @@ fn solve(p: &Params, d: usize, cfg: &OdeConfig, ctx: &RunContext) -> Result<Solv
         .collect();
     let flow = LogTimeGradientFlow::new(&model);
     let taus = [0.0, LogTimeGradientFlow::tau_of(p.t_end)];
-    let tr = integrate(&flow, &flow.initial_state(&w0), &taus, cfg, None)?;
-    Ok(tr.stats)
+    let z0 = flow.initial_state(&w0);
+    let (tr, peak) = peak_heap(|| integrate(&flow, &z0, &taus, cfg, None));
+    Ok((tr?.stats, peak))
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     let tau_end = LogTimeGradientFlow::tau_of(p.t_end);
+    // faer's kernels allocate a per-thread workspace on first use: held before measuring, so
+    // the solves' peaks measure their growth with P only
+    let ((), workspace_bytes) = peak_heap(allocate_thread_workspace);
     let mut points = Vec::new();
     for (method, ds) in [
         (Method::Tsit45, &p.tsit45_d),
@@ -154,9 +179,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ] {
         let cfg = OdeConfig { method, ..ctx.ode };
         for &d in ds {
-            let stats = solve(p, d, &cfg, ctx)?;
+            let (stats, peak_heap) = solve(p, d, &cfg, ctx)?;
             rep.stats(format!("{} d={d}", method.name()), &stats);
-            points.push(Point { method, d, stats });
+            points.push(Point {
+                method,
+                d,
+                stats,
+                peak_heap,
+            });
         }
     }
     let mut series = Table::new(&[
@@ -169,7 +199,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "linear_solver_setups",
         "gradient_equivalents_per_tau",
     ]);
-    let mut timing = Table::new(&["method", "d", "params", "wall_seconds_per_tau"]);
+    let mut timing = Table::new(&[
+        "method",
+        "d",
+        "params",
+        "wall_seconds_per_tau",
+        "peak_heap_bytes",
+    ]);
     for q in &points {
         series.push(vec![
             q.method.name().into(),
@@ -186,6 +222,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             n(q.d).into(),
             q.params().into(),
             (q.stats.wall_seconds / tau_end).into(),
+            q.peak_heap.map_or(f64::NAN, n).into(),
         ]);
     }
     rep.series = series;
@@ -290,6 +327,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         time_panel =
             time_panel.series(Series::new(time_label, x, wall, LineStyle::SolidMarkers).color(k));
     }
+    let memory_panel = memory_checks(&points, workspace_bytes, c, &mut rep)?;
     // 1e10 printed as 10¹⁰ (real superscripts in figure text)
     let log10_t = p.t_end.log10();
     let horizon = if log10_t.fract() == 0.0 {
@@ -302,11 +340,85 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         p.n, p.t
     );
     rep.figure = Some(Figure::new(1).title(title.clone()).panel(work_panel));
-    rep.figures.push((
-        "timing".into(),
-        Figure::new(1).title(title).panel(time_panel),
-    ));
+    let timing_figure = match memory_panel {
+        Some(memory) => Figure::new(2).panel(time_panel).panel(memory),
+        None => Figure::new(1).panel(time_panel),
+    };
+    rep.figures
+        .push(("timing".into(), timing_figure.title(title)));
     Ok(rep)
+}
+
+/// The exponent of each method's peak heap in P against the memory model, and its panel; the
+/// checks are skipped (and no panel drawn) when the counting allocator is not installed.
+fn memory_checks(
+    points: &[Point],
+    workspace_bytes: Option<usize>,
+    c: &Checks,
+    rep: &mut Report,
+) -> Result<Option<LinePanel>, RunError> {
+    let all = Window::Time {
+        from: 0.0,
+        to: f64::INFINITY,
+    };
+    let mut panel = LinePanel::new("peak heap of one solve", "parameters P = d²", "bytes")
+        .log_x()
+        .log_y()
+        .legend(LegendPosition::UpperLeft);
+    let mut measured_any = false;
+    // the one-time per-thread workspace of faer's kernels, allocated before the solves
+    let workspace = workspace_bytes.map_or("not measured".into(), |b| format!("{b:.3e} bytes"));
+    for (k, (method, band, model)) in [
+        (Method::Tsit45, c.vectors_memory_exponent, "1"),
+        (Method::Bdf, c.bdf_memory_exponent, "2"),
+        (Method::TrBdf2Krylov, c.vectors_memory_exponent, "1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pts: Vec<&Point> = points.iter().filter(|q| q.method == method).collect();
+        let name = method.name();
+        let id = format!("memory-exponent.{name}");
+        let title = format!("{name}: exponent of a solve's peak heap in P (model {model})");
+        let Some(bytes) = pts
+            .iter()
+            .map(|q| q.peak_heap.map(n))
+            .collect::<Option<Vec<f64>>>()
+        else {
+            rep.skip(
+                &id,
+                title,
+                "heap memory is counted only where attnflow's allocator is installed (the \
+                 attnflow binary installs it; attnflow::memory::PeakHeap)",
+            );
+            continue;
+        };
+        let x: Vec<f64> = pts.iter().map(|q| q.params()).collect();
+        let fit = log_log_slope_fit(&x, &bytes, all)
+            .map_err(|e| RunError::Other(format!("{name} memory exponent: {e}")))?;
+        rep.derive(&format!("{name}_memory_exponent"), fit.slope);
+        rep.check(
+            Check::within(&id, &title, fit.slope, band[0], band[1]).note(format!(
+                "peak heap {:.3e} … {:.3e} bytes at P = {} … {}; faer's per-thread workspace, \
+                 allocated once before the solves: {workspace}",
+                bytes[0],
+                bytes[bytes.len() - 1],
+                x[0],
+                x[x.len() - 1]
+            )),
+        );
+        panel = panel.series(
+            Series::new(
+                format!("{}: P^{{{:.2}}} (model {model})", method.label(), fit.slope),
+                x,
+                bytes,
+                LineStyle::SolidMarkers,
+            )
+            .color(k),
+        );
+        measured_any = true;
+    }
+    Ok(measured_any.then_some(panel))
 }
 
 /// Per size: the model (n·T·d tokens), one solve of d² + 1 states; Bdf's dense Newton matrix,
@@ -343,6 +455,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "tsit45_work_exponent",
         "bdf_work_exponent",
         "tr_bdf2_krylov_work_exponent",
+        "*_memory_exponent",
     ],
     run,
 };

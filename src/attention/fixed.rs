@@ -139,7 +139,8 @@ impl FixedDecoder {
         }
         eval::w_gradient(&self.data, &mut ws, scale, direction);
         let norm = crate::flow::norm(direction);
-        direction.iter_mut().for_each(|x| *x /= norm);
+        let inv = norm.recip();
+        direction.iter_mut().for_each(|x| *x *= inv);
         LogGradient {
             log_excess,
             log_norm: scale + norm.ln(),

@@ -200,10 +200,75 @@ impl Trajectory {
 
 /// Euclidean norm.
 pub fn norm(v: &[f64]) -> f64 {
-    // scaled to avoid overflow/underflow for extreme states
-    let scale = crate::stats::max_abs(v.iter());
-    if scale == 0.0 || !scale.is_finite() {
-        return scale;
+    // Four independent lanes for the largest entry and for the sum of squares, so both loops
+    // vectorize instead of waiting on one dependency chain (this runs once per gradient of the
+    // token flows, on d² entries). f64::max skips NaN: a NaN entry makes the sum NaN below, or
+    // is looked for where the scale alone decides.
+    let chunks = v.chunks_exact(4);
+    let rest = chunks.remainder();
+    let mut lanes = [0.0f64; 4];
+    for c in chunks.clone() {
+        for k in 0..4 {
+            lanes[k] = lanes[k].max(c[k].abs());
+        }
     }
-    scale * v.iter().map(|x| (x / scale).powi(2)).sum::<f64>().sqrt()
+    let scale = rest.iter().fold(
+        lanes[0].max(lanes[1]).max(lanes[2].max(lanes[3])),
+        |m, x| m.max(x.abs()),
+    );
+    if scale == 0.0 || !scale.is_finite() {
+        return if v.iter().any(|x| x.is_nan()) {
+            f64::NAN
+        } else {
+            scale
+        };
+    }
+    // scaled by the power of two at or below the largest entry, against overflow and underflow:
+    // multiplying by its inverse is exact; at the ends of the range, where that inverse would
+    // overflow, divided by the largest entry instead
+    let exponent = scale.log2().floor();
+    if exponent.abs() >= 1000.0 {
+        return scale * v.iter().map(|x| (x / scale).powi(2)).sum::<f64>().sqrt();
+    }
+    let inv = (-exponent).exp2();
+    let mut sums = [0.0f64; 4];
+    for c in chunks {
+        for k in 0..4 {
+            let x = c[k] * inv;
+            sums[k] += x * x;
+        }
+    }
+    let tail: f64 = rest.iter().map(|x| (x * inv) * (x * inv)).sum();
+    exponent.exp2() * ((sums[0] + sums[1]) + (sums[2] + sums[3]) + tail).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::norm;
+
+    /// Exact where the answer is representable, NaN-propagating wherever the NaN sits, and free
+    /// of overflow and underflow at the ends of the f64 range.
+    #[test]
+    fn norm_is_exact_scaled_and_nan_safe() {
+        assert_eq!(norm(&[3.0, 4.0]), 5.0);
+        assert_eq!(norm(&[0.0, 3.0, 0.0, 0.0, 4.0]), 5.0);
+        assert_eq!(norm(&[]), 0.0);
+        let ones = vec![1.0; 1024];
+        assert_eq!(norm(&ones), 32.0);
+        for nan_at in [0, 3, 4, 6] {
+            let mut v = vec![0.0; 7];
+            v[nan_at] = f64::NAN;
+            assert!(norm(&v).is_nan(), "NaN at {nan_at}");
+            v[1] = 2.0;
+            assert!(norm(&v).is_nan(), "NaN at {nan_at} beside 2");
+            v[2] = f64::INFINITY;
+            assert!(norm(&v).is_nan(), "NaN at {nan_at} beside ∞");
+        }
+        assert_eq!(norm(&[1.0, f64::NEG_INFINITY]), f64::INFINITY);
+        let huge = 1e300;
+        assert!((norm(&[huge, huge, huge, huge, huge]) / (huge * 5f64.sqrt()) - 1.0).abs() < 1e-15);
+        let tiny = 1e-310; // subnormal
+        let got = norm(&[tiny, tiny, tiny, tiny]);
+        assert!((got / (2.0 * tiny) - 1.0).abs() < 1e-4, "{got:e}");
+    }
 }

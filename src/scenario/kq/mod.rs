@@ -7,6 +7,7 @@ mod assumption_validators;
 pub(crate) mod common;
 // seed-001 diagonal scenarios (wt-ka)
 mod diag_l1_vs_l2;
+mod diag_random_batch;
 mod early_linearization;
 mod full_common;
 mod full_nuclear_vs_frobenius;
@@ -25,6 +26,7 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         // seed-001 diagonal scenarios (wt-ka)
         &param_equivalence::KIND,
         &diag_l1_vs_l2::KIND,
+        &diag_random_batch::KIND,
         &full_nuclear_vs_frobenius::KIND,
         &aligned_closed_form::KIND,
         &aligned_random_init::KIND,

@@ -75,7 +75,8 @@ pub struct Checks {
     /// Fraction of the satisfying instances that must meet both bounds at τ_max (spec §7: 0.9).
     pub pass_fraction: f64,
     /// Every satisfying instance still converging: gap(τ_max)/gap(τ_max/10^decline_decades)
-    /// at most this (Thm 4.1: the gap → 0; a flow stalled away from β*₁ keeps the ratio ≈ 1).
+    /// at most this (Thm 4.1: the gap → 0; converged flows fall by 10^(−decades·margin), a flow
+    /// stalled away from β*₁ keeps the ratio ≈ 1).
     pub decline_ratio: f64,
 }
 

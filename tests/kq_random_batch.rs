@@ -46,3 +46,32 @@ fn diag_random_batch_refuses_an_a3_delta_above_the_threshold() {
     let e = load_error("diag-random-batch", &["a3_delta=2.0"]);
     assert!(e.to_string().contains("params.a3_delta"), "{e}");
 }
+
+#[test]
+fn full_random_batch_quick_passes() {
+    let r = run_quick("full-random-batch", &[]);
+    assert_all_pass("full-random-batch", &r);
+    let count = |k: &str| r.derived[k].as_u64().unwrap();
+    assert_eq!(count("instances"), 3);
+    assert_eq!(count("satisfying"), 3);
+    assert_eq!(count("w_passing"), 3);
+    // the spec's fraction is stated at τ = 1e8: reported here, its check listed as skipped
+    assert!(r.derived["kq_fraction"].as_f64().unwrap().is_finite());
+    assert_eq!(r.skipped.len(), 1);
+}
+
+#[test]
+fn full_random_batch_short_horizon_fails_the_frobenius_check() {
+    // τ_max = 1e2: the W directions are still ~1e-3 from W_F
+    let r = run_quick("full-random-batch", &["tau_max=1e2"]);
+    assert!(!passes(&r, "w-frobenius-worst"));
+    assert!(!passes(&r, "w-passing-all-satisfying"));
+}
+
+#[test]
+fn full_random_batch_frobenius_target_fails_the_kq_comparison() {
+    // the KQ limits measured against the Frobenius SVM: the W limits are far nearer it
+    let r = run_quick("full-random-batch", &["kq_target=\"frobenius\""]);
+    assert!(!passes(&r, "kq-nearer-than-w-worst"));
+    assert!(check(&r, "kq-nearer-than-w-worst").measured > 10.0);
+}

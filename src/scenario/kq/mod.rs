@@ -11,6 +11,7 @@ mod diag_random_batch;
 mod early_linearization;
 mod full_common;
 mod full_nuclear_vs_frobenius;
+mod full_random_batch;
 mod nuclear_svm;
 mod param_equivalence;
 mod svm_solvers;
@@ -28,6 +29,7 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &diag_l1_vs_l2::KIND,
         &diag_random_batch::KIND,
         &full_nuclear_vs_frobenius::KIND,
+        &full_random_batch::KIND,
         &aligned_closed_form::KIND,
         &aligned_random_init::KIND,
         &early_linearization::KIND,

@@ -75,3 +75,26 @@ fn full_random_batch_frobenius_target_fails_the_kq_comparison() {
     assert!(!passes(&r, "kq-nearer-than-w-worst"));
     assert!(check(&r, "kq-nearer-than-w-worst").measured > 10.0);
 }
+
+#[test]
+fn norm_divergence_quick_passes() {
+    let r = run_quick("norm-divergence", &[]);
+    assert_all_pass("norm-divergence", &r);
+    // at β ≈ 0 the ratio of (27) is exactly 2/c = 1: the exact constant is tight at the start
+    let ratio = r.derived["ineq27_min_ratio"].as_f64().unwrap();
+    assert!((ratio - 1.0).abs() < 1e-6, "{ratio}");
+}
+
+#[test]
+fn norm_divergence_wrong_constant_fails_inequality_27() {
+    // a constant above the exact 2 fails where β ≈ 0 (ratio 2/3)
+    let r = run_quick("norm-divergence", &["checks.ineq27_constant=3.0"]);
+    assert!(!passes(&r, "ineq-27-pointwise"));
+}
+
+#[test]
+fn norm_divergence_short_horizon_fails_the_rate() {
+    // at τ = 1e2 the ln τ correction of µ and the direction error are still ≫ 5%
+    let r = run_quick("norm-divergence", &["tau_max=1e2"]);
+    assert!(!passes(&r, "norm-over-tau"));
+}

@@ -12,6 +12,7 @@ mod early_linearization;
 mod full_common;
 mod full_nuclear_vs_frobenius;
 mod full_random_batch;
+mod norm_divergence;
 mod nuclear_svm;
 mod param_equivalence;
 mod svm_solvers;
@@ -30,6 +31,7 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &diag_random_batch::KIND,
         &full_nuclear_vs_frobenius::KIND,
         &full_random_batch::KIND,
+        &norm_divergence::KIND,
         &aligned_closed_form::KIND,
         &aligned_random_init::KIND,
         &early_linearization::KIND,

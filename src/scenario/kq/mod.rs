@@ -7,9 +7,12 @@ mod assumption_validators;
 pub(crate) mod common;
 // seed-001 diagonal scenarios (wt-ka)
 mod diag_l1_vs_l2;
+mod diag_random_batch;
 mod early_linearization;
 mod full_common;
 mod full_nuclear_vs_frobenius;
+mod full_random_batch;
+mod norm_divergence;
 mod nuclear_svm;
 mod param_equivalence;
 mod svm_solvers;
@@ -25,7 +28,10 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         // seed-001 diagonal scenarios (wt-ka)
         &param_equivalence::KIND,
         &diag_l1_vs_l2::KIND,
+        &diag_random_batch::KIND,
         &full_nuclear_vs_frobenius::KIND,
+        &full_random_batch::KIND,
+        &norm_divergence::KIND,
         &aligned_closed_form::KIND,
         &aligned_random_init::KIND,
         &early_linearization::KIND,

@@ -349,6 +349,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     } else {
         rep.skip(
+            "kq-nuclear-fraction",
             title,
             format!(
                 "spec §5.2 states its ≥ {} at τ = {SPEC_FRACTION_TAU:e}; this run stops at τ_max = \

@@ -52,7 +52,7 @@ fn fig8_check_fails_when_constraints_are_negatively_correlated() {
 #[test]
 fn thm3_skeleton_and_rate_hold_on_dm() {
     let rep = run_quick("joint-training", &[]);
-    for label in ["NGD η=0.1", "NGD-joint α=0.333 η=0.1"] {
+    for label in ["ngd-eta-0-1", "ngd-joint-alpha-0-333-eta-0-1"] {
         assert!(passes(&rep, &format!("thm-3-skeleton.{label}")), "{label}");
         assert!(passes(&rep, &format!("thm-3-rate.{label}")), "{label}");
     }
@@ -63,6 +63,6 @@ fn thm3_skeleton_and_rate_hold_on_dm() {
 #[test]
 fn thm3_rate_fails_when_the_step_is_too_small() {
     let rep = run_quick("joint-training", &["ngd_eta=0.001"]);
-    assert!(!passes(&rep, "thm-3-rate.NGD-joint α=0.333 η=0.001"));
-    assert!(passes(&rep, "thm-3-skeleton.NGD-joint α=0.333 η=0.001"));
+    assert!(!passes(&rep, "thm-3-rate.ngd-joint-alpha-0-333-eta-0-001"));
+    assert!(passes(&rep, "thm-3-skeleton.ngd-joint-alpha-0-333-eta-0-001"));
 }

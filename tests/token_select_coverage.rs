@@ -64,5 +64,8 @@ fn thm3_skeleton_and_rate_hold_on_dm() {
 fn thm3_rate_fails_when_the_step_is_too_small() {
     let rep = run_quick("joint-training", &["ngd_eta=0.001"]);
     assert!(!passes(&rep, "thm-3-rate.ngd-joint-alpha-0-333-eta-0-001"));
-    assert!(passes(&rep, "thm-3-skeleton.ngd-joint-alpha-0-333-eta-0-001"));
+    assert!(passes(
+        &rep,
+        "thm-3-skeleton.ngd-joint-alpha-0-333-eta-0-001"
+    ));
 }

@@ -511,7 +511,9 @@ fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
             1.0 + c.skeleton_slack,
         )
         .note(format!(
-            "[D] spec §4.2 certified skeleton from k₀ = {k0}; worst at k = {}; largest              ‖ΔW_s‖/δ_s = {longest:.6}; numerator at K = {numerator:.4e} (converges: ε_s → 0 and              Σδ_s²/‖W_s‖ < ∞ for α > 0)",
+            "[D] spec §4.2 certified skeleton from k₀ = {k0}; worst at k = {}; largest \
+             ‖ΔW_s‖/δ_s = {longest:.6}; numerator at K = {numerator:.4e} (converges: ε_s → 0 and \
+             Σδ_s²/‖W_s‖ < ∞ for α > 0)",
             worst.1
         )),
     );

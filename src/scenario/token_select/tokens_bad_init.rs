@@ -488,7 +488,9 @@ fn heads_to_zero_check(rep: &mut Report, runs: &[Run], inst: &Instance) {
             0.0,
         )
         .note(format!(
-            "[D] −∇L = Σ_j c_j D_j with c_j ≥ 0, so each step raises every logit gap when              min ⟨D_a, D_b⟩ ≥ 0 (here {min_gram:.4}); worst: {}, r = {}, sample {}: φ_opt(W₀) =              {:.4}, min_k φ_opt = {phi_min:.4} at k = {k_min}",
+            "[D] −∇L = Σ_j c_j D_j with c_j ≥ 0, so each step raises every logit gap when \
+             min ⟨D_a, D_b⟩ ≥ 0 (here {min_gram:.4}); worst: {}, r = {}, sample {}: φ_opt(W₀) = \
+             {:.4}, min_k φ_opt = {phi_min:.4} at k = {k_min}",
             match run.opt {
                 Optimizer::Gd => "GD",
                 Optimizer::Ngd => "NGD",
@@ -497,7 +499,9 @@ fn heads_to_zero_check(rep: &mut Report, runs: &[Run], inst: &Instance) {
             i + 1,
             run.phi[i][0],
         ))
-        .paper_claim("Fig. 8: sample 1's φ_opt first heads to 0 (sample 2's to 1) before recovering"),
+        .paper_claim(
+            "Fig. 8: sample 1's φ_opt first heads to 0 (sample 2's to 1) before recovering",
+        ),
     );
 }
 

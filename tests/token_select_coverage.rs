@@ -69,3 +69,15 @@ fn thm3_rate_fails_when_the_step_is_too_small() {
         "thm-3-skeleton.ngd-joint-alpha-0-333-eta-0-001"
     ));
 }
+
+/// Fig. 3's Polyak step: at the shipped cap 1e3 PS switches to GD(cap) within a few steps and
+/// stays capped (the paper's "PS fastest" is printed beside); with a cap of 1e300 it is still
+/// uncapped at K = 300, so the switch claim fails.
+#[test]
+fn fig3_polyak_becomes_gd_after_its_switch() {
+    let rep = run_quick("joint-training", &[]);
+    assert!(passes(&rep, "ps-gd-after-switch"));
+    assert!(check(&rep, "ps-gd-after-switch").paper_claim.is_some());
+    let rep = run_quick("joint-training", &["ps_cap=1e300", "iterations=300"]);
+    assert!(!passes(&rep, "ps-gd-after-switch"));
+}

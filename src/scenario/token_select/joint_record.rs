@@ -39,6 +39,8 @@ pub struct JointRun {
     /// certified skeleton (spec §4.2).
     pub w_step_len: Vec<f64>,
     pub w_step_eps: Vec<f64>,
+    /// Polyak runs: ln(L/‖∇L‖²), the uncapped step, at every k (empty for other rules).
+    pub ln_free_polyak: Vec<f64>,
 }
 
 /// What every run is measured against.
@@ -87,7 +89,10 @@ pub fn run_one(
         w_bound_ratio: 0.0,
         w_step_len: Vec::with_capacity(iterations),
         w_step_eps: Vec::with_capacity(iterations),
+        ln_free_polyak: Vec::new(),
     };
+    let polyak = matches!(rule, JointRule::Polyak { .. });
+    let (mut dir_u, mut dir_w) = (vec![0.0; d], vec![0.0; d * d]);
     let w_mm_unit: Vec<f64> = {
         let nm = norm(rf.w_mm);
         rf.w_mm.iter().map(|x| x / nm).collect()
@@ -160,6 +165,11 @@ pub fn run_one(
             prev_gaps = Some(gaps);
         }
         prev_l1m = Some(l1m);
+        if polyak {
+            let lg = model.block_gradients(&z, &mut dir_u, &mut dir_w);
+            let ln_grad = 0.5 * log_sum_exp([2.0 * lg.log_norm_u, 2.0 * lg.log_norm_w].into_iter());
+            r.ln_free_polyak.push(lg.log_loss - 2.0 * ln_grad);
+        }
         if k < iterations {
             let w_prev = z[d..].to_vec();
             stepper.step(&mut z);

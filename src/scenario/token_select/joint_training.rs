@@ -240,6 +240,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for r in &runs {
         derive_run(&mut rep, r);
     }
+    polyak_check(&mut rep, runs.last().expect("the PS run"), &runs[1], p);
     // Fig. 3's ordering of W's alignment at K: NGD (α = 0) < NGD-joint (α = 1/3) < GD
     let k_end = p.iterations;
     let mut ordered: Vec<&JointRun> = runs.iter().filter(|r| r.alpha.is_some()).collect();
@@ -540,6 +541,43 @@ fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
     );
 }
 
+/// Fig. 3's Polyak step (paper Sec. 3.2, "after some time, when L/‖∇L‖² > cap, the PS updates
+/// are identical to GD with step-size cap; the rates are much faster in the beginning, but slow
+/// down"): the switch k_sw (first k whose uncapped step exceeds the cap) must come within K and
+/// every later step must stay capped; PS's loss is compared with NGD's (α = 0) at k_sw and at K.
+fn polyak_check(rep: &mut Report, ps: &JointRun, ngd: &JointRun, p: &Params) {
+    let ln_cap = p.ps_cap.ln();
+    let k_sw = ps.ln_free_polyak.iter().position(|&x| x > ln_cap);
+    let uncapped_after = k_sw.map_or(f64::NAN, |k| {
+        ps.ln_free_polyak[k..]
+            .iter()
+            .filter(|&&x| !(x > ln_cap))
+            .count() as f64
+    });
+    let k_end = p.iterations;
+    rep.derive("ps_switch_k", k_sw);
+    rep.derive(
+        "ps_minus_ngd_log_loss_at_K",
+        ps.log_loss[k_end] - ngd.log_loss[k_end],
+    );
+    rep.check(
+        Check::at_most(
+            "ps-gd-after-switch",
+            "PS: steps k ≥ k_sw with L/‖∇L‖² ≤ cap (uncapped after the switch; NaN: no switch by K)",
+            uncapped_after,
+            0.0,
+        )
+        .note(format!(
+            "k_sw = {k_sw:?} (cap {:e}); from k_sw PS is GD(cap) (paper Sec. 3.2); ln L − ln L_NGD: \
+             {:.3} at k_sw, {:.3} at K = {k_end}",
+            p.ps_cap,
+            k_sw.map_or(f64::NAN, |k| ps.log_loss[k] - ngd.log_loss[k]),
+            ps.log_loss[k_end] - ngd.log_loss[k_end]
+        ))
+        .paper_claim("Fig. 3: PS is the fastest of GD, NGD, NGD-joint and PS"),
+    );
+}
+
 /// Means of v over the doubling windows [from·2^j, from·2^{j+1}) that fit in [from, k_end].
 fn window_means(v: &[f64], from: usize, k_end: usize) -> Vec<f64> {
     let mut out = Vec::new();
@@ -765,6 +803,8 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "*_phi_decreases",
         "*_thm2_min_neg_log_loss_over_cbrt_k",
         "*_thm3_misalignment_slope",
+        "ps_minus_ngd_log_loss_at_K",
+        "ps_switch_k",
         "rho_orth",
         "u_mm_norm",
         "u_svm_dual_ratio",

@@ -551,7 +551,7 @@ fn polyak_check(rep: &mut Report, ps: &JointRun, ngd: &JointRun, p: &Params) {
     let uncapped_after = k_sw.map_or(f64::NAN, |k| {
         ps.ln_free_polyak[k..]
             .iter()
-            .filter(|&&x| !(x > ln_cap))
+            .filter(|&&x| x <= ln_cap || x.is_nan())
             .count() as f64
     });
     let k_end = p.iterations;

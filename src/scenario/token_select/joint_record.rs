@@ -34,6 +34,13 @@ pub struct JointRun {
     /// runs).
     pub u_bound_ratio: f64,
     pub w_bound_ratio: f64,
+    /// Per W-step s = 0..K−1: its length ‖W_{s+1} − W_s‖ and ε_s := max(0, ⟨ΔŴ_s, Ŵ_s − W̄_mm⟩)
+    /// (unit step direction; 0 for a skipped step or at W_s = 0), the Lemma 7 slack of the
+    /// certified skeleton (spec §4.2).
+    pub w_step_len: Vec<f64>,
+    pub w_step_eps: Vec<f64>,
+    /// Polyak runs: ln(L/‖∇L‖²), the uncapped step, at every k (empty for other rules).
+    pub ln_free_polyak: Vec<f64>,
 }
 
 /// What every run is measured against.
@@ -80,6 +87,15 @@ pub fn run_one(
         gap_decreases: 0,
         u_bound_ratio: 0.0,
         w_bound_ratio: 0.0,
+        w_step_len: Vec::with_capacity(iterations),
+        w_step_eps: Vec::with_capacity(iterations),
+        ln_free_polyak: Vec::new(),
+    };
+    let polyak = matches!(rule, JointRule::Polyak { .. });
+    let (mut dir_u, mut dir_w) = (vec![0.0; d], vec![0.0; d * d]);
+    let w_mm_unit: Vec<f64> = {
+        let nm = norm(rf.w_mm);
+        rf.w_mm.iter().map(|x| x / nm).collect()
     };
     let u_mm_norm = norm(rf.u_mm);
     let mut z = z0.to_vec();
@@ -149,8 +165,27 @@ pub fn run_one(
             prev_gaps = Some(gaps);
         }
         prev_l1m = Some(l1m);
+        if polyak {
+            let lg = model.block_gradients(&z, &mut dir_u, &mut dir_w);
+            let ln_grad = 0.5 * log_sum_exp([2.0 * lg.log_norm_u, 2.0 * lg.log_norm_w].into_iter());
+            r.ln_free_polyak.push(lg.log_loss - 2.0 * ln_grad);
+        }
         if k < iterations {
+            let w_prev = z[d..].to_vec();
             stepper.step(&mut z);
+            let step: Vec<f64> = z[d..].iter().zip(&w_prev).map(|(a, b)| a - b).collect();
+            let (len, wn) = (norm(&step), norm(&w_prev));
+            let eps = match len > 0.0 && wn > 0.0 {
+                true => stats::larger(
+                    0.0,
+                    (0..step.len())
+                        .map(|j| step[j] / len * (w_prev[j] / wn - w_mm_unit[j]))
+                        .sum(),
+                ),
+                false => 0.0,
+            };
+            r.w_step_len.push(len);
+            r.w_step_eps.push(eps);
         }
     }
     Ok(r)

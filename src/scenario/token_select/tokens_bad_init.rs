@@ -407,6 +407,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         false,
     );
 
+    heads_to_zero_check(&mut rep, &runs, &inst);
+
     for run in &runs {
         let key = format!(
             "{}_r{}",
@@ -433,6 +435,74 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         &runs, &ks, &inst, &plane, &w_mm, &w_bad, user_data, p,
     ));
     Ok(rep)
+}
+
+/// min over distinct constraint pairs of ⟨D_a, D_b⟩ = (a_a·a_b)(q_a·q_b), with
+/// D = (x_{i,opt} − x_{i,t}) q_iᵀ (t ≠ opt_i): the Gram entries the φ-monotonicity rests on.
+fn min_constraint_inner_product(inst: &Instance) -> f64 {
+    let data = &inst.data;
+    let cons: Vec<(Vec<f64>, &[f64])> = (0..data.n)
+        .flat_map(|i| {
+            let o = inst.opt[i];
+            (0..data.t).filter(move |&t| t != o).map(move |t| {
+                let a: Vec<f64> = data
+                    .token(i, o)
+                    .iter()
+                    .zip(data.token(i, t))
+                    .map(|(x, y)| x - y)
+                    .collect();
+                (a, data.query(i))
+            })
+        })
+        .collect();
+    stats::min(cons.iter().enumerate().flat_map(|(k, (a, q))| {
+        cons[k + 1..]
+            .iter()
+            .map(move |(b, r)| dot(a, b) * dot(q, r))
+    }))
+}
+
+/// Fig. 8's "sample 1's φ_opt first heads to 0": the largest rise of ln(1 − φ_{i,opt}(W_k))
+/// above its value at W₀, over every run, sample and k. [D] With Ass. 2 the negative gradient is
+/// a non-negative combination of the D's, so a step moves logit gap i by
+/// Σ_j c_j⟨D_j, D_i⟩ ≥ 0 when every ⟨D_j, D_i⟩ ≥ 0 (bad-init: ⟨D₁, D₂⟩ = 1): no φ_{i,opt} ever
+/// falls, whatever r, η or optimizer. Runs on a data_file too, where a negative ⟨D_j, D_i⟩ lets a
+/// satisfied sample's φ_opt fall while a violated one recovers.
+fn heads_to_zero_check(rep: &mut Report, runs: &[Run], inst: &Instance) {
+    let min_gram = min_constraint_inner_product(inst);
+    rep.derive("min_constraint_inner_product", min_gram);
+    let (worst, (run, i)) = stats::worst(runs.iter().flat_map(|run| {
+        run.log_one_minus_phi
+            .iter()
+            .enumerate()
+            .map(move |(i, l)| (stats::max(l.iter()) - l[0], (run, i)))
+    }))
+    .expect("at least one run");
+    let phi_min = stats::min(run.phi[i].iter());
+    let k_min = run.phi[i].iter().position(|&f| f == phi_min).unwrap_or(0);
+    rep.check(
+        Check::at_most(
+            "phi-opt-never-heads-to-zero",
+            "max_{runs,i,k} [ln(1 − φ_{i,opt}(W_k)) − ln(1 − φ_{i,opt}(W₀))] (> 0: φ_opt fell)",
+            worst,
+            0.0,
+        )
+        .note(format!(
+            "[D] −∇L = Σ_j c_j D_j with c_j ≥ 0, so each step raises every logit gap when \
+             min ⟨D_a, D_b⟩ ≥ 0 (here {min_gram:.4}); worst: {}, r = {}, sample {}: φ_opt(W₀) = \
+             {:.4}, min_k φ_opt = {phi_min:.4} at k = {k_min}",
+            match run.opt {
+                Optimizer::Gd => "GD",
+                Optimizer::Ngd => "NGD",
+            },
+            run.radius,
+            i + 1,
+            run.phi[i][0],
+        ))
+        .paper_claim(
+            "Fig. 8: sample 1's φ_opt first heads to 0 (sample 2's to 1) before recovering",
+        ),
+    );
 }
 
 fn series_table(runs: &[Run], ks: &[usize], p: &Params) -> Table {
@@ -658,6 +728,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "*_misalignment_at_K",
         "*_norm_at_K",
         "corr_w_bad_w_mm",
+        "min_constraint_inner_product",
         "gamma_margin",
         "loss_star",
         "w_mm_norm",

@@ -492,7 +492,11 @@ fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
     let id = |what: &str| format!("{what}.{}", r.label);
     let delta = |s: usize| p.ngd_eta * ((s + 1) as f64).powf(-alpha);
     let Some(k0) = r.norm_w.iter().position(|&x| x > 0.0) else {
-        rep.skip(name("Thm 3 skeleton"), "W never moved");
+        rep.skip(
+            &id("thm-3-skeleton"),
+            name("Thm 3 skeleton"),
+            "W never moved",
+        );
         return;
     };
     let mut numerator = r.norm_w[k0] * r.mis_w[k0];

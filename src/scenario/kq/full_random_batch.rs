@@ -353,7 +353,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             title,
             format!(
                 "spec §5.2 states its ≥ {} at τ = {SPEC_FRACTION_TAU:e}; this run stops at τ_max = \
-                 {:e} (the full flows' integrators fail near τ ≈ 6e4–8e4 on some sets), where the \
+                 {:e} (the full flows' integrators fail near τ ≈ 4e4–8e4 on some sets), where the \
                  slow sets (weak complementarity margin, or a nuclear solution of rank > 1) are \
                  still converging: measured {detail} (derived kq_fraction)",
                 c.kq_fraction, p.tau_max

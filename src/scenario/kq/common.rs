@@ -199,3 +199,31 @@ pub fn numerical_rank(singular_values: &[f64]) -> usize {
     let top = singular_values.first().copied().unwrap_or(0.0);
     singular_values.iter().filter(|&&s| s > 1e-6 * top).count()
 }
+
+/// The log-time horizon and its sampling of a diagonal flow: τ_max in (10, 1e10] (spec §8: beyond
+/// µ ≈ 1e12 the margins drown in rounding) and at least one sample per decade.
+pub fn require_log_horizon(
+    sc: &Scenario,
+    tau_max: f64,
+    per_decade: usize,
+) -> Result<(), InputError> {
+    if !(tau_max > 10.0 && tau_max <= 1e10) {
+        return Err(sc.invalid(
+            "params.tau_max",
+            "must lie in (10, 1e10] (spec §8: beyond µ ≈ 1e12 margins drown in rounding)",
+        ));
+    }
+    if per_decade == 0 {
+        return Err(sc.invalid("params.per_decade", "must be ≥ 1"));
+    }
+    Ok(())
+}
+
+/// A gap that is ≥ 0 up to rounding, floored at 1e-16 for a log axis (NaN stays NaN).
+pub fn log_axis_floor(v: f64) -> f64 {
+    if v.is_finite() {
+        v.max(1e-16)
+    } else {
+        f64::NAN
+    }
+}

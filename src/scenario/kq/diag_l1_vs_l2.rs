@@ -131,15 +131,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             format!("one bound per KQ run (omega0 entry or init_file row; {runs} expected)"),
         ));
     }
-    if !(p.tau_max > 10.0 && p.tau_max <= 1e10) {
-        return Err(sc.invalid(
-            "params.tau_max",
-            "must lie in (10, 1e10] (spec §8: beyond µ ≈ 1e12 margins drown in rounding)",
-        ));
-    }
-    if p.per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "must be ≥ 1"));
-    }
+    super::common::require_log_horizon(sc, p.tau_max, p.per_decade)?;
     if !(p.fit_decades > 0.0 && p.fit_decades < p.tau_max.log10()) {
         return Err(sc.invalid("params.fit_decades", "must lie in (0, log10 tau_max)"));
     }
@@ -715,13 +707,7 @@ fn figure(cases: &[Case], taus: &[f64]) -> Figure {
     let mut fig = Figure::new(2).title(
         "Theorem 4.1 vs Sec. 4.2: diagonal KQ flow → ℓ1-SVM, diagonal W flow → ℓ2-SVM (τ = ln(1+t))",
     );
-    let floor = |v: f64| {
-        if v.is_finite() {
-            v.max(1e-16)
-        } else {
-            f64::NAN
-        }
-    };
+    let floor = super::common::log_axis_floor;
     for cs in cases {
         // from the first sample with µ > 0 on
         let mut dpanel = LinePanel::new(

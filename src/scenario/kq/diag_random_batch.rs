@@ -90,15 +90,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.d < 2 || p.n == 0 || p.tokens < 2 {
         return Err(sc.invalid("params.d", "random-A2 needs d ≥ 2, n ≥ 1, tokens ≥ 2"));
     }
-    if !(p.tau_max > 10.0 && p.tau_max <= 1e10) {
-        return Err(sc.invalid(
-            "params.tau_max",
-            "must lie in (10, 1e10] (spec §8: beyond µ ≈ 1e12 margins drown in rounding)",
-        ));
-    }
-    if p.per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "must be ≥ 1"));
-    }
+    super::common::require_log_horizon(sc, p.tau_max, p.per_decade)?;
     if p.decline_decades == 0 || p.decline_decades as f64 >= p.tau_max.log10() {
         return Err(sc.invalid(
             "params.decline_decades",
@@ -524,14 +516,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn figure(members: &[Member], p: &Params, c: &Checks) -> Figure {
-    // the gap is ≥ 0 up to rounding (β̂ is feasible); floored for the log axis
-    let floor = |v: f64| {
-        if v.is_finite() {
-            v.max(1e-16)
-        } else {
-            f64::NAN
-        }
-    };
+    // the gap is ≥ 0 up to rounding (β̂ is feasible)
+    let floor = super::common::log_axis_floor;
     let group = |m: &Member| match (m.satisfies(), m.delta == p.delta) {
         (true, _) => (0usize, "satisfying"),
         (false, true) => (1, "rejected by the selection rule"),
@@ -568,7 +554,7 @@ fn figure(members: &[Member], p: &Params, c: &Checks) -> Figure {
             "at τ_max = {:e}, against the complementarity margin",
             p.tau_max
         ),
-        "margin 1 − max_{j∉J}|(Bλ*)_j| (spec §2.8)",
+        "margin 1 − max_{j∉J}|(Bλ*)_j|",
         "‖β̂‖₁/OPT₁ − 1",
     )
     .log_y()

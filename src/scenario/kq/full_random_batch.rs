@@ -402,13 +402,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn figure(members: &[Member], target: &str, c: &Checks) -> Figure {
-    let floor = |v: f64| {
-        if v.is_finite() {
-            v.max(1e-16)
-        } else {
-            f64::NAN
-        }
-    };
+    let floor = super::common::log_axis_floor;
     let mut paths = LinePanel::new(
         format!("KQ flows: {target} along τ"),
         "τ = ln(1 + t)",

@@ -45,12 +45,7 @@ pub struct Checks {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if !(p.tau_max > 10.0 && p.tau_max <= 1e10) {
-        return Err(sc.invalid("params.tau_max", "must lie in (10, 1e10] (spec §8)"));
-    }
-    if p.per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "must be ≥ 1"));
-    }
+    super::common::require_log_horizon(sc, p.tau_max, p.per_decade)?;
     sc.require_positive(&[
         ("params.omega0", p.omega0),
         ("checks.norm_rate", c.norm_rate),

@@ -12,15 +12,47 @@ use diffsol_la::linear_solver::LinearSolver;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::{factor, solve};
 use faer::perm::Perm;
-use faer::reborrow::Reborrow;
-use faer::{Conj, Mat, Par};
+use std::cell::RefCell;
+
+use faer::reborrow::{Reborrow, ReborrowMut};
+use faer::{Conj, Mat, MatMut, Par};
 
 /// The packed factors of P·A = L·U (L unit lower, U upper, in one matrix) and the row
-/// permutation; the Newton matrix is assembled into `matrix` before each factorization.
-#[derive(Default)]
+/// permutation; the Newton matrix is assembled into `matrix` and factorized into `lu`, both
+/// allocated once per problem, and the solves' permutation scratch is allocated with them.
 pub struct PartialPivLu {
     matrix: Option<FaerMat<f64>>,
-    factors: Option<(Mat<f64>, Perm<usize>)>,
+    lu: Mat<f64>,
+    perm: Option<Perm<usize>>,
+    scratch: RefCell<Option<MemBuffer>>,
+}
+
+impl Default for PartialPivLu {
+    fn default() -> Self {
+        PartialPivLu {
+            matrix: None,
+            lu: Mat::new(),
+            perm: None,
+            scratch: RefCell::new(None),
+        }
+    }
+}
+
+/// Factorizes `a` in place (P·A = L·U, one thread) and returns P.
+fn factorize(mut a: MatMut<'_, f64>) -> Perm<usize> {
+    let n = a.nrows();
+    let (mut fwd, mut inv) = (vec![0usize; n], vec![0usize; n]);
+    factor::lu_in_place(
+        a.rb_mut(),
+        &mut fwd,
+        &mut inv,
+        Par::Seq,
+        MemStack::new(&mut MemBuffer::new(
+            factor::lu_in_place_scratch::<usize, f64>(n, n, Par::Seq, Default::default()),
+        )),
+        Default::default(),
+    );
+    Perm::new_checked(fwd.into_boxed_slice(), inv.into_boxed_slice(), n)
 }
 
 impl LinearSolver<FaerMat<f64>> for PartialPivLu {
@@ -30,13 +62,21 @@ impl LinearSolver<FaerMat<f64>> for PartialPivLu {
         &mut self,
         op: &C,
     ) {
+        let n = op.nrows();
         self.matrix = Some(FaerMat::new_from_sparsity(
-            op.nrows(),
+            n,
             op.ncols(),
             op.sparsity(),
             *op.context(),
         ));
-        self.factors = None;
+        self.lu = Mat::zeros(n, n);
+        self.perm = None;
+        // the forward and the transposed solve need the same scratch
+        self.scratch = RefCell::new(Some(MemBuffer::new(
+            solve::solve_in_place_scratch::<usize, f64>(n, 1, Par::Seq).or(
+                solve::solve_transpose_in_place_scratch::<usize, f64>(n, 1, Par::Seq),
+            ),
+        )));
     }
 
     fn set_linearisation<
@@ -50,22 +90,8 @@ impl LinearSolver<FaerMat<f64>> for PartialPivLu {
             .as_mut()
             .expect("set_sparsity comes before set_linearisation");
         op.matrix_inplace(matrix);
-        let mut lu = matrix.inner().clone();
-        let n = lu.nrows();
-        let (mut fwd, mut inv) = (vec![0usize; n], vec![0usize; n]);
-        let par = Par::Seq;
-        factor::lu_in_place(
-            lu.as_mut(),
-            &mut fwd,
-            &mut inv,
-            par,
-            MemStack::new(&mut MemBuffer::new(
-                factor::lu_in_place_scratch::<usize, f64>(n, n, par, Default::default()),
-            )),
-            Default::default(),
-        );
-        let perm = Perm::new_checked(fwd.into_boxed_slice(), inv.into_boxed_slice(), n);
-        self.factors = Some((lu, perm));
+        self.lu.copy_from(matrix.inner());
+        self.perm = Some(factorize(self.lu.as_mut()));
     }
 
     fn solve_in_place(&self, x: &mut FaerVec<f64>) -> Result<(), LaError> {
@@ -82,56 +108,31 @@ impl LinearSolver<FaerMat<f64>> for PartialPivLu {
 /// then reused by every factorization on the thread): a measurement of how a solve's memory
 /// grows with its size calls this first, or it would count the one-time workspace as growth.
 pub fn allocate_thread_workspace() {
-    let n = 64;
-    let mut a = Mat::<f64>::identity(n, n);
-    let (mut fwd, mut inv) = (vec![0usize; n], vec![0usize; n]);
-    factor::lu_in_place(
-        a.as_mut(),
-        &mut fwd,
-        &mut inv,
-        Par::Seq,
-        MemStack::new(&mut MemBuffer::new(
-            factor::lu_in_place_scratch::<usize, f64>(n, n, Par::Seq, Default::default()),
-        )),
-        Default::default(),
-    );
+    factorize(Mat::<f64>::identity(64, 64).as_mut());
 }
 
 impl PartialPivLu {
     fn solve(&self, x: &mut FaerVec<f64>, transpose: bool) -> Result<(), LaError> {
-        let Some((lu, perm)) = &self.factors else {
+        let Some(perm) = &self.perm else {
             return Err(LaError::Other(
                 "the LU is solved before it was factorized".into(),
             ));
         };
-        let n = lu.nrows();
-        let par = Par::Seq;
-        let rhs = x.inner_mut().as_mut();
+        let mut scratch = self.scratch.borrow_mut();
+        let stack = MemStack::new(scratch.as_mut().expect("allocated with the factors"));
+        let (lu, rhs) = (self.lu.as_ref(), x.inner_mut().as_mut());
         if transpose {
             solve::solve_transpose_in_place_with_conj(
-                lu.rb(),
-                lu.rb(),
+                lu,
+                lu,
                 perm.rb(),
                 Conj::No,
                 rhs,
-                par,
-                MemStack::new(&mut MemBuffer::new(
-                    solve::solve_transpose_in_place_scratch::<usize, f64>(n, 1, par),
-                )),
+                Par::Seq,
+                stack,
             );
         } else {
-            solve::solve_in_place_with_conj(
-                lu.rb(),
-                lu.rb(),
-                perm.rb(),
-                Conj::No,
-                rhs,
-                par,
-                MemStack::new(&mut MemBuffer::new(solve::solve_in_place_scratch::<
-                    usize,
-                    f64,
-                >(n, 1, par))),
-            );
+            solve::solve_in_place_with_conj(lu, lu, perm.rb(), Conj::No, rhs, Par::Seq, stack);
         }
         Ok(())
     }

@@ -8,7 +8,7 @@
 //! of thousands.
 
 use super::data::TokenData;
-use super::logdomain::{centered, log_sum_exp, SignedLog};
+use super::logdomain::{centered, centered_with_gaps, log_sum_exp, SignedLog};
 use super::loss::Loss;
 use crate::stats;
 
@@ -139,11 +139,28 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
-/// Fills the workspace at W (column-major) for scores γ (n × T) and optimal tokens `opt`.
+/// Writes ln|γ_{i,a} − γ_{i,b}| for every sample i and token pair (a, b) (n × T × T, −∞ where
+/// the scores are equal): the logarithms [`evaluate`]'s centred scores and deficits need, taken
+/// once per set of scores (for the fixed decoder, once per model) instead of per evaluation.
+pub(crate) fn score_log_gaps(gamma: &[f64], t: usize, out: &mut [f64]) {
+    for (g, out) in gamma.chunks_exact(t).zip(out.chunks_exact_mut(t * t)) {
+        for a in 0..t {
+            out[a * t + a] = f64::NEG_INFINITY;
+            for b in a + 1..t {
+                let log_gap = (g[a] - g[b]).abs().ln();
+                out[a * t + b] = log_gap;
+                out[b * t + a] = log_gap;
+            }
+        }
+    }
+}
+
+/// Fills the workspace at W (column-major) for scores γ (n × T), their [`score_log_gaps`] and
+/// optimal tokens `opt`.
 pub(crate) fn evaluate(
     data: &TokenData,
     w: &[f64],
-    gamma: &[f64],
+    (gamma, log_gaps): (&[f64], &[f64]),
     opt: &[usize],
     loss: Loss,
     ws: &mut Workspace,
@@ -160,13 +177,14 @@ pub(crate) fn evaluate(
         let lse = log_sum_exp(ls.iter().copied());
         ls.iter_mut().for_each(|l| *l -= lse);
         let g = &gamma[i * tt..(i + 1) * tt];
-        centered(g, ls, pivot, &mut ws.gm[i * tt..(i + 1) * tt]);
+        let log_gap = &log_gaps[i * tt * tt..(i + 1) * tt * tt];
+        let gm = &mut ws.gm[i * tt..(i + 1) * tt];
+        centered_with_gaps(g, ls, pivot, |t| log_gap[pivot * tt + t], gm);
         let o = opt[i];
         let others = (0..tt).filter(|&t| t != o);
         let log_delta = log_sum_exp(others.clone().map(|t| {
-            let gap = g[o] - g[t];
-            if gap > 0.0 {
-                ls[t] + gap.ln()
+            if g[o] > g[t] {
+                ls[t] + log_gap[o * tt + t]
             } else {
                 f64::NEG_INFINITY
             }

@@ -38,6 +38,8 @@ pub struct FixedDecoder {
     decoder: Vec<f64>,
     loss: Loss,
     gamma: Vec<f64>,
+    /// ln|γ_{i,a} − γ_{i,b}| ([`eval::score_log_gaps`]): fixed with the decoder.
+    log_gaps: Vec<f64>,
     opt: Vec<usize>,
     ws: RefCell<Workspace>,
 }
@@ -54,12 +56,15 @@ impl FixedDecoder {
         }
         let opt = data.optimal_tokens(&decoder, 1e-12)?;
         let gamma = data.scores(&decoder);
+        let mut log_gaps = vec![0.0; data.n * data.t * data.t];
+        eval::score_log_gaps(&gamma, data.t, &mut log_gaps);
         let ws = RefCell::new(Workspace::new(data.n, data.t, data.d));
         Ok(FixedDecoder {
             data,
             decoder,
             loss,
             gamma,
+            log_gaps,
             opt,
             ws,
         })
@@ -107,7 +112,8 @@ impl FixedDecoder {
         let mut ws = self.ws.borrow_mut();
         // the scores are fixed, so the state at the W last evaluated is still valid
         if ws.at != w {
-            eval::evaluate(&self.data, w, &self.gamma, &self.opt, self.loss, &mut ws);
+            let scores = (&self.gamma[..], &self.log_gaps[..]);
+            eval::evaluate(&self.data, w, scores, &self.opt, self.loss, &mut ws);
             ws.at.clear();
             ws.at.extend_from_slice(w);
         }

@@ -153,13 +153,42 @@ pub fn log_softplus(r: f64) -> f64 {
 /// difference vₜ − φᵀv loses everything below the rounding of v_a.
 pub fn centered(values: &[f64], log_softmax: &[f64], pivot: usize, out: &mut [SignedLog]) {
     let va = values[pivot];
+    centered_with_gaps(
+        values,
+        log_softmax,
+        pivot,
+        |t| (va - values[t]).abs().ln(),
+        out,
+    );
+}
+
+/// [`centered`] given ln|v_pivot − v_t| for every t ≠ pivot (with v_pivot ≠ v_t) by
+/// `log_gap`: the logarithms of fixed values computed once (the fixed-decoder model's scores).
+pub fn centered_with_gaps(
+    values: &[f64],
+    log_softmax: &[f64],
+    pivot: usize,
+    log_gap: impl Fn(usize) -> f64,
+    out: &mut [SignedLog],
+) {
+    let va = values[pivot];
     let at_pivot = SignedLog::sum(
         values
             .iter()
             .zip(log_softmax)
             .enumerate()
             .filter(|&(t, _)| t != pivot)
-            .map(|(_, (&v, &ls))| SignedLog::exp(ls) * SignedLog::from_f64(va - v)),
+            .map(|(t, (&v, &ls))| {
+                let gap = if v == va {
+                    SignedLog::ZERO
+                } else {
+                    SignedLog {
+                        sign: (va - v).signum(),
+                        log: log_gap(t),
+                    }
+                };
+                SignedLog::exp(ls) * gap
+            }),
     );
     let eps = at_pivot.value();
     for (t, (o, &v)) in out.iter_mut().zip(values).enumerate() {

@@ -198,14 +198,33 @@ impl Trajectory {
     }
 }
 
+/// Below this a sum of squares may have lost terms to underflow (2⁻⁹⁰⁰: squares under 2⁻¹⁰²²
+/// are then below its rounding unless there are more than 2⁶⁸ of them).
+const SMALLEST_UNSCALED_SUM: f64 = f64::from_bits((1023 - 900) << 52);
+
 /// Euclidean norm.
 pub fn norm(v: &[f64]) -> f64 {
-    // Four independent lanes for the largest entry and for the sum of squares, so both loops
-    // vectorize instead of waiting on one dependency chain (this runs once per gradient of the
-    // token flows, on d² entries). f64::max skips NaN: a NaN entry makes the sum NaN below, or
-    // is looked for where the scale alone decides.
+    // Four independent lanes, so the loops vectorize instead of waiting on one dependency chain
+    // (this runs once per gradient of the token flows, on d² entries).
     let chunks = v.chunks_exact(4);
     let rest = chunks.remainder();
+    // One pass first: where the sum of squares lies well inside the normal range, no square
+    // overflowed and every square that underflowed is far below the sum's rounding, so it equals
+    // the power-of-two-scaled sum below (scaling by 2^k commutes with rounding) and that second
+    // pass is saved. A NaN or ±∞ entry, or a sum at the ends of the range, takes the scaled path.
+    let mut sums = [0.0f64; 4];
+    for c in chunks.clone() {
+        for k in 0..4 {
+            sums[k] += c[k] * c[k];
+        }
+    }
+    let tail: f64 = rest.iter().map(|x| x * x).sum();
+    let sum = (sums[0] + sums[1]) + (sums[2] + sums[3]) + tail;
+    if (SMALLEST_UNSCALED_SUM..=f64::MAX).contains(&sum) {
+        return sum.sqrt();
+    }
+    // f64::max skips NaN: a NaN entry makes the sum NaN below, or is looked for where the scale
+    // alone decides.
     let mut lanes = [0.0f64; 4];
     for c in chunks.clone() {
         for k in 0..4 {
@@ -270,5 +289,21 @@ mod tests {
         let tiny = 1e-310; // subnormal
         let got = norm(&[tiny, tiny, tiny, tiny]);
         assert!((got / (2.0 * tiny) - 1.0).abs() < 1e-4, "{got:e}");
+    }
+
+    /// The one-pass sum (inside the normal range) and the power-of-two-scaled sum (at its ends)
+    /// give the same bits: norm(2ᵏv) = 2ᵏ norm(v) exactly wherever both are normal numbers.
+    #[test]
+    fn unscaled_and_scaled_paths_agree_bitwise() {
+        let v: Vec<f64> = (0..1027)
+            .map(|k| ((k * 7919 % 1009) as f64 - 504.5) * 1e-3 * (1.0 + (k % 13) as f64))
+            .collect();
+        let reference = norm(&v);
+        // (beyond 2^975 the largest entry passes 2^1000, where the scaled path divides instead)
+        for k in (-1000..=975).step_by(25) {
+            let factor = 2f64.powi(k);
+            let scaled: Vec<f64> = v.iter().map(|x| x * factor).collect();
+            assert_eq!(norm(&scaled), reference * factor, "2^{k}");
+        }
     }
 }

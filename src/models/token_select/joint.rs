@@ -24,6 +24,7 @@ pub struct JointLogGradient {
 struct Scratch {
     ws: Workspace,
     gamma: Vec<f64>,
+    log_gaps: Vec<f64>,
     opt: Vec<usize>,
 }
 
@@ -40,6 +41,7 @@ impl JointModel {
         let scratch = RefCell::new(Scratch {
             ws: Workspace::new(data.n, data.t, data.d),
             gamma: vec![0.0; data.n * data.t],
+            log_gaps: vec![0.0; data.n * data.t * data.t],
             opt: vec![0; data.n],
         });
         JointModel {
@@ -62,12 +64,18 @@ impl JointModel {
     fn evaluated(&self, z: &[f64]) -> std::cell::RefMut<'_, Scratch> {
         let (u, w) = self.split(z);
         let mut s = self.scratch.borrow_mut();
-        let Scratch { ws, gamma, opt } = &mut *s;
+        let Scratch {
+            ws,
+            gamma,
+            log_gaps,
+            opt,
+        } = &mut *s;
         self.data.scores_into(u, gamma);
+        eval::score_log_gaps(gamma, self.data.t, log_gaps);
         for (i, o) in opt.iter_mut().enumerate() {
             *o = argmax(&gamma[i * self.data.t..(i + 1) * self.data.t]);
         }
-        eval::evaluate(&self.data, w, gamma, opt, self.loss, ws);
+        eval::evaluate(&self.data, w, (gamma, log_gaps), opt, self.loss, ws);
         s
     }
 

@@ -131,25 +131,28 @@ impl FixedDecoder {
     }
 
     /// Writes the unit gradient direction ∇L/‖∇L‖ into `direction` (zeros if ∇L = 0) and
-    /// returns ln(L − L*) and ln ‖∇L‖; nothing underflows however saturated W is.
-    pub fn gradient_direction(&self, w: &[f64], direction: &mut [f64]) -> LogGradient {
+    /// returns ln ‖∇L‖ (−∞ there); nothing underflows however saturated W is.
+    pub fn unit_gradient(&self, w: &[f64], direction: &mut [f64]) -> f64 {
         let mut ws = self.evaluated(w);
-        let log_excess = eval::log_excess(&ws, self.loss);
         let scale = eval::w_gradient_scale(&ws, self.data.t);
         if scale == f64::NEG_INFINITY {
             direction.iter_mut().for_each(|x| *x = 0.0);
-            return LogGradient {
-                log_excess,
-                log_norm: scale,
-            };
+            return scale;
         }
         eval::w_gradient(&self.data, &mut ws, scale, direction);
         let norm = crate::flow::norm(direction);
         let inv = norm.recip();
         direction.iter_mut().for_each(|x| *x *= inv);
+        scale + norm.ln()
+    }
+
+    /// [`FixedDecoder::unit_gradient`] and ln(L − L*) (which a gradient flow's right-hand side
+    /// does not need: n more logarithms and exponentials).
+    pub fn gradient_direction(&self, w: &[f64], direction: &mut [f64]) -> LogGradient {
+        let log_norm = self.unit_gradient(w, direction);
         LogGradient {
-            log_excess,
-            log_norm: scale + norm.ln(),
+            log_excess: self.log_excess_loss(w),
+            log_norm,
         }
     }
 
@@ -187,7 +190,7 @@ impl GradientFlow for FixedDecoder {
         self.log_excess_loss(w).exp()
     }
     fn grad(&self, w: &[f64], g: &mut [f64]) {
-        let log_norm = self.gradient_direction(w, g).log_norm;
+        let log_norm = self.unit_gradient(w, g);
         let norm = log_norm.exp();
         g.iter_mut().for_each(|x| *x *= norm);
     }

@@ -125,7 +125,7 @@ impl ScaledGradient for DiagonalLoss {
         let mut sc = self.scratch.borrow_mut();
         let Scratch { w, full, .. } = &mut *sc;
         Self::embed(d, beta, w);
-        let s = self.model.gradient_direction(w, full).log_norm;
+        let s = self.model.unit_gradient(w, full);
         for (j, gj) in g.iter_mut().enumerate() {
             *gj = full[j * d + j];
         }

@@ -180,7 +180,7 @@ impl ScaledGradient for FullKq {
         let mut sc = self.scratch.borrow_mut();
         let Scratch { w, g, .. } = &mut *sc;
         self.combined_into(z, w);
-        let log_norm_w = self.model.gradient_direction(w, g).log_norm;
+        let log_norm_w = self.model.unit_gradient(w, g);
         direction.iter_mut().for_each(|x| *x = 0.0);
         if log_norm_w == f64::NEG_INFINITY {
             return log_norm_w;
@@ -206,7 +206,7 @@ impl ScaledGradient for FullKq {
         let (k, q) = self.split(z);
         self.pull_back(hw, k, q, 1.0, out);
         // cross terms e^{−shift} (G dQ, Gᵀ dK)
-        let log_norm_w = self.model.gradient_direction(w, g).log_norm;
+        let log_norm_w = self.model.unit_gradient(w, g);
         if log_norm_w == f64::NEG_INFINITY {
             return;
         }

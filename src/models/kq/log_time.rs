@@ -63,7 +63,7 @@ impl ScaledGradient for FixedDecoder {
         crate::flow::GradientFlow::dim(self)
     }
     fn grad_scaled(&self, w: &[f64], g: &mut [f64]) -> f64 {
-        self.gradient_direction(w, g).log_norm
+        self.unit_gradient(w, g)
     }
     fn hvp_scaled(&self, w: &[f64], v: &[f64], shift: f64, out: &mut [f64]) {
         FixedDecoder::hvp_scaled(self, w, v, shift, out)

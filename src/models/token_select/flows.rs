@@ -154,8 +154,8 @@ impl VectorField for LogTimeGradientFlow<'_> {
     fn rhs(&self, tau: f64, z: &[f64], dz: &mut [f64]) {
         let m = self.model.dim();
         let (dw, ds) = dz.split_at_mut(m);
-        let lg = self.model.gradient_direction(&z[..m], dw);
-        let speed = (tau + lg.log_norm).exp();
+        let log_norm = self.model.unit_gradient(&z[..m], dw);
+        let speed = (tau + log_norm).exp();
         dw.iter_mut().for_each(|x| *x *= -speed);
         ds[0] = speed;
     }
@@ -163,7 +163,7 @@ impl VectorField for LogTimeGradientFlow<'_> {
         let m = self.model.dim();
         let mut sc = self.scratch.borrow_mut();
         let Scratch { g, h } = &mut *sc;
-        self.model.gradient_direction(&z[..m], g);
+        self.model.unit_gradient(&z[..m], g);
         // h = e^τ ∇²L V
         self.model.hvp_scaled(&z[..m], &v[..m], -tau, h);
         out[..m].iter_mut().zip(h.iter()).for_each(|(o, x)| *o = -x);

@@ -28,8 +28,6 @@ pub(crate) struct SampleState {
     /// ln |ℓ'(m_i)| and ln(ℓ''/|ℓ'|)(m_i).
     pub log_slope: f64,
     pub log_curvature: f64,
-    /// ln(1 − φ_{i,opt}).
-    pub log_one_minus_phi_opt: f64,
 }
 
 /// Work arrays sized once per model, so that evaluations do not allocate.
@@ -182,7 +180,7 @@ pub(crate) fn evaluate(
         centered_with_gaps(g, ls, pivot, |t| log_gap[pivot * tt + t], gm);
         let o = opt[i];
         let others = (0..tt).filter(|&t| t != o);
-        let log_delta = log_sum_exp(others.clone().map(|t| {
+        let log_delta = log_sum_exp(others.map(|t| {
             if g[o] > g[t] {
                 ls[t] + log_gap[o * tt + t]
             } else {
@@ -200,9 +198,17 @@ pub(crate) fn evaluate(
             margin,
             log_slope: loss.log_neg_derivative(margin),
             log_curvature: loss.log_curvature_ratio(margin),
-            log_one_minus_phi_opt: log_sum_exp(others.map(|t| ls[t])),
         };
     }
+}
+
+/// ln(1 − φ_{i,opt}) = ln Σ_{t≠opt} φ_{i,t}, exact when φ_{i,opt} rounds to 1 (asked for by
+/// reports, not by gradients, so [`evaluate`] does not form it).
+pub(crate) fn log_one_minus_phi_opt(ws: &Workspace, i: usize) -> f64 {
+    let t = ws.ls.len() / ws.samples.len();
+    let ls = &ws.ls[i * t..(i + 1) * t];
+    let opt = ws.samples[i].opt;
+    log_sum_exp((0..t).filter(|&k| k != opt).map(|k| ls[k]))
 }
 
 /// ln L = ln((1/n) Σ ℓ(m_i)).

@@ -175,7 +175,9 @@ impl FixedDecoder {
                 .enumerate()
                 .map(|(i, s)| ws.ls[i * t + s.opt].exp())
                 .collect(),
-            log_one_minus_phi_opt: ws.samples.iter().map(|s| s.log_one_minus_phi_opt).collect(),
+            log_one_minus_phi_opt: (0..self.data.n)
+                .map(|i| eval::log_one_minus_phi_opt(&ws, i))
+                .collect(),
             margins: ws.samples.iter().map(|s| s.margin).collect(),
         }
     }

@@ -148,11 +148,8 @@ impl JointModel {
             phi_opt: (0..self.data.n)
                 .map(|i| s.ws.ls[i * t + s.opt[i]].exp())
                 .collect(),
-            log_one_minus_phi_opt: s
-                .ws
-                .samples
-                .iter()
-                .map(|x| x.log_one_minus_phi_opt)
+            log_one_minus_phi_opt: (0..self.data.n)
+                .map(|i| eval::log_one_minus_phi_opt(&s.ws, i))
                 .collect(),
             margins: s.ws.samples.iter().map(|x| x.margin).collect(),
         }

@@ -172,24 +172,23 @@ pub fn centered_with_gaps(
     out: &mut [SignedLog],
 ) {
     let va = values[pivot];
-    let at_pivot = SignedLog::sum(
-        values
-            .iter()
-            .zip(log_softmax)
-            .enumerate()
-            .filter(|&(t, _)| t != pivot)
-            .map(|(t, (&v, &ls))| {
-                let gap = if v == va {
-                    SignedLog::ZERO
-                } else {
-                    SignedLog {
-                        sign: (va - v).signum(),
-                        log: log_gap(t),
-                    }
-                };
-                SignedLog::exp(ls) * gap
-            }),
-    );
+    // the terms φ_t(v_a − v_t) go to `out` first, so the signed sum (two passes) forms each once
+    for (t, (o, (&v, &ls))) in out
+        .iter_mut()
+        .zip(values.iter().zip(log_softmax))
+        .enumerate()
+    {
+        *o = if t == pivot || v == va {
+            SignedLog::ZERO
+        } else {
+            let gap = SignedLog {
+                sign: (va - v).signum(),
+                log: log_gap(t),
+            };
+            SignedLog::exp(ls) * gap
+        };
+    }
+    let at_pivot = SignedLog::sum(out.iter().copied());
     let eps = at_pivot.value();
     for (t, (o, &v)) in out.iter_mut().zip(values).enumerate() {
         *o = if t == pivot || v == va {

@@ -20,18 +20,22 @@ pub fn load_quick(name: &str, set: &[&str]) -> Result<Ready, InputError> {
     load_and_validate(&path, &ov)
 }
 
-/// Runs scenario `name` with its `[quick]` overrides (plus `set`) and returns the report
-/// without writing files.
+/// Runs scenario `name` with its `[quick]` overrides (plus `set`) and returns the report, with
+/// the file's declared `[[check]]`s appended as `attnflow run` appends them, without writing
+/// files.
 pub fn run_quick(name: &str, set: &[&str]) -> Report {
     let ready = load_quick(name, set).unwrap_or_else(|e| panic!("{e}"));
     let ctx = RunContext {
         scenario: &ready.scenario,
         ode: ready.prepared.ode,
     };
-    ready
+    let mut report = ready
         .prepared
         .run(&ctx)
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    attnflow::scenario::declared::apply(&ready.scenario, &mut report)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    report
 }
 
 /// Runs sweep `name` in quick mode (plus `set`) into a temporary folder and returns its checks:

@@ -136,6 +136,91 @@ impl Example1 {
     }
 }
 
+/// The synthetic analogue of the paper's Fig. 9 (binary MNIST patches; spec 003 §5): each
+/// sequence is T patches, one of them the signal of its class — s₀ for y = −1, s₁ for y = +1,
+/// two fixed random unit vectors standing in for the 0/1 digits — at a uniformly random
+/// position, the others Gaussian noise; the decoder is the fixed linear classifier u = s₁ − s₀
+/// (the paper's classifier pre-trained on 0/1). The noise is drawn orthogonal to u, so every
+/// noise patch scores exactly 0 and the signal patch scores y uᵀs_y = 1 − s₀ᵀs₁ > 0 in both
+/// classes: Ass. 2 holds by construction. The query of a sequence is its first patch (the
+/// family's convention), noise or signal.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchSignals {
+    pub n: usize,
+    pub t: usize,
+    pub d: usize,
+    /// Noise scale σ: noise patches ~ N(0, σ²(I − ûûᵀ)).
+    pub noise: f64,
+}
+
+impl PatchSignals {
+    /// The toolkit default `patches`: n = 16 images of T = 6 patches in ℝ³², σ = 1/√d.
+    pub fn patches() -> Self {
+        let d = 32;
+        PatchSignals {
+            n: 16,
+            t: 6,
+            d,
+            noise: 1.0 / (d as f64).sqrt(),
+        }
+    }
+
+    pub fn generate(&self, rng: &mut impl Rng) -> Result<Instance, TokenError> {
+        let (n, t, d) = (self.n, self.t, self.d);
+        if n == 0 || t < 2 || d < 3 {
+            return Err(TokenError::Invalid(format!(
+                "patches need n ≥ 1, T ≥ 2, d ≥ 3; got n = {n}, T = {t}, d = {d}"
+            )));
+        }
+        if !(self.noise >= 0.0 && self.noise.is_finite()) {
+            return Err(TokenError::Invalid(format!(
+                "noise must be ≥ 0, got {}",
+                self.noise
+            )));
+        }
+        let unit = |rng: &mut _| {
+            let v: Vec<f64> = (0..d).map(|_| gaussian(rng)).collect();
+            let norm = dot(&v, &v).sqrt();
+            v.into_iter().map(|x| x / norm).collect::<Vec<f64>>()
+        };
+        let signals = [unit(rng), unit(rng)];
+        let decoder: Vec<f64> = signals[1]
+            .iter()
+            .zip(&signals[0])
+            .map(|(a, b)| a - b)
+            .collect();
+        let u_sq = dot(&decoder, &decoder);
+        let mut x = Vec::with_capacity(n * t * d);
+        let mut y = Vec::with_capacity(n);
+        let mut opt = Vec::with_capacity(n);
+        for _ in 0..n {
+            let yi = if rng.random_bool(0.5) { 1.0 } else { -1.0 };
+            let o = rng.random_range(0..t);
+            for k in 0..t {
+                if k == o {
+                    x.extend_from_slice(&signals[usize::from(yi > 0.0)]);
+                } else {
+                    let mut z: Vec<f64> = (0..d).map(|_| self.noise * gaussian(rng)).collect();
+                    // twice, so the residual along u is at rounding level of z, not of z·u
+                    for _pass in 0..2 {
+                        let c = dot(&z, &decoder) / u_sq;
+                        z.iter_mut().zip(&decoder).for_each(|(z, u)| *z -= c * u);
+                    }
+                    x.extend(z);
+                }
+            }
+            y.push(yi);
+            opt.push(o);
+        }
+        Ok(Instance {
+            data: TokenData::new(n, t, d, x, y)?,
+            decoder,
+            opt,
+        })
+    }
+}
+
 /// `count` orthonormal vectors of ℝ^d with first coordinate 0 (flat, count × d): modified
 /// Gram–Schmidt with one re-orthogonalization pass, orthogonal to ≈ 1e−16.
 fn orthonormal_in_complement_of_e1(count: usize, d: usize, rng: &mut impl Rng) -> Vec<f64> {

@@ -23,7 +23,7 @@ pub mod optim;
 pub use flows::{
     JointNormalization, JointNormalizedFlow, LogTimeGradientFlow, NormalizedFlow, PolyakFlow,
 };
-pub use generators::{Example1, GaussianJoint, OptPosition};
+pub use generators::{Example1, GaussianJoint, OptPosition, PatchSignals};
 pub use joint::{JointLogGradient, JointModel};
 pub use optim::{FixedRule, FixedStepper, JointRule, JointStepper, Momentum, StepReport};
 

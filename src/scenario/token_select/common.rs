@@ -10,7 +10,7 @@ use crate::attention::{Instance, TokenError};
 use crate::instance::token_select::{token_arrays, TokenSelectData, TokenSelectStarts};
 use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::token_select::generators::{bad_init, two_token};
-use crate::models::token_select::{Example1, GaussianJoint};
+use crate::models::token_select::{Example1, GaussianJoint, PatchSignals};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
@@ -33,6 +33,8 @@ pub enum DataName {
     BadInit,
     /// The joint-training Gaussian model DM.
     Dm,
+    /// The Fig. 9 analogue: one class-signal patch among noise patches, u = s₁ − s₀.
+    Patches,
 }
 
 /// Draws the named data model from the scenario seed's data stream.
@@ -48,6 +50,7 @@ pub fn draw_instance(name: DataName, sc: &Scenario) -> Result<Instance, TokenErr
         DataName::Ex1 => Example1::ex1().generate(&mut rng),
         DataName::Ex1Orth => Example1::ex1_orth().generate(&mut rng),
         DataName::Dm => GaussianJoint::dm().generate(&mut rng),
+        DataName::Patches => PatchSignals::patches().generate(&mut rng),
         DataName::TwoToken => Ok(two_token()),
         DataName::BadInit => Ok(bad_init()),
     }

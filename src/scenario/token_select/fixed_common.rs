@@ -199,7 +199,8 @@ impl Setup {
         }
     }
 
-    /// Records Γ, B, Δ̄, κ, ρ_orth, ‖W_mm‖, the support and the KKT residual.
+    /// Records Γ, B, Δ̄, κ, Ass. 2's relative score spread, ρ_orth, ‖W_mm‖, the support and the
+    /// KKT residual.
     pub fn derive_constants(&self, rep: &mut Report) {
         let a = &self.assumptions;
         rep.derive("data", self.data);
@@ -207,6 +208,8 @@ impl Setup {
         rep.derive("B", self.token_bound);
         rep.derive("Delta_max", a.gap_max);
         rep.derive("kappa", a.kappa);
+        // Ass. 2: max_i (max − min of the non-optimal scores) / max|γ|, 0 when it holds exactly
+        rep.derive("a2_relative_spread", a.nonopt_score_spread / a.score_scale);
         rep.derive("rho_orth", a.rho_orth);
         rep.derive("W_mm_norm", self.svm.norm);
         rep.derive("support_size", self.svm.support.len());

@@ -524,6 +524,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "Delta_max",
         "Gamma",
         "W_mm_norm",
+        "a2_relative_spread",
         "[*] early_envelope_C",
         "[*] early_envelope_exceeded_by",
         "[*] final_norm",

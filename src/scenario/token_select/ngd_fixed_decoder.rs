@@ -629,6 +629,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "Delta_max",
         "Gamma",
         "W_mm_norm",
+        "a2_relative_spread",
         "[*] envelope_C",
         "[*] final_one_minus_corr",
         "[*] phi_opt_decreases",

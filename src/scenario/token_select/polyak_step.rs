@@ -416,6 +416,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "Delta_max",
         "Gamma",
         "W_mm_norm",
+        "a2_relative_spread",
         "constraints",
         "eta_eff_floor",
         "kappa",

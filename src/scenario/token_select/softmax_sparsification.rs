@@ -330,6 +330,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "Delta_max",
         "Gamma",
         "W_mm_norm",
+        "a2_relative_spread",
         "constraints",
         "kappa",
         "kkt_max_residual",

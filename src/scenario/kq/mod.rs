@@ -15,6 +15,7 @@ mod full_random_batch;
 mod norm_divergence;
 mod nuclear_svm;
 mod param_equivalence;
+mod sinh_representation;
 mod svm_solvers;
 
 use super::registry::ScenarioKind;
@@ -35,5 +36,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &aligned_closed_form::KIND,
         &aligned_random_init::KIND,
         &early_linearization::KIND,
+        &sinh_representation::KIND,
     ]
 }

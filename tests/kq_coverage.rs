@@ -46,3 +46,18 @@ fn kkt_certificate_fails_with_wrong_multipliers() {
     assert!(!passes(&r, "c1-stationarity-nonincreasing"));
     assert!(passes(&r, "c1-stationarity-rate"));
 }
+
+#[test]
+fn gaussian_data_are_separable_above_the_threshold() {
+    let r = run_quick("separability-rate", &[]);
+    common::assert_all_pass("separability-rate", &r);
+    assert!(r.derived["satisfying"].as_f64().unwrap() >= 20.0);
+}
+
+#[test]
+fn separability_claim_fails_below_the_threshold() {
+    // a wrong threshold: at d = 2 (< max(L − 1, n) = 4) some Gaussian datasets are not separable
+    let r = run_quick("separability-rate", &["claim_from_d=2"]);
+    assert!(!passes(&r, "separable-above-threshold-worst"));
+    assert!(!passes(&r, "separable-above-threshold-fraction"));
+}

@@ -16,6 +16,7 @@ mod full_random_batch;
 mod norm_divergence;
 mod nuclear_svm;
 mod param_equivalence;
+mod separability_rate;
 mod sinh_representation;
 mod svm_solvers;
 
@@ -39,5 +40,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &early_linearization::KIND,
         &sinh_representation::KIND,
         &diag_kkt_certificate::KIND,
+        &separability_rate::KIND,
     ]
 }

@@ -195,6 +195,29 @@ impl RandomA4 {
     }
 }
 
+/// Gaussian data (paper Sec. 3.1's remark, Tarzanagh et al. 2023a Thm 1): every token x_il, query
+/// z_i and the decoder v i.i.d. N(0, I_d), labels y_i = ±1 uniform; the optimal token is the
+/// argmax of γ_il = y_i vᵀx_il (unique with probability one; a tie is an error).
+pub fn gaussian_instance(
+    n: usize,
+    tokens: usize,
+    d: usize,
+    rng: &mut impl Rng,
+) -> Result<Instance, TokenError> {
+    if n == 0 || tokens < 2 || d == 0 {
+        return Err(TokenError::Invalid(format!(
+            "Gaussian data need n ≥ 1, L ≥ 2, d ≥ 1; got n = {n}, L = {tokens}, d = {d}"
+        )));
+    }
+    let x: Vec<f64> = (0..n * tokens * d).map(|_| gaussian(rng)).collect();
+    let z: Vec<f64> = (0..n * d).map(|_| gaussian(rng)).collect();
+    let y: Vec<f64> = (0..n).map(|_| sign(rng)).collect();
+    let decoder: Vec<f64> = (0..d).map(|_| gaussian(rng)).collect();
+    let data = TokenData::with_queries(n, tokens, d, x, y, z)?;
+    let opt = data.optimal_tokens(&decoder, 1e-12)?;
+    Ok(Instance { data, decoder, opt })
+}
+
 /// Draws until an instance satisfies A1, A1-diag and A3 at W(0) = 0 (spec 001 §5.1:
 /// "check A1/A1-diag by LP and A3 at init; resample otherwise"); returns it with its
 /// assumption report and the number of draws, or an error after `max_draws`.

@@ -22,4 +22,5 @@ pub mod diagonal;
 pub mod full;
 pub mod generators;
 pub mod log_time;
+pub mod sinh;
 pub mod toys;

@@ -6,6 +6,7 @@ mod aligned_random_init;
 mod assumption_validators;
 pub(crate) mod common;
 // seed-001 diagonal scenarios (wt-ka)
+mod diag_kkt_certificate;
 mod diag_l1_vs_l2;
 mod diag_random_batch;
 mod early_linearization;
@@ -15,6 +16,8 @@ mod full_random_batch;
 mod norm_divergence;
 mod nuclear_svm;
 mod param_equivalence;
+mod separability_rate;
+mod sinh_representation;
 mod svm_solvers;
 
 use super::registry::ScenarioKind;
@@ -35,5 +38,8 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &aligned_closed_form::KIND,
         &aligned_random_init::KIND,
         &early_linearization::KIND,
+        &sinh_representation::KIND,
+        &diag_kkt_certificate::KIND,
+        &separability_rate::KIND,
     ]
 }

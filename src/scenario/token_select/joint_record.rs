@@ -1,5 +1,6 @@
 //! One joint-training run recorded at every iteration (spec 003 §4.3): the quantities that
-//! Lemma 10, Lemma 11, Theorem 2 and Theorem 4 are checked on, and those Fig. 3 plots.
+//! Lemma 10, Lemma 11, Lemma 12, Lemma 13, Theorem 2 and Theorem 4 are checked on, and those
+//! Fig. 3 plots.
 
 use crate::analysis::svm::one_minus_cos;
 use crate::attention::logdomain::log_sum_exp;
@@ -41,7 +42,21 @@ pub struct JointRun {
     pub w_step_eps: Vec<f64>,
     /// Polyak runs: ln(L/‖∇L‖²), the uncapped step, at every k (empty for other rules).
     pub ln_free_polyak: Vec<f64>,
+    /// Lemma 12: iterates with min_i φ_{i,opt} ≥ ½, and the smallest u_mm-margin
+    /// min_i y_i u_mmᵀX_iᵀφ_i over them (+∞ when there are none).
+    pub lemma12_iterates: usize,
+    pub lemma12_min_margin: f64,
+    /// Lemma 13(1) at every iterate with a positive u_mm-margin µ_k: the smallest
+    /// (‖∇_uL‖/L)/(µ_k/‖u_mm‖) (≥ 1, the dual-norm argument with direction ū_mm; +∞ if none).
+    pub lemma13_pl_ratio: f64,
+    /// Lemma 13(2): the largest ln(L(θ′)/L(θ_k)) over θ′ on the segment [θ_k, θ_{k+1}]
+    /// (`SEGMENT_POINTS` points per step).
+    pub lemma13_segment_ln_ratio: f64,
 }
+
+/// Points θ_k + (j/SEGMENT_POINTS)(θ_{k+1} − θ_k), j = 1..=SEGMENT_POINTS, at which Lemma 13(2)'s
+/// loss ratio is evaluated (spec 003 §4.3 recipe: 16).
+const SEGMENT_POINTS: usize = 16;
 
 /// What every run is measured against.
 pub struct Reference<'a> {
@@ -90,6 +105,10 @@ pub fn run_one(
         w_step_len: Vec::with_capacity(iterations),
         w_step_eps: Vec::with_capacity(iterations),
         ln_free_polyak: Vec::new(),
+        lemma12_iterates: 0,
+        lemma12_min_margin: f64::INFINITY,
+        lemma13_pl_ratio: f64::INFINITY,
+        lemma13_segment_ln_ratio: f64::NEG_INFINITY,
     };
     let polyak = matches!(rule, JointRule::Polyak { .. });
     let (mut dir_u, mut dir_w) = (vec![0.0; d], vec![0.0; d * d]);
@@ -165,14 +184,48 @@ pub fn run_one(
             prev_gaps = Some(gaps);
         }
         prev_l1m = Some(l1m);
+        // Lemma 12: the u_mm-margin of the attended features X_iᵀφ_i (φ from W_k)
+        let mu_mm = stats::min((0..n).map(|i| {
+            let phi = softmax(data, w, i, &mut logits);
+            let feature: f64 = (0..t)
+                .map(|tau| {
+                    let x = data.token(i, tau);
+                    phi[tau] * x.iter().zip(rf.u_mm).map(|(a, b)| a * b).sum::<f64>()
+                })
+                .sum();
+            data.y[i] * feature
+        }));
+        if stats::min(phi.iter()) >= 0.5 {
+            r.lemma12_iterates += 1;
+            r.lemma12_min_margin = stats::smaller(r.lemma12_min_margin, mu_mm);
+        }
+        let lg = model.block_gradients(&z, &mut dir_u, &mut dir_w);
+        // Lemma 13(1), exponential loss (−ℓ′ = ℓ): ‖∇_uL‖ ≥ ⟨−∇_uL, ū_mm⟩
+        // = (1/n)Σ_i ℓ_i y_i ū_mmᵀX_iᵀφ_i ≥ L·µ_k/‖u_mm‖
+        if mu_mm > 0.0 {
+            let ratio = (lg.log_norm_u - lg.log_loss).exp() * u_mm_norm / mu_mm;
+            r.lemma13_pl_ratio = stats::smaller(r.lemma13_pl_ratio, ratio);
+        }
         if polyak {
-            let lg = model.block_gradients(&z, &mut dir_u, &mut dir_w);
             let ln_grad = 0.5 * log_sum_exp([2.0 * lg.log_norm_u, 2.0 * lg.log_norm_w].into_iter());
             r.ln_free_polyak.push(lg.log_loss - 2.0 * ln_grad);
         }
         if k < iterations {
             let w_prev = z[d..].to_vec();
+            let z_prev = z.clone();
             stepper.step(&mut z);
+            // Lemma 13(2): the loss along the segment [θ_k, θ_{k+1}] relative to L(θ_k)
+            let mut between = z_prev.clone();
+            for j in 1..=SEGMENT_POINTS {
+                let s = j as f64 / SEGMENT_POINTS as f64;
+                for (b, (a, c)) in between.iter_mut().zip(z_prev.iter().zip(&z)) {
+                    *b = a + s * (c - a);
+                }
+                r.lemma13_segment_ln_ratio = stats::larger(
+                    r.lemma13_segment_ln_ratio,
+                    model.log_loss(&between) - lg.log_loss,
+                );
+            }
             let step: Vec<f64> = z[d..].iter().zip(&w_prev).map(|(a, b)| a - b).collect();
             let (len, wn) = (norm(&step), norm(&w_prev));
             let eps = match len > 0.0 && wn > 0.0 {
@@ -191,14 +244,19 @@ pub fn run_one(
     Ok(r)
 }
 
-/// ln(1 − φ_{i,o}(W)) = LSE_{t≠o} s_{i,t} − LSE_t s_{i,t} with s_i = X_i W q_i: exact however
-/// saturated the attention is (`logits` is scratch of length T).
-fn log_one_minus_phi(data: &TokenData, w: &[f64], i: usize, o: usize, logits: &mut [f64]) -> f64 {
+/// The attention φ_i = softmax(X_i W q_i) of sequence i (`logits` is scratch of length T).
+fn softmax(data: &TokenData, w: &[f64], i: usize, logits: &mut [f64]) -> Vec<f64> {
+    fill_logits(data, w, i, logits);
+    let all = log_sum_exp(logits.iter().copied());
+    logits.iter().map(|l| (l - all).exp()).collect()
+}
+
+/// s_i = X_i W q_i with W column-major.
+fn fill_logits(data: &TokenData, w: &[f64], i: usize, logits: &mut [f64]) {
     let d = data.d;
     let q = data.query(i);
     for (t, l) in logits.iter_mut().enumerate() {
         let x = data.token(i, t);
-        // xᵀ W q with W column-major
         *l = (0..d)
             .map(|c| {
                 q[c] * w[c * d..(c + 1) * d]
@@ -209,6 +267,12 @@ fn log_one_minus_phi(data: &TokenData, w: &[f64], i: usize, o: usize, logits: &m
             })
             .sum();
     }
+}
+
+/// ln(1 − φ_{i,o}(W)) = LSE_{t≠o} s_{i,t} − LSE_t s_{i,t} with s_i = X_i W q_i: exact however
+/// saturated the attention is (`logits` is scratch of length T).
+fn log_one_minus_phi(data: &TokenData, w: &[f64], i: usize, o: usize, logits: &mut [f64]) -> f64 {
+    fill_logits(data, w, i, logits);
     let all = log_sum_exp(logits.iter().copied());
     let others = log_sum_exp(
         logits

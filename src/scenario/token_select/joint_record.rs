@@ -184,29 +184,34 @@ pub fn run_one(
             prev_gaps = Some(gaps);
         }
         prev_l1m = Some(l1m);
-        // Lemma 12: the u_mm-margin of the attended features X_iᵀφ_i (φ from W_k)
-        let mu_mm = stats::min((0..n).map(|i| {
-            let phi = softmax(data, w, i, &mut logits);
-            let feature: f64 = (0..t)
-                .map(|tau| {
-                    let x = data.token(i, tau);
-                    phi[tau] * x.iter().zip(rf.u_mm).map(|(a, b)| a * b).sum::<f64>()
-                })
-                .sum();
-            data.y[i] * feature
-        }));
-        if stats::min(phi.iter()) >= 0.5 {
+        // Lemma 12: the u_mm-margin of the attended features X_iᵀφ_i (φ from W_k); Lemmas
+        // 12–13 are checked on the Eq. (10) runs only
+        let lemmas = eq10.is_some();
+        let mu_mm = match lemmas {
+            false => f64::NAN,
+            true => stats::min((0..n).map(|i| {
+                let phi = softmax(data, w, i, &mut logits);
+                let feature: f64 = (0..t)
+                    .map(|tau| {
+                        let x = data.token(i, tau);
+                        phi[tau] * x.iter().zip(rf.u_mm).map(|(a, b)| a * b).sum::<f64>()
+                    })
+                    .sum();
+                data.y[i] * feature
+            })),
+        };
+        if lemmas && stats::min(phi.iter()) >= 0.5 {
             r.lemma12_iterates += 1;
             r.lemma12_min_margin = stats::smaller(r.lemma12_min_margin, mu_mm);
         }
-        let lg = model.block_gradients(&z, &mut dir_u, &mut dir_w);
+        let lg = (lemmas || polyak).then(|| model.block_gradients(&z, &mut dir_u, &mut dir_w));
         // Lemma 13(1), exponential loss (−ℓ′ = ℓ): ‖∇_uL‖ ≥ ⟨−∇_uL, ū_mm⟩
         // = (1/n)Σ_i ℓ_i y_i ū_mmᵀX_iᵀφ_i ≥ L·µ_k/‖u_mm‖
-        if mu_mm > 0.0 {
+        if let (true, Some(lg)) = (mu_mm > 0.0, lg) {
             let ratio = (lg.log_norm_u - lg.log_loss).exp() * u_mm_norm / mu_mm;
             r.lemma13_pl_ratio = stats::smaller(r.lemma13_pl_ratio, ratio);
         }
-        if polyak {
+        if let (true, Some(lg)) = (polyak, lg) {
             let ln_grad = 0.5 * log_sum_exp([2.0 * lg.log_norm_u, 2.0 * lg.log_norm_w].into_iter());
             r.ln_free_polyak.push(lg.log_loss - 2.0 * ln_grad);
         }
@@ -216,14 +221,14 @@ pub fn run_one(
             stepper.step(&mut z);
             // Lemma 13(2): the loss along the segment [θ_k, θ_{k+1}] relative to L(θ_k)
             let mut between = z_prev.clone();
-            for j in 1..=SEGMENT_POINTS {
+            for j in (1..=SEGMENT_POINTS).filter(|_| lemmas) {
                 let s = j as f64 / SEGMENT_POINTS as f64;
                 for (b, (a, c)) in between.iter_mut().zip(z_prev.iter().zip(&z)) {
                     *b = a + s * (c - a);
                 }
                 r.lemma13_segment_ln_ratio = stats::larger(
                     r.lemma13_segment_ln_ratio,
-                    model.log_loss(&between) - lg.log_loss,
+                    model.log_loss(&between) - r.log_loss[k],
                 );
             }
             let step: Vec<f64> = z[d..].iter().zip(&w_prev).map(|(a, b)| a - b).collect();

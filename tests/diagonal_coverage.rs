@@ -32,3 +32,20 @@ fn the_training_data_is_bounded() {
         assert!(v.is_finite() && v > 0.0, "{key} = {v}");
     }
 }
+
+#[test]
+fn a_dropped_coordinate_waits_a_positive_time_before_returning() {
+    // R2 drops a coordinate (b ∈ {0, 2} afterwards): the non-trivial case of Lemma D.4
+    let rep = run_quick("diag-linear-greedy", &["instances=[\"r2\"]"]);
+    let ck = check(&rep, "lemma-d4-delta-positive.r2");
+    assert!(ck.pass, "min Δ = {}", ck.measured);
+    let dropped = rep.derived["lemma_d4_dropped_count.R2"].as_f64().unwrap();
+    assert!(dropped >= 1.0, "{dropped}");
+    let min_dropped = rep.derived["lemma_d4_min_delta_dropped.R2"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        min_dropped > 0.0 && min_dropped.is_finite(),
+        "{min_dropped}"
+    );
+}

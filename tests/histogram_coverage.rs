@@ -16,7 +16,10 @@ fn flows_started_on_the_invariant_sets_stay_there() {
     // the other sign of c, and a start on the other branch x₀ < 0
     let rep = run_quick("lemma-a2-invariants", &["c=2", "x0=-0.3"]);
     for set in SETS {
-        assert!(passes(&rep, &format!("invariant-set.{set}")), "{set} at c = 2");
+        assert!(
+            passes(&rep, &format!("invariant-set.{set}")),
+            "{set} at c = 2"
+        );
     }
 }
 

@@ -7,14 +7,12 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::algorithm1_common::{
-    flag_text, termination_text, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
+    flag_text, lemma_d4_check, termination_text, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
 };
 use super::common::{schedule_cost, InstanceName, UserFiles};
 use crate::flow::linspace;
 use crate::instance::InstanceFile;
-use crate::models::diagonal::{
-    time_until_active, Activation, DiagonalAttention, Schedule, Termination,
-};
+use crate::models::diagonal::{Activation, DiagonalAttention, Schedule, Termination};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -99,7 +97,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ..Default::default()
     };
     stage_checks(&mut rep, &sched, head, &ranks, c);
-    lemma_d4_check(&mut rep, s, p.paper_initial_b);
+    lemma_d4_check(&mut rep, s, "", p.paper_initial_b);
     data_bounds(&mut rep, head);
 
     let t_last = s.stages.last().map_or(0.0, |st| st.t_start);
@@ -125,51 +123,6 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("tol_g", s.tol_g);
     rep.derive("kappa_loss", head.kappa());
     Ok(rep)
-}
-
-/// Lemma D.4: at every stage k, Δ_k(i) > 0 for every i ∉ S_k; the non-trivial case is a
-/// coordinate dropped earlier (b_i ∈ {0, 2}), whose g_i has the sign that sends b_i back across
-/// (0, 2), so it can only return with the opposite sign. Algorithm 1 asserts this internally
-/// (and stops at a violation); here the minimum over the stages is measured and reported.
-fn lemma_d4_check(rep: &mut Report, s: &Schedule, paper_initial_b: bool) {
-    let (mut all, mut dropped) = (vec![], vec![]);
-    for st in &s.stages {
-        for (i, (&b, &g)) in st.b.iter().zip(&st.drift).enumerate() {
-            if st.support.contains(&i) {
-                continue;
-            }
-            let b = if paper_initial_b && st.k == 0 { 0.0 } else { b };
-            let delta = time_until_active(b, g, s.tol_g);
-            all.push(delta);
-            if st.k > 0 && (b == 0.0 || b == 2.0) {
-                dropped.push(delta);
-            }
-        }
-    }
-    let min_all = stats::min(all.iter().copied());
-    let min_dropped = stats::min(dropped.iter().copied());
-    rep.derive("lemma_d4_min_delta", min_all);
-    rep.derive("lemma_d4_min_delta_dropped", min_dropped);
-    rep.derive("lemma_d4_dropped_count", dropped.len() as f64);
-    rep.check(
-        Check::at_least(
-            "lemma-d4-delta-positive",
-            "min_k min_{i ∉ S_k} Δ_k(i) > 0 (Lemma D.4: no immediate re-activation)",
-            min_all,
-            f64::MIN_POSITIVE,
-        )
-        .note(format!(
-            "{} stages; {} (stage, coordinate) pairs with b ∈ {{0, 2}} (dropped earlier), min Δ \
-             over them {min_dropped:.4e}{}",
-            s.stages.len(),
-            dropped.len(),
-            if paper_initial_b {
-                "; stage 0 evaluated with the paper's b⁰ = 0"
-            } else {
-                ""
-            }
-        )),
-    );
 }
 
 /// Assumption 2.1 (ℓ C², data bounded): the squared loss is C²; on a finite training set the

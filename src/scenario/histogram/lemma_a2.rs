@@ -67,19 +67,28 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("params.c1", format!("c1 must be positive, got {}", p.c1)));
     }
     if !(p.x0 != 0.0 && p.x0.is_finite()) {
-        return Err(sc.invalid("params.x0", "x0 must be finite and non-zero (x0 = 0 starts at the saddle on two of the sets)"));
+        return Err(sc.invalid(
+            "params.x0",
+            "x0 must be finite and non-zero (x0 = 0 starts at the saddle on two of the sets)",
+        ));
     }
     if p.x0 * p.x0 + p.c < 0.0 {
         return Err(sc.invalid(
             "params.x0",
-            format!("the boundary g = 0 has no point with x = {} when c = {} (need x0² + c ≥ 0)", p.x0, p.c),
+            format!(
+                "the boundary g = 0 has no point with x = {} when c = {} (need x0² + c ≥ 0)",
+                p.x0, p.c
+            ),
         ));
     }
     if !p.offset.is_finite() {
         return Err(sc.invalid("params.offset", "must be finite"));
     }
     if !(p.s0_shift != 0.0 && p.s0_shift.is_finite()) {
-        return Err(sc.invalid("params.s0_shift", "must be finite and non-zero (0 makes ĝ ≡ 0)"));
+        return Err(sc.invalid(
+            "params.s0_shift",
+            "must be finite and non-zero (0 makes ĝ ≡ 0)",
+        ));
     }
     if !p.ghat_factor.is_finite() {
         return Err(sc.invalid("params.ghat_factor", "must be finite"));
@@ -192,7 +201,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.check(
             Check::at_most(
                 &format!("invariant-set.{}", set.id),
-                &format!("max_t |residual of {}| along a run started on it", set.title),
+                &format!(
+                    "max_t |residual of {}| along a run started on it",
+                    set.title
+                ),
                 worst,
                 allowed0,
             )
@@ -204,7 +216,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     // ĝ along the trajectory from a generic start (r₀ ∉ {ρ, −ρ̄}, Case 1 of the proof)
-    let (x0, y0) = (p.x0, 0.5 * (imb.rho - imb.rhob) * p.x0 + 0.5 * p.x0.signum());
+    let (x0, y0) = (
+        p.x0,
+        0.5 * (imb.rho - imb.rhob) * p.x0 + 0.5 * p.x0.signum(),
+    );
     let s0 = (1.0 - x0 * y0) / ((imb.rho * x0 - y0) * (imb.rhob * x0 + y0)) + p.s0_shift;
     let t_end = 5.0 / p.c1;
     let times = linspace(0.0, t_end, p.samples);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::algorithm1_common::{
-    flag_text, termination_text, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
+    flag_text, lemma_d4_check, termination_text, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
 };
 use super::common::{schedule_cost, InstanceName, UserFiles};
 use crate::flow::linspace;
@@ -34,6 +34,10 @@ pub struct Params {
     /// of `instance`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
+    /// Evaluate the stage-0 Δ of the Lemma D.4 check with the b⁰ = 0 printed in the paper's
+    /// Algorithm 1 (a typo, spec §6 #1) instead of b⁰ = 1: mimics that bug; false by default.
+    #[serde(default)]
+    pub paper_initial_b: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,6 +97,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ..Default::default()
     };
     stage_checks(&mut rep, &sched, head, &ranks, c);
+    lemma_d4_check(&mut rep, s, "", p.paper_initial_b);
+    data_bounds(&mut rep, head);
 
     let t_last = s.stages.last().map_or(0.0, |st| st.t_start);
     let tau_end = if t_last > 0.0 {
@@ -117,6 +123,28 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("tol_g", s.tol_g);
     rep.derive("kappa_loss", head.kappa());
     Ok(rep)
+}
+
+/// Assumption 2.1 (ℓ C², data bounded): the squared loss is C²; on a finite training set the
+/// bound holds with C = max‖X‖_F, max‖Y‖_F, which must be finite.
+fn data_bounds(rep: &mut Report, head: &DiagonalAttention) {
+    let samples = head.samples();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let max_x = stats::max((0..samples.count()).map(|k| norm(samples.x_of(k))));
+    let max_y = stats::max((0..samples.count()).map(|k| norm(samples.y_of(k))));
+    rep.derive("max_norm_x", max_x);
+    rep.derive("max_norm_y", max_y);
+    rep.check(
+        Check::holds(
+            "assumption-2-1-bounded-data",
+            "max_s ‖X_s‖_F and max_s ‖Y_s‖_F finite (Assumption 2.1)",
+            max_x.is_finite() && max_y.is_finite(),
+        )
+        .note(format!(
+            "{} samples: max‖X‖_F = {max_x:.4}, max‖Y‖_F = {max_y:.4}; ℓ = squared loss is C²",
+            samples.count()
+        )),
+    );
 }
 
 /// The stage table (spec §7 "Data and figure contents"): row k is the plateau (T_k, T_{k+1})
@@ -425,6 +453,15 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: STAGE_B_SOLVER,
     validate,
     cost,
-    quantities: &["kappa_loss", "scale_max_abs_g0", "tol_g"],
+    quantities: &[
+        "kappa_loss",
+        "lemma_d4_dropped_count",
+        "lemma_d4_min_delta",
+        "lemma_d4_min_delta_dropped",
+        "max_norm_x",
+        "max_norm_y",
+        "scale_max_abs_g0",
+        "tol_g",
+    ],
     run,
 };

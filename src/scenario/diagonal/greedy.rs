@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::algorithm1_common::lemma_d4_check;
 use super::common::{schedule_cost, Instance, InstanceName, UserFiles};
 use crate::flow::{linspace, Method, OdeConfig};
 use crate::instance::diagonal::DiagonalData;
@@ -495,6 +496,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             stages.push(row);
         }
         kkt_worst = stats::larger(kkt_worst, kkt_difference(model, &schedule)?);
+        lemma_d4_check(&mut rep, &schedule, &format!(".{label}"), false);
         for s in schedule.stages.iter().filter(|s| !s.support.is_empty()) {
             hessian_ratio = stats::smaller(
                 hessian_ratio,
@@ -596,6 +598,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Bdf, 1e-11, 1e-11),
     validate,
     cost,
-    quantities: &[],
+    quantities: &["lemma_d4_*"],
     run,
 };

@@ -9,6 +9,7 @@ mod gd_vs_flow;
 mod imbalance_sweep;
 mod instance_files;
 mod lemma31;
+mod lemma_a2;
 mod limit_kkt;
 mod near_saddle;
 mod phase;
@@ -37,6 +38,7 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
     vec![
         &tasks::KIND,
         &lemma31::KIND,
+        &lemma_a2::KIND,
         &thm2_trajectory::KIND,
         &thm2_closed_form::KIND,
         &thm2_limits::KIND,

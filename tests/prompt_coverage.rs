@@ -94,5 +94,8 @@ fn thm1_with_margin_fails_with_too_large_a_step() {
     assert!(!passes(&rep, "14-where-hypothesis-holds-etamu-l0"));
     assert!(!passes(&rep, "where-hypothesis-holds"));
     assert!(!passes(&rep, "intended-rate-vs-bound"));
-    assert!(passes(&rep, "hypothesis-margin"), "the hypothesis is about p₀, not GD");
+    assert!(
+        passes(&rep, "hypothesis-margin"),
+        "the hypothesis is about p₀, not GD"
+    );
 }

@@ -83,7 +83,9 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.remark1_d < p.tokens || p.remark1_d > d {
         return Err(sc.invalid(
             "params.remark1_d",
-            format!("need n ≤ d ≤ nN = {d} (Remark 1's condition d ≥ n; A2 is impossible below nN)"),
+            format!(
+                "need n ≤ d ≤ nN = {d} (Remark 1's condition d ≥ n; A2 is impossible below nN)"
+            ),
         ));
     }
     if p.remark2_d == 0 || p.remark2_d > 4 * d {
@@ -188,12 +190,7 @@ fn multi_head_w(d: usize, h: usize, rng: &mut impl Rng) -> DMatrix<f64> {
 }
 
 /// Gaussian tokens N(0, 1/d) (no structure), with v = αu and p₀ ~ N(0, I/d).
-fn gaussian_instance(
-    label: &'static str,
-    p: &Params,
-    d: usize,
-    rng: &mut impl Rng,
-) -> Measured {
+fn gaussian_instance(label: &'static str, p: &Params, d: usize, rng: &mut impl Rng) -> Measured {
     let x = gaussian_vec(rng, p.samples * p.tokens * d, 1.0 / (d as f64).sqrt());
     let tokens = PromptData::new(p.tokens, d, p.samples, x, vec![0.0; p.samples]);
     let v: Vec<f64> = unit_vec(rng, d).iter().map(|x| p.alpha * x).collect();
@@ -339,7 +336,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .paper_claim("Remark 2: \"the case d ≤ N would guarantee σ_min(F(p₀)) = 0\""),
     );
 
-    let all = [&main, &remark4, &remark1, &remark1_gauss, &remark2, &remark2_eq];
+    let all = [
+        &main,
+        &remark4,
+        &remark1,
+        &remark1_gauss,
+        &remark2,
+        &remark2_eq,
+    ];
     rep.derive("sigma_min_f0", main.f_min);
     rep.derive("remark4_w_sigma_ratio", remark4.w_ratio);
     rep.derive("remark4_w_rank", remark4.w_rank);
@@ -386,11 +390,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 /// Six instances of at most N·n × max(nN, d) entries, a few SVDs and eigen-solves each.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let d = n(p.tokens * p.samples).max(n(p.remark2_d)).max(n(p.remark1_d));
+    let d = n(p.tokens * p.samples)
+        .max(n(p.remark2_d))
+        .max(n(p.remark1_d));
     let rows = n(p.tokens * p.samples);
     Cost::new()
-        .doubles("tokens, samples", "tokens and stacked keys", 12.0 * rows * d)
-        .work("tokens, samples", "SVDs and eigen-solves", 6.0, 30.0 * rows * rows * d)
+        .doubles(
+            "tokens, samples",
+            "tokens and stacked keys",
+            12.0 * rows * d,
+        )
+        .work(
+            "tokens, samples",
+            "SVDs and eigen-solves",
+            6.0,
+            30.0 * rows * rows * d,
+        )
         .table("tokens, samples", 6.0, 11.0)
 }
 

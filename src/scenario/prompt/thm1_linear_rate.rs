@@ -421,7 +421,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .filter(|i| i.reading == reading)
                 .map(looseness_of),
         );
-        rep.derive(&format!("{}_min_rate_looseness", reading.name()), per_reading);
+        rep.derive(
+            &format!("{}_min_rate_looseness", reading.name()),
+            per_reading,
+        );
     }
     // the hypothesis' margin relative to σ_min(F(p₀)) = margin + γ + √(μ/2m), worst instance:
     // > 0 iff the hypothesis holds on every (ε, c₁, reading, C_p) of the run

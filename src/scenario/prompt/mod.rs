@@ -1,5 +1,6 @@
 //! Scenarios of seed 002 (softmax conditioning of prompt attention; spec 002 §6–7).
 
+mod assumptions;
 pub mod common;
 mod eq16_simplex_map;
 mod hessian_common;
@@ -39,5 +40,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &hessian_conditioning_vs_r::KIND,
         &spurious_sparse_minimum::KIND,
         &stiffness_attention_flow::KIND,
+        &assumptions::KIND,
     ]
 }

@@ -403,15 +403,39 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             run.rate / i.k.contraction
         }),
     );
-    let looseness = stats::min_with(
-        f64::INFINITY,
-        holding.iter().map(|i| {
-            let run = runs.iter().find(|r| r.eps == i.eps).unwrap();
-            run.rate.ln() / (-i.k.eta * i.k.mu).ln_1p()
-        }),
-    );
+    // ln of GD's fitted factor over ln(1 − ημ): how many times faster GD contracts than (14)
+    let looseness_of = |i: &&Instance| {
+        let run = runs.iter().find(|r| r.eps == i.eps).unwrap();
+        run.rate.ln() / (-i.k.eta * i.k.mu).ln_1p()
+    };
+    let looseness = stats::min_with(f64::INFINITY, holding.iter().map(looseness_of));
     rep.derive("max_rate_over_bound_factor", rate_gap);
     rep.derive("min_rate_looseness", looseness);
+    // per reading, the same looseness: the intended reading's bound is the tighter one, so a
+    // run whose hypothesis holds with margin in it shows how far (14) is from GD
+    for reading in [Reading::Literal, Reading::Intended] {
+        let per_reading = stats::min_with(
+            f64::INFINITY,
+            holding
+                .iter()
+                .filter(|i| i.reading == reading)
+                .map(looseness_of),
+        );
+        rep.derive(
+            &format!("{}_min_rate_looseness", reading.name()),
+            per_reading,
+        );
+    }
+    // the hypothesis' margin relative to σ_min(F(p₀)) = margin + γ + √(μ/2m), worst instance:
+    // > 0 iff the hypothesis holds on every (ε, c₁, reading, C_p) of the run
+    rep.derive(
+        "worst_margin_over_sigma_min",
+        stats::min(
+            instances
+                .iter()
+                .map(|i| i.k.margin / (i.k.margin + i.k.gamma + (i.k.mu / 2.0).sqrt())),
+        ),
+    );
     // the rate that can fail: GD against the local linearization at the teacher, at the
     // smallest ε (the most linear); the others are reported
     let closest = runs
@@ -640,12 +664,15 @@ pub static KIND: Kind<Params, Checks> = Kind {
     cost,
     quantities: &[
         "intended_holding",
+        "intended_min_rate_looseness",
         "linearization_rel_err_eps_*",
         "literal_holding",
+        "literal_min_rate_looseness",
         "max_dist_over_cp_printed",
         "max_dist_over_cp_sqrt_n",
         "max_rate_over_bound_factor",
         "min_rate_looseness",
+        "worst_margin_over_sigma_min",
     ],
     run,
 };

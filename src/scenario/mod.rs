@@ -29,6 +29,7 @@ pub mod flow;
 pub mod histogram;
 pub mod html;
 pub mod kq;
+pub mod network;
 pub mod output;
 pub mod prompt;
 pub mod reduce;

@@ -165,6 +165,7 @@ impl Registry {
         kinds.extend(crate::scenario::prompt::kinds());
         kinds.extend(crate::scenario::kq::kinds());
         kinds.extend(crate::scenario::flow::kinds());
+        kinds.extend(crate::scenario::network::kinds());
         Registry { kinds }
     }
 

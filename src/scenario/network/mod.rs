@@ -1,0 +1,12 @@
+//! Synthetic stand-ins for the papers' network experiments that cannot run here (a ViT on
+//! MNIST): small softmax attention models with exact gradients and Hessians
+//! ([`crate::models::network`]).
+
+mod teacher_sparsity;
+
+use super::registry::ScenarioKind;
+
+/// The network stand-in kinds.
+pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
+    vec![&teacher_sparsity::KIND]
+}

@@ -4,29 +4,13 @@
 
 mod common;
 
-use attnflow::scenario::{declared, Report, RunContext};
-use common::{check, load_quick, passes};
-
-/// Runs scenario `name` in quick mode with `set`, including the checks its file declares.
-fn run_declared(name: &str, set: &[&str]) -> Report {
-    let ready = load_quick(name, set).unwrap_or_else(|e| panic!("{e}"));
-    let ctx = RunContext {
-        scenario: &ready.scenario,
-        ode: ready.prepared.ode,
-    };
-    let mut rep = ready
-        .prepared
-        .run(&ctx)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    declared::apply(&ready.scenario, &mut rep).unwrap_or_else(|e| panic!("{e}"));
-    rep
-}
+use common::{check, passes, run_quick};
 
 /// A3 and A4 hold on the Theorem-1 instance (C-orth, W = I) with ratio 1 up to rounding; the
 /// Remark-4 multi-head W is reported with rank ≤ h.
 #[test]
 fn a3_a4_hold_on_the_theorem1_instance() {
-    let rep = run_declared("prompt-assumptions", &[]);
+    let rep = run_quick("prompt-assumptions", &[]);
     for id in [
         "a3-x-i-surjective",
         "a4-w-full-rank",
@@ -44,10 +28,10 @@ fn a3_a4_hold_on_the_theorem1_instance() {
 /// full-width head (h = d) is full rank and passes.
 #[test]
 fn a4_fails_for_a_multi_head_w() {
-    let rep = run_declared("prompt-assumptions", &["head_dim=5"]);
+    let rep = run_quick("prompt-assumptions", &["head_dim=5"]);
     assert!(!passes(&rep, "a4-w-full-rank"));
     assert!(check(&rep, "a4-w-full-rank").measured < 1e-14);
-    let rep = run_declared("prompt-assumptions", &["head_dim=10"]);
+    let rep = run_quick("prompt-assumptions", &["head_dim=10"]);
     assert!(passes(&rep, "a4-w-full-rank"));
 }
 
@@ -55,12 +39,12 @@ fn a4_fails_for_a_multi_head_w() {
 /// recorded. At d = nN (the instance no longer in Remark 1's gap) the check must fail.
 #[test]
 fn remark1_a2_needs_d_at_least_nn() {
-    let rep = run_declared("prompt-assumptions", &[]);
+    let rep = run_quick("prompt-assumptions", &[]);
     let c = check(&rep, "remark1-a2-impossible-below-nn");
     assert!(c.pass, "{c:?}");
     assert!(c.paper_claim.is_some());
     assert_eq!(rep.derived["remark1_key_rank"].as_f64().unwrap(), 6.0);
-    let rep = run_declared("prompt-assumptions", &["remark1_d=10"]);
+    let rep = run_quick("prompt-assumptions", &["remark1_d=10"]);
     assert!(!passes(&rep, "remark1-a2-impossible-below-nn"));
 }
 
@@ -68,11 +52,11 @@ fn remark1_a2_needs_d_at_least_nn() {
 /// corrected to d < N), so putting d = N into the vacuity check fails it.
 #[test]
 fn remark2_sigma_min_vanishes_only_below_n() {
-    let rep = run_declared("prompt-assumptions", &[]);
+    let rep = run_quick("prompt-assumptions", &[]);
     assert!(passes(&rep, "remark2-sigma-min-f-zero-below-n"));
     let c = check(&rep, "remark2-sigma-min-f-positive-at-d-n");
     assert!(c.pass && c.paper_claim.is_some(), "{c:?}");
-    let rep = run_declared("prompt-assumptions", &["remark2_d=5"]);
+    let rep = run_quick("prompt-assumptions", &["remark2_d=5"]);
     assert!(!passes(&rep, "remark2-sigma-min-f-zero-below-n"));
 }
 
@@ -80,7 +64,7 @@ fn remark2_sigma_min_vanishes_only_below_n() {
 /// ≤ M_p, the linearization and the intended rate ratio ≥ 1 all pass.
 #[test]
 fn thm1_with_margin_passes() {
-    let rep = run_declared("thm1-linear-rate-margin", &[]);
+    let rep = run_quick("thm1-linear-rate-margin", &[]);
     for c in &rep.checks {
         assert!(c.pass, "{}: {:?}", c.id, c);
     }
@@ -90,7 +74,7 @@ fn thm1_with_margin_passes() {
 /// A step 10⁴× η = c₂/L′ makes GD diverge: (14), ‖p_t‖ ≤ M_p and the rate ratio fail.
 #[test]
 fn thm1_with_margin_fails_with_too_large_a_step() {
-    let rep = run_declared("thm1-linear-rate-margin", &["gd_step_scale=1e4"]);
+    let rep = run_quick("thm1-linear-rate-margin", &["gd_step_scale=1e4"]);
     assert!(!passes(&rep, "14-where-hypothesis-holds-etamu-l0"));
     assert!(!passes(&rep, "where-hypothesis-holds"));
     assert!(!passes(&rep, "intended-rate-vs-bound"));

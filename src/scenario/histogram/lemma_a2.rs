@@ -174,7 +174,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let y0 = set.y0 + p.offset;
         let times = linspace(0.0, set.t_end, p.samples);
         let tr = integrate(&sys, &[p.x0, y0], &times, &ctx.ode, None)?;
-        rep.stats(&format!("ode.{}", set.id), &tr.stats);
+        rep.stats(format!("ode.{}", set.id), &tr.stats);
         let scale = 1.0 + p.x0 * p.x0 + y0 * y0 + p.c.abs();
         let allowed0 = c.tol_factor * (rtol * scale + atol);
         // residual in units of the allowed growth e^{rate·t}, so one bound serves the whole run

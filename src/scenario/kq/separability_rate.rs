@@ -273,7 +273,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .title("Sec. 3.1 remark: Gaussian data are separable when d > max(L, n)")
             .panel(
                 LinePanel::new(
-                    &format!("separable fraction (n = {}, L = {})", p.n, p.tokens),
+                    format!("separable fraction (n = {}, L = {})", p.n, p.tokens),
                     "d",
                     "fraction of datasets",
                 )

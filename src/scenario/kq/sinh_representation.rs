@@ -61,13 +61,13 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         return Err(sc.invalid("params.omega0", "non-empty, every ω_0,j finite and ≠ 0"));
     }
     let d = super::common::named_instance(p.data, sc)
-        .map_err(|e| sc.invalid("params.data", &e.to_string()))?
+        .map_err(|e| sc.invalid("params.data", e.to_string()))?
         .data
         .d;
     if p.omega0.len() != d {
         return Err(sc.invalid(
             "params.omega0",
-            &format!("needs d = {d} entries (the data's dimension)"),
+            format!("needs d = {d} entries (the data's dimension)"),
         ));
     }
     sc.require_positive(&[

@@ -268,7 +268,7 @@ fn log_ticks(lo: f64, hi: f64, max_ticks: usize) -> (Vec<Tick>, Vec<f64>) {
 }
 
 /// 10ᵏ as markup (a real superscript, with a typographic minus).
-pub(super) fn power_of_ten(k: i64) -> String {
+pub fn power_of_ten(k: i64) -> String {
     format!("10^{{{}}}", k.to_string().replace('-', "−"))
 }
 

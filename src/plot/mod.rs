@@ -53,6 +53,7 @@ mod style;
 mod svg;
 mod text;
 
+pub use axes::power_of_ten;
 pub use render::{render_svg, PlotError};
 
 /// How wide a figure prints.

@@ -200,6 +200,44 @@ pub fn numerical_rank(singular_values: &[f64]) -> usize {
     singular_values.iter().filter(|&&s| s > 1e-6 * top).count()
 }
 
+/// A diagonal flow's initial scales ω₀: one finite, nonzero entry per coordinate of the named
+/// data set.
+pub fn require_omega0(sc: &Scenario, data: DataName, omega0: &[f64]) -> Result<(), InputError> {
+    if omega0.is_empty() || omega0.iter().any(|w| !(w.is_finite() && *w != 0.0)) {
+        return Err(sc.invalid("params.omega0", "non-empty, every ω_0,j finite and ≠ 0"));
+    }
+    let d = named_instance(data, sc)
+        .map_err(|e| sc.invalid("params.data", e.to_string()))?
+        .data
+        .d;
+    if omega0.len() != d {
+        return Err(sc.invalid(
+            "params.omega0",
+            format!("needs d = {d} entries (the data's dimension)"),
+        ));
+    }
+    Ok(())
+}
+
+/// The cost of one diagonal flow solved to τ_max in the log clock with `dim` states, recording
+/// `columns` numbers at each of `per_decade` samples per decade from τ = 1e-3.
+pub fn log_horizon_cost(
+    tau_max: f64,
+    per_decade: usize,
+    method: crate::flow::Method,
+    dim: f64,
+    columns: f64,
+) -> crate::scenario::cost::Cost {
+    use crate::scenario::cost::{n, Cost};
+    let samples = (tau_max.log10() + 3.0) * n(per_decade) + 2.0;
+    Cost::new().ode("tau_max", 1.0, dim, 100.0, method).records(
+        "tau_max, per_decade",
+        1.0,
+        samples,
+        columns,
+    )
+}
+
 /// The log-time horizon and its sampling of a diagonal flow: τ_max in (10, 1e10] (spec §8: beyond
 /// µ ≈ 1e12 the margins drown in rounding) and at least one sample per decade.
 pub fn require_log_horizon(

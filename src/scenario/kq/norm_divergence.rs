@@ -13,7 +13,7 @@ use crate::instance::InstanceFile;
 use crate::models::kq::diagonal::{init5, DiagonalLoss, ReducedKq};
 use crate::models::kq::log_time::ScaledGradient;
 use crate::plot::{Figure, LinePanel, RefLine, Series};
-use crate::scenario::cost::{n, Cost};
+use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -215,10 +215,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let samples = (p.tau_max.log10() + 3.0) * n(p.per_decade) + 2.0;
-    Cost::new()
-        .ode("tau_max", 1.0, 5.0, 100.0, ctx.ode.method)
-        .records("tau_max, per_decade", 1.0, samples, 5.0)
+    super::common::log_horizon_cost(p.tau_max, p.per_decade, ctx.ode.method, 5.0, 5.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -17,7 +17,7 @@ use crate::instance::InstanceFile;
 use crate::models::kq::diagonal::{init5, DiagonalLoss};
 use crate::models::kq::sinh::PhiAugmented;
 use crate::plot::{Figure, LinePanel, RefLine, Series};
-use crate::scenario::cost::{n, Cost};
+use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -57,19 +57,7 @@ pub struct Checks {
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     super::common::require_log_horizon(sc, p.tau_max, p.per_decade)?;
-    if p.omega0.is_empty() || p.omega0.iter().any(|w| !(w.is_finite() && *w != 0.0)) {
-        return Err(sc.invalid("params.omega0", "non-empty, every ω_0,j finite and ≠ 0"));
-    }
-    let d = super::common::named_instance(p.data, sc)
-        .map_err(|e| sc.invalid("params.data", e.to_string()))?
-        .data
-        .d;
-    if p.omega0.len() != d {
-        return Err(sc.invalid(
-            "params.omega0",
-            format!("needs d = {d} entries (the data's dimension)"),
-        ));
-    }
+    super::common::require_omega0(sc, p.data, &p.omega0)?;
     sc.require_positive(&[
         ("params.phi_factor", p.phi_factor),
         ("params.omega0_scale", p.omega0_scale),
@@ -267,10 +255,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let samples = (p.tau_max.log10() + 3.0) * n(p.per_decade) + 2.0;
-    Cost::new()
-        .ode("tau_max", 1.0, 8.0, 100.0, ctx.ode.method)
-        .records("tau_max, per_decade", 1.0, samples, 12.0)
+    super::common::log_horizon_cost(p.tau_max, p.per_decade, ctx.ode.method, 8.0, 12.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

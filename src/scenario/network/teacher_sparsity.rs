@@ -350,18 +350,11 @@ pub static KIND: Kind<Params, Checks> = Kind {
     run,
 };
 
-/// A ratio as a legend prints it: 20, or a power of ten as 10⁷.
+/// A ratio as a legend prints it: 20, or a power of ten as 10⁷ (plot markup).
 fn ratio_label(r: f64) -> String {
     let e = r.log10().round();
     if r >= 1e3 && (r / 10f64.powf(e) - 1.0).abs() < 1e-9 {
-        let sup: String = format!("{e}")
-            .chars()
-            .map(|c| match c {
-                '-' => '⁻',
-                d => ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'][d as usize - '0' as usize],
-            })
-            .collect();
-        format!("10{sup}")
+        crate::plot::power_of_ten(e as i64)
     } else {
         format!("{r}")
     }

@@ -47,6 +47,10 @@ impl<V: VectorField + ?Sized> VectorField for LogClock<'_, V> {
         let dt_ds = self.tau * s.exp();
         out.iter_mut().for_each(|x| *x *= dt_ds);
     }
+    // a positive multiple of a symmetric Jacobian is symmetric
+    fn jacobian_is_symmetric(&self) -> bool {
+        self.inner.jacobian_is_symmetric()
+    }
 }
 
 /// Integrates `field` in the log clock with time scale `tau`, sampled at the original `times`;

@@ -1,38 +1,70 @@
-//! faer's dense LU with partial pivoting as the linear solver of diffsol's implicit methods.
+//! faer's dense factorizations as the linear solvers of diffsol's implicit methods.
 //!
-//! diffsol 0.18's own faer backend (`FaerLU`) factorizes with *full* pivoting, whose pivot search
-//! over the whole trailing matrix keeps it from running at matrix-multiply speed: measured inside
-//! Bdf on the token-selection flow (1,025 states) it was no faster than nalgebra's unblocked LU
-//! (~87 ms per factorization). Partial pivoting — what LAPACK's `dgetrf` does, and backward stable
-//! in practice for the Newton matrices I − γhJ of a stiff solve — lets faer use its blocked,
-//! recursive kernel. One thread, so results do not depend on the machine's thread count.
+//! [`PartialPivLu`]: diffsol 0.18's own faer backend (`FaerLU`) factorizes with *full* pivoting,
+//! whose pivot search over the whole trailing matrix keeps it from running at matrix-multiply
+//! speed: measured inside Bdf on the token-selection flow (1,025 states) it was no faster than
+//! nalgebra's unblocked LU (~87 ms per factorization). Partial pivoting — what LAPACK's `dgetrf`
+//! does, and backward stable in practice for the Newton matrices I − γhJ of a stiff solve — lets
+//! faer use its blocked, recursive kernel.
+//!
+//! [`SymmetricCholesky`]: a gradient flow's Jacobian is −∇²ℓ, so its Newton matrix I + γh∇²ℓ is
+//! symmetric, and positive definite wherever γh·λ_min(∇²ℓ) > −1 (always near a minimum). faer's
+//! Cholesky LLᵀ of its lower triangle takes half the LU's flops and no pivoting; where a pivot is
+//! not positive the same matrix is factorized by the partial-pivoting LU instead, so the solver
+//! never fails where the LU would not. Its two triangular solves are plain column sweeps: at the
+//! papers' sizes (~100 states) faer's recursive triangular solve spends ~5× the flops' worth of
+//! instructions on a single right-hand side, and diffsol solves once per Newton iteration.
+//!
+//! Both run on one thread, so results do not depend on the machine's thread count.
 
 use diffsol::{FaerMat, FaerVec, LaError, LaLinearOp, Matrix, MatrixCommon, Vector};
 use diffsol_la::linear_solver::LinearSolver;
 use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt;
 use faer::linalg::lu::partial_pivoting::{factor, solve};
 use faer::perm::Perm;
 use std::cell::RefCell;
 
 use faer::reborrow::{Reborrow, ReborrowMut};
-use faer::{Conj, Mat, MatMut, Par};
+use faer::{Conj, Mat, MatMut, MatRef, Par};
 
-/// The packed factors of P·A = L·U (L unit lower, U upper, in one matrix) and the row
-/// permutation; the Newton matrix is assembled into `matrix` and factorized into `lu`, both
-/// allocated once per problem, and the solves' permutation scratch is allocated with them.
-pub struct PartialPivLu {
+/// Dense factorization of the Newton matrix with faer: the partial-pivoting LU, or, when
+/// `SYMMETRIC`, Cholesky with the LU as fallback. The Newton matrix is assembled into `matrix`
+/// and factorized into `factors`, both allocated once per problem, as is the solves' scratch.
+pub struct FaerDense<const SYMMETRIC: bool> {
     matrix: Option<FaerMat<f64>>,
-    lu: Mat<f64>,
-    perm: Option<Perm<usize>>,
+    factors: Mat<f64>,
+    kind: Factors,
+    /// After a Cholesky factorization: Lᵀ (column-major, so that the back substitution runs down
+    /// contiguous columns as the forward one does), and 1/L_jj (the solves' serial chain
+    /// multiplies instead of dividing).
+    upper: Mat<f64>,
+    inverse_diagonal: Vec<f64>,
     scratch: RefCell<Option<MemBuffer>>,
 }
 
-impl Default for PartialPivLu {
+/// LU with partial pivoting (P·A = L·U).
+pub type PartialPivLu = FaerDense<false>;
+/// Cholesky (A = L·Lᵀ from A's lower triangle) for symmetric Newton matrices, else LU.
+pub type SymmetricCholesky = FaerDense<true>;
+
+/// What `factors` holds.
+enum Factors {
+    None,
+    /// L and U packed in one matrix, and the row permutation P.
+    Lu(Perm<usize>),
+    /// L in the lower triangle.
+    Cholesky,
+}
+
+impl<const SYMMETRIC: bool> Default for FaerDense<SYMMETRIC> {
     fn default() -> Self {
-        PartialPivLu {
+        FaerDense {
             matrix: None,
-            lu: Mat::new(),
-            perm: None,
+            factors: Mat::new(),
+            kind: Factors::None,
+            upper: Mat::new(),
+            inverse_diagonal: Vec::new(),
             scratch: RefCell::new(None),
         }
     }
@@ -55,7 +87,68 @@ fn factorize(mut a: MatMut<'_, f64>) -> Perm<usize> {
     Perm::new_checked(fwd.into_boxed_slice(), inv.into_boxed_slice(), n)
 }
 
-impl LinearSolver<FaerMat<f64>> for PartialPivLu {
+/// Factorizes the lower triangle of `a` in place as L·Lᵀ (one thread); false where a pivot is
+/// not positive (`a` is then partly overwritten).
+fn cholesky(a: MatMut<'_, f64>, stack: &mut MemStack) -> bool {
+    llt::factor::cholesky_in_place(a, Default::default(), Par::Seq, stack, Default::default())
+        .is_ok()
+}
+
+/// Column `j` of a column-major matrix as a slice.
+#[inline(always)]
+fn column(a: MatRef<'_, f64>, j: usize) -> &[f64] {
+    a.col(j)
+        .try_as_col_major()
+        .expect("faer's owned matrices are column-major")
+        .as_slice()
+}
+
+/// Solves L·Lᵀ·x = b in place (U = Lᵀ), both substitutions by columns: x_j is final once the
+/// columns before it have been subtracted, then its multiple of column j is subtracted from the
+/// rest (an axpy on contiguous memory). Compiled twice, for AVX2 where the CPU has it (found at
+/// run time) and for the baseline; neither contracts to FMA, so both give the same bits.
+fn cholesky_solve(l: MatRef<'_, f64>, u: MatRef<'_, f64>, inv_diag: &[f64], x: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked on the line above)
+        return unsafe { cholesky_solve_avx2(l, u, inv_diag, x) };
+    }
+    cholesky_solve_body(l, u, inv_diag, x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn cholesky_solve_avx2(
+    l: MatRef<'_, f64>,
+    u: MatRef<'_, f64>,
+    inv_diag: &[f64],
+    x: &mut [f64],
+) {
+    cholesky_solve_body(l, u, inv_diag, x)
+}
+
+#[inline(always)]
+fn cholesky_solve_body(l: MatRef<'_, f64>, u: MatRef<'_, f64>, inv_diag: &[f64], x: &mut [f64]) {
+    let n = x.len();
+    for j in 0..n {
+        let col = column(l, j);
+        x[j] *= inv_diag[j];
+        let xj = x[j];
+        for (xi, lij) in x[j + 1..].iter_mut().zip(&col[j + 1..]) {
+            *xi -= xj * lij;
+        }
+    }
+    for j in (0..n).rev() {
+        let col = column(u, j);
+        x[j] *= inv_diag[j];
+        let xj = x[j];
+        for (xi, uij) in x[..j].iter_mut().zip(&col[..j]) {
+            *xi -= xj * uij;
+        }
+    }
+}
+
+impl<const SYMMETRIC: bool> LinearSolver<FaerMat<f64>> for FaerDense<SYMMETRIC> {
     fn set_sparsity<
         C: LaLinearOp<T = f64, V = FaerVec<f64>, M = FaerMat<f64>, C = diffsol::FaerContext>,
     >(
@@ -69,13 +162,23 @@ impl LinearSolver<FaerMat<f64>> for PartialPivLu {
             op.sparsity(),
             *op.context(),
         ));
-        self.lu = Mat::zeros(n, n);
-        self.perm = None;
-        // the forward and the transposed solve need the same scratch
+        self.factors = Mat::zeros(n, n);
+        self.kind = Factors::None;
+        self.upper = Mat::zeros(n, n);
+        self.inverse_diagonal = vec![0.0; n];
+        // the forward and the transposed LU solve, and the Cholesky factorization, share it
         self.scratch = RefCell::new(Some(MemBuffer::new(
-            solve::solve_in_place_scratch::<usize, f64>(n, 1, Par::Seq).or(
-                solve::solve_transpose_in_place_scratch::<usize, f64>(n, 1, Par::Seq),
-            ),
+            solve::solve_in_place_scratch::<usize, f64>(n, 1, Par::Seq)
+                .or(solve::solve_transpose_in_place_scratch::<usize, f64>(
+                    n,
+                    1,
+                    Par::Seq,
+                ))
+                .or(llt::factor::cholesky_in_place_scratch::<f64>(
+                    n,
+                    Par::Seq,
+                    Default::default(),
+                )),
         )));
     }
 
@@ -90,8 +193,21 @@ impl LinearSolver<FaerMat<f64>> for PartialPivLu {
             .as_mut()
             .expect("set_sparsity comes before set_linearisation");
         op.matrix_inplace(matrix);
-        self.lu.copy_from(matrix.inner());
-        self.perm = Some(factorize(self.lu.as_mut()));
+        self.factors.copy_from(matrix.inner());
+        if SYMMETRIC {
+            let mut scratch = self.scratch.borrow_mut();
+            let stack = MemStack::new(scratch.as_mut().expect("allocated with the factors"));
+            if cholesky(self.factors.as_mut(), stack) {
+                self.upper.copy_from(self.factors.transpose());
+                for (j, inv) in self.inverse_diagonal.iter_mut().enumerate() {
+                    *inv = 1.0 / self.factors[(j, j)];
+                }
+                self.kind = Factors::Cholesky;
+                return;
+            }
+            self.factors.copy_from(matrix.inner());
+        }
+        self.kind = Factors::Lu(factorize(self.factors.as_mut()));
     }
 
     fn solve_in_place(&self, x: &mut FaerVec<f64>) -> Result<(), LaError> {
@@ -111,16 +227,31 @@ pub fn allocate_thread_workspace() {
     factorize(Mat::<f64>::identity(64, 64).as_mut());
 }
 
-impl PartialPivLu {
+impl<const SYMMETRIC: bool> FaerDense<SYMMETRIC> {
     fn solve(&self, x: &mut FaerVec<f64>, transpose: bool) -> Result<(), LaError> {
-        let Some(perm) = &self.perm else {
-            return Err(LaError::Other(
-                "the LU is solved before it was factorized".into(),
-            ));
+        let perm = match &self.kind {
+            Factors::None => {
+                return Err(LaError::Other(
+                    "the matrix is solved before it was factorized".into(),
+                ))
+            }
+            // Lᵀ's transpose is L: the transposed solve is the same
+            Factors::Cholesky => {
+                let rhs = x.inner_mut().col_mut(0).try_as_col_major_mut();
+                let rhs = rhs.expect("a one-batch faer vector is one contiguous column");
+                cholesky_solve(
+                    self.factors.as_ref(),
+                    self.upper.as_ref(),
+                    &self.inverse_diagonal,
+                    rhs.as_slice_mut(),
+                );
+                return Ok(());
+            }
+            Factors::Lu(perm) => perm,
         };
         let mut scratch = self.scratch.borrow_mut();
         let stack = MemStack::new(scratch.as_mut().expect("allocated with the factors"));
-        let (lu, rhs) = (self.lu.as_ref(), x.inner_mut().as_mut());
+        let (lu, rhs) = (self.factors.as_ref(), x.inner_mut().as_mut());
         if transpose {
             solve::solve_transpose_in_place_with_conj(
                 lu,
@@ -201,6 +332,46 @@ mod tests {
             let solved: Vec<f64> = (0..n).map(|i| x[i]).collect();
             let err = crate::stats::max_abs_diff(&solved, &x_true);
             assert!(err < 1e-12, "transpose = {transpose}: max error {err:e}");
+        }
+    }
+
+    /// A symmetric 150 × 150 system, positive definite (factorized by Cholesky) and then
+    /// shifted to be indefinite (Cholesky meets a negative pivot; the LU takes over): both are
+    /// solved to rounding, forward and transposed.
+    #[test]
+    fn cholesky_solves_symmetric_systems_and_falls_back_to_lu() {
+        let n = 150;
+        let ctx = FaerContext::default();
+        for (shift, expect_cholesky) in [(3.0, true), (-1.5, false)] {
+            let entry = |i: usize, j: usize| {
+                let off = (((i * j) % 11) as f64 - 5.0) / 200.0 + 0.01 * ((i + j) % 3) as f64;
+                off + if i == j {
+                    shift + (i as f64) / n as f64
+                } else {
+                    0.0
+                }
+            };
+            let data: Vec<f64> = (0..n * n).map(|k| entry(k % n, k / n)).collect();
+            let a = Fixed(FaerMat::from_vec(n, n, data, ctx));
+            let mut f = SymmetricCholesky::default();
+            f.set_sparsity(&a);
+            f.set_linearisation(&a);
+            assert_eq!(matches!(f.kind, Factors::Cholesky), expect_cholesky);
+            let x_true: Vec<f64> = (0..n).map(|i| (i as f64 * 0.61).cos()).collect();
+            let b: Vec<f64> = (0..n)
+                .map(|i| (0..n).map(|j| entry(i, j) * x_true[j]).sum())
+                .collect();
+            for transpose in [false, true] {
+                let mut x = FaerVec::from_vec(b.clone(), ctx);
+                if transpose {
+                    f.solve_transpose_in_place(&mut x).unwrap();
+                } else {
+                    f.solve_in_place(&mut x).unwrap();
+                }
+                let solved: Vec<f64> = (0..n).map(|i| x[i]).collect();
+                let err = crate::stats::max_abs_diff(&solved, &x_true);
+                assert!(err < 1e-11, "shift {shift}, transpose {transpose}: {err:e}");
+            }
         }
     }
 

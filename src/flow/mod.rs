@@ -62,6 +62,11 @@ pub trait VectorField {
     fn rhs(&self, t: f64, z: &[f64], dz: &mut [f64]);
     /// Writes (∂f/∂z)(t, z) · u into `out`.
     fn jvp(&self, t: f64, z: &[f64], u: &[f64], out: &mut [f64]);
+    /// Whether ∂f/∂z is symmetric everywhere (a gradient flow's −∇²ℓ): the implicit methods may
+    /// then factorize their Newton matrices by Cholesky.
+    fn jacobian_is_symmetric(&self) -> bool {
+        false
+    }
 }
 
 /// A training loss whose gradient flow ż = −∇ℓ(z) attnflow integrates.
@@ -96,6 +101,9 @@ impl<F: GradientFlow + ?Sized> VectorField for Descent<'_, F> {
     fn jvp(&self, _t: f64, z: &[f64], u: &[f64], out: &mut [f64]) {
         self.0.hvp(z, u, out);
         out.iter_mut().for_each(|x| *x = -*x);
+    }
+    fn jacobian_is_symmetric(&self) -> bool {
+        true
     }
 }
 

@@ -60,3 +60,33 @@ fn delta_w_rank_refuses_increasing_teacher_values() {
     let e = load_error("delta-w-rank", &["large_init=0.001"]);
     assert_eq!(e.key, "params.large_init");
 }
+
+/// Lemmas D.5–D.7 on the diagonal linear references: every sampled Lipschitz estimate is below
+/// the derived constant, and (as lower estimates of it) not absurdly far below.
+#[test]
+fn lipschitz_constants_quick_passes() {
+    let rep = run_quick("lipschitz-constants", &[]);
+    assert_all_pass("lipschitz-constants", &rep);
+    assert_eq!(rep.checks.len(), 9);
+    for label in ["r1", "r2", "r2-degenerate"] {
+        for what in ["g", "grad", "loss"] {
+            let c = check(&rep, &format!("lemma-d7-{what}.{label}"));
+            assert!(c.measured > 0.2 * c.bound, "{label} {what}: {c:?}");
+        }
+    }
+}
+
+/// A derivation that lost a factor 2 (constants halved) is caught: the sampled estimate of the
+/// Lipschitz constant of g on R1 exceeds it.
+#[test]
+fn lipschitz_halved_constant_fails() {
+    let rep = run_quick("lipschitz-constants", &["checks.bound_factor=0.5"]);
+    assert!(!passes(&rep, "lemma-d7-g.r1"));
+}
+
+/// Attention instances have no closed-form constant: refused with the key named.
+#[test]
+fn lipschitz_refuses_attention_instances() {
+    let e = load_error("lipschitz-constants", &["instances=[\"mini\"]"]);
+    assert_eq!(e.key, "params.instances");
+}

@@ -17,6 +17,7 @@ mod gradient_check;
 mod greedy;
 mod hessian_strict_min;
 mod linearization_spectrum;
+mod lipschitz;
 mod log_scale_tracking;
 mod noise_robustness;
 mod nondegeneracy;
@@ -62,5 +63,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &noise_robustness::KIND,
         &gd_vs_flow::KIND,
         &full_matrix_rank::KIND,
+        &lipschitz::KIND,
     ]
 }

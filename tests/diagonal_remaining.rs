@@ -90,3 +90,28 @@ fn lipschitz_refuses_attention_instances() {
     let e = load_error("lipschitz-constants", &["instances=[\"mini\"]"]);
     assert_eq!(e.key, "params.instances");
 }
+
+/// §6 limitation: under the logistic loss on separable data ‖β‖ grows by a steady amount per
+/// decade (no finite limit), while the square loss converges.
+#[test]
+fn exp_loss_limitation_quick_passes() {
+    let rep = run_quick("exp-loss-limitation", &[]);
+    assert_all_pass("exp-loss-limitation", &rep);
+    assert!(rep.derived["last_increment"].as_f64().unwrap() > 1.0);
+}
+
+/// The square loss as "the exponential tail" (a wrong loss wired in): its β converges, the
+/// increments vanish and the growth check fails.
+#[test]
+fn exp_loss_limitation_square_loss_fails_growth() {
+    let rep = run_quick("exp-loss-limitation", &["loss=square"]);
+    assert!(!passes(&rep, "norm-keeps-growing"));
+    assert!(passes(&rep, "square-loss-converges"));
+}
+
+/// Fewer than two checked decades give no ratio: refused with the key named.
+#[test]
+fn exp_loss_limitation_refuses_one_decade() {
+    let e = load_error("exp-loss-limitation", &["checked_decades=1"]);
+    assert_eq!(e.key, "params.checked_decades");
+}

@@ -6,6 +6,7 @@ mod basics_common;
 pub(crate) mod common;
 mod conservation_law;
 mod entries;
+mod exp_loss_limitation;
 mod fig2_loss;
 mod figures_common;
 mod full_matrix_checks;
@@ -64,5 +65,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &gd_vs_flow::KIND,
         &full_matrix_rank::KIND,
         &lipschitz::KIND,
+        &exp_loss_limitation::KIND,
     ]
 }

@@ -131,8 +131,11 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "must be finite, positive and strictly decreasing (distinct σ can emerge in order)",
         ));
     }
-    if !(p.small_init < p.large_init) {
-        return Err(sc.invalid("params.large_init", "must exceed params.small_init"));
+    if !p.large_init.is_finite() || p.small_init >= p.large_init {
+        return Err(sc.invalid(
+            "params.large_init",
+            "must be finite and exceed params.small_init",
+        ));
     }
     for (key, f) in [
         ("params.emergence_fraction", p.emergence_fraction),
@@ -363,6 +366,16 @@ fn train(
     run
 }
 
+/// A check on the shape of the incremental trajectories: id, title, the measured value of an
+/// instance, whether the largest value is the worst, and the bound (None: reported only).
+type ShapeCheck<'a> = (
+    &'a str,
+    &'a str,
+    &'a dyn Fn(&Instance) -> f64,
+    bool,
+    Option<f64>,
+);
+
 /// One drawn instance (data, teacher, readout, init direction) and its two runs.
 struct Instance {
     x: Vec<f64>,
@@ -547,7 +560,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "over the {inc_small} incremental instances (the others fail incremental-fraction's count)"
     );
     let growth = |b: &Instance| b.small.final_stable_rank() - b.early_and_drop().0;
-    let shape_checks: [(&str, &str, &dyn Fn(&Instance) -> f64, bool, Option<f64>); 3] = [
+    let shape_checks: [ShapeCheck; 3] = [
         (
             "early-stable-rank-worst",
             "small init: stable rank ‖ΔW‖²_F/‖ΔW‖²₂ at t_1 (σ_1 just emerged), worst instance",

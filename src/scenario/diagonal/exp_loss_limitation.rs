@@ -318,7 +318,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 )
                 .series(Series::numerics("square loss", ts, square_norms[1..].to_vec()).color(1)),
         )
-        .title("§6 limitation: under an exponential tail the weights do not converge"),
+        .title("A limitation of the theory: under an exponential tail the weights do not converge"),
     );
     Ok(rep)
 }

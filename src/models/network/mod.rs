@@ -366,6 +366,46 @@ impl AttentionRegression {
     }
 }
 
+/// Adam (Kingma & Ba) with the default moments β₁ = 0.9, β₂ = 0.999, ε = 1e−8: the optimizer of
+/// seed 004's ViT experiments, here for the full-batch training of the ΔW-rank stand-in.
+#[derive(Debug, Clone)]
+pub struct Adam {
+    lr: f64,
+    m: Vec<f64>,
+    v: Vec<f64>,
+    /// steps taken (for the bias corrections 1 − βᵏ)
+    k: i32,
+}
+
+impl Adam {
+    const BETA1: f64 = 0.9;
+    const BETA2: f64 = 0.999;
+    const EPS: f64 = 1e-8;
+
+    pub fn new(lr: f64, dim: usize) -> Self {
+        Adam {
+            lr,
+            m: vec![0.0; dim],
+            v: vec![0.0; dim],
+            k: 0,
+        }
+    }
+
+    /// One step θ ← θ − lr·m̂/(√v̂ + ε) with the gradient `grad` at θ.
+    pub fn step(&mut self, theta: &mut [f64], grad: &[f64]) {
+        assert_eq!(theta.len(), self.m.len());
+        assert_eq!(grad.len(), self.m.len());
+        self.k += 1;
+        let c1 = 1.0 - Self::BETA1.powi(self.k);
+        let c2 = 1.0 - Self::BETA2.powi(self.k);
+        for (((th, g), m), v) in theta.iter_mut().zip(grad).zip(&mut self.m).zip(&mut self.v) {
+            *m = Self::BETA1 * *m + (1.0 - Self::BETA1) * g;
+            *v = Self::BETA2 * *v + (1.0 - Self::BETA2) * g * g;
+            *th -= self.lr * (*m / c1) / ((*v / c2).sqrt() + Self::EPS);
+        }
+    }
+}
+
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -446,6 +486,17 @@ mod tests {
             .copied()
             .collect();
         assert!(rel_err(&hv, &ad_hvp) < 1e-11, "{hv:?} vs {ad_hvp:?}");
+    }
+
+    /// Adam's first step is lr·g/(|g| + ε) per coordinate (both moments bias-corrected to g, g²).
+    #[test]
+    fn adam_first_step_is_a_signed_lr_step() {
+        let mut adam = Adam::new(0.01, 3);
+        let mut theta = vec![1.0, -2.0, 0.5];
+        adam.step(&mut theta, &[3.0, -1e-3, 0.0]);
+        assert!((theta[0] - (1.0 - 0.01 * 3.0 / (3.0 + 1e-8))).abs() < 1e-15);
+        assert!((theta[1] - (-2.0 + 0.01 * 1e-3 / (1e-3 + 1e-8))).abs() < 1e-15);
+        assert_eq!(theta[2], 0.5);
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod basics_common;
 pub(crate) mod common;
 mod conservation_law;
 mod entries;
+mod exp_loss_limitation;
 mod fig2_loss;
 mod figures_common;
 mod full_matrix_checks;
@@ -17,6 +18,7 @@ mod gradient_check;
 mod greedy;
 mod hessian_strict_min;
 mod linearization_spectrum;
+mod lipschitz;
 mod log_scale_tracking;
 mod noise_robustness;
 mod nondegeneracy;
@@ -62,5 +64,7 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &noise_robustness::KIND,
         &gd_vs_flow::KIND,
         &full_matrix_rank::KIND,
+        &lipschitz::KIND,
+        &exp_loss_limitation::KIND,
     ]
 }

@@ -13,6 +13,7 @@ mod gd_asymptotic;
 mod init_scale;
 mod joint_common;
 mod joint_record;
+mod joint_self_bound;
 mod joint_training;
 mod ngd_fixed_decoder;
 mod polyak_step;

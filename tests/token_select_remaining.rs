@@ -1,0 +1,50 @@
+//! Seed-003 claims covered last (issue 20): Lemma 13(3) second-order self-boundedness (with
+//! Lemma 13(1)–(2), the content of Remark 3), footnote 5 (antipodal optimal tokens) and
+//! Condition 2 (the complete Condition 1).
+
+mod common;
+use common::{passes, run_quick};
+
+const NGD: &str = "ngd-eta-0-1";
+const NGD_JOINT: &str = "ngd-joint-alpha-0-333-eta-0-1";
+
+fn derived(r: &attnflow::scenario::Report, key: &str) -> f64 {
+    r.derived[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("derived {key}"))
+}
+
+#[test]
+fn lemma_13_three_properties_hold_along_eq10_runs() {
+    let r = run_quick("joint-training", &[]);
+    // Remark 3 comments on exactly these three properties
+    for run in [NGD, NGD_JOINT] {
+        for id in [
+            "lem-13-pl-like",
+            "lem-13-loss-between-iterates",
+            "lem-13-self-bounded",
+        ] {
+            assert!(passes(&r, &format!("{id}.{run}")), "{id}.{run}");
+        }
+    }
+    let ratio = derived(&r, "ngd_lemma13_hessian_ratio");
+    assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
+}
+
+#[test]
+fn self_boundedness_needs_the_norm_u_dependence_of_c3() {
+    // α = 0.9: W (hence the attention) barely moves while ‖u_k‖ = ηk grows, so ‖∇²L‖/L grows
+    // like ‖u‖²: the derived C₃(‖u‖) still bounds it ...
+    let r = run_quick("joint-training", &["alphas=[0.9]"]);
+    let run = "ngd-joint-alpha-0-900-eta-0-1";
+    assert!(passes(&r, &format!("lem-13-self-bounded.{run}")));
+    let b = derived(&r, "token_bound");
+    let largest = derived(&r, "ngd-joint_alpha0.900_lemma13_max_hessian_over_loss");
+    assert!(largest > 5.0 * b * b, "{largest} vs B² = {}", b * b);
+    // ... but a linear predictor's constant B² (no ‖u‖ in it) fails: a wrong constant
+    let wrong = run_quick(
+        "joint-training",
+        &["alphas=[0.9]", "checks.self_bound_constant=linear"],
+    );
+    assert!(!passes(&wrong, &format!("lem-13-self-bounded.{run}")));
+}

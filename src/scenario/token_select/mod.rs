@@ -1,5 +1,6 @@
 //! Scenarios of seed 003 (implicit bias of self-attention toward the W-SVM; spec 003 §7).
 
+mod antipodal_opt;
 mod arc_length;
 mod assumption_check;
 mod asymptotic_linearization;
@@ -47,5 +48,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &flow_path_equivalence::KIND,
         &joint_training::KIND,
         &scaling::KIND,
+        &antipodal_opt::KIND,
     ]
 }

@@ -48,3 +48,38 @@ fn self_boundedness_needs_the_norm_u_dependence_of_c3() {
     );
     assert!(!passes(&wrong, &format!("lem-13-self-bounded.{run}")));
 }
+
+#[test]
+fn theorem_1_holds_with_antipodal_optimal_tokens() {
+    let r = run_quick("antipodal-opt-tokens", &[]);
+    // footnote 5's instance: opposite-label optimal tokens exactly antipodal, the rest orthonormal
+    assert_eq!(derived(&r, "opt_antipodal_residual"), 0.0);
+    assert!(derived(&r, "rho_orth") < 1e-12);
+    for id in [
+        "ass-1-orth",
+        "ass-2-equal-scores",
+        "svm-kkt-residual",
+        "excess-rate",
+        "thm-1-rate",
+        "thm-1-alignment",
+        "lem-3-phi-opt-monotone",
+    ] {
+        assert!(passes(&r, id), "{id}");
+    }
+    // ex1-orth (noise on the optimal tokens too) is not antipodal
+    let ex1 = run_quick("antipodal-opt-tokens", &["antipodal=false"]);
+    assert!(derived(&ex1, "opt_antipodal_residual") > 0.1);
+}
+
+#[test]
+fn overlapping_non_optimal_tokens_break_assumption_1_and_lemma_3() {
+    // a shared component ω = 5 ⟂ μ: Ass. 2 stays exact, but the non-optimal tokens have cosine
+    // 25/26, and the optimal attention now falls while below ½ (Lemma 3's mechanism)
+    let r = run_quick("antipodal-opt-tokens", &["overlap=5"]);
+    assert!(passes(&r, "ass-2-equal-scores"));
+    assert!(!passes(&r, "ass-1-orth"));
+    assert!(!passes(&r, "lem-3-phi-opt-monotone"));
+    // ω = 20: the alignment at K misses Theorem 1's bound as well
+    let far = run_quick("antipodal-opt-tokens", &["overlap=20"]);
+    assert!(!passes(&far, "thm-1-alignment"));
+}

@@ -32,6 +32,9 @@ pub struct Params {
     /// data models across d, are skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<std::path::PathBuf>,
+    /// Cond. 2(iv): the step η of joint-training's Eq. (10) runs, held against the smoothness
+    /// at the zero start.
+    pub joint_eta: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,6 +49,10 @@ pub struct Checks {
     /// Cond. 1(ii) with constant C: ‖x_{i,opt}‖² ≥ C·max_{t≠opt}‖x_{i,t}‖² for every DM sample
     /// at the largest d (§4.1 default C = 2; σ_o²/σ² = 4 in DM).
     pub cond1_c: f64,
+    /// Cond. 2(iii) [R?] d ≥ C·(nT)²·ln(nT/δ) (Lemma 9's Bernstein bounds make |cos| ≲
+    /// √(ln(nT/δ)/d), below Ass. 1's 1/(nT) there): C and δ (the absolute constant was lost).
+    pub cond2_d_factor: f64,
+    pub cond2_delta: f64,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -53,7 +60,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.ass2_rel_tol", c.ass2_rel_tol),
         ("checks.orth_max_rho", c.orth_max_rho),
         ("checks.cond1_c", c.cond1_c),
+        ("checks.cond2_d_factor", c.cond2_d_factor),
+        ("params.joint_eta", p.joint_eta),
     ])?;
+    if !(c.cond2_delta > 0.0 && c.cond2_delta < 1.0) {
+        return Err(sc.invalid("checks.cond2_delta", "must be in (0, 1)"));
+    }
     if p.seeds == 0 {
         return Err(sc.invalid("params.seeds", "need at least one draw per d"));
     }
@@ -117,6 +129,80 @@ fn w_svm_feasible(inst: &Instance) -> Result<bool, RunError> {
         Err(SvmError::Infeasible { .. }) => Ok(false),
         Err(e) => Err(RunError::Other(format!("W-SVM: {e}"))),
     }
+}
+
+/// Condition 2 (App. B.1, "complete version of Condition 1"; its formulas were lost, spec 003
+/// §4.1) on the DM draws `(d, ρ_orth, Cond. (ii) ratio, B)`. (i) zero initialization is
+/// joint-training's construction (u₀ = 0, W₀ = 0): reported, not checked. (iii) is read as
+/// d ≥ C·(nT)²·ln(nT/δ) [R?]; on the draws meeting it, Lemma 9's conclusion under Cond. 2
+/// (ρ_orth ≤ 1/(nT), Ass. 1's near-orthogonality) and (ii) (‖x_opt‖² ≥ C_ii·‖x_t‖², the
+/// Cond. 1(ii) bound) must hold. (iv) small step: η·C₃(0) ≤ 1 with C₃(0) = B² + B³ the
+/// smoothness bound ‖∇²L(θ₀)‖ ≤ C₃(0)·L(θ₀) of Lemma 13(3) at the zero start (L(θ₀) = 1; see
+/// `joint_self_bound`), so one normalized step of length η stays in the region where the
+/// second-order Taylor bound of Thm 2's proof is a contraction.
+fn condition2_checks(rep: &mut Report, draws: &[(usize, f64, f64, f64)], p: &Params, c: &Checks) {
+    let dm = GaussianJoint::dm();
+    let nt = (dm.n * dm.t) as f64;
+    let threshold = c.cond2_d_factor * nt * nt * (nt / c.cond2_delta).ln();
+    rep.derive(
+        "cond2_i_zero_init",
+        "by construction: joint-training starts at u₀ = 0, W₀ = 0 (init_file aside)",
+    );
+    rep.derive("cond2_iii_threshold_d", threshold);
+    let over: Vec<&(usize, f64, f64, f64)> =
+        draws.iter().filter(|x| x.0 as f64 >= threshold).collect();
+    rep.derive("cond2_iii_draws", over.len());
+    let rho_max = 1.0 / nt;
+    let (id_rho, id_ratio) = ("cond-2-iii-near-orthogonal", "cond-2-ii-opt-norm");
+    let name_rho = "Cond. 2(iii) ⇒ Lemma 9: max ρ_orth over DM draws with d ≥ C(nT)²ln(nT/δ)";
+    let name_ratio = "Cond. 2(ii): min_i ‖x_opt‖²/max‖x_t‖² over DM draws with d ≥ C(nT)²ln(nT/δ)";
+    if over.is_empty() {
+        let why = format!("no d of the sweep reaches the Cond. 2(iii) threshold {threshold:.0}");
+        rep.skip(id_rho, name_rho, why.clone());
+        rep.skip(id_ratio, name_ratio, why);
+    } else {
+        let dims: Vec<usize> = {
+            let mut v: Vec<usize> = over.iter().map(|x| x.0).collect();
+            v.dedup();
+            v
+        };
+        rep.check(
+            Check::at_most(id_rho, name_rho, stats::max(over.iter().map(|x| x.1)), rho_max)
+                .note(format!(
+                    "[R?] reading d ≥ {} (nT)² ln(nT/δ) = {threshold:.0} (δ = {}; the absolute \
+                     constant was lost), met by d ∈ {dims:?}, {} draws; bound 1/(nT) = \
+                     {rho_max:.4} (spec §4.1's Ass. 1a)",
+                    c.cond2_d_factor,
+                    c.cond2_delta,
+                    over.len()
+                )),
+        );
+        rep.check(
+            Check::at_least(
+                id_ratio,
+                name_ratio,
+                stats::min(over.iter().map(|x| x.2)),
+                c.cond1_c,
+            )
+            .note("the Cond. 1(ii) bound C (σ_o²/σ² = 4 in DM)"),
+        );
+    }
+    let worst_b = stats::max(draws.iter().map(|x| x.3));
+    let smooth = super::joint_self_bound::c3(0.0, worst_b);
+    rep.derive("cond2_iv_eta_times_c3_at_zero", p.joint_eta * smooth);
+    rep.check(
+        Check::at_most(
+            "cond-2-iv-small-step",
+            "Cond. 2(iv): η·C₃(0), C₃(0) = B² + B³ (‖∇²L(θ₀)‖ ≤ C₃(0)·L(θ₀), Lemma 13(3)), worst DM draw",
+            p.joint_eta * smooth,
+            1.0,
+        )
+        .note(format!(
+            "[R?] reading η ≤ 1/β₀ with β₀ = C₃(0)·L(θ₀) the smoothness at the zero start \
+             (L(θ₀) = 1): η = {} (joint-training's), max B = {worst_b:.4}, C₃(0) = {smooth:.4}",
+            p.joint_eta
+        )),
+    );
 }
 
 /// min_i ‖x_{i,opt}‖²/max_{t≠opt}‖x_{i,t}‖².
@@ -252,7 +338,12 @@ fn run_on_file(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunEr
     rep.derive("data_file.ass2_holds", m.spread <= c.ass2_rel_tol);
     rep.derive("data_file.cond1_opt_norm_ratio", ratio);
     rep.derive("data_file.cond1_ii_holds", ratio >= c.cond1_c);
-    for (id, name) in SWEEP_CHECKS {
+    let cond2 = [
+        ("cond-2-iii-near-orthogonal", "Cond. 2(iii) ⇒ Lemma 9"),
+        ("cond-2-ii-opt-norm", "Cond. 2(ii)"),
+        ("cond-2-iv-small-step", "Cond. 2(iv)"),
+    ];
+    for (id, name) in SWEEP_CHECKS.into_iter().chain(cond2) {
         rep.skip(
             id,
             name,
@@ -276,6 +367,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut worst_spread, mut infeasible, mut instances) = (0.0f64, 0usize, 0usize);
     let mut cond1_at_max_d = f64::INFINITY;
     let mut cond1_fraction = Vec::new();
+    // Condition 2 on the DM draws: (d, ρ_orth, Cond. (ii) ratio, B) per draw
+    let mut dm_draws: Vec<(usize, f64, f64, f64)> = Vec::new();
     for &d in &p.dims {
         let (ex1, orth, dm) = models(d);
         let (mut ex1_rho, mut dm_rho, mut orth_rho) = (vec![], vec![], vec![]);
@@ -307,6 +400,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     "ex1-orth" => orth_rho.push(m.rho),
                     _ => {
                         dm_rho.push(m.rho);
+                        let b = inst.data.assumptions(&inst.decoder, &inst.opt).token_bound;
+                        dm_draws.push((d, m.rho, ratio, b));
                         cond1_ok += usize::from(ratio >= c.cond1_c);
                         if d == *p.dims.last().unwrap() {
                             cond1_at_max_d = stats::smaller(cond1_at_max_d, ratio);
@@ -420,6 +515,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "fraction of DM draws meeting it per d: {cond1_fraction:.2?}"
         )),
     );
+    condition2_checks(&mut rep, &dm_draws, p, c);
     let strict = 1.0 / (ex1_n * ex1_t) as f64;
     rep.derive("ex1_median_rho", &ex1_stats.median);
     rep.derive("ex1_median_rho_sqrt_d", &scaled);
@@ -557,6 +653,13 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &["ass1a_strict_rho_max", "data_file.*"],
+    quantities: &[
+        "ass1a_strict_rho_max",
+        "cond2_i_zero_init",
+        "cond2_iii_draws",
+        "cond2_iii_threshold_d",
+        "cond2_iv_eta_times_c3_at_zero",
+        "data_file.*",
+    ],
     run,
 };

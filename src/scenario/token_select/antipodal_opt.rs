@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::line_fit;
 use crate::analysis::svm::one_minus_cos;
-use crate::attention::{Instance, Loss};
 use crate::attention::{FixedDecoder, TokenData};
+use crate::attention::{Instance, Loss};
 use crate::flow::{norm, Method, OdeConfig};
 use crate::models::token_select::{Example1, FixedRule, FixedStepper};
 use crate::plot::{Figure, LinePanel, Series};
@@ -147,8 +147,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         eta: p.eta,
         cap: f64::INFINITY,
     };
-    let mut stepper = FixedStepper::new(&model, rule)
-        .map_err(|e| RunError::Other(format!("NGD: {e}")))?;
+    let mut stepper =
+        FixedStepper::new(&model, rule).map_err(|e| RunError::Other(format!("NGD: {e}")))?;
     let keep = checkpoints(p.steps);
     let mut w = w0;
     let (mut mis, mut log_excess, mut norms) = (Vec::new(), Vec::new(), Vec::new());
@@ -223,11 +223,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     // Thm 1's rate k^{−1/2}: C fitted on [k₀, 2k₀], tested on the later window [k_test, K]
     let k0 = p.envelope_start;
-    let fitted = c.envelope_factor
-        * stats::max((k0..=2 * k0).map(|k| mis[k] * (k as f64).sqrt()));
-    let worst = stats::max(
-        (p.envelope_test_from..=k_end).map(|k| mis[k] * (k as f64).sqrt() / fitted),
-    );
+    let fitted = c.envelope_factor * stats::max((k0..=2 * k0).map(|k| mis[k] * (k as f64).sqrt()));
+    let worst =
+        stats::max((p.envelope_test_from..=k_end).map(|k| mis[k] * (k as f64).sqrt() / fitted));
     rep.derive("envelope_C", fitted);
     rep.check(
         Check::at_most(
@@ -245,7 +243,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              rate (spec §6.3); 1 − corr at K = {:.3e}",
             c.envelope_factor, mis[k_end]
         ))
-        .paper_claim("Thm 1/5: 1 − corr = O(k^{−1/2}) [R?], footnote 5: also for antipodal opt tokens"),
+        .paper_claim(
+            "Thm 1/5: 1 − corr = O(k^{−1/2}) [R?], footnote 5: also for antipodal opt tokens",
+        ),
     );
     rep.figure = Some(figure(p, gamma, &mis, &log_excess, fitted));
     Ok(rep)
@@ -269,7 +269,10 @@ fn antipodal_residual(inst: &Instance) -> f64 {
 }
 
 fn figure(p: &Params, gamma: f64, mis: &[f64], log_excess: &[f64], fitted: f64) -> Figure {
-    let ks: Vec<usize> = checkpoints(p.steps).into_iter().filter(|&k| k > 0).collect();
+    let ks: Vec<usize> = checkpoints(p.steps)
+        .into_iter()
+        .filter(|&k| k > 0)
+        .collect();
     let x: Vec<f64> = ks.iter().map(|&k| k as f64).collect();
     let late: Vec<f64> = x
         .iter()
@@ -296,19 +299,23 @@ fn figure(p: &Params, gamma: f64, mis: &[f64], log_excess: &[f64], fitted: f64) 
     let k_end = p.steps as f64;
     let anchor = log_excess[p.steps] / std::f64::consts::LN_10;
     let drop = gamma * p.eta * k_end / 2.0 / std::f64::consts::LN_10;
-    let loss = LinePanel::new("Excess loss (Thm 1: L → L*)", "iteration k", "log₁₀(L − L*)")
-        .series(Series::numerics(
-            "NGD",
-            x,
-            ks.iter()
-                .map(|&k| log_excess[k] / std::f64::consts::LN_10)
-                .collect(),
-        ))
-        .series(Series::theory(
-            "slope −Γη",
-            vec![k_end / 2.0, k_end],
-            vec![anchor + drop, anchor],
-        ));
+    let loss = LinePanel::new(
+        "Excess loss (Thm 1: L → L*)",
+        "iteration k",
+        "log₁₀(L − L*)",
+    )
+    .series(Series::numerics(
+        "NGD",
+        x,
+        ks.iter()
+            .map(|&k| log_excess[k] / std::f64::consts::LN_10)
+            .collect(),
+    ))
+    .series(Series::theory(
+        "slope −Γη",
+        vec![k_end / 2.0, k_end],
+        vec![anchor + drop, anchor],
+    ));
     Figure::new(2)
         .title(format!(
             "NGD (η = {}) with antipodal optimal tokens (footnote 5): n = {}, T = {}, d = {}, \

@@ -140,7 +140,9 @@ mod tests {
         let data = TokenData::new(n, t, d, x, vec![1.0, -1.0, 1.0]).unwrap();
         let model = JointModel::new(data, Loss::Exponential);
         let dim = d + d * d;
-        let z: Vec<f64> = (0..dim).map(|k| ((k * 13 % 5) as f64 - 2.0) / 3.0).collect();
+        let z: Vec<f64> = (0..dim)
+            .map(|k| ((k * 13 % 5) as f64 - 2.0) / 3.0)
+            .collect();
         let mut h = DMatrix::zeros(dim, dim);
         let mut col = vec![0.0; dim];
         for j in 0..dim {
@@ -155,9 +157,15 @@ mod tests {
         assert!((&h - &sym).norm() < 1e-10 * h.norm(), "HVP is symmetric");
         let exact = crate::stats::max(SymmetricEigen::new(sym).eigenvalues.iter().map(|x| x.abs()));
         let lanczos = hessian_over_loss(&model, &z, dim);
-        assert!((lanczos - exact).abs() < 1e-9 * exact, "{lanczos} vs {exact}");
+        assert!(
+            (lanczos - exact).abs() < 1e-9 * exact,
+            "{lanczos} vs {exact}"
+        );
         let data = model.data();
         let b = crate::stats::max((0..n).flat_map(|i| (0..t).map(move |s| norm(data.token(i, s)))));
-        assert!(exact <= c3(norm(&z[..d]), b), "Lemma 13(3) with the derived C₃");
+        assert!(
+            exact <= c3(norm(&z[..d]), b),
+            "Lemma 13(3) with the derived C₃"
+        );
     }
 }

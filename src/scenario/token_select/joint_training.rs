@@ -33,6 +33,7 @@ use crate::stats;
 
 use super::common::{w_svm, DATA_STREAM};
 use super::joint_common::{checkpoints, require_iterations};
+use super::joint_norm_lower::{replay, Mm, NormLower};
 use super::joint_record::{run_one, JointRun, Reference};
 use super::joint_self_bound::{along_run, c3, SelfBoundPoint};
 
@@ -251,6 +252,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("u_svm_support", u_svm_sol.support.len());
     rep.derive("w_svm_support", w_svm_sol.support.len());
 
+    let mm = Mm {
+        u_mm: &u_svm_sol.w,
+        w_mm: &w_svm_sol.w,
+        opt: &inst.opt,
+        token_bound: a.token_bound,
+        gamma: 1.0 / w_svm_sol.norm,
+    };
     let mut hessian_table = Table::new(&[
         "optimizer",
         "k",
@@ -282,6 +290,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let constant = |norm_u: f64| c.self_bound_constant.value(norm_u, a.token_bound);
         let points = along_run(&model, rule, &z0, &at, &constant, p.lanczos_steps)?;
         self_bound_check(&mut rep, &mut hessian_table, &run, &points, c);
+        let lower = replay(&model, (p.ngd_eta, alpha), &z0, p.iterations, &mm)?;
+        lemma10_lower_checks(&mut rep, &run, &lower, p, c);
         runs.push(run);
     }
     runs.push(run_one(
@@ -732,6 +742,50 @@ fn lemma12_13_checks(rep: &mut Report, r: &JointRun, u_mm_norm: f64, c: &Checks)
     );
 }
 
+/// Lemma 10's lower bounds on one Eq. (10) run (reconstructed in `joint_norm_lower`):
+/// ⟨u_k, ū_mm⟩ and ⟨W_k, W̄_mm⟩ stay above their telescoped per-step gains at every k.
+fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormLower, p: &Params, c: &Checks) {
+    let slack = -c.norm_slack * (1.0 + p.ngd_eta * p.iterations as f64);
+    let key = run_key(r);
+    rep.check(
+        Check::at_least(
+            &format!("lem-10-u-lower.{}", r.label),
+            &format!(
+                "{}: Lem. 10 min_k ⟨u_k, ū_mm⟩ − (⟨u₀, ū_mm⟩ + ηΣ_{{s<k}} µ_s/(B‖u_mm‖))",
+                r.label
+            ),
+            lower.u_margin,
+            slack,
+        )
+        .note(format!(
+            "[R?] lower bound (the printed one was lost), [D] per step: ‖∇_uL‖ ≤ BL and \
+             ⟨−∇_uL, ū_mm⟩ ≥ Lµ_s/‖u_mm‖, µ_s = min_i y_iu_mmᵀX_iᵀφ_i (−η when µ_s < 0); \
+             bound at K ÷ ηK = {:.4}: ‖u_k‖ = Ω(ηk)",
+            lower.u_rate
+        )),
+    );
+    rep.check(
+        Check::at_least(
+            &format!("lem-10-w-lower.{}", r.label),
+            &format!(
+                "{}: Lem. 10 min_k ⟨W_k, W̄_mm⟩ − (⟨W₀, W̄_mm⟩ + Σ_s η(s+1)^{{−α}}Γ/(2B²))",
+                r.label
+            ),
+            lower.w_margin,
+            slack,
+        )
+        .note(format!(
+            "[R?] lower bound, [D] per W-step by Lemma 4 (Ass. 2 holds at T = 2) while the \
+             decoder's optimal tokens are W_mm's (−η(s+1)^{{−α}} at the {} steps where they \
+             differ); bound at K ÷ W path length = {:.4} (Γ/(2B²) when no step differs): \
+             ‖W_k‖ = Ω(ηk^{{1−α}})",
+            lower.opt_mismatches, lower.w_rate
+        )),
+    );
+    rep.derive(&format!("{key}_lemma10_u_lower_rate"), lower.u_rate);
+    rep.derive(&format!("{key}_lemma10_w_lower_rate"), lower.w_rate);
+}
+
 /// Lemma 13(3) on one Eq. (10) run: ‖∇²L(θ_k)‖ ≤ C₃(‖u_k‖)·L(θ_k) at the measured iterates,
 /// with the constant reconstructed in `joint_self_bound` from Deora et al. (2023) Prop. 3's
 /// argument. Remark 3 only comments on Lemma 13's three properties: its content is checked by
@@ -995,6 +1049,8 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "*_lemma13_pl_ratio",
         "*_lemma13_segment_ratio",
         "*_lemma13_hessian_ratio",
+        "*_lemma10_u_lower_rate",
+        "*_lemma10_w_lower_rate",
         "*_lemma13_max_hessian_over_loss",
         "*_gap_decreases",
         "*_log_loss_at_K",

@@ -13,6 +13,7 @@ mod flow_path_equivalence;
 mod gd_asymptotic;
 mod init_scale;
 mod joint_common;
+mod joint_norm_lower;
 mod joint_record;
 mod joint_self_bound;
 mod joint_training;

@@ -55,7 +55,7 @@ pub fn hessian_over_loss(model: &JointModel, z: &[f64], steps: usize) -> f64 {
         }
         let beta = norm(&hv);
         let scale = crate::stats::max(alphas.iter().map(|a: &f64| a.abs()));
-        if !(beta > 1e-12 * scale) {
+        if beta.is_nan() || beta <= 1e-12 * scale {
             break;
         }
         betas.push(beta);

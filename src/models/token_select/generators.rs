@@ -48,6 +48,15 @@ pub struct Example1 {
     /// `ex1-orth`: the nT noise vectors are an orthonormal set in e₁^⊥ scaled to σ√(d−1), so
     /// every non-optimal token is exactly orthogonal to every other token (needs d ≥ nT + 1).
     pub orthogonal: bool,
+    /// Footnote 5: x_{i,opt} = y_iμ exactly (no noise on the optimal token), so the optimal
+    /// tokens of the two classes are antipodal, x_{+,opt} = −x_{−,opt}.
+    #[serde(default)]
+    pub antipodal: bool,
+    /// ω ≥ 0 (ex1-orth only): every non-optimal token gets ω·σ√(d−1)·e for one more
+    /// orthonormal e ⟂ μ shared by all, so non-optimal tokens have pairwise cosine ω²/(1 + ω²)
+    /// (breaks Ass. 1 while keeping Ass. 2 exact; needs d ≥ nT + 2). 0 draws nothing more.
+    #[serde(default)]
+    pub overlap: f64,
 }
 
 impl Example1 {
@@ -62,6 +71,8 @@ impl Example1 {
             noise: 1.0 / (d as f64).sqrt(),
             opt_position: OptPosition::First,
             orthogonal: false,
+            antipodal: false,
+            overlap: 0.0,
         }
     }
 
@@ -95,16 +106,41 @@ impl Example1 {
                 self.noise
             )));
         }
-        if self.orthogonal && d < n * t + 1 {
+        if !(self.overlap >= 0.0 && self.overlap.is_finite()) {
             return Err(TokenError::Invalid(format!(
-                "ex1-orth needs d ≥ nT + 1 = {}, got d = {d}",
+                "overlap must be ≥ 0, got {}",
+                self.overlap
+            )));
+        }
+        if self.overlap > 0.0 && !self.orthogonal {
+            return Err(TokenError::Invalid(
+                "overlap needs the orthogonal (ex1-orth) noise".into(),
+            ));
+        }
+        let shared = usize::from(self.overlap > 0.0);
+        if self.orthogonal && d < n * t + 1 + shared {
+            return Err(TokenError::Invalid(format!(
+                "ex1-orth needs d ≥ nT + 1 = {} (one more with overlap), got d = {d}",
                 n * t + 1
             )));
         }
+        // the shared direction ω·σ√(d−1)·e of the non-optimal tokens (empty without overlap)
+        let mut shared_e = Vec::new();
         let noise = if self.orthogonal {
-            let basis = orthonormal_in_complement_of_e1(n * t, d, rng);
+            let basis = orthonormal_in_complement_of_e1(n * t + shared, d, rng);
             let scale = self.noise * ((d - 1) as f64).sqrt();
-            basis.into_iter().map(|v| v * scale).collect()
+            let mut x: Vec<f64> = basis[..n * t * d].iter().map(|v| v * scale).collect();
+            // e is drawn last, so that ω = 0 keeps every original draw
+            shared_e = basis[n * t * d..]
+                .iter()
+                .map(|v| v * scale * self.overlap)
+                .collect();
+            if shared == 1 {
+                for token in x.chunks_mut(d) {
+                    token.iter_mut().zip(&shared_e).for_each(|(x, e)| *x += e);
+                }
+            }
+            x
         } else {
             (0..n * t * d)
                 .map(|k| {
@@ -122,7 +158,17 @@ impl Example1 {
         for i in 0..n {
             let yi = if rng.random_bool(0.5) { 1.0 } else { -1.0 };
             let o = self.opt_position.draw(t, rng);
-            x[(i * t + o) * d] = yi * self.signal;
+            let opt_token = &mut x[(i * t + o) * d..(i * t + o + 1) * d];
+            if self.antipodal {
+                opt_token.iter_mut().for_each(|x| *x = 0.0);
+            } else {
+                // e belongs to the non-optimal tokens only (a no-op without overlap)
+                opt_token
+                    .iter_mut()
+                    .zip(&shared_e)
+                    .for_each(|(x, e)| *x -= e);
+            }
+            opt_token[0] = yi * self.signal;
             y.push(yi);
             opt.push(o);
         }

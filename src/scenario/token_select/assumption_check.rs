@@ -32,6 +32,9 @@ pub struct Params {
     /// data models across d, are skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<std::path::PathBuf>,
+    /// Cond. 2(iv): the step η of joint-training's Eq. (10) runs, held against the smoothness
+    /// at the zero start.
+    pub joint_eta: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,6 +49,10 @@ pub struct Checks {
     /// Cond. 1(ii) with constant C: ‖x_{i,opt}‖² ≥ C·max_{t≠opt}‖x_{i,t}‖² for every DM sample
     /// at the largest d (§4.1 default C = 2; σ_o²/σ² = 4 in DM).
     pub cond1_c: f64,
+    /// Cond. 2(iii) [R?] d ≥ C·(nT)²·ln(nT/δ) (Lemma 9's Bernstein bounds make |cos| ≲
+    /// √(ln(nT/δ)/d), below Ass. 1's 1/(nT) there): C and δ (the absolute constant was lost).
+    pub cond2_d_factor: f64,
+    pub cond2_delta: f64,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -53,7 +60,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.ass2_rel_tol", c.ass2_rel_tol),
         ("checks.orth_max_rho", c.orth_max_rho),
         ("checks.cond1_c", c.cond1_c),
+        ("checks.cond2_d_factor", c.cond2_d_factor),
+        ("params.joint_eta", p.joint_eta),
     ])?;
+    if !(c.cond2_delta > 0.0 && c.cond2_delta < 1.0) {
+        return Err(sc.invalid("checks.cond2_delta", "must be in (0, 1)"));
+    }
     if p.seeds == 0 {
         return Err(sc.invalid("params.seeds", "need at least one draw per d"));
     }
@@ -117,6 +129,103 @@ fn w_svm_feasible(inst: &Instance) -> Result<bool, RunError> {
         Err(SvmError::Infeasible { .. }) => Ok(false),
         Err(e) => Err(RunError::Other(format!("W-SVM: {e}"))),
     }
+}
+
+/// Condition 2 (App. B.1, "complete version of Condition 1"; its formulas were lost, spec 003
+/// §4.1). (i) zero initialization is joint-training's construction (u₀ = 0, W₀ = 0): reported,
+/// not checked. (iii) is read as d ≥ d* := C·2(nT)²ln((nT)²/δ) [R?]: a Gaussian cosine exceeds ε
+/// with probability ≈ 2e^{−dε²/2}, so a union bound over the (nT)²/2 token pairs keeps every
+/// |cos| ≤ ε = 1/(nT) (Ass. 1a, Lemma 9's conclusion) with probability ≥ 1 − δ at C = 1.
+/// `seeds` DM draws at d = ⌈d*⌉ must meet it, and (ii) (‖x_opt‖² ≥ C_ii·‖x_t‖², the Cond. 1(ii)
+/// bound), in a fraction ≥ 1 − δ. (iv) small step: η·C₃(0) ≤ 1 with C₃(0) = B² + B³ the
+/// smoothness bound ‖∇²L(θ₀)‖ ≤ C₃(0)·L(θ₀) of Lemma 13(3) at the zero start (L(θ₀) = 1; see
+/// `joint_self_bound`), over the sweep's DM draws `b_draws` (their B).
+fn condition2_checks(
+    rep: &mut Report,
+    b_draws: &[f64],
+    p: &Params,
+    c: &Checks,
+    ctx: &RunContext,
+) -> Result<(), RunError> {
+    let nt = (GaussianJoint::dm().n * GaussianJoint::dm().t) as f64;
+    let threshold = c.cond2_d_factor * 2.0 * nt * nt * (nt * nt / c.cond2_delta).ln();
+    let d_star = threshold.ceil() as usize;
+    rep.derive(
+        "cond2_i_zero_init",
+        "by construction: joint-training starts at u₀ = 0, W₀ = 0 (init_file aside)",
+    );
+    rep.derive("cond2_iii_threshold_d", d_star);
+    let (_, _, dm) = models(d_star);
+    let rho_max = 1.0 / nt;
+    let mut draws = Vec::with_capacity(p.seeds);
+    for s in 0..p.seeds {
+        // streams after the sweep's 3 per draw
+        let mut rng = ctx.rng(FIRST_FREE_STREAM + 3 * p.seeds as u64 + s as u64);
+        let inst = dm
+            .generate(&mut rng)
+            .map_err(|e| RunError::Other(format!("Cond. 2 draw {s} at d = {d_star}: {e}")))?;
+        draws.push((
+            inst.data.max_nonopt_cosine(&inst.opt),
+            opt_norm_ratio(&inst),
+        ));
+    }
+    let fraction = |ok: &dyn Fn(&(f64, f64)) -> bool| {
+        draws.iter().filter(|x| ok(x)).count() as f64 / draws.len() as f64
+    };
+    let rho_ok = fraction(&|x| x.0 <= rho_max);
+    let ratio_ok = fraction(&|x| x.1 >= c.cond1_c);
+    rep.derive("cond2_iii_near_orthogonal_fraction", rho_ok);
+    rep.derive("cond2_ii_opt_norm_fraction", ratio_ok);
+    rep.check(
+        Check::at_least(
+            "cond-2-iii-near-orthogonal",
+            &format!(
+                "Cond. 2(iii) ⇒ Lemma 9: fraction of DM draws at d = {d_star} with ρ_orth ≤ 1/(nT)"
+            ),
+            rho_ok,
+            1.0 - c.cond2_delta,
+        )
+        .note(format!(
+            "{} draws at d* = C·2(nT)²ln((nT)²/δ) (C = {}, δ = {}; [R?] reading, the absolute \
+             constant was lost), at least 1 − δ; bound 1/(nT) = {rho_max:.4}; worst ρ_orth {:.4}",
+            p.seeds,
+            c.cond2_d_factor,
+            c.cond2_delta,
+            stats::max(draws.iter().map(|x| x.0)),
+        )),
+    );
+    rep.check(
+        Check::at_least(
+            "cond-2-ii-opt-norm",
+            &format!(
+                "Cond. 2(ii): fraction of DM draws at d = {d_star} with ‖x_opt‖² ≥ C·max‖x_t‖²"
+            ),
+            ratio_ok,
+            1.0 - c.cond2_delta,
+        )
+        .note(format!(
+            "C = {} (the Cond. 1(ii) bound; σ_o²/σ² = 4 in DM), at least 1 − δ; worst ratio {:.4}",
+            c.cond1_c,
+            stats::min(draws.iter().map(|x| x.1)),
+        )),
+    );
+    let worst_b = stats::max(b_draws.iter());
+    let smooth = super::joint_self_bound::c3(0.0, worst_b);
+    rep.derive("cond2_iv_eta_times_c3_at_zero", p.joint_eta * smooth);
+    rep.check(
+        Check::at_most(
+            "cond-2-iv-small-step",
+            "Cond. 2(iv): η·C₃(0), C₃(0) = B² + B³ (‖∇²L(θ₀)‖ ≤ C₃(0)·L(θ₀), Lemma 13(3)), worst DM draw",
+            p.joint_eta * smooth,
+            1.0,
+        )
+        .note(format!(
+            "[R?] reading η ≤ 1/β₀ with β₀ = C₃(0)·L(θ₀) the smoothness at the zero start \
+             (L(θ₀) = 1): η = {} (joint-training's), max B = {worst_b:.4}, C₃(0) = {smooth:.4}",
+            p.joint_eta
+        )),
+    );
+    Ok(())
 }
 
 /// min_i ‖x_{i,opt}‖²/max_{t≠opt}‖x_{i,t}‖².
@@ -252,7 +361,12 @@ fn run_on_file(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunEr
     rep.derive("data_file.ass2_holds", m.spread <= c.ass2_rel_tol);
     rep.derive("data_file.cond1_opt_norm_ratio", ratio);
     rep.derive("data_file.cond1_ii_holds", ratio >= c.cond1_c);
-    for (id, name) in SWEEP_CHECKS {
+    let cond2 = [
+        ("cond-2-iii-near-orthogonal", "Cond. 2(iii) ⇒ Lemma 9"),
+        ("cond-2-ii-opt-norm", "Cond. 2(ii)"),
+        ("cond-2-iv-small-step", "Cond. 2(iv)"),
+    ];
+    for (id, name) in SWEEP_CHECKS.into_iter().chain(cond2) {
         rep.skip(
             id,
             name,
@@ -276,6 +390,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut worst_spread, mut infeasible, mut instances) = (0.0f64, 0usize, 0usize);
     let mut cond1_at_max_d = f64::INFINITY;
     let mut cond1_fraction = Vec::new();
+    // Condition 2(iv) on the DM draws: their B
+    let mut dm_bounds: Vec<f64> = Vec::new();
     for &d in &p.dims {
         let (ex1, orth, dm) = models(d);
         let (mut ex1_rho, mut dm_rho, mut orth_rho) = (vec![], vec![], vec![]);
@@ -307,6 +423,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     "ex1-orth" => orth_rho.push(m.rho),
                     _ => {
                         dm_rho.push(m.rho);
+                        dm_bounds.push(inst.data.assumptions(&inst.decoder, &inst.opt).token_bound);
                         cond1_ok += usize::from(ratio >= c.cond1_c);
                         if d == *p.dims.last().unwrap() {
                             cond1_at_max_d = stats::smaller(cond1_at_max_d, ratio);
@@ -420,6 +537,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "fraction of DM draws meeting it per d: {cond1_fraction:.2?}"
         )),
     );
+    condition2_checks(&mut rep, &dm_bounds, p, c, ctx)?;
     let strict = 1.0 / (ex1_n * ex1_t) as f64;
     rep.derive("ex1_median_rho", &ex1_stats.median);
     rep.derive("ex1_median_rho_sqrt_d", &scaled);
@@ -557,6 +675,14 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &["ass1a_strict_rho_max", "data_file.*"],
+    quantities: &[
+        "ass1a_strict_rho_max",
+        "cond2_i_zero_init",
+        "cond2_ii_opt_norm_fraction",
+        "cond2_iii_near_orthogonal_fraction",
+        "cond2_iii_threshold_d",
+        "cond2_iv_eta_times_c3_at_zero",
+        "data_file.*",
+    ],
     run,
 };

@@ -5,7 +5,8 @@
 //! Lemma 11's invariants (the loss ratio's [D] limit, growing score gap, non-decreasing optimal
 //! attention), the [D] linear loss rate (Theorem 2's exp(−Ω(k^{1/3})) lost its constant: its
 //! ratio is reported) and Theorem 4's decoder margin (→ the max margin); W's alignment with
-//! W_mm orders the optimizers as Fig. 3 reports.
+//! W_mm orders the optimizers as Fig. 3 reports. Lemmas 12–13 (with 13(3), second-order
+//! self-boundedness, in `joint_self_bound`) are checked on the Eq. (10) runs.
 //!
 //! `data_file` (X, y, u, optional z; u names the optimal tokens of the W- and u-SVMs) replaces
 //! DM and its sizes; `init_file` (arrays `W0`, (d, d), and `u0`, (d,), default 0) replaces the
@@ -32,7 +33,9 @@ use crate::stats;
 
 use super::common::{w_svm, DATA_STREAM};
 use super::joint_common::{checkpoints, require_iterations};
+use super::joint_norm_lower::{replay, Mm, NormLower};
 use super::joint_record::{run_one, JointRun, Reference};
+use super::joint_self_bound::{along_run, c3, SelfBoundPoint};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,6 +60,12 @@ pub struct Params {
     /// Record every iteration up to this k, then `per_decade` log-spaced ones.
     pub dense_until: usize,
     pub per_decade: usize,
+    /// Lemma 13(3): ‖∇²L‖ is measured at every k ≤ `hessian_dense_until`, then at
+    /// `hessian_per_decade` log-spaced k per decade, by `lanczos_steps` Lanczos steps on the
+    /// exact Hessian-vector product.
+    pub hessian_dense_until: usize,
+    pub hessian_per_decade: usize,
+    pub lanczos_steps: usize,
     /// The user's tokens (X, y, u, optional z), replacing DM (n, t, d and the σ's).
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -86,6 +95,40 @@ pub struct Checks {
     pub skeleton_slack: f64,
     /// Lemma 13(2): max over steps and segment points of L(θ′)/L(θ_k) (spec §4.3 recipe: 10).
     pub segment_loss_ratio: f64,
+    /// Lemma 13(3): relative rounding slack of ‖∇²L‖ ≤ C₃(‖u‖)·L ([D], see `joint_self_bound`).
+    pub self_bound_slack: f64,
+    /// Lemma 13(3)'s constant: `attention` (the reconstructed C₃(‖u‖), default) or `linear`
+    /// (B², a linear predictor's constant, Remark 3's simpler setting: no ‖u‖ dependence, so
+    /// it fails once ‖u‖ grows while the attention is still spread).
+    #[serde(default)]
+    pub self_bound_constant: SelfBoundConstant,
+}
+
+/// The constant C₃ that Lemma 13(3) is checked with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelfBoundConstant {
+    /// C₃(‖u‖) = B² + B⁶‖u‖² + B⁵‖u‖ + B³√(1 + B⁴‖u‖²) ([D], `joint_self_bound`).
+    #[default]
+    Attention,
+    /// B²: ‖∇²L‖ ≤ B²L for a linear predictor uᵀx under the exponential loss.
+    Linear,
+}
+
+impl SelfBoundConstant {
+    fn value(self, norm_u: f64, b: f64) -> f64 {
+        match self {
+            SelfBoundConstant::Attention => c3(norm_u, b),
+            SelfBoundConstant::Linear => b * b,
+        }
+    }
+
+    fn formula(self) -> &'static str {
+        match self {
+            SelfBoundConstant::Attention => "C₃(‖u‖) = B² + B⁶‖u‖² + B⁵‖u‖ + B³√(1 + B⁴‖u‖²)",
+            SelfBoundConstant::Linear => "C₃ = B² (a linear predictor's constant)",
+        }
+    }
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -104,7 +147,14 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.margin_limit_tol", c.margin_limit_tol),
         ("checks.skeleton_slack", c.skeleton_slack),
         ("checks.segment_loss_ratio", c.segment_loss_ratio),
+        ("checks.self_bound_slack", c.self_bound_slack),
     ])?;
+    if p.hessian_per_decade == 0 || p.lanczos_steps == 0 {
+        return Err(sc.invalid(
+            "params.lanczos_steps",
+            "lanczos_steps and hessian_per_decade must be at least 1",
+        ));
+    }
     if p.sigma_scale >= p.sigma_opt_scale {
         return Err(sc.invalid(
             "params.sigma_scale",
@@ -196,11 +246,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     let a = inst.data.assumptions(&inst.decoder, &inst.opt);
     rep.derive("rho_orth", a.rho_orth);
+    rep.derive("token_bound", a.token_bound);
     rep.derive("w_mm_norm", w_svm_sol.norm);
     rep.derive("u_mm_norm", u_svm_sol.norm);
     rep.derive("u_svm_support", u_svm_sol.support.len());
     rep.derive("w_svm_support", w_svm_sol.support.len());
 
+    let mm = Mm {
+        u_mm: &u_svm_sol.w,
+        w_mm: &w_svm_sol.w,
+        opt: &inst.opt,
+        token_bound: a.token_bound,
+        gamma: 1.0 / w_svm_sol.norm,
+    };
+    let mut hessian_table = Table::new(&[
+        "optimizer",
+        "k",
+        "norm_u",
+        "hessian_norm_over_loss",
+        "c3",
+        "ratio",
+    ]);
     let mut runs = vec![run_one(
         &rf,
         JointRule::Gd { eta: p.gd_eta },
@@ -219,7 +285,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             alpha,
             alpha_u: 0.0,
         };
-        runs.push(run_one(&rf, rule, label, p.iterations, &z0)?);
+        let run = run_one(&rf, rule, label, p.iterations, &z0)?;
+        let at = checkpoints(p.iterations, p.hessian_dense_until, p.hessian_per_decade);
+        let constant = |norm_u: f64| c.self_bound_constant.value(norm_u, a.token_bound);
+        let points = along_run(&model, rule, &z0, &at, &constant, p.lanczos_steps)?;
+        self_bound_check(&mut rep, &mut hessian_table, &run, &points, c);
+        let lower = replay(&model, (p.ngd_eta, alpha), &z0, p.iterations, &mm)?;
+        lemma10_lower_checks(&mut rep, &run, &lower, p, c);
+        runs.push(run);
     }
     runs.push(run_one(
         &rf,
@@ -273,6 +346,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     }
 
+    rep.tables.push(("lemma13_hessian".into(), hessian_table));
     let ks = checkpoints(p.iterations, p.dense_until, p.per_decade);
     rep.series = series_table(&runs, &ks);
     let setup = match zero_start {
@@ -668,6 +742,107 @@ fn lemma12_13_checks(rep: &mut Report, r: &JointRun, u_mm_norm: f64, c: &Checks)
     );
 }
 
+/// Lemma 10's lower bounds on one Eq. (10) run (reconstructed in `joint_norm_lower`):
+/// ⟨u_k, ū_mm⟩ and ⟨W_k, W̄_mm⟩ stay above their telescoped per-step gains at every k.
+fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormLower, p: &Params, c: &Checks) {
+    let slack = -c.norm_slack * (1.0 + p.ngd_eta * p.iterations as f64);
+    let key = run_key(r);
+    rep.check(
+        Check::at_least(
+            &format!("lem-10-u-lower.{}", r.label),
+            &format!(
+                "{}: Lem. 10 min_k ⟨u_k, ū_mm⟩ − (⟨u₀, ū_mm⟩ + ηΣ_{{s<k}} µ_s/(B‖u_mm‖))",
+                r.label
+            ),
+            lower.u_margin,
+            slack,
+        )
+        .note(format!(
+            "[R?] lower bound (the printed one was lost), [D] per step: ‖∇_uL‖ ≤ BL and \
+             ⟨−∇_uL, ū_mm⟩ ≥ Lµ_s/‖u_mm‖, µ_s = min_i y_iu_mmᵀX_iᵀφ_i (−η when µ_s < 0); \
+             bound at K ÷ ηK = {:.4}: ‖u_k‖ = Ω(ηk)",
+            lower.u_rate
+        )),
+    );
+    rep.check(
+        Check::at_least(
+            &format!("lem-10-w-lower.{}", r.label),
+            &format!(
+                "{}: Lem. 10 min_k ⟨W_k, W̄_mm⟩ − (⟨W₀, W̄_mm⟩ + Σ_s η(s+1)^{{−α}}Γ/(2B²))",
+                r.label
+            ),
+            lower.w_margin,
+            slack,
+        )
+        .note(format!(
+            "[R?] lower bound, [D] per W-step by Lemma 4 (Ass. 2 holds at T = 2) while the \
+             decoder's optimal tokens are W_mm's (−η(s+1)^{{−α}} at the {} steps where they \
+             differ); bound at K ÷ W path length = {:.4} (Γ/(2B²) when no step differs): \
+             ‖W_k‖ = Ω(ηk^{{1−α}})",
+            lower.opt_mismatches, lower.w_rate
+        )),
+    );
+    rep.derive(&format!("{key}_lemma10_u_lower_rate"), lower.u_rate);
+    rep.derive(&format!("{key}_lemma10_w_lower_rate"), lower.w_rate);
+}
+
+/// Lemma 13(3) on one Eq. (10) run: ‖∇²L(θ_k)‖ ≤ C₃(‖u_k‖)·L(θ_k) at the measured iterates,
+/// with the constant reconstructed in `joint_self_bound` from Deora et al. (2023) Prop. 3's
+/// argument. Remark 3 only comments on Lemma 13's three properties: its content is checked by
+/// `lem-13-pl-like`, `lem-13-loss-between-iterates` and this `lem-13-self-bounded`.
+fn self_bound_check(
+    rep: &mut Report,
+    table: &mut Table,
+    r: &JointRun,
+    points: &[SelfBoundPoint],
+    c: &Checks,
+) {
+    for pt in points {
+        table.push(vec![
+            Cell::Text(r.label.clone()),
+            pt.k.into(),
+            pt.norm_u.into(),
+            pt.hessian_over_loss.into(),
+            pt.c3.into(),
+            pt.ratio().into(),
+        ]);
+    }
+    let worst = points
+        .iter()
+        .max_by(|a, b| a.ratio().total_cmp(&b.ratio()))
+        .expect("k = 0 is always measured");
+    let ratio = stats::max(points.iter().map(SelfBoundPoint::ratio));
+    let largest = stats::max(points.iter().map(|pt| pt.hessian_over_loss));
+    rep.check(
+        Check::at_most(
+            &format!("lem-13-self-bounded.{}", r.label),
+            &format!(
+                "{}: Lemma 13(3): max_k ‖∇²L(θ_k)‖ ÷ (C₃·L(θ_k)), {}",
+                r.label,
+                c.self_bound_constant.formula()
+            ),
+            ratio,
+            1.0 + c.self_bound_slack,
+        )
+        .note(format!(
+            "{} iterates, ‖∇²L‖ by Lanczos on the exact HVP (a lower estimate, exact past the \
+             Hessian's rank); worst at k = {} (‖u_k‖ = {:.3}, ‖∇²L‖/L = {:.4e}, C₃ = {:.4e}); \
+             max_k ‖∇²L‖/L = {largest:.4e}. C₃ reconstructed (the printed one was lost) from \
+             ∇²L = (1/n)Σℓ_i(∇m_i∇m_iᵀ − ∇²m_i) with ‖∇m_i‖² ≤ B² + B⁶‖u‖², \
+             ‖∇²m_i‖ ≤ B⁵‖u‖ + B³√(1 + B⁴‖u‖²) (softmax derivatives as φ-covariances, \
+             Deora et al. 2023 Prop. 3's shape)",
+            points.len(),
+            worst.k,
+            worst.norm_u,
+            worst.hessian_over_loss,
+            worst.c3
+        )),
+    );
+    let key = run_key(r);
+    rep.derive(&format!("{key}_lemma13_hessian_ratio"), ratio);
+    rep.derive(&format!("{key}_lemma13_max_hessian_over_loss"), largest);
+}
+
 /// The prefix of a run's derived quantities: `gd`, `ngd`, `ngd-joint_alpha0.333`, `ps`.
 fn run_key(r: &JointRun) -> String {
     let key = r
@@ -873,6 +1048,10 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "*_lemma12_min_margin",
         "*_lemma13_pl_ratio",
         "*_lemma13_segment_ratio",
+        "*_lemma13_hessian_ratio",
+        "*_lemma10_u_lower_rate",
+        "*_lemma10_w_lower_rate",
+        "*_lemma13_max_hessian_over_loss",
         "*_gap_decreases",
         "*_log_loss_at_K",
         "*_margin_ratio_at_K",
@@ -887,6 +1066,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
         "ps_minus_ngd_log_loss_at_K",
         "ps_switch_k",
         "rho_orth",
+        "token_bound",
         "u_mm_norm",
         "u_svm_dual_ratio",
         "u_svm_support",

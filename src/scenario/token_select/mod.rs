@@ -1,5 +1,6 @@
 //! Scenarios of seed 003 (implicit bias of self-attention toward the W-SVM; spec 003 §7).
 
+mod antipodal_opt;
 mod arc_length;
 mod assumption_check;
 mod asymptotic_linearization;
@@ -12,7 +13,9 @@ mod flow_path_equivalence;
 mod gd_asymptotic;
 mod init_scale;
 mod joint_common;
+mod joint_norm_lower;
 mod joint_record;
+mod joint_self_bound;
 mod joint_training;
 mod ngd_fixed_decoder;
 mod polyak_step;
@@ -46,5 +49,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &flow_path_equivalence::KIND,
         &joint_training::KIND,
         &scaling::KIND,
+        &antipodal_opt::KIND,
     ]
 }

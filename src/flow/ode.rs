@@ -702,7 +702,7 @@ mod tests {
     }
 
     /// Both dense LUs solve the same Newton systems: the samples agree to rounding, the step
-    /// sequence is the same, and `auto` picks by dimension.
+    /// sequence is the same, and `auto` picks by dimension and symmetry.
     #[test]
     fn the_linear_solvers_agree() {
         let times = linspace(0.0, 5.0, 11);
@@ -718,26 +718,16 @@ mod tests {
         for k in 0..na.len() {
             assert!(crate::stats::max_abs_diff(na.state(k), fa.state(k)) < 1e-13);
         }
-        assert_eq!(
-            LinearSolver::Auto.resolve(FAER_MIN_DIM - 1, false),
-            LinearSolver::Nalgebra
-        );
-        assert_eq!(
-            LinearSolver::Auto.resolve(FAER_MIN_DIM, false),
-            LinearSolver::Faer
-        );
-        assert_eq!(
-            LinearSolver::Auto.resolve(CHOLESKY_MIN_DIM - 1, true),
-            LinearSolver::Nalgebra
-        );
-        assert_eq!(
-            LinearSolver::Auto.resolve(CHOLESKY_MIN_DIM, true),
-            LinearSolver::Cholesky
-        );
-        assert_eq!(
-            LinearSolver::Nalgebra.resolve(10_000, true),
-            LinearSolver::Nalgebra
-        );
+        use LinearSolver::{Auto, Cholesky, Faer, Nalgebra};
+        for (asked, dim, symmetric, used) in [
+            (Auto, FAER_MIN_DIM - 1, false, Nalgebra),
+            (Auto, FAER_MIN_DIM, false, Faer),
+            (Auto, CHOLESKY_MIN_DIM - 1, true, Nalgebra),
+            (Auto, CHOLESKY_MIN_DIM, true, Cholesky),
+            (Nalgebra, 10_000, true, Nalgebra),
+        ] {
+            assert_eq!(asked.resolve(dim, symmetric), used, "{dim} states");
+        }
     }
 
     /// ℓ(z) = ½ Σ_i a_i (z_i − 1)² + ¼ Σ_i z_i⁴ with some a_i < 0: a gradient flow whose Hessian

@@ -1,0 +1,64 @@
+//! Claims of seeds 000 and 002 checked late: Remark 5 of seed 002 (Theorem 2 without
+//! convexity), Theorem 1's ‖p_t‖ ≤ M_p with the printed and the corrected C_p, and the App. A.2
+//! derivative identities of seed 000 (dĝ/dt at rounding level, Cases 2 and 3). Each check
+//! passes on the shipped scenario and fails on a parameter that mimics a plausible error.
+
+mod common;
+use common::{assert_all_pass, check, load_error, passes, run_quick};
+
+const THM2_NONCONVEX: [&str; 6] = [
+    "flow-dv-central-differences-vs-j2hp",
+    "flow-dv-exact-jvp-vs-j2h",
+    "logit-flow-jacobian-exact-jvp-vs",
+    "gd-map-jacobian-central-differences-vs",
+    "contraction-ratio-eta-lambda-j2h",
+    "contraction-btzeta-xi-xi-bt-eta",
+];
+
+#[test]
+fn theorem_2_holds_at_a_non_global_minimum_of_a_non_convex_loss() {
+    let rep = run_quick("thm2-nonconvex", &[]);
+    assert_all_pass("thm2-nonconvex", &rep);
+    for id in THM2_NONCONVEX {
+        assert!(passes(&rep, id), "{id}");
+    }
+    // the run exercises Remark 5 only if the loss is non-convex and z* a local minimum
+    assert!(check(&rep, "ripple-nonconvex-witness").measured < -10.0);
+    assert!(check(&rep, "ripple-zstar-not-global-minimum").measured < 0.0);
+    assert!(check(&rep, "ripple-hessian-positive-at-zstar").measured > 0.0);
+    assert!(passes(&rep, "ripple-corrected-condition-bound"));
+}
+
+#[test]
+fn a_ripple_without_its_tilt_leaves_z_star_non_stationary_and_fails() {
+    let rep = run_quick("thm2-nonconvex", &["ripple.tilt=false"]);
+    assert!(!passes(&rep, "ripple-zstar-stationary"));
+    for id in [
+        "flow-dv-exact-jvp-vs-j2h",
+        "gd-map-jacobian-central-differences-vs",
+    ] {
+        assert!(!passes(&rep, id), "{id}");
+    }
+}
+
+#[test]
+fn a_convex_loss_fails_the_non_convexity_witnesses() {
+    // amplitude 0 is (C-quad): nothing about Remark 5 is shown, and the run says so
+    let rep = run_quick("thm2-nonconvex", &["ripple.amplitude=0"]);
+    assert!(!passes(&rep, "ripple-nonconvex-witness"));
+    assert!(!passes(&rep, "ripple-zstar-not-global-minimum"));
+    assert!(passes(&rep, "ripple-zstar-stationary"));
+}
+
+#[test]
+fn a_ripple_needs_the_bound_tolerance() {
+    let e = load_error(
+        "thm2-linearization",
+        &[
+            "ripple.amplitude=0.025",
+            "ripple.frequency=40",
+            "ripple.phase=1.45",
+        ],
+    );
+    assert!(e.to_string().contains("checks.bound_rel_tol"), "{e}");
+}

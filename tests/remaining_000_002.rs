@@ -62,3 +62,29 @@ fn a_ripple_needs_the_bound_tolerance() {
     );
     assert!(e.to_string().contains("checks.bound_rel_tol"), "{e}");
 }
+
+#[test]
+fn theorem_1_printed_c_p_fails_while_the_corrected_reading_holds() {
+    let rep = run_quick("thm1-printed-cp", &[]);
+    assert_all_pass("thm1-printed-cp", &rep);
+    let corrected = check(&rep, "m-p-corrected-where-hypothesis-holds");
+    assert!(corrected.pass && corrected.measured < 1.0);
+    // the literal printed M_p is exceeded by far more than rounding
+    let demo = check(&rep, "printed-cp-m-p-violated");
+    assert!(demo.pass && demo.measured > 4e-10, "{}", demo.measured);
+    // the √N alone does not repair the literal reading (c₁ = 0.2)
+    let literal = rep.derived["literal_sqrt_n_max_norm_ratio"]
+        .as_f64()
+        .unwrap();
+    assert!(literal > 1.0, "{literal}");
+}
+
+#[test]
+fn the_printed_c_p_demonstration_and_the_corrected_bound_can_fail() {
+    // at c₁ = 0.1, after 500 steps ‖p_t‖ has not yet passed the printed M_p: no demonstration
+    let rep = run_quick("thm1-printed-cp", &["steps=500", "c1s=[0.1, 1e-6]"]);
+    assert!(!passes(&rep, "printed-cp-m-p-violated"));
+    // a step-size bug (GD at 10⁴ η) breaks the corrected ‖p_t‖ ≤ M_p
+    let rep = run_quick("thm1-printed-cp", &["gd_step_scale=1e4"]);
+    assert!(!passes(&rep, "m-p-corrected-where-hypothesis-holds"));
+}

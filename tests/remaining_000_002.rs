@@ -88,3 +88,32 @@ fn the_printed_c_p_demonstration_and_the_corrected_bound_can_fail() {
     let rep = run_quick("thm1-printed-cp", &["gd_step_scale=1e4"]);
     assert!(!passes(&rep, "m-p-corrected-where-hypothesis-holds"));
 }
+
+#[test]
+fn ghat_rate_is_rounding_also_at_c_2() {
+    // the identity holds at every state: at c = 2 (s grows like e^{2c₁t}) the residual is still
+    // a fraction of an ulp of the summands, and the paper's factor still fails by ~10¹⁴ ε
+    let rep = run_quick("lemma-a2-invariants", &["c=2", "x0=0.3"]);
+    assert_all_pass("lemma-a2-invariants", &rep);
+    assert!(check(&rep, "ghat-rate").measured < 4.0);
+    let rep = run_quick("lemma-a2-invariants", &["c=2", "x0=0.3", "ghat_factor=1"]);
+    assert!(check(&rep, "ghat-rate").measured > 1e10);
+}
+
+#[test]
+fn case_2_and_3_derivatives_hold_in_corrected_form_and_fail_as_printed() {
+    let rep = run_quick("lemma-a2-invariants", &["c1=0.5"]);
+    for id in ["case2-derivative", "case3-derivative"] {
+        assert!(passes(&rep, id), "{id}");
+        assert!(check(&rep, id).paper_claim.is_some(), "{id}");
+    }
+    // the printed factor (x² + X + ρ̄) and the printed rate without c₁ fail
+    let rep = run_quick("lemma-a2-invariants", &["c1=0.5", "paper_cases=true"]);
+    for id in ["case2-derivative", "case3-derivative"] {
+        assert!(!passes(&rep, id), "{id}");
+        assert!(check(&rep, id).measured > 1e10, "{id}");
+    }
+    // Case 2 with X ≡ x² would hold trivially: refused
+    let e = load_error("lemma-a2-invariants", &["case2_shift=0"]);
+    assert!(e.to_string().contains("params.case2_shift"), "{e}");
+}

@@ -43,7 +43,7 @@ impl RippledLoss {
 
     /// φ_i = (−1)^i φ.
     pub fn phase_of(&self, i: usize) -> f64 {
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             self.phase
         } else {
             -self.phase

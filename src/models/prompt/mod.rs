@@ -26,6 +26,7 @@ pub mod jacobian_spectrum;
 pub mod linear;
 pub mod model;
 pub mod pl_theory;
+pub mod rippled;
 pub mod simplex;
 pub mod simplex_linearization;
 pub mod softmax;

@@ -149,7 +149,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 
 /// Worst relative violation of the corrected statement at one z*: both bounds on κ, the
 /// bracket of ρ, and μ ≤ μ_T, L_T ≤ L (0 when everything holds).
-fn corrected_violation(r: &ConditionReport) -> f64 {
+pub(super) fn corrected_violation(r: &ConditionReport) -> f64 {
     let over = |small: f64, big: f64| stats::larger((small - big) / big, 0.0);
     stats::max([
         over(r.corrected_lower(), r.kappa),

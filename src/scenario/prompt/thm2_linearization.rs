@@ -9,6 +9,12 @@
 //! (z*, A) — and the list `sizes` by the file's n — and `init_file` (`zeta_dir`: layout
 //! `instance::prompt::SimplexInit`) the drawn direction of ζ₀. Theorem 2 part 1 holds at any
 //! interior z* of any (C-quad) loss, so every check runs on a user's instance.
+//!
+//! `[params.ripple]` adds a cosine ripple to the loss (`models::prompt::rippled`): ℓ̃ is then
+//! non-convex, z* stays an exact interior equilibrium (a local, not global, minimum with
+//! ∇²ℓ̃(z*) ≻ 0), and the same checks test Remark 5 ("convexity is not needed"), together with
+//! the corrected condition-number bound of part 2 at z* and measured witnesses that ℓ̃ is not
+//! convex (a negative Hessian eigenvalue) and that z* is not the global minimum.
 
 use std::path::PathBuf;
 
@@ -16,14 +22,16 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::linearize::jacobian;
+use crate::analysis::linearize::symmetric_eigenvalues;
 use crate::flow::{norm, Method, OdeConfig, VectorField};
 use crate::instance::prompt::SimplexInit;
 use crate::instance::run_instance;
 use crate::instance::InstanceError;
 use crate::models::prompt::jacobian_spectrum::jacobian_matrix;
+use crate::models::prompt::rippled::RippledLoss;
 use crate::models::prompt::simplex::{LogitFlow, QuadLoss, SimplexFlow, SimplexLoss};
 use crate::models::prompt::simplex_linearization::{
-    tangent_basis, tangent_eigenvalues_svd, tangent_linearization,
+    tangent_basis, tangent_eigenvalues_svd, tangent_linearization, ConditionReport,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
@@ -33,6 +41,7 @@ use crate::stats;
 
 use super::common::file_error;
 use super::simplex_common::{quad_instance, rel_matrix_error, simplex_instance, SimplexFiles};
+use super::thm2_condition_bound::corrected_violation;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,6 +71,28 @@ pub struct Params {
     /// The direction of ζ₀ (`zeta_dir`, layout `instance::prompt::SimplexInit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_file: Option<PathBuf>,
+    /// A cosine ripple on the loss, making it non-convex (Remark 5); absent: (C-quad).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ripple: Option<Ripple>,
+}
+
+/// ℓ̃ = (C-quad) − aΣ_i[cos(b(z_i − z*_i) + φ_i) + b sin(φ_i)(z_i − z*_i)], φ_i = (−1)^iφ
+/// (`models::prompt::rippled`): ∇²ℓ̃(z*) = A + ab²cos φ·I, not convex once ab² > min A_kk.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ripple {
+    /// a, b, φ.
+    pub amplitude: f64,
+    pub frequency: f64,
+    pub phase: f64,
+    /// The linear term that cancels the ripple's slope at z*; false mimics forgetting it (z*
+    /// is then not stationary and the checks must fail).
+    #[serde(default = "tilt_default")]
+    pub tilt: bool,
+}
+
+fn tilt_default() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -76,6 +107,10 @@ pub struct Checks {
     /// max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1| against the linearized iteration from the same ζ₀ (the
     /// nonlinear terms are O(‖ζ‖) relative per step and accumulate over slow runs).
     pub linear_rel_tol: f64,
+    /// With a ripple: relative slack of the corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ² at z*
+    /// (as thm2-condition-bound's bound_rel_tol).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_rel_tol: Option<f64>,
 }
 
 /// The files; an init file alone (one ζ₀ direction of one length) needs one n in `sizes`.
@@ -172,6 +207,21 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.condition < 1.0 {
         return Err(sc.invalid("params.condition", "a condition number is ≥ 1"));
     }
+    if let Some(r) = &p.ripple {
+        if !(r.amplitude.is_finite() && r.phase.is_finite()) {
+            return Err(sc.invalid("params.ripple.phase", "amplitude and phase must be finite"));
+        }
+        let tol = c.bound_rel_tol.ok_or_else(|| {
+            sc.invalid(
+                "checks.bound_rel_tol",
+                "needed with params.ripple (the corrected bound is checked at z*)",
+            )
+        })?;
+        sc.require_positive(&[
+            ("params.ripple.frequency", r.frequency),
+            ("checks.bound_rel_tol", tol),
+        ])?;
+    }
     sc.require_positive(&[
         ("params.zstar_scale", p.zstar_scale),
         ("params.fd_step", p.fd_step),
@@ -217,8 +267,10 @@ struct Contraction {
     linear_dev: f64,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn contraction(
-    flow: &SimplexFlow<QuadLoss>,
+    flow: &SimplexFlow<dyn SimplexLoss + '_>,
+    z_star: &[f64],
     basis: &DMatrix<f64>,
     zeta0: &[f64],
     eta: f64,
@@ -226,7 +278,6 @@ fn contraction(
     linear_map: &DMatrix<f64>,
     p: &Params,
 ) -> Contraction {
-    let z_star = flow.loss().z_star();
     let n = z_star.len();
     let mut z: Vec<f64> = (0..n).map(|i| z_star[i] + zeta0[i]).collect();
     let mut next = vec![0.0; n];
@@ -280,14 +331,94 @@ struct Case {
     logit: f64,
     fd_map: Vec<f64>,
     runs: Vec<Contraction>,
+    ripple: Option<RippleCase>,
+}
+
+/// What the non-convex (rippled) loss adds at one (n, c).
+struct RippleCase {
+    /// ‖P∇ℓ̃(z*)‖_∞/(‖∇ℓ̃(z*)‖_∞ + ab + max|A_ij|): 0 iff z* is an equilibrium (∇ℓ̃(z*) ∈ span 𝟙).
+    stationarity: f64,
+    /// λ_min(∇²ℓ̃(z*)) (Theorem 2's μ).
+    mu: f64,
+    /// κ of J²H on T at z* with the paper's and the corrected bounds.
+    condition: ConditionReport,
+    /// min λ_min(∇²ℓ̃(z)) over points where one ripple term is at its trough (< 0: not convex).
+    witness_curvature: f64,
+    /// min ℓ̃(z′) − ℓ̃(z*) over z′ = z* ± (2π/b)(e_k − e_j) in the simplex (< 0: not global).
+    lower_value: f64,
+}
+
+/// The ripple's diagnostics at z* (the Hessian h there, and the loss's own value and Hessian
+/// at nearby points of the open simplex).
+fn ripple_case(
+    loss: &RippledLoss,
+    h: &DMatrix<f64>,
+    err: &dyn Fn(crate::analysis::AnalysisError) -> RunError,
+) -> Result<RippleCase, RunError> {
+    let z_star = loss.quad().z_star();
+    let n = z_star.len();
+    let mut g = vec![0.0; n];
+    loss.grad(z_star, &mut g);
+    let mean = g.iter().sum::<f64>() / n as f64;
+    let b = loss.frequency();
+    // the scale of ∇ℓ̃ near z*: its value, the ripple's slope ab and A's entries
+    let scale = stats::max_abs(g.iter()) + loss.curvature() / b + loss.quad().matrix().amax();
+    let stationarity = stats::max_abs(g.iter().map(|x| x - mean)) / scale;
+    let mu = symmetric_eigenvalues(h).map_err(err)?[0];
+    let condition = ConditionReport::new(z_star, h).map_err(err)?;
+    // z* + δ(e_k − e_j) inside the simplex (None outside)
+    let shifted = |k: usize, j: usize, delta: f64| -> Option<Vec<f64>> {
+        let mut z = z_star.to_vec();
+        z[k] += delta;
+        z[j] -= delta;
+        (z[k] > 0.0 && z[j] > 0.0).then_some(z)
+    };
+    let period = 2.0 * std::f64::consts::PI / b;
+    // the trough of term k: b d_k + φ_k ≡ π, mass taken from the largest coordinate
+    let top = (0..n)
+        .max_by(|&i, &j| z_star[i].total_cmp(&z_star[j]))
+        .expect("n ≥ 2");
+    let mut curvatures = Vec::new();
+    for k in (0..n).filter(|&k| k != top) {
+        let delta = ((std::f64::consts::PI - loss.phase_of(k)) / b).rem_euclid(period);
+        if let Some(z) = shifted(k, top, delta) {
+            curvatures.push(symmetric_eigenvalues(&loss.hessian(&z)).map_err(err)?[0]);
+        }
+    }
+    // the neighbouring wells one period away along every e_k − e_j
+    let base = loss.value(z_star);
+    let mut drops = Vec::new();
+    for k in 0..n {
+        for j in (0..n).filter(|&j| j != k) {
+            if let Some(z) = shifted(k, j, period) {
+                drops.push(loss.value(&z) - base);
+            }
+        }
+    }
+    Ok(RippleCase {
+        stationarity,
+        mu,
+        condition,
+        witness_curvature: stats::min(curvatures),
+        lower_value: stats::min(drops),
+    })
 }
 
 fn run_case(inst: &Instance, c: f64, p: &Params) -> Result<Case, RunError> {
     let n = inst.z_star.len();
     let err = |e: crate::analysis::AnalysisError| RunError::Other(format!("n = {n}, c = {c}: {e}"));
-    let loss = QuadLoss::new(inst.a.clone(), inst.z_star.clone(), c).map_err(err)?;
-    let z_star = loss.z_star().to_vec();
-    let flow = SimplexFlow::new(&loss, p.samples);
+    // (C-quad) with A = H and linear term c, rippled if asked
+    let quad = QuadLoss::new(inst.a.clone(), inst.z_star.clone(), c).map_err(err)?;
+    let rippled = p
+        .ripple
+        .as_ref()
+        .map(|r| RippledLoss::new(quad.clone(), r.amplitude, r.frequency, r.phase, r.tilt));
+    let loss: &dyn SimplexLoss = match &rippled {
+        Some(r) => r,
+        None => &quad,
+    };
+    let z_star = inst.z_star.clone();
+    let flow = SimplexFlow::new(loss, p.samples);
     let inv_n = flow.inv_samples();
     let h = loss.hessian(&z_star);
     let j = jacobian_matrix(&z_star);
@@ -308,7 +439,7 @@ fn run_case(inst: &Instance, c: f64, p: &Params) -> Result<Case, RunError> {
     let closed = -(&j2h - (jz * nalgebra::RowDVector::from_element(n, 1.0)) * c) * inv_n;
 
     // the logit flow at w* = ln z*: −(1/N)JHJ on T
-    let logit_flow = LogitFlow::new(&loss, p.samples);
+    let logit_flow = LogitFlow::new(loss, p.samples);
     let w_star: Vec<f64> = z_star.iter().map(|x| x.ln()).collect();
     let logit_jac = jacobian(&logit_flow, 0.0, &w_star).map_err(err)?;
     let logit_closed = -(basis.transpose() * &j * &h * &j * &basis) * inv_n;
@@ -330,6 +461,7 @@ fn run_case(inst: &Instance, c: f64, p: &Params) -> Result<Case, RunError> {
         fd_map.push(rel_matrix_error(&(basis.transpose() * map_fd), &expected));
         runs.push(contraction(
             &flow,
+            &z_star,
             &basis,
             zeta0.as_slice(),
             eta,
@@ -338,7 +470,12 @@ fn run_case(inst: &Instance, c: f64, p: &Params) -> Result<Case, RunError> {
             p,
         ));
     }
+    let ripple = match &rippled {
+        Some(r) => Some(ripple_case(r, &h, &err)?),
+        None => None,
+    };
     Ok(Case {
+        ripple,
         n,
         c,
         fd_flow: rel_matrix_error(&(fd * &projector), &expected_p),
@@ -474,6 +611,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                before the asymptotic regime); the deviation is nonlinear, O(‖ζ‖) per step",
         ),
     );
+    if let Some(r) = &p.ripple {
+        ripple_checks(&mut rep, &cases, r, c);
+    }
 
     rep.series = Table::new(&[
         "n",
@@ -515,6 +655,106 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("contraction".into(), curves));
     rep.figure = Some(figure(p, &sizes, &cases));
     Ok(rep)
+}
+
+/// Remark 5 on the rippled loss: z* is an equilibrium with ∇²ℓ̃(z*) ≻ 0 (Theorem 2's
+/// hypotheses), the corrected bound of part 2 holds there, and the loss is really non-convex
+/// with z* not its global minimum (else the run would say nothing about convexity).
+fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
+    let ripples: Vec<(usize, f64, &RippleCase)> = cases
+        .iter()
+        .filter_map(|k| k.ripple.as_ref().map(|q| (k.n, k.c, q)))
+        .collect();
+    let over = |f: &dyn Fn(&RippleCase) -> f64| stats::max(ripples.iter().map(|(_, _, q)| f(q)));
+    let under = |f: &dyn Fn(&RippleCase) -> f64| stats::min(ripples.iter().map(|(_, _, q)| f(q)));
+    let ripple = format!(
+        "a = {}, b = {}, φ = {} (ab² = {}){}",
+        r.amplitude,
+        r.frequency,
+        r.phase,
+        r.amplitude * r.frequency * r.frequency,
+        if r.tilt { "" } else { ", without the tilt" }
+    );
+    rep.check(
+        Check::at_most(
+            "ripple-zstar-stationary",
+            "rippled ℓ̃: ‖P∇ℓ̃(z*)‖_∞ / (‖∇ℓ̃(z*)‖_∞ + ab + max|A_ij|) (z* an interior equilibrium)",
+            over(&|q| q.stationarity),
+            c.exact_rel_tol,
+        )
+        .note(format!(
+            "V(z*) = 0 iff ∇ℓ̃(z*) ∈ span 𝟙 (§2.5); the tilt −ab sin(φ_i)d_i cancels the \
+             ripple's slope; {ripple}"
+        )),
+    );
+    rep.check(
+        Check::at_least(
+            "ripple-hessian-positive-at-zstar",
+            "rippled ℓ̃: μ = λ_min(∇²ℓ̃(z*)) > 0 (Theorem 2's hypothesis)",
+            under(&|q| q.mu),
+            0.0,
+        )
+        .note("∇²ℓ̃(z*) = A + ab²cos φ·I; the smallest over every (n, c)"),
+    );
+    let corrected = over(&|q| corrected_violation(&q.condition));
+    let paper_fails = ripples
+        .iter()
+        .filter(|(_, _, q)| q.condition.kappa < q.condition.paper_bound())
+        .count();
+    let tol = c.bound_rel_tol.expect("validated: required with a ripple");
+    rep.check(
+        Check::at_most(
+            "ripple-corrected-condition-bound",
+            "rippled ℓ̃: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R at z*: \
+             max rel. violation",
+            corrected,
+            tol,
+        )
+        .note(format!(
+            "κ of J²∇²ℓ̃(z*) on T: {}",
+            ripples
+                .iter()
+                .map(|(n, cc, q)| format!(
+                    "n = {n}, c = {cc}: κ = {:.4}, ρ = {:.4}, R = {:.4}",
+                    q.condition.kappa,
+                    q.condition.rho(),
+                    q.condition.r
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))
+        .paper_claim(format!(
+            "(18) κ ≥ (μ/L)R²: violated at {paper_fails} of {} (n, c)",
+            ripples.len()
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "ripple-nonconvex-witness",
+            "rippled ℓ̃ is not convex: max over n of min_z λ_min(∇²ℓ̃(z)) at ripple troughs",
+            over(&|q| q.witness_curvature),
+            0.0,
+        )
+        .note(format!(
+            "z = z* + δ(e_k − e_j) with bδ + φ_k ≡ π (j the largest z*_j), where the diagonal \
+             entry is A_kk − ab²; < 0 in every instance means Remark 5 is exercised; {ripple}"
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "ripple-zstar-not-global-minimum",
+            "rippled ℓ̃: z* is not the global minimum: max over n of min ℓ̃(z′) − ℓ̃(z*)",
+            over(&|q| q.lower_value),
+            0.0,
+        )
+        .note(
+            "z′ = z* + (2π/b)(e_k − e_j) inside the simplex, every k ≠ j: the neighbouring \
+             ripple well, lower by the tilt",
+        ),
+    );
+    rep.derive("ripple_min_mu", under(&|q| q.mu));
+    rep.derive("ripple_witness_curvature", over(&|q| q.witness_curvature));
+    rep.derive("ripple_lower_value", over(&|q| q.lower_value));
 }
 
 fn figure(p: &Params, sizes: &[usize], cases: &[Case]) -> Figure {
@@ -576,6 +816,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
     cost,
-    quantities: &["log_rate_rel_error"],
+    quantities: &["log_rate_rel_error", "ripple_*"],
     run,
 };

@@ -219,12 +219,17 @@ impl<const SYMMETRIC: bool> LinearSolver<FaerMat<f64>> for FaerDense<SYMMETRIC> 
     }
 }
 
-/// Factorizes a 64 × 64 matrix, so that the calling thread holds the workspace faer's blocked
-/// kernels allocate on their first use (~67 MB on the development machine, sized by its caches,
-/// then reused by every factorization on the thread): a measurement of how a solve's memory
-/// grows with its size calls this first, or it would count the one-time workspace as growth.
+/// Factorizes a 256 × 256 matrix by LU and by Cholesky, so that the calling thread holds the
+/// workspace faer's blocked kernels allocate on their first use (~67 MB on the development
+/// machine, sized by its caches, then reused by every factorization on the thread): a
+/// measurement of how a solve's memory grows with its size calls this first, or it would count
+/// the one-time workspace as growth.
 pub fn allocate_thread_workspace() {
-    factorize(Mat::<f64>::identity(64, 64).as_mut());
+    let n = 256;
+    factorize(Mat::<f64>::identity(n, n).as_mut());
+    let scratch = llt::factor::cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default());
+    let mut buffer = MemBuffer::new(scratch);
+    cholesky(Mat::<f64>::identity(n, n).as_mut(), MemStack::new(&mut buffer));
 }
 
 impl<const SYMMETRIC: bool> FaerDense<SYMMETRIC> {

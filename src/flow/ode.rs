@@ -305,28 +305,15 @@ pub fn integrate<V: VectorField + ?Sized>(
                 .into(),
         ));
     }
+    let problem: Closures = (rhs, jac, init, n);
     let mut traj = match cfg.linear_solver.resolve(n, symmetric) {
-        LinearSolver::Cholesky => solve_with::<FaerMat<f64>, SymmetricCholesky>(
-            OdeBuilder::new(),
-            (rhs, jac, init, n),
-            times,
-            cfg,
-            events,
-        )?,
-        LinearSolver::Faer => solve_with::<FaerMat<f64>, PartialPivLu>(
-            OdeBuilder::new(),
-            (rhs, jac, init, n),
-            times,
-            cfg,
-            events,
-        )?,
-        _ => solve_with::<NalgebraMat<f64>, NalgebraLU<f64>>(
-            OdeBuilder::new(),
-            (rhs, jac, init, n),
-            times,
-            cfg,
-            events,
-        )?,
+        LinearSolver::Cholesky => {
+            solve_with::<FaerMat<f64>, SymmetricCholesky>(problem, times, cfg, events)?
+        }
+        LinearSolver::Faer => {
+            solve_with::<FaerMat<f64>, PartialPivLu>(problem, times, cfg, events)?
+        }
+        _ => solve_with::<NalgebraMat<f64>, NalgebraLU<f64>>(problem, times, cfg, events)?,
     };
     traj.stats.rhs_evals = rhs_count.get();
     traj.stats.jvp_evals = jvp_count.get();
@@ -344,7 +331,6 @@ type Closures<'a> = (Rhs<'a>, Jvp<'a>, Init<'a>, usize);
 
 /// Builds the diffsol problem on matrix type `M` and integrates it with linear solver `Lu`.
 fn solve_with<M, Lu>(
-    builder: OdeBuilder<M>,
     (rhs, jac, init, n): Closures,
     times: &[f64],
     cfg: &OdeConfig,
@@ -357,7 +343,7 @@ where
     for<'b> &'b M: diffsol::matrix::MatrixRef<M>,
     Lu: diffsol::LinearSolver<M>,
 {
-    let builder = builder
+    let builder = OdeBuilder::<M>::new()
         .t0(times[0])
         .rtol(cfg.rtol)
         .atol([cfg.atol])

@@ -229,7 +229,10 @@ pub fn allocate_thread_workspace() {
     factorize(Mat::<f64>::identity(n, n).as_mut());
     let scratch = llt::factor::cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default());
     let mut buffer = MemBuffer::new(scratch);
-    cholesky(Mat::<f64>::identity(n, n).as_mut(), MemStack::new(&mut buffer));
+    cholesky(
+        Mat::<f64>::identity(n, n).as_mut(),
+        MemStack::new(&mut buffer),
+    );
 }
 
 impl<const SYMMETRIC: bool> FaerDense<SYMMETRIC> {

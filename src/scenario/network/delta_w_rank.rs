@@ -18,6 +18,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::spectra::SingularSpectrum;
 use crate::flow::{Method, OdeConfig};
 use crate::instance::{Array, Arrays};
 use crate::models::network::{Adam, AttentionRegression, Scratch};
@@ -229,20 +230,13 @@ impl Factored<'_> {
     }
 }
 
-/// Singular values of a d×d row-major matrix, decreasing.
-fn singular_values(d: usize, w: &[f64]) -> Vec<f64> {
-    let mut s: Vec<f64> = DMatrix::from_row_slice(d, d, w)
-        .singular_values()
-        .iter()
-        .copied()
-        .collect();
-    s.sort_by(|a, b| b.total_cmp(a));
-    s
-}
-
-/// ‖A‖²_F/‖A‖²₂ from the singular values (decreasing).
-fn stable_rank(s: &[f64]) -> f64 {
-    s.iter().map(|x| x * x).sum::<f64>() / (s[0] * s[0])
+/// Singular values (decreasing) and stable rank of a d×d row-major matrix; NaN where the
+/// decomposition fails (a diverged run), so that every check on them fails.
+fn spectrum(d: usize, w: &[f64]) -> (Vec<f64>, f64) {
+    SingularSpectrum::of(&DMatrix::from_row_slice(d, d, w))
+        .map_or((vec![f64::NAN; d], f64::NAN), |s| {
+            (s.values().to_vec(), s.stable_rank())
+        })
 }
 
 /// One training run from init scale s: the recorded steps with σ(ΔW) and the loss.
@@ -343,13 +337,13 @@ fn train(
         let loss = f.loss_grad(&z, &mut theta, &mut gt, &mut grad);
         if k > 0 && (k % p.record_every == 0 || k == p.steps) {
             let dw: Vec<f64> = theta[..d * d].iter().zip(&w0).map(|(a, b)| a - b).collect();
-            let s = singular_values(d, &dw);
+            let (s, stable_rank) = spectrum(d, &dw);
             for (t, (&sk, &tk)) in run.emergence.iter_mut().zip(s.iter().zip(teacher_sv)) {
                 if t.is_none() && sk >= p.emergence_fraction * tk {
                     *t = Some(k);
                 }
             }
-            run.stable_rank.push(stable_rank(&s));
+            run.stable_rank.push(stable_rank);
             run.steps.push(k);
             run.sigmas.push(s);
             run.losses.push(loss);
@@ -420,7 +414,7 @@ fn draw_and_train(p: &Params, mut rng: ChaCha20Rng) -> Instance {
     Instance {
         small: train("small", &f, &direction, p.small_init, sv, p),
         large: train("large", &f, &direction, p.large_init, sv, p),
-        teacher_rank: stable_rank(&singular_values(d, &w_teacher)),
+        teacher_rank: spectrum(d, &w_teacher).1,
         x,
         w_teacher,
         v,

@@ -12,6 +12,7 @@
 //! Hence ‖u_k‖ ≥ ⟨u_k, ū_mm⟩ ≥ ⟨u₀, ū_mm⟩ + Σ_s(gain) = Ω(ηk) and ‖W_k‖ = Ω(ηk^{1−α}), the
 //! same orders as the upper bounds.
 
+use super::fixed_common::dot;
 use crate::flow::norm;
 use crate::models::token_select::{JointModel, JointRule, JointStepper};
 use crate::scenario::RunError;
@@ -61,7 +62,6 @@ pub fn replay(
         v.iter().map(|x| x / nv).collect::<Vec<f64>>()
     };
     let (u_hat, w_hat) = (unit(mm.u_mm), unit(mm.w_mm));
-    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
     let b = mm.token_bound;
     let mut z = z0.to_vec();
     let (mut u_bound, mut w_bound) = (dot(&z[..d], &u_hat), dot(&z[d..], &w_hat));

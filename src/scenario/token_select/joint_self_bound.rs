@@ -18,6 +18,7 @@
 
 use nalgebra::{DMatrix, SymmetricEigen};
 
+use super::fixed_common::dot;
 use crate::flow::norm;
 use crate::models::token_select::{JointModel, JointRule, JointStepper};
 use crate::scenario::RunError;
@@ -69,10 +70,6 @@ pub fn hessian_over_loss(model: &JointModel, z: &[f64], steps: usize) -> f64 {
     });
     let ritz = SymmetricEigen::new(tri).eigenvalues;
     crate::stats::max(ritz.iter().map(|x| x.abs()))
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// One measured iterate of [`along_run`].

@@ -117,6 +117,7 @@ fn token_select(c: &mut Criterion) {
         LinearSolver::Nalgebra,
         LinearSolver::Faer,
         LinearSolver::Cholesky,
+        LinearSolver::LowRank,
     ] {
         let cfg = OdeConfig {
             linear_solver: lu,

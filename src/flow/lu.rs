@@ -71,7 +71,7 @@ impl<const SYMMETRIC: bool> Default for FaerDense<SYMMETRIC> {
 }
 
 /// Factorizes `a` in place (P·A = L·U, one thread) and returns P.
-fn factorize(mut a: MatMut<'_, f64>) -> Perm<usize> {
+pub(super) fn lu_in_place(mut a: MatMut<'_, f64>) -> Perm<usize> {
     let n = a.nrows();
     let (mut fwd, mut inv) = (vec![0usize; n], vec![0usize; n]);
     factor::lu_in_place(
@@ -96,7 +96,7 @@ fn cholesky(a: MatMut<'_, f64>, stack: &mut MemStack) -> bool {
 
 /// Column `j` of a column-major matrix as a slice.
 #[inline(always)]
-fn column(a: MatRef<'_, f64>, j: usize) -> &[f64] {
+pub(super) fn column(a: MatRef<'_, f64>, j: usize) -> &[f64] {
     a.col(j)
         .try_as_col_major()
         .expect("faer's owned matrices are column-major")
@@ -155,13 +155,58 @@ impl<const SYMMETRIC: bool> LinearSolver<FaerMat<f64>> for FaerDense<SYMMETRIC> 
         &mut self,
         op: &C,
     ) {
-        let n = op.nrows();
         self.matrix = Some(FaerMat::new_from_sparsity(
-            n,
+            op.nrows(),
             op.ncols(),
             op.sparsity(),
             *op.context(),
         ));
+        self.allocate(op.nrows());
+    }
+
+    fn set_linearisation<
+        C: LaLinearOp<T = f64, V = FaerVec<f64>, M = FaerMat<f64>, C = diffsol::FaerContext>,
+    >(
+        &mut self,
+        op: &C,
+    ) {
+        let mut matrix = self
+            .matrix
+            .take()
+            .expect("set_sparsity comes before set_linearisation");
+        op.matrix_inplace(&mut matrix);
+        self.factorize(matrix.inner().as_ref());
+        self.matrix = Some(matrix);
+    }
+
+    fn solve_in_place(&self, x: &mut FaerVec<f64>) -> Result<(), LaError> {
+        self.solve(x, false)
+    }
+
+    fn solve_transpose_in_place(&self, x: &mut FaerVec<f64>) -> Result<(), LaError> {
+        self.solve(x, true)
+    }
+}
+
+/// Factorizes a 256 × 256 matrix by LU and by Cholesky, so that the calling thread holds the
+/// workspace faer's blocked kernels allocate on their first use (~67 MB on the development
+/// machine, sized by its caches, then reused by every factorization on the thread): a
+/// measurement of how a solve's memory grows with its size calls this first, or it would count
+/// the one-time workspace as growth.
+pub fn allocate_thread_workspace() {
+    let n = 256;
+    lu_in_place(Mat::<f64>::identity(n, n).as_mut());
+    let scratch = llt::factor::cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default());
+    let mut buffer = MemBuffer::new(scratch);
+    cholesky(
+        Mat::<f64>::identity(n, n).as_mut(),
+        MemStack::new(&mut buffer),
+    );
+}
+
+impl<const SYMMETRIC: bool> FaerDense<SYMMETRIC> {
+    /// Allocates the factors and the solves' scratch for `n` states (once per problem).
+    pub(super) fn allocate(&mut self, n: usize) {
         self.factors = Mat::zeros(n, n);
         self.kind = Factors::None;
         self.upper = Mat::zeros(n, n);
@@ -182,18 +227,9 @@ impl<const SYMMETRIC: bool> LinearSolver<FaerMat<f64>> for FaerDense<SYMMETRIC> 
         )));
     }
 
-    fn set_linearisation<
-        C: LaLinearOp<T = f64, V = FaerVec<f64>, M = FaerMat<f64>, C = diffsol::FaerContext>,
-    >(
-        &mut self,
-        op: &C,
-    ) {
-        let matrix = self
-            .matrix
-            .as_mut()
-            .expect("set_sparsity comes before set_linearisation");
-        op.matrix_inplace(matrix);
-        self.factors.copy_from(matrix.inner());
+    /// Factorizes the assembled Newton matrix `a` (after [`Self::allocate`]).
+    pub(super) fn factorize(&mut self, a: MatRef<'_, f64>) {
+        self.factors.copy_from(a);
         if SYMMETRIC {
             let mut scratch = self.scratch.borrow_mut();
             let stack = MemStack::new(scratch.as_mut().expect("allocated with the factors"));
@@ -205,38 +241,12 @@ impl<const SYMMETRIC: bool> LinearSolver<FaerMat<f64>> for FaerDense<SYMMETRIC> 
                 self.kind = Factors::Cholesky;
                 return;
             }
-            self.factors.copy_from(matrix.inner());
+            self.factors.copy_from(a);
         }
-        self.kind = Factors::Lu(factorize(self.factors.as_mut()));
+        self.kind = Factors::Lu(lu_in_place(self.factors.as_mut()));
     }
 
-    fn solve_in_place(&self, x: &mut FaerVec<f64>) -> Result<(), LaError> {
-        self.solve(x, false)
-    }
-
-    fn solve_transpose_in_place(&self, x: &mut FaerVec<f64>) -> Result<(), LaError> {
-        self.solve(x, true)
-    }
-}
-
-/// Factorizes a 256 × 256 matrix by LU and by Cholesky, so that the calling thread holds the
-/// workspace faer's blocked kernels allocate on their first use (~67 MB on the development
-/// machine, sized by its caches, then reused by every factorization on the thread): a
-/// measurement of how a solve's memory grows with its size calls this first, or it would count
-/// the one-time workspace as growth.
-pub fn allocate_thread_workspace() {
-    let n = 256;
-    factorize(Mat::<f64>::identity(n, n).as_mut());
-    let scratch = llt::factor::cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default());
-    let mut buffer = MemBuffer::new(scratch);
-    cholesky(
-        Mat::<f64>::identity(n, n).as_mut(),
-        MemStack::new(&mut buffer),
-    );
-}
-
-impl<const SYMMETRIC: bool> FaerDense<SYMMETRIC> {
-    fn solve(&self, x: &mut FaerVec<f64>, transpose: bool) -> Result<(), LaError> {
+    pub(super) fn solve(&self, x: &mut FaerVec<f64>, transpose: bool) -> Result<(), LaError> {
         let perm = match &self.kind {
             Factors::None => {
                 return Err(LaError::Other(
@@ -278,12 +288,20 @@ impl<const SYMMETRIC: bool> FaerDense<SYMMETRIC> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use diffsol::{DenseMatrix, FaerContext};
 
     /// A fixed matrix handed over as diffsol hands over the Newton matrix.
-    struct Fixed(FaerMat<f64>);
+    pub(in crate::flow) struct Fixed(pub FaerMat<f64>);
+
+    impl Fixed {
+        /// The n × n matrix with entries `entry(i, j)`.
+        pub(in crate::flow) fn from_fn(n: usize, entry: impl Fn(usize, usize) -> f64) -> Fixed {
+            let data: Vec<f64> = (0..n * n).map(|k| entry(k % n, k / n)).collect();
+            Fixed(FaerMat::from_vec(n, n, data, FaerContext::default()))
+        }
+    }
 
     impl LaLinearOp for Fixed {
         type T = f64;
@@ -316,9 +334,8 @@ mod tests {
                 ((i * 7 + j * 13) % 17) as f64 / 17.0 - 0.45 + if i == j { 2.0 } else { 0.0 }
             }
         };
-        let data: Vec<f64> = (0..n * n).map(|k| entry(k % n, k / n)).collect();
         let ctx = FaerContext::default();
-        let a = Fixed(FaerMat::from_vec(n, n, data, ctx));
+        let a = Fixed::from_fn(n, entry);
         let mut lu = PartialPivLu::default();
         lu.set_sparsity(&a);
         lu.set_linearisation(&a);
@@ -359,8 +376,7 @@ mod tests {
                     0.0
                 }
             };
-            let data: Vec<f64> = (0..n * n).map(|k| entry(k % n, k / n)).collect();
-            let a = Fixed(FaerMat::from_vec(n, n, data, ctx));
+            let a = Fixed::from_fn(n, entry);
             let mut f = SymmetricCholesky::default();
             f.set_sparsity(&a);
             f.set_linearisation(&a);

@@ -42,6 +42,7 @@
 pub mod clock;
 pub mod discrete;
 mod krylov;
+pub mod low_rank;
 pub mod lu;
 pub mod ode;
 pub mod trajectory;

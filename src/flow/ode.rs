@@ -20,6 +20,7 @@ use diffsol::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::low_rank::{GeneralLowRank, SymmetricLowRank};
 use super::lu::{PartialPivLu, SymmetricCholesky};
 use super::trajectory::{Event, SolverStats, StopReason, Trajectory};
 use super::{Descent, FlowError, GradientFlow, VectorField};
@@ -86,8 +87,10 @@ impl Method {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinearSolver {
-    /// Cholesky from [`CHOLESKY_MIN_DIM`] states where the Jacobian is symmetric; otherwise
-    /// nalgebra below [`FAER_MIN_DIM`] states and faer's LU from there up.
+    /// From [`LOW_RANK_MIN_DIM`] states the low-rank solver (which factorizes densely where the
+    /// Newton matrix is not identity plus low rank); below, Cholesky from [`CHOLESKY_MIN_DIM`]
+    /// states where the Jacobian is symmetric, otherwise nalgebra below [`FAER_MIN_DIM`] states
+    /// and faer's LU from there up.
     #[default]
     Auto,
     /// nalgebra's LU (unblocked: O(n³) at a low rate, least overhead on tiny systems).
@@ -97,6 +100,10 @@ pub enum LinearSolver {
     /// faer's Cholesky LLᵀ of the Newton matrix's lower triangle, falling back to faer's LU
     /// where a pivot is not positive: only for fields with a symmetric Jacobian (gradient flows).
     Cholesky,
+    /// The Newton matrix as identity plus a low-rank matrix, found by cross approximation and
+    /// solved by the Woodbury identity ([`super::low_rank`]); factorized densely (Cholesky where
+    /// the Jacobian is symmetric, else LU) where it is not of low rank.
+    LowRank,
 }
 
 impl LinearSolver {
@@ -107,6 +114,7 @@ impl LinearSolver {
     /// The backend used for a system of `dim` states whose Jacobian is `symmetric` or not.
     pub fn resolve(self, dim: usize, symmetric: bool) -> LinearSolver {
         match self {
+            LinearSolver::Auto if dim >= LOW_RANK_MIN_DIM => LinearSolver::LowRank,
             LinearSolver::Auto if symmetric && dim >= CHOLESKY_MIN_DIM => LinearSolver::Cholesky,
             LinearSolver::Auto if dim >= FAER_MIN_DIM => LinearSolver::Faer,
             LinearSolver::Auto => LinearSolver::Nalgebra,
@@ -125,6 +133,13 @@ pub const FAER_MIN_DIM: usize = 128;
 /// inside Bdf on the tf flow against nalgebra's LU: equal within noise at 30 and 42 states,
 /// 1.4–1.7× faster at 56 and ~1.5× at 110 (1.85× fewer instructions).
 pub const CHOLESKY_MIN_DIM: usize = 64;
+
+/// From this many states up `auto` first looks for identity-plus-low-rank structure in the
+/// Newton matrix ([`super::low_rank`]), at the cost of one pass over the matrix and at most n/16
+/// cross-approximation steps before it falls back to the dense factorization for the rest of the
+/// solve. Measured inside Bdf on the token-selection flow (1,025 states, Hessian rank ≤ 32): the
+/// Newton matrices have rank 24 and the solve is ~5× faster than with faer's LU.
+pub const LOW_RANK_MIN_DIM: usize = 256;
 
 /// Method and tolerances of one integration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -312,6 +327,12 @@ pub fn integrate<V: VectorField + ?Sized>(
         }
         LinearSolver::Faer => {
             solve_with::<FaerMat<f64>, PartialPivLu>(problem, times, cfg, events)?
+        }
+        LinearSolver::LowRank if symmetric => {
+            solve_with::<FaerMat<f64>, SymmetricLowRank>(problem, times, cfg, events)?
+        }
+        LinearSolver::LowRank => {
+            solve_with::<FaerMat<f64>, GeneralLowRank>(problem, times, cfg, events)?
         }
         _ => solve_with::<NalgebraMat<f64>, NalgebraLU<f64>>(problem, times, cfg, events)?,
     };
@@ -704,12 +725,15 @@ mod tests {
         for k in 0..na.len() {
             assert!(crate::stats::max_abs_diff(na.state(k), fa.state(k)) < 1e-13);
         }
-        use LinearSolver::{Auto, Cholesky, Faer, Nalgebra};
+        use LinearSolver::{Auto, Cholesky, Faer, LowRank, Nalgebra};
         for (asked, dim, symmetric, used) in [
             (Auto, FAER_MIN_DIM - 1, false, Nalgebra),
             (Auto, FAER_MIN_DIM, false, Faer),
             (Auto, CHOLESKY_MIN_DIM - 1, true, Nalgebra),
             (Auto, CHOLESKY_MIN_DIM, true, Cholesky),
+            (Auto, LOW_RANK_MIN_DIM - 1, false, Faer),
+            (Auto, LOW_RANK_MIN_DIM, false, LowRank),
+            (Auto, LOW_RANK_MIN_DIM, true, LowRank),
             (Nalgebra, 10_000, true, Nalgebra),
         ] {
             assert_eq!(asked.resolve(dim, symmetric), used, "{dim} states");

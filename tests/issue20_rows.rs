@@ -1,9 +1,9 @@
 //! Issue 20's partial rows of seeds 000 and 002: the end of Case 1 in App. A.2 (y∞ = ±√ρ, printed
-//! ±√ρ̄), eq. (7)'s printed form, and §5.1's "R ≪ R_teacher" at d = 400. Each check passes on
-//! the shipped quick run and fails on a run that mimics the paper's error or a plausible bug.
+//! ±√ρ̄; passes on the shipped run, fails with the printed limit), eq. (7)'s printed form (right:
+//! recorded beside the check), and §5.1's "R ≪ R_teacher" at d = 400 (reported, full run only).
 
 mod common;
-use common::{check, passes, run_quick, sweep_quick};
+use common::{check, passes, run_quick};
 
 fn derived(r: &attnflow::scenario::Report, key: &str) -> f64 {
     r.derived[key]
@@ -45,13 +45,26 @@ fn eq7_printed_factorization_matches_central_differences() {
     assert!((printed - c.measured).abs() <= 1e-3 * c.measured, "{printed} vs {c:?}");
 }
 
+/// §5.1's "R ≪ R_teacher" at d = 400 (spec E16), reported rather than checked: in the full
+/// sweep (d = 400, N = 100, two seeds, ~30 s) one run ends far above its teacher.
 #[test]
+#[ignore = "the full d = 400 sweep takes ~30 s"]
 fn overparameterized_student_r_exceeds_the_teachers_at_d_400() {
-    let c = sweep_quick("fig1-overparameterized-d400", &[]).unwrap();
-    let at_400 = check(&c, "student-minus-teacher-log10-r");
-    assert!(at_400.pass && at_400.paper_claim.is_some(), "{at_400:?}");
-    // the same quantity at d = 150 stays ten times below the teacher, as the paper says
-    let at_150 = sweep_quick("fig1-overparameterized", &[]).unwrap();
-    let c150 = check(&at_150, "student-minus-teacher-log10-r");
-    assert!(c150.pass && c150.measured < at_400.measured, "{c150:?}");
+    use attnflow::scenario::run::{default_scenario_dir, execute, load_and_validate, resolve};
+    use attnflow::scenario::run::ExecOptions;
+    let path = resolve("fig1-overparameterized-d400", &default_scenario_dir()).unwrap();
+    let ready = load_and_validate(&path, &Default::default()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = execute(ready, tmp.path(), ExecOptions::default()).unwrap();
+    let text = std::fs::read_to_string(out.dir.join("aggregate.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| -> f64 {
+        let j = header.iter().position(|h| *h == name).unwrap();
+        row[j].parse().unwrap()
+    };
+    // the paper's claim needs ≤ −1 in every run (as at d = 150); seed 1 ends ~18.5 decades above
+    assert!(col("log10_R_student_over_teacher_max") > 0.0);
+    assert!(col("log10_R_student_over_teacher_min") < 0.0);
 }

@@ -42,7 +42,10 @@ fn eq7_printed_factorization_matches_central_differences() {
     // diag(z)(I − 𝟙zᵀ) evaluated as printed is as close to the differences as J itself
     let printed = derived(&r, "max_eq7_rel_error_printed");
     assert!(printed <= c.bound, "{printed}");
-    assert!((printed - c.measured).abs() <= 1e-3 * c.measured, "{printed} vs {c:?}");
+    assert!(
+        (printed - c.measured).abs() <= 1e-3 * c.measured,
+        "{printed} vs {c:?}"
+    );
 }
 
 /// §5.1's "R ≪ R_teacher" at d = 400 (spec E16), reported rather than checked: in the full
@@ -50,8 +53,8 @@ fn eq7_printed_factorization_matches_central_differences() {
 #[test]
 #[ignore = "the full d = 400 sweep takes ~30 s"]
 fn overparameterized_student_r_exceeds_the_teachers_at_d_400() {
-    use attnflow::scenario::run::{default_scenario_dir, execute, load_and_validate, resolve};
     use attnflow::scenario::run::ExecOptions;
+    use attnflow::scenario::run::{default_scenario_dir, execute, load_and_validate, resolve};
     let path = resolve("fig1-overparameterized-d400", &default_scenario_dir()).unwrap();
     let ready = load_and_validate(&path, &Default::default()).unwrap();
     let tmp = tempfile::tempdir().unwrap();

@@ -460,7 +460,10 @@ fn case1_limit_check(
     let allowed_solver = c.tol_factor * (ode.rtol * rho.sqrt() + ode.atol);
     let mut table = Table::new(&["r0", "sign_l", "y_end", "corrected", "printed", "tail"]);
     let (mut worst, mut worst_printed, mut worst_tail) = (0.0, 0.0, 0.0);
-    for (row, r0) in [-rhob - 1.0, -0.5 * rhob, 0.5 * rho, rho + 1.0].into_iter().enumerate() {
+    for (row, r0) in [-rhob - 1.0, -0.5 * rhob, 0.5 * rho, rho + 1.0]
+        .into_iter()
+        .enumerate()
+    {
         let (x0, y0) = (p.x0, r0 * p.x0);
         let tr = integrate(sys, &[x0, y0], &[0.0, t_end], ode, None)?;
         rep.stats(format!("ode.case1-row{}", row + 1), &tr.stats);

@@ -61,7 +61,14 @@ fn lemma10_verdicts(alpha: f64, make: &MakeStep) -> ((bool, bool), NormLower) {
         gamma: 1.0 / w_sol.norm,
     };
     let z0 = vec![0.0; model.data().d * (model.data().d + 1)];
-    let lower = replay(&model, (ETA, alpha), &z0, ITERATIONS, &mm, &mut *make(&model));
+    let lower = replay(
+        &model,
+        (ETA, alpha),
+        &z0,
+        ITERATIONS,
+        &mm,
+        &mut *make(&model),
+    );
     let rf = Reference {
         model: &model,
         opt: &inst.opt,

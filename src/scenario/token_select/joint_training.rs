@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::{solve_l2, L2Solution, SvmMethod, VectorConstraints};
-use crate::attention::TokenData;
 use crate::attention::Loss;
+use crate::attention::TokenData;
 use crate::flow::{Method, OdeConfig};
 use crate::instance::token_select::{JointData, JointInit};
 use crate::instance::InstanceFile;
@@ -290,9 +290,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         self_bound_check(&mut rep, &mut hessian_table, &run, &points, c);
         let mut stepper = JointStepper::new(&model, rule)
             .map_err(|e| RunError::Other(format!("Lemma 10 replay: {e}")))?;
-        let lower = replay(&model, (p.ngd_eta, alpha), &z0, p.iterations, &mm, &mut |z| {
-            stepper.step(z);
-        });
+        let lower = replay(
+            &model,
+            (p.ngd_eta, alpha),
+            &z0,
+            p.iterations,
+            &mm,
+            &mut |z| {
+                stepper.step(z);
+            },
+        );
         lemma10_lower_checks(&mut rep, &run, &lower, lemma10_slack(p, c));
         runs.push(run);
     }

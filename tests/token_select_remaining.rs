@@ -118,6 +118,11 @@ fn lemma_10_lower_bounds_hold_along_eq10_runs() {
             assert!(passes(&r, &format!("{id}.{run}")), "{id}.{run}");
         }
     }
+    // W's margin is taken from its first step (k = 1: ∇_WL = 0 at u₀ = 0), where it has content
+    for run in [NGD, NGD_JOINT] {
+        let m = common::check(&r, &format!("lem-10-w-lower.{run}")).measured;
+        assert!(m > 0.01, "{run}: {m}");
+    }
     // the bounds grow at the orders of the upper bounds: Ω(ηk) and Ω(ηk^{1−α})
     assert!(derived(&r, "ngd_lemma10_u_lower_rate") > 0.1);
     assert!(derived(&r, "ngd-joint_alpha0.333_lemma10_w_lower_rate") > 0.1);

@@ -18,6 +18,12 @@
 //! - Case 2 (y = ρx): X = ρ̄/(1 + c₂e^{−2c₁ρ̄t}) has d(X − x²)/dt = 2c₁(X − x²)(ρ̄ − X − x²)
 //!   (printed: 2c₁(x² + X + ρ̄)(X − x²)); X₀ = x₀² + `case2_shift` so that X ≠ x²;
 //! - Case 3 (y = −ρ̄x): ẋ = −c₁(ρ + x²)x (printed without c₁; equal at c₁ = 1).
+//!
+//! The end of Case 1 (r₀ = y₀/x₀ ∉ {ρ, −ρ̄}): x∞ = ±√ρ̄ and x∞y∞ = 1, so y∞ = ±√ρ (the paper
+//! prints ±√ρ̄), with the sign of L = ρ̄x₀ + y₀ (spec 000 R8). One run per row of the proof's
+//! table of r₀ ((−∞, −ρ̄), (−ρ̄, 0], (0, ρ), (ρ, ∞)) is integrated until the residues, which
+//! decay at 2 min(ρ̄, A)c₁ (spec 000 E7), are far below the solver's tolerance; |y(t_end) ∓ √ρ|
+//! is held to the solver's tolerance plus the closed form's remaining distance to the limit.
 
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +57,7 @@ pub struct Params {
     /// X₀ − x₀² of Case 2 (0 makes X ≡ x² and both forms hold trivially).
     #[serde(default = "default_case2_shift")]
     pub case2_shift: f64,
-    /// Check the paper's printed Case 2/3 forms instead of the corrected ones (they must fail).
+    /// Check the paper's printed Case 1/2/3 forms instead of the corrected ones (they must fail).
     #[serde(default)]
     pub paper_cases: bool,
 }
@@ -340,6 +346,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     case_checks(&mut rep, p, c, &sys, &imb, &solved[0], &solved[2]);
+    case1_limit_check(&mut rep, p, c, &sys, &ctx.ode)?;
     rep.derive("rho", imb.rho);
     rep.derive("rhob", imb.rhob);
     Ok(rep)
@@ -437,10 +444,83 @@ fn case_checks(
     );
 }
 
-/// Four two-dimensional solves; per sample a residual and a table row.
+/// The end of Case 1: from one start per row of the proof's table of r₀ = y₀/x₀, the limit
+/// y∞ = sign(L)·√ρ (printed ±√ρ̄; the paper's form is checked instead when `paper_cases`).
+fn case1_limit_check(
+    rep: &mut Report,
+    p: &Params,
+    c: &Checks,
+    sys: &Thm2System,
+    ode: &OdeConfig,
+) -> Result<(), RunError> {
+    let imb = sys.imbalance();
+    let (rho, rhob) = (imb.rho, imb.rhob);
+    // residues decay at 2 min(ρ̄, A)c₁: e^{−80} of their start at t_end (spec 000 R8(b))
+    let t_end = 40.0 / (rhob.min(imb.a) * p.c1);
+    let allowed_solver = c.tol_factor * (ode.rtol * rho.sqrt() + ode.atol);
+    let mut table = Table::new(&["r0", "sign_l", "y_end", "corrected", "printed", "tail"]);
+    let (mut worst, mut worst_printed, mut worst_tail) = (0.0, 0.0, 0.0);
+    for (row, r0) in [-rhob - 1.0, -0.5 * rhob, 0.5 * rho, rho + 1.0]
+        .into_iter()
+        .enumerate()
+    {
+        let (x0, y0) = (p.x0, r0 * p.x0);
+        let tr = integrate(sys, &[x0, y0], &[0.0, t_end], ode, None)?;
+        rep.stats(format!("ode.case1-row{}", row + 1), &tr.stats);
+        let y_end = tr.state(tr.len() - 1)[1];
+        let cf = sys.closed_form(x0, y0);
+        let sign = cf.l().signum();
+        let (corrected, printed) = (sign * rho.sqrt(), sign * rhob.sqrt());
+        let tail = (cf.at(t_end).y - corrected).abs();
+        let (err, err_printed) = ((y_end - corrected).abs(), (y_end - printed).abs());
+        worst = stats::larger(worst, err);
+        worst_printed = stats::larger(worst_printed, err_printed);
+        worst_tail = stats::larger(worst_tail, tail);
+        table.push(vec![
+            r0.into(),
+            sign.into(),
+            y_end.into(),
+            corrected.into(),
+            printed.into(),
+            tail.into(),
+        ]);
+    }
+    rep.tables.push(("case1_limit".into(), table));
+    rep.derive("case1_limit_y_error", worst);
+    rep.derive("case1_limit_y_error_paper", worst_printed);
+    let (measured, form) = match p.paper_cases {
+        true => (worst_printed, "sign(L)·√ρ̄ (as printed)"),
+        false => (worst, "sign(L)·√ρ"),
+    };
+    rep.check(
+        Check::at_most(
+            "case1-limit-y",
+            &format!("end of Case 1: max over r₀ of |y(t_end) − {form}|"),
+            measured,
+            allowed_solver + worst_tail,
+        )
+        .note(format!(
+            "x∞ = ±√ρ̄ and x∞y∞ = 1 give y∞ = ±√ρ, sign(L), L = ρ̄x₀ + y₀; x₀ = {}, r₀ ∈ \
+             {{−ρ̄ − 1, −ρ̄/2, ρ/2, ρ + 1}} (one per row of the proof's table); t_end = \
+             40/(min(ρ̄, A)c₁) = {t_end:.4}; bound {}·(rtol·√ρ + atol) + the closed form's \
+             distance to the limit at t_end ({worst_tail:.1e}); √ρ = {:.6}, √ρ̄ = {:.6}; the \
+             printed ±√ρ̄ misses by {worst_printed:.4} (they agree only at c = 0)",
+            p.x0,
+            c.tol_factor,
+            rho.sqrt(),
+            rhob.sqrt()
+        ))
+        .paper_claim(format!(
+            "y∞ = ±√ρ̄ with the sign of x∞ (App. A.2, end of Case 1): misses by {worst_printed:.4}"
+        )),
+    );
+    Ok(())
+}
+
+/// Eight two-dimensional solves; per sample a residual and a table row.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     Cost::new()
-        .ode_steps("c1", 4.0, ODE_STEPS, 2.0, 20.0, ctx.ode.method)
+        .ode_steps("c1", 8.0, ODE_STEPS, 2.0, 20.0, ctx.ode.method)
         .table("samples", 4.0 * n(p.samples), 5.0)
 }
 
@@ -450,11 +530,12 @@ pub static KIND: Kind<Params, Checks> = Kind {
     summary: "Lemma A.2 in the proof of Theorem 2: flows started on y = ρx, on g = 0 and on \
               y = −ρ̄x stay there (to the solver's tolerance); the proof's ĝ obeys \
               dĝ/dt = −2c₁x²ĝ (the paper prints −c₁x²ĝ) and Cases 2/3 their corrected \
-              derivatives, to rounding.",
+              derivatives, to rounding; Case 1 ends at y∞ = ±√ρ (printed ±√ρ̄).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,
     cost,
     quantities: &[
+        "case1_limit_y_error*",
         "case2_residual_ulps*",
         "case3_residual_ulps*",
         "ghat_residual",

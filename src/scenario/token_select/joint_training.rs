@@ -19,12 +19,13 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::svm::{solve_l2, SvmMethod, VectorConstraints};
+use crate::analysis::svm::{solve_l2, L2Solution, SvmMethod, VectorConstraints};
 use crate::attention::Loss;
+use crate::attention::TokenData;
 use crate::flow::{Method, OdeConfig};
 use crate::instance::token_select::{JointData, JointInit};
 use crate::instance::InstanceFile;
-use crate::models::token_select::{GaussianJoint, JointModel, JointRule};
+use crate::models::token_select::{GaussianJoint, JointModel, JointRule, JointStepper};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -229,10 +230,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let z0 = start(p, d, ctx.scenario)?;
     let zero_start = z0.iter().all(|&x| x == 0.0);
     let (_, w_svm_sol) = w_svm(&inst)?;
-    let u_cons = VectorConstraints::u_svm(&inst.data.view(), &inst.data.y, &inst.opt)
-        .map_err(|e| RunError::Other(format!("u-SVM constraints: {e}")))?;
-    let u_svm_sol =
-        solve_l2(&u_cons, SvmMethod::Dual).map_err(|e| RunError::Other(format!("u-SVM: {e}")))?;
+    let u_svm_sol = u_svm(&inst.data, &inst.data.y, &inst.opt)?;
     let model = JointModel::new(inst.data.clone(), Loss::Exponential);
     let rf = Reference {
         model: &model,
@@ -290,8 +288,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let constant = |norm_u: f64| c.self_bound_constant.value(norm_u, a.token_bound);
         let points = along_run(&model, rule, &z0, &at, &constant, p.lanczos_steps)?;
         self_bound_check(&mut rep, &mut hessian_table, &run, &points, c);
-        let lower = replay(&model, (p.ngd_eta, alpha), &z0, p.iterations, &mm)?;
-        lemma10_lower_checks(&mut rep, &run, &lower, p, c);
+        let mut stepper = JointStepper::new(&model, rule)
+            .map_err(|e| RunError::Other(format!("Lemma 10 replay: {e}")))?;
+        let lower = replay(
+            &model,
+            (p.ngd_eta, alpha),
+            &z0,
+            p.iterations,
+            &mm,
+            &mut |z| {
+                stepper.step(z);
+            },
+        );
+        lemma10_lower_checks(&mut rep, &run, &lower, lemma10_slack(p, c));
         runs.push(run);
     }
     runs.push(run_one(
@@ -312,7 +321,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     for r in runs.iter().filter(|r| r.alpha.is_some()) {
         lemma_checks(&mut rep, r, &limits, zero_start, t_tok, p, c);
-        lemma12_13_checks(&mut rep, r, u_svm_sol.norm, c);
+        lemma12_check(&mut rep, r, u_svm_sol.norm);
+        lemma13_checks(&mut rep, r, c);
     }
     for r in &runs {
         derive_run(&mut rep, r);
@@ -361,6 +371,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(training);
     rep.figures.push(("figure-b".into(), bias));
     Ok(rep)
+}
+
+/// The u-SVM: the max-margin decoder of the tokens `opt` with labels `y`.
+pub(super) fn u_svm(data: &TokenData, y: &[f64], opt: &[usize]) -> Result<L2Solution, RunError> {
+    let cons = VectorConstraints::u_svm(&data.view(), y, opt)
+        .map_err(|e| RunError::Other(format!("u-SVM constraints: {e}")))?;
+    solve_l2(&cons, SvmMethod::Dual).map_err(|e| RunError::Other(format!("u-SVM: {e}")))
 }
 
 /// `instance.npz`: the tokens, W0 and u0 of the run's start z0 = (u₀, vec W₀).
@@ -674,9 +691,8 @@ fn window_means(v: &[f64], from: usize, k_end: usize) -> Vec<f64> {
     out
 }
 
-/// Lemmas 12 and 13 on one Eq. (10) run (spec 003 §4.3; the statements were lost in extraction,
-/// [R]; the constants are reconstructed from the proofs' arguments).
-fn lemma12_13_checks(rep: &mut Report, r: &JointRun, u_mm_norm: f64, c: &Checks) {
+/// Lemma 12 on one Eq. (10) run (spec 003 §4.3; the statement was lost in extraction, [R]).
+pub(super) fn lemma12_check(rep: &mut Report, r: &JointRun, u_mm_norm: f64) {
     let id = |what: &str| format!("{what}.{}", r.label);
     let name = |what: &str| format!("{}: {what}", r.label);
     if r.lemma12_iterates == 0 {
@@ -700,6 +716,17 @@ fn lemma12_13_checks(rep: &mut Report, r: &JointRun, u_mm_norm: f64, c: &Checks)
             )),
         );
     }
+    rep.derive(
+        &format!("{}_lemma12_min_margin", run_key(r)),
+        r.lemma12_min_margin,
+    );
+}
+
+/// Lemma 13(1)–(2) on one Eq. (10) run (spec 003 §4.3; the statements were lost in extraction,
+/// [R]; the constants are reconstructed from the proofs' arguments).
+fn lemma13_checks(rep: &mut Report, r: &JointRun, c: &Checks) {
+    let id = |what: &str| format!("{what}.{}", r.label);
+    let name = |what: &str| format!("{}: {what}", r.label);
     if r.lemma13_pl_ratio.is_infinite() {
         rep.skip(
             &id("lem-13-pl-like"),
@@ -734,7 +761,6 @@ fn lemma12_13_checks(rep: &mut Report, r: &JointRun, u_mm_norm: f64, c: &Checks)
         ),
     );
     let key = run_key(r);
-    rep.derive(&format!("{key}_lemma12_min_margin"), r.lemma12_min_margin);
     rep.derive(&format!("{key}_lemma13_pl_ratio"), r.lemma13_pl_ratio);
     rep.derive(
         &format!("{key}_lemma13_segment_ratio"),
@@ -742,10 +768,16 @@ fn lemma12_13_checks(rep: &mut Report, r: &JointRun, u_mm_norm: f64, c: &Checks)
     );
 }
 
+/// The rounding allowance of Lemma 10's lower bounds: the relative slack times the scale of the
+/// telescoped sums, 1 + ηK.
+fn lemma10_slack(p: &Params, c: &Checks) -> f64 {
+    -c.norm_slack * (1.0 + p.ngd_eta * p.iterations as f64)
+}
+
 /// Lemma 10's lower bounds on one Eq. (10) run (reconstructed in `joint_norm_lower`):
-/// ⟨u_k, ū_mm⟩ and ⟨W_k, W̄_mm⟩ stay above their telescoped per-step gains at every k.
-fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormLower, p: &Params, c: &Checks) {
-    let slack = -c.norm_slack * (1.0 + p.ngd_eta * p.iterations as f64);
+/// ⟨u_k, ū_mm⟩ and ⟨W_k, W̄_mm⟩ stay above their telescoped per-step gains at every k (W's
+/// from its first step on, where the bound has content).
+pub(super) fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormLower, slack: f64) {
     let key = run_key(r);
     rep.check(
         Check::at_least(
@@ -768,7 +800,8 @@ fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormLower, p: &P
         Check::at_least(
             &format!("lem-10-w-lower.{}", r.label),
             &format!(
-                "{}: Lem. 10 min_k ⟨W_k, W̄_mm⟩ − (⟨W₀, W̄_mm⟩ + Σ_s η(s+1)^{{−α}}Γ/(2B²))",
+                "{}: Lem. 10 min over k after W's first step of ⟨W_k, W̄_mm⟩ − (⟨W₀, W̄_mm⟩ + \
+                 Σ_s η(s+1)^{{−α}}Γ/(2B²)) (NaN: W never moves)",
                 r.label
             ),
             lower.w_margin,
@@ -777,9 +810,12 @@ fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormLower, p: &P
         .note(format!(
             "[R?] lower bound, [D] per W-step by Lemma 4 (Ass. 2 holds at T = 2) while the \
              decoder's optimal tokens are W_mm's (−η(s+1)^{{−α}} at the {} steps where they \
-             differ); bound at K ÷ W path length = {:.4} (Γ/(2B²) when no step differs): \
-             ‖W_k‖ = Ω(ηk^{{1−α}})",
-            lower.opt_mismatches, lower.w_rate
+             differ); W first moves at step k = {} (∇_WL = 0 at u = 0; before, both sides are \
+             ⟨W₀, W̄_mm⟩, so the margin is taken from there on); bound at K ÷ W path length = \
+             {:.4} (Γ/(2B²) when no step differs): ‖W_k‖ = Ω(ηk^{{1−α}})",
+            lower.opt_mismatches,
+            lower.w_first_step.map_or("never".into(), |k| k.to_string()),
+            lower.w_rate
         )),
     );
     rep.derive(&format!("{key}_lemma10_u_lower_rate"), lower.u_rate);

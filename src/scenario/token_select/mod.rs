@@ -16,6 +16,8 @@ mod joint_common;
 mod joint_norm_lower;
 mod joint_record;
 mod joint_self_bound;
+#[cfg(test)]
+mod joint_tests;
 mod joint_training;
 mod ngd_fixed_decoder;
 mod polyak_step;

@@ -24,10 +24,7 @@ use crate::stats;
 
 use std::path::PathBuf;
 
-use super::common::{
-    data_label, instance_svms, named_instance, require_a4, user_data, DataName, FIRST_FREE_STREAM,
-    USER_LABEL,
-};
+use super::common::{chosen_data, instance_svms, require_a4, DataName, FIRST_FREE_STREAM};
 use super::full_common::{
     balance_drift, frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid,
     tau_grid_len, DirectionSample, FullHorizon,
@@ -81,17 +78,11 @@ fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
 
 /// The named dataset, or the user's aligned data.
 fn data(p: &Params, sc: &Scenario) -> Result<(String, Instance), InputError> {
-    match &p.data_file {
-        Some(path) => {
-            let inst = user_data(sc, path, false)?;
-            require_a4(sc, path, &inst)?;
-            Ok((USER_LABEL.to_string(), inst))
-        }
-        None => Ok((
-            data_label(p.data),
-            named_instance(p.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
-        )),
+    let (label, inst) = chosen_data(sc, p.data, p.data_file.as_deref())?;
+    if let Some(path) = &p.data_file {
+        require_a4(sc, path, &inst)?;
     }
+    Ok((label, inst))
 }
 
 /// One d_e's run: per-sample diagonals and residuals.

@@ -56,6 +56,24 @@ pub fn data_label(name: DataName) -> String {
         .unwrap_or_else(|| format!("{name:?}"))
 }
 
+/// [`named_instance`] as bad input naming `params.data`.
+pub fn named_input(name: DataName, sc: &Scenario) -> Result<Instance, InputError> {
+    named_instance(name, sc).map_err(|e| sc.invalid("params.data", e.to_string()))
+}
+
+/// The data of a full-model scenario and its label: the user's `data_file` (refused unless A1
+/// holds), else the named dataset.
+pub fn chosen_data(
+    sc: &Scenario,
+    data: DataName,
+    data_file: Option<&Path>,
+) -> Result<(String, Instance), InputError> {
+    match data_file {
+        Some(path) => Ok((USER_LABEL.to_string(), user_data(sc, path, false)?)),
+        None => Ok((data_label(data), named_input(data, sc)?)),
+    }
+}
+
 /// Builds the named dataset (the scenario seed's data stream feeds the random ones).
 pub fn build_instance(name: DataName, ctx: &RunContext) -> Result<Instance, RunError> {
     named_instance(name, ctx.scenario)
@@ -204,10 +222,7 @@ pub fn numerical_rank(singular_values: &[f64]) -> usize {
 /// A diagonal flow's initial scales ω₀ (nonzero by type): one per coordinate of the named
 /// data set.
 pub fn require_omega0(sc: &Scenario, data: DataName, omega0: &[f64]) -> Result<(), InputError> {
-    let d = named_instance(data, sc)
-        .map_err(|e| sc.invalid("params.data", e.to_string()))?
-        .data
-        .d;
+    let d = named_input(data, sc)?.data.d;
     if omega0.len() != d {
         return Err(sc.invalid(
             "params.omega0",

@@ -33,7 +33,7 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{
-    build_instance, data_label, named_instance, user_data, DataName, DiagonalHorizon, USER_LABEL,
+    build_instance, data_label, named_input, user_data, DataName, DiagonalHorizon, USER_LABEL,
 };
 use crate::instance::run_instance;
 
@@ -109,9 +109,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
                 None => p
                     .data
                     .iter()
-                    .map(|&n| named_instance(n, sc).map(|i| i.data.d))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| sc.invalid("params.data", e.to_string()))?,
+                    .map(|&n| named_input(n, sc).map(|i| i.data.d))
+                    .collect::<Result<_, _>>()?,
             };
             let d = inits.xi_k[0].len();
             if let Some(&want) = dims.iter().find(|&&want| want != d) {

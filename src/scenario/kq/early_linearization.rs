@@ -25,9 +25,7 @@ use crate::stats;
 
 use std::path::PathBuf;
 
-use super::common::{
-    data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL,
-};
+use super::common::{chosen_data, DataName, FIRST_FREE_STREAM};
 use crate::attention::Instance;
 use crate::instance::kq::{FullInits, KqData};
 use crate::instance::InstanceFile;
@@ -90,13 +88,7 @@ fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
 /// The data (named or `data_file`) and the directions K̃, Q̃ (drawn N(0, 1) from stream
 /// FIRST_FREE_STREAM, or `init_file`).
 fn inputs(p: &Params, sc: &Scenario) -> Result<(String, Instance, FullInits), InputError> {
-    let (label, inst) = match &p.data_file {
-        Some(path) => (USER_LABEL.to_string(), user_data(sc, path, false)?),
-        None => (
-            data_label(p.data),
-            named_instance(p.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
-        ),
-    };
+    let (label, inst) = chosen_data(sc, p.data, p.data_file.as_deref())?;
     let d = inst.data.d;
     let dirs = match &p.init_file {
         Some(path) => {

@@ -16,9 +16,7 @@ use crate::scenario::cost::Cost;
 
 use std::path::PathBuf;
 
-use super::common::{
-    data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL,
-};
+use super::common::{chosen_data, DataName, FIRST_FREE_STREAM};
 use crate::attention::Instance;
 use crate::instance::kq::{FullInits, KqData};
 use crate::instance::{Arrays, InstanceFile};
@@ -74,14 +72,7 @@ impl FlowRunParams {
     /// The data and the initial factors of the runs: the named dataset or `data_file`, and per
     /// seed K(0), Q(0) ~ N(0, s²) (stream FIRST_FREE_STREAM + seed) or the rows of `init_file`.
     pub fn inputs(&self, sc: &Scenario) -> Result<FlowInputs, InputError> {
-        let (label, inst) = match &self.data_file {
-            Some(path) => (USER_LABEL.to_string(), user_data(sc, path, false)?),
-            None => (
-                data_label(self.data),
-                named_instance(self.data, sc)
-                    .map_err(|e| sc.invalid("params.data", e.to_string()))?,
-            ),
-        };
+        let (label, inst) = chosen_data(sc, self.data, self.data_file.as_deref())?;
         let d = inst.data.d;
         let inits = match &self.init_file {
             Some(path) => {
@@ -123,7 +114,7 @@ impl FlowRunParams {
 
 /// What a seeded full-model run starts from.
 pub struct FlowInputs {
-    /// The dataset's name, or [`USER_LABEL`].
+    /// The dataset's name, or [`super::common::USER_LABEL`].
     pub label: String,
     pub inst: Instance,
     /// Per run: `seed k` or `init r`.

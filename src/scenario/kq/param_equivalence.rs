@@ -24,7 +24,7 @@ use crate::stats;
 
 use std::path::PathBuf;
 
-use super::common::{data_label, named_instance, DataName, USER_LABEL};
+use super::common::{data_label, named_input, DataName, USER_LABEL};
 use crate::attention::Instance;
 use crate::instance::kq::{KqData, KqInit};
 use crate::instance::InstanceFile;
@@ -120,10 +120,7 @@ fn inputs(p: &Params, sc: &Scenario) -> Result<Inputs, InputError> {
             }
             (USER_LABEL.to_string(), data.instance)
         }
-        None => (
-            data_label(p.data),
-            named_instance(p.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
-        ),
+        None => (data_label(p.data), named_input(p.data, sc)?),
     };
     let (xi_k, xi_q) = match &p.init_file {
         Some(path) => {

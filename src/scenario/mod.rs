@@ -31,6 +31,7 @@ pub mod html;
 pub mod kq;
 pub mod network;
 pub mod output;
+pub mod param;
 pub mod prompt;
 pub mod reduce;
 pub mod registry;

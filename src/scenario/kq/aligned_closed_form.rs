@@ -17,19 +17,17 @@ use crate::models::kq::assumptions::{
 use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::Cost;
+use crate::scenario::param::{AtLeast, NonEmpty, Nonzeros, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use std::path::PathBuf;
 
-use super::common::{
-    data_label, instance_svms, named_instance, require_a4, user_data, DataName, FIRST_FREE_STREAM,
-    USER_LABEL,
-};
+use super::common::{chosen_data, instance_svms, require_a4, DataName, FIRST_FREE_STREAM};
 use super::full_common::{
-    frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid, tau_grid_len,
-    DirectionSample,
+    balance_drift, frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid,
+    tau_grid_len, DirectionSample, FullHorizon,
 };
 use crate::attention::Instance;
 use crate::instance::kq::KqData;
@@ -45,12 +43,12 @@ pub struct Params {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<PathBuf>,
     /// Embedding widths d_e ≥ d (spec §4: d_e = d and d + 2).
-    pub des: Vec<usize>,
+    pub des: NonEmpty<usize>,
     /// ω_0 of init (5), one entry per coordinate (spec §5.1: (0.3, 0.5, 0.7, 0.2)).
-    pub omega0: Vec<f64>,
+    pub omega0: Nonzeros,
     /// Final log time (spec §4/§7: 1e3).
-    pub tau_max: f64,
-    pub per_decade: usize,
+    pub tau_max: FullHorizon,
+    pub per_decade: AtLeast<1>,
     /// Negative control: add this multiple of e_d to token 1 of sample 1 after building the data
     /// (spec §4: 0.1 breaks A4(iii) and the alignment); 0 = the data as given.
     pub a4_break: f64,
@@ -60,63 +58,31 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Max off-diagonal |entry| of U_KᵀKV, U_QᵀQV over the run (spec §7: 1e-10).
-    pub off_diagonal_tol: f64,
+    pub off_diagonal_tol: Positive,
     /// Change of the frozen singular values j ∉ π([n]) over the run (spec §4 Lemma 5.1 recipe).
-    pub frozen_tol: f64,
+    pub frozen_tol: Positive,
     /// ‖Ŵ(τ_max) − W*‖_F (spec §7: 2e-3 at τ = 1e3).
-    pub direction_tol: f64,
+    pub direction_tol: Positive,
     /// ‖W_F − W*‖_F for the QP solution W_F (spec §7: 1e-8).
-    pub frobenius_tol: f64,
+    pub frobenius_tol: Positive,
     /// |OPT_* / ‖W*‖_* − 1| for the certified nuclear program (W* is nuclear-optimal, §3.3).
-    pub nuclear_tol: f64,
+    pub nuclear_tol: Positive,
     /// Balance drift, relative to max(1, ‖K‖² + ‖Q‖²) (spec §2.5: 1e-8).
-    pub balance_drift_tol: f64,
+    pub balance_drift_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.des.is_empty() {
-        return Err(sc.invalid("params.des", "need at least one embedding width"));
-    }
-    if p.omega0.is_empty() || p.omega0.iter().any(|w| !(w.is_finite() && *w != 0.0)) {
-        return Err(sc.invalid(
-            "params.omega0",
-            "finite nonzero entries, one per coordinate (init (5))",
-        ));
-    }
-    if p.per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "need at least one sample per decade"));
-    }
-    if !(p.tau_max > 1.0 && p.tau_max <= 1e10) {
-        return Err(sc.invalid("params.tau_max", "must lie in (1, 1e10]"));
-    }
-    if !p.a4_break.is_finite() {
-        return Err(sc.invalid("params.a4_break", "must be finite"));
-    }
-    sc.require_positive(&[
-        ("checks.off_diagonal_tol", c.off_diagonal_tol),
-        ("checks.frozen_tol", c.frozen_tol),
-        ("checks.direction_tol", c.direction_tol),
-        ("checks.frobenius_tol", c.frobenius_tol),
-        ("checks.nuclear_tol", c.nuclear_tol),
-        ("checks.balance_drift_tol", c.balance_drift_tol),
-    ])?;
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     // a bad file is refused here, before anything is written
     data(p, sc).map(|_| ())
 }
 
 /// The named dataset, or the user's aligned data.
 fn data(p: &Params, sc: &Scenario) -> Result<(String, Instance), InputError> {
-    match &p.data_file {
-        Some(path) => {
-            let inst = user_data(sc, path, false)?;
-            require_a4(sc, path, &inst)?;
-            Ok((USER_LABEL.to_string(), inst))
-        }
-        None => Ok((
-            data_label(p.data),
-            named_instance(p.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
-        )),
+    let (label, inst) = chosen_data(sc, p.data, p.data_file.as_deref())?;
+    if let Some(path) = &p.data_file {
+        require_a4(sc, path, &inst)?;
     }
+    Ok((label, inst))
 }
 
 /// One d_e's run: per-sample diagonals and residuals.
@@ -159,7 +125,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let svms = instance_svms(&inst, &label, &NuclearSettings::default())?;
     let frob_err = frobenius_distance(&svms.frobenius.w, &w_star);
     let nuc_err = (svms.nuclear.nuclear_norm / opt_closed - 1.0).abs();
-    let taus = tau_grid(p.tau_max, p.per_decade);
+    let taus = tau_grid(*p.tau_max, *p.per_decade);
     let xi_k: Vec<f64> = p
         .omega0
         .iter()
@@ -169,7 +135,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     rep.instance = Some(instance);
     let mut cases = Vec::new();
-    for &de in &p.des {
+    for &de in p.des.iter() {
         let mut rng = ctx.rng(FIRST_FREE_STREAM + de as u64);
         let v = gaussian_matrix(&mut rng, de, de, 1.0).qr().q();
         let (k0, q0) = aligned_factors(&u_k, &u_q, &v, &xi_k, &xi_q);
@@ -209,8 +175,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     (lq[j] - xi_q[j]).abs(),
                 ]);
             }
-            let size: f64 = z.iter().map(|x| x * x).sum();
-            case.drift = stats::larger(case.drift, (kq.balance(z) - &c0).norm() / size.max(1.0));
+            case.drift = stats::larger(case.drift, balance_drift(&kq, z, &c0));
             case.off_diagonal
                 .push(alignment_residual(&kk, &qq, &u_k, &u_q, &v));
             let s = DirectionSample::new(kq.model(), tr.t[k], &kq.combined(z));
@@ -231,7 +196,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "{label}, d_e ∈ {:?}, ω_0 = {:?}, random V, τ_max = {:e}{}",
         p.des,
         p.omega0,
-        p.tau_max,
+        *p.tau_max,
         if p.a4_break != 0.0 {
             format!(
                 ", A4(iii) broken by {}·e_d (pairing residual {:.2e})",
@@ -250,7 +215,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "lemma-off-diagonal-ktkv-qtqv-over",
             "Lemma 5.1: max off-diagonal of U_KᵀKV, U_QᵀQV over the run",
             off,
-            c.off_diagonal_tol,
+            *c.off_diagonal_tol,
         )
         .note(setting.clone()),
     );
@@ -259,12 +224,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "lemma-frozen-singular-values-pi-unchanged",
             "Lemma 5.1: frozen singular values j ∉ π([n]) unchanged",
             worst(&|k| k.frozen),
-            c.frozen_tol,
+            *c.frozen_tol,
         )
         .note("spec §6 item 6: the completion columns carry constant Λ entries"),
     );
     rep.check(
-        Check::at_most("theorem-tau", "Theorem 5.1: ‖Ŵ(τ_max) − W*‖_F", dist, c.direction_tol)
+        Check::at_most("theorem-tau", "Theorem 5.1: ‖Ŵ(τ_max) − W*‖_F", dist, *c.direction_tol)
             .note(format!("W* = Σ_i x_i,opt z_iᵀ/((1 − c_i)‖x_i,opt‖²‖z_i‖²) (spec §3.3), ‖W*‖_* = {opt_closed:.9}")),
     );
     rep.check(
@@ -272,7 +237,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "svm",
             "W_F-SVM = W*: ‖W_F − W*‖_F",
             frob_err,
-            c.frobenius_tol,
+            *c.frobenius_tol,
         )
         .note("under A4 the aligned limit is also the Frobenius solution (spec §6 item 11)"),
     );
@@ -281,7 +246,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "nuclear-optimal-opt",
             "W* is nuclear-optimal: |OPT_*/‖W*‖_* − 1|",
             nuc_err,
-            c.nuclear_tol,
+            *c.nuclear_tol,
         )
         .note(format!(
             "certified nuclear program: OPT_* = {:.9}, gap {:.1e}",
@@ -293,7 +258,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "balance-drift-tau",
             "balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
             worst(&|k| k.drift),
-            c.balance_drift_tol,
+            *c.balance_drift_tol,
         )
         .note("C = KᵀK − QᵀQ (spec §2.5)"),
     );
@@ -394,7 +359,7 @@ fn figure(cases: &[Case], n: usize, label: &str) -> Figure {
 
 /// One full-model flow per embedding width d_e on the log-time grid, every sample kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let samples = tau_grid_len(p.tau_max, p.per_decade);
+    let samples = tau_grid_len(*p.tau_max, *p.per_decade);
     p.des.iter().fold(Cost::new(), |cost, &de| {
         cost.and(full_flow_cost(
             "des, tau_max, per_decade",

@@ -13,13 +13,15 @@ use crate::models::kq::assumptions::alignment_frames;
 use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{instance_svms, require_a4};
 use super::full_common::{
-    full_flow_cost, run_log_time, tau_grid, tau_grid_len, DirectionSample, FlowRunParams,
+    balance_drift, full_flow_cost, run_log_time, tau_grid, tau_grid_len, DirectionSample,
+    FlowRunParams,
 };
 
 /// The seeded flow parameters shared with the other full-model scenario.
@@ -29,23 +31,19 @@ pub type Params = FlowRunParams;
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max over seeds of ‖Ŵ‖_*/OPT_* − 1 at τ_max (spec §7: 1e-4 at τ = 1e5, hard).
-    pub nuclear_gap_tol: f64,
+    pub nuclear_gap_tol: Positive,
     /// max over seeds of ‖Ŵ‖_F/‖W_F‖_F − 1 at τ_max must reach this (spec §7: "expect ≥ 0.1").
-    pub frobenius_excess_min: f64,
+    pub frobenius_excess_min: Positive,
     /// Balance drift relative to max(1, ‖K‖² + ‖Q‖²) (spec §2.5: 1e-8).
-    pub balance_drift_tol: f64,
+    pub balance_drift_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     p.validate(sc)?;
     if let Some(path) = &p.data_file {
         require_a4(sc, path, &p.inputs(sc)?.inst)?;
     }
-    sc.require_positive(&[
-        ("checks.nuclear_gap_tol", c.nuclear_gap_tol),
-        ("checks.frobenius_excess_min", c.frobenius_excess_min),
-        ("checks.balance_drift_tol", c.balance_drift_tol),
-    ])
+    Ok(())
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
@@ -59,7 +57,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let kq = FullKq::new(inst, inputs.de()).map_err(|e| RunError::Other(e.to_string()))?;
     let d = kq.d();
     let (u_k, u_q) = alignment_frames(inst);
-    let taus = tau_grid(p.tau_max, p.per_decade);
+    let taus = tau_grid(*p.tau_max, *p.per_decade);
     let mut rep = Report {
         instance: Some(inputs.arrays()),
         ..Report::default()
@@ -76,8 +74,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let mut samples = Vec::new();
         for k in 0..tr.len() {
             let z = tr.state(k);
-            let size: f64 = z.iter().map(|x| x * x).sum();
-            drift = stats::larger(drift, (kq.balance(z) - &c0).norm() / size.max(1.0));
+            drift = stats::larger(drift, balance_drift(&kq, z, &c0));
             samples.push(DirectionSample::new(kq.model(), tr.t[k], &kq.combined(z)));
         }
         runs.push((seed, samples));
@@ -111,14 +108,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "over-seeds-opt-tau",
             "max over seeds ‖Ŵ‖_*/OPT_* − 1 at τ_max",
             gap,
-            c.nuclear_gap_tol,
+            *c.nuclear_gap_tol,
         )
         .note(setting),
     );
     let excess_name = "max over seeds ‖Ŵ‖_F/‖W_F‖_F − 1 at τ_max";
     if p.data_file.is_none() {
         rep.check(
-            Check::at_least("frobenius-excess", excess_name, excess_max, c.frobenius_excess_min).note(format!(
+            Check::at_least("frobenius-excess", excess_name, excess_max, *c.frobenius_excess_min).note(format!(
                 "limits W(η) with η = {etas:.4?} (U-frame off-diagonal); W_F = W(0), ‖W_F‖_F = {norm_f:.6}: \
                  nuclear-optimal yet not Frobenius-optimal"
             )),
@@ -137,7 +134,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "balance-drift-tau",
             "balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
             drift,
-            c.balance_drift_tol,
+            *c.balance_drift_tol,
         )
         .note("C = KᵀK − QᵀQ (spec §2.5)"),
     );
@@ -206,11 +203,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 /// One full-model flow per seed on the log-time grid, every sample kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let samples = tau_grid_len(p.tau_max, p.per_decade);
+    let samples = tau_grid_len(*p.tau_max, *p.per_decade);
     full_flow_cost(
         "seeds, de, tau_max, per_decade",
-        n(p.seeds),
-        p.de,
+        n(*p.seeds),
+        *p.de,
         samples,
         ctx.ode.method,
     )

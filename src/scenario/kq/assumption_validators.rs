@@ -30,6 +30,7 @@ use crate::models::kq::generators::{RandomA2, RandomA4};
 use crate::models::kq::toys;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -56,7 +57,7 @@ const SPEC_THRESHOLDS: [((usize, usize), f64); 11] = [
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Datasets of spec §5.1 (random ones redrawn until A1, A1-diag, A3 hold).
-    pub data: Vec<DataName>,
+    pub data: NonEmpty<DataName>,
     /// Your data instead of the named datasets (seed-001 layout): its verdicts are reported.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -65,9 +66,9 @@ pub struct Params {
     /// One raw random-A4 draw.
     pub random_a4: RandomA4,
     /// n of the Δ*(n, L) curves in the figure and of the A3-verdict sweep.
-    pub threshold_n: Vec<usize>,
+    pub threshold_n: NonEmpty<AtLeast<2>>,
     /// Largest L of the Δ*(n, L) curves.
-    pub threshold_l_max: usize,
+    pub threshold_l_max: AtLeast<3>,
     /// d_e of the Def. 5.1 factors (≥ d).
     pub embedding_dim: usize,
 }
@@ -76,31 +77,16 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Exact identities (A2 spread, A4 residuals, L(0) closed form, Def. 5.1): spec 1e−12.
-    pub exact_tol: f64,
+    pub exact_tol: Positive,
     /// |A3 slack − §7 value| for toy-2b 0.1998, toy-3 0.2211, toy-4 0.0792 (printed to 4 digits).
-    pub a3_table_tol: f64,
+    pub a3_table_tol: Positive,
     /// Δ* − table ∈ [0, this] (spec §4: ±1e−3; the table truncates).
-    pub delta_star_table_tol: f64,
+    pub delta_star_table_tol: Positive,
     /// Strict-complementarity margins: ℓ1 (toy-2b 0.375, toy-2(1.2) 1/6) and nuclear (toy-3 2/3).
-    pub margin_tol: f64,
+    pub margin_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("checks.exact_tol", c.exact_tol),
-        ("checks.a3_table_tol", c.a3_table_tol),
-        ("checks.delta_star_table_tol", c.delta_star_table_tol),
-        ("checks.margin_tol", c.margin_tol),
-    ])?;
-    if p.data.is_empty() {
-        return Err(sc.invalid("params.data", "name at least one dataset"));
-    }
-    if p.threshold_n.is_empty() || p.threshold_n.iter().any(|&n| n < 2) {
-        return Err(sc.invalid("params.threshold_n", "need sample counts n ≥ 2"));
-    }
-    if p.threshold_l_max < 3 {
-        return Err(sc.invalid("params.threshold_l_max", "must be ≥ 3"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let d = p.random_a4.d.max(4);
     if p.embedding_dim < d {
         return Err(sc.invalid(
@@ -155,13 +141,13 @@ fn user_checks(rep: &mut Report, inst: &Instance, r: &AssumptionReport, c: &Chec
         rep.skip(id, name, why);
     }
     let name = "A3: L(0) vs the A2 closed form";
-    if r.a2_spread > c.exact_tol {
+    if r.a2_spread > *c.exact_tol {
         return rep.skip(
             "a3-vs-a2-closed-form",
             name,
             format!(
                 "A2 fails on your data (spread of the non-optimal scores {:.3e} > {:e})",
-                r.a2_spread, c.exact_tol
+                r.a2_spread, *c.exact_tol
             ),
         );
     }
@@ -170,7 +156,7 @@ fn user_checks(rep: &mut Report, inst: &Instance, r: &AssumptionReport, c: &Chec
             "a3-vs-a2-closed-form",
             name,
             (r.a3.loss - a2_initial_loss(inst)).abs(),
-            c.exact_tol,
+            *c.exact_tol,
         )
         .note("softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4) on your data"),
     );
@@ -192,7 +178,7 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
             "a2-spread-non-optimal-scores",
             "A2: spread of the non-optimal scores",
             spread,
-            c.exact_tol,
+            *c.exact_tol,
         )
         .note(format!("max_i (max − min of γ_il, l ≠ opt); worst: {at}")),
     );
@@ -205,7 +191,7 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
             "a3-vs-a2-closed-form",
             "A3: L(0) vs the A2 closed form",
             err,
-            c.exact_tol,
+            *c.exact_tol,
         )
         .note(format!(
             "softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4); worst: {at}"
@@ -219,7 +205,7 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
                     &format!("{label}: A3 slack"),
                     r.a3.slack,
                     want,
-                    c.a3_table_tol,
+                    *c.a3_table_tol,
                 )
                 .note(format!(
                     "bound {:.6} − L(0) {:.6}; spec §7 prints {want}",
@@ -231,7 +217,7 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
     let is_a4 = |l: &str| l == "toy4" || l.starts_with("random-a4");
     let wrong: Vec<&str> = sets
         .iter()
-        .filter(|(l, _, r)| r.a4.holds(c.exact_tol) != is_a4(l))
+        .filter(|(l, _, r)| r.a4.holds(*c.exact_tol) != is_a4(l))
         .map(|(l, _, _)| l.as_str())
         .collect();
     rep.check(
@@ -266,7 +252,7 @@ fn threshold_checks(
             "delta-table-largest",
             "Δ*(n, L) − §1.4 table: largest",
             hi,
-            c.delta_star_table_tol,
+            *c.delta_star_table_tol,
         )
         .note(format!(
             "{} entries; (2, 8) is 5.512969",
@@ -280,7 +266,7 @@ fn threshold_checks(
             "delta-vs-ln-10",
             "Δ*(n, 2) vs 2 ln(n − 1), n = 3…10",
             l2,
-            c.exact_tol,
+            *c.exact_tol,
         )
         .note(
             "L = 2: the A3 inequality factors as (1 − s)(1 − (n−1)s) ≥ 0, s = e^{−Δ/2} [derived]",
@@ -290,7 +276,7 @@ fn threshold_checks(
     let mut rng = ctx.rng(FIRST_FREE_STREAM);
     let mut mismatches = Vec::new();
     let mut cases = 0;
-    for &n in &p.threshold_n {
+    for n in p.threshold_n.iter().map(|&n| *n) {
         for l in [3, 5, 8] {
             let star = a3_threshold_gap(n, l);
             for (factor, holds) in [(1.0 - 1e-6, false), (1.0 + 1e-6, true)] {
@@ -342,7 +328,7 @@ fn structure_checks(
             "toy-4 + 0.1e₄ on x_{1,1}: A4(iii) pairing residual",
             a4_report(&broken).pairing,
             0.05,
-            c.exact_tol,
+            *c.exact_tol,
         )
         .note("‖x_l + x_l' − 2c x_opt‖/‖x_opt‖ = 0.1/2: rejected"),
     );
@@ -361,7 +347,7 @@ fn structure_checks(
             "def-aligned-factors-lambda-vt",
             "Def. 5.1: aligned factors U Λ Vᵀ",
             alignment_residual(&k, &q, &u_k, &u_q, &v),
-            c.exact_tol,
+            *c.exact_tol,
         )
         .note(format!(
             "toy-4 frames (7), random V ∈ O({de}); off-diagonal of U_KᵀKV, U_QᵀQV"
@@ -409,7 +395,7 @@ fn structure_checks(
             "raw-random-a4-draw-a4-residual",
             "raw random-A4 draw: A4 residual",
             residual,
-            c.exact_tol,
+            *c.exact_tol,
         )
         .note(format!(
             "max of (i)–(iii); pair constants {:?}",
@@ -431,7 +417,7 @@ fn structure_checks(
         (m3.nuclear_margin - 2.0 / 3.0).abs(),
     ]);
     rep.check(
-        Check::at_most("strict-complementarity-margins-toy-2b-toy", "strict-complementarity margins (toy-2b, toy-2(1.2), toy-3)", err, c.margin_tol).note(format!(
+        Check::at_most("strict-complementarity-margins-toy-2b-toy", "strict-complementarity margins (toy-2b, toy-2(1.2), toy-3)", err, *c.margin_tol).note(format!(
             "ℓ1: 1 − max_(j∉J)|(Bλ)_j| = {:.10} (0.375), {:.10} (1/6); nuclear 1 − ‖P_U⊥MP_V⊥‖ = {:.8} (2/3)",
             m2b.l1_margin, m12.l1_margin, m3.nuclear_margin
         )),
@@ -442,14 +428,14 @@ fn structure_checks(
 }
 
 fn threshold_panel(p: &Params) -> LinePanel {
-    let ls: Vec<f64> = (2..=p.threshold_l_max).map(|l| l as f64).collect();
+    let ls: Vec<f64> = (2..=*p.threshold_l_max).map(|l| l as f64).collect();
     let mut panel = LinePanel::new(
         "A3 at W(0) = 0 fails iff Δ < Δ*(n, L) (equal gaps, γ_nopt = 0)",
         "tokens per sequence L",
         "threshold gap Δ*(n, L)",
     )
     .legend(LegendPosition::UpperLeft);
-    for (k, &n) in p.threshold_n.iter().enumerate() {
+    for (k, n) in p.threshold_n.iter().map(|&n| *n).enumerate() {
         let star = ls
             .iter()
             .map(|&l| a3_threshold_gap(n, l as usize))
@@ -484,14 +470,14 @@ fn threshold_panel(p: &Params) -> LinePanel {
 
 /// Δ*(n, L) − L ln n: how fast the threshold approaches its asymptote.
 fn asymptote_panel(p: &Params) -> LinePanel {
-    let ls: Vec<f64> = (2..=p.threshold_l_max).map(|l| l as f64).collect();
+    let ls: Vec<f64> = (2..=*p.threshold_l_max).map(|l| l as f64).collect();
     let mut panel = LinePanel::new(
         "distance to the asymptote Δ* ≈ L ln n",
         "tokens per sequence L",
         "Δ*(n, L) − L ln n",
     )
     .legend(LegendPosition::LowerRight);
-    for (k, &n) in p.threshold_n.iter().enumerate() {
+    for (k, n) in p.threshold_n.iter().map(|&n| *n).enumerate() {
         let diff = ls
             .iter()
             .map(|&l| a3_threshold_gap(n, l as usize) - l * (n as f64).ln())
@@ -542,8 +528,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     threshold_checks(&mut rep, p, c, ctx)?;
     structure_checks(&mut rep, p, c, ctx)?;
-    for &n in &p.threshold_n {
-        for l in 2..=p.threshold_l_max {
+    for n in p.threshold_n.iter().map(|&n| *n) {
+        for l in 2..=*p.threshold_l_max {
             let row = [
                 n as f64,
                 l as f64,
@@ -592,7 +578,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// The threshold Δ*(n, L) curves (a grid search of ~4·10³ evaluations per point), the raw
 /// random draws (n·L tokens in ℝ^d) with their pairwise checks, and the factors of width d_e.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let curves = n(p.threshold_n.len()) * (n(p.threshold_l_max) + 6.0);
+    let curves = n(p.threshold_n.len()) * (n(*p.threshold_l_max) + 6.0);
     let a2 = &p.random_a2;
     let a4 = &p.random_a4;
     let tokens = n(a2.n * a2.tokens).max(n(a4.n * a4.tokens));

@@ -15,6 +15,7 @@ use crate::instance::kq::KqData;
 use crate::models::kq::assumptions::a4_report;
 use crate::models::kq::generators::{first_valid, RandomA2, RandomA4};
 use crate::models::kq::toys;
+use crate::scenario::param::Decades;
 use crate::scenario::{InputError, RunContext, RunError, Scenario};
 
 /// Random stream of the data (random datasets).
@@ -53,6 +54,24 @@ pub fn data_label(name: DataName) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| format!("{name:?}"))
+}
+
+/// [`named_instance`] as bad input naming `params.data`.
+pub fn named_input(name: DataName, sc: &Scenario) -> Result<Instance, InputError> {
+    named_instance(name, sc).map_err(|e| sc.invalid("params.data", e.to_string()))
+}
+
+/// The data of a full-model scenario and its label: the user's `data_file` (refused unless A1
+/// holds), else the named dataset.
+pub fn chosen_data(
+    sc: &Scenario,
+    data: DataName,
+    data_file: Option<&Path>,
+) -> Result<(String, Instance), InputError> {
+    match data_file {
+        Some(path) => Ok((USER_LABEL.to_string(), user_data(sc, path, false)?)),
+        None => Ok((data_label(data), named_input(data, sc)?)),
+    }
 }
 
 /// Builds the named dataset (the scenario seed's data stream feeds the random ones).
@@ -200,16 +219,10 @@ pub fn numerical_rank(singular_values: &[f64]) -> usize {
     singular_values.iter().filter(|&&s| s > 1e-6 * top).count()
 }
 
-/// A diagonal flow's initial scales ω₀: one finite, nonzero entry per coordinate of the named
+/// A diagonal flow's initial scales ω₀ (nonzero by type): one per coordinate of the named
 /// data set.
 pub fn require_omega0(sc: &Scenario, data: DataName, omega0: &[f64]) -> Result<(), InputError> {
-    if omega0.is_empty() || omega0.iter().any(|w| !(w.is_finite() && *w != 0.0)) {
-        return Err(sc.invalid("params.omega0", "non-empty, every ω_0,j finite and ≠ 0"));
-    }
-    let d = named_instance(data, sc)
-        .map_err(|e| sc.invalid("params.data", e.to_string()))?
-        .data
-        .d;
+    let d = named_input(data, sc)?.data.d;
     if omega0.len() != d {
         return Err(sc.invalid(
             "params.omega0",
@@ -238,24 +251,9 @@ pub fn log_horizon_cost(
     )
 }
 
-/// The log-time horizon and its sampling of a diagonal flow: τ_max in (10, 1e10] (spec §8: beyond
-/// µ ≈ 1e12 the margins drown in rounding) and at least one sample per decade.
-pub fn require_log_horizon(
-    sc: &Scenario,
-    tau_max: f64,
-    per_decade: usize,
-) -> Result<(), InputError> {
-    if !(tau_max > 10.0 && tau_max <= 1e10) {
-        return Err(sc.invalid(
-            "params.tau_max",
-            "must lie in (10, 1e10] (spec §8: beyond µ ≈ 1e12 margins drown in rounding)",
-        ));
-    }
-    if per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "must be ≥ 1"));
-    }
-    Ok(())
-}
+/// The log-time horizon of a diagonal flow: τ_max in (10, 1e10] (spec §8: beyond µ ≈ 1e12 the
+/// margins drown in rounding).
+pub type DiagonalHorizon = Decades<1, 10>;
 
 /// A gap that is ≥ 0 up to rounding, floored at 1e-16 for a log axis (NaN stays NaN).
 pub fn log_axis_floor(v: f64) -> f64 {

@@ -27,11 +27,14 @@ use crate::models::kq::diagonal::{DiagonalLoss, ReducedKq};
 use crate::models::kq::log_time::LogTimeDescent;
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{build_instance, data_label, named_instance, user_data, DataName, USER_LABEL};
+use super::common::{
+    build_instance, data_label, named_input, user_data, DataName, DiagonalHorizon, USER_LABEL,
+};
 use crate::instance::run_instance;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,19 +49,19 @@ pub struct Params {
     pub data_file: Option<PathBuf>,
     /// Uniform init scales ω_0 of the KQ flow, init (5) (spec: 0.1, 1); ignored when
     /// `init_file` is set.
-    pub omega0: Vec<f64>,
+    pub omega0: NonEmpty<Positive>,
     /// The KQ flows' initial states instead: xi_k, xi_q of shape (runs, d), one KQ flow per row
     /// from (ξ_k(0), ξ_q(0)) (β(0) = ξ_k ⊙ ξ_q, κ = |ξ_k² − ξ_q²|/2 in the reduced flow).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_file: Option<PathBuf>,
     /// Final clock value τ = ln(1 + t) (spec: 1e8).
-    pub tau_max: f64,
+    pub tau_max: DiagonalHorizon,
     /// Output points per decade of τ from τ = 1 (spec §8: ≥ 5).
-    pub per_decade: usize,
+    pub per_decade: AtLeast<1>,
     /// The off-support exponent is fitted over τ ∈ [tau_max/fit_decades_back… ] (decades).
-    pub fit_decades: f64,
+    pub fit_decades: Positive,
     /// Relative slack of the LP optimal face for the uniqueness certificate (spec §3.3: 1e−9).
-    pub unique_slack: f64,
+    pub unique_slack: Positive,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -66,38 +69,35 @@ pub struct Params {
 pub struct Checks {
     /// Polished LP certificate: max KKT residual (issue: "the diagonal case matches the LP to
     /// 1e−8").
-    pub lp_kkt: f64,
+    pub lp_kkt: Positive,
     /// Unique ℓ1 solution: every coordinate range over the optimal face below this (spec 1e−7).
-    pub unique_range: f64,
+    pub unique_range: Positive,
     /// ‖β̂_KQ(τ_max) − β*₁‖₂, one bound per KQ run (omega0 entry or init_file row; spec: 5e−4
     /// at ω_0 = 0.1, 2e−3 at 1).
-    pub kq_l1_distance: Vec<f64>,
+    pub kq_l1_distance: Vec<Positive>,
     /// ‖β̂_KQ‖₁/OPT₁ − 1 at τ_max (spec 1e−3).
-    pub kq_l1_objective: f64,
+    pub kq_l1_objective: Positive,
     /// ‖β̂_W(τ_max) − β*₂‖₂ (spec §7: 1e−6).
-    pub w_l2_distance: f64,
+    pub w_l2_distance: Positive,
     /// ‖β̂_KQ(τ_max) − β*₂‖₂ where the SVMs differ (spec: ≥ 0.3).
-    pub kq_l2_separation: f64,
+    pub kq_l2_separation: Positive,
     /// max over τ ≥ 30 of (L − L*)/L* for every run (spec 1e−6).
-    pub loss_gap: f64,
+    pub loss_gap: Positive,
     /// Off-support coordinates of β̂_KQ(τ_max): |β̂_j| ≤ this·‖β̂‖_∞ (sparsity of the limit).
-    pub sparsity: f64,
+    pub sparsity: Positive,
     /// [derived] |fitted slope of ln‖β̂_KQ − β*₁‖ vs ln µ + (1 − max_{j∉J}|a*_j|)| (spec §2.7).
-    pub exponent_tol: f64,
+    pub exponent_tol: Positive,
     /// [derived] loss rate of W at τ_max: |t·(L − L*)/‖β*₂‖² − 1| (spec §2.7, §7 loss-rate:
     /// 1e−3).
-    pub rate_w_tol: f64,
+    pub rate_w_tol: Positive,
     /// [derived] loss rate of KQ at τ_max: |t ln t·(L − L*)/(OPT₁/2) − 1| (spec §7 loss-rate:
     /// 1% at τ = 1e6).
-    pub rate_kq_tol: f64,
+    pub rate_kq_tol: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.data.is_empty() && p.data_file.is_none() {
         return Err(sc.invalid("params.data", "name at least one dataset or set data_file"));
-    }
-    if p.omega0.is_empty() || p.omega0.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
-        return Err(sc.invalid("params.omega0", "a non-empty list of positive scales"));
     }
     // bad files are refused here, before anything is written
     let user = user_instance(p, sc)?;
@@ -109,9 +109,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
                 None => p
                     .data
                     .iter()
-                    .map(|&n| named_instance(n, sc).map(|i| i.data.d))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| sc.invalid("params.data", e.to_string()))?,
+                    .map(|&n| named_input(n, sc).map(|i| i.data.d))
+                    .collect::<Result<_, _>>()?,
             };
             let d = inits.xi_k[0].len();
             if let Some(&want) = dims.iter().find(|&&want| want != d) {
@@ -131,28 +130,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             format!("one bound per KQ run (omega0 entry or init_file row; {runs} expected)"),
         ));
     }
-    super::common::require_log_horizon(sc, p.tau_max, p.per_decade)?;
-    if !(p.fit_decades > 0.0 && p.fit_decades < p.tau_max.log10()) {
+    if *p.fit_decades >= p.tau_max.log10() {
         return Err(sc.invalid("params.fit_decades", "must lie in (0, log10 tau_max)"));
-    }
-    sc.require_positive(&[
-        ("params.unique_slack", p.unique_slack),
-        ("checks.lp_kkt", c.lp_kkt),
-        ("checks.unique_range", c.unique_range),
-        ("checks.kq_l1_objective", c.kq_l1_objective),
-        ("checks.w_l2_distance", c.w_l2_distance),
-        ("checks.kq_l2_separation", c.kq_l2_separation),
-        ("checks.loss_gap", c.loss_gap),
-        ("checks.sparsity", c.sparsity),
-        ("checks.exponent_tol", c.exponent_tol),
-        ("checks.rate_w_tol", c.rate_w_tol),
-        ("checks.rate_kq_tol", c.rate_kq_tol),
-    ])?;
-    if c.kq_l1_distance
-        .iter()
-        .any(|b| !(b.is_finite() && *b > 0.0))
-    {
-        return Err(sc.invalid("checks.kq_l1_distance", "positive bounds"));
     }
     Ok(())
 }
@@ -284,7 +263,8 @@ fn starts(p: &Params, inits: Option<&DiagonalInits>, d: usize) -> Vec<Start> {
         None => p
             .omega0
             .iter()
-            .map(|&w0| Start {
+            .map(|&w0| *w0)
+            .map(|w0| Start {
                 name: format!("ω₀ = {w0}"),
                 tag: format!("{w0}"),
                 omega0: w0,
@@ -335,7 +315,7 @@ fn run_case(
     let (l1, _lambda, kkt) = polish_l1(c, &sol);
     let opt1: f64 = l1.iter().map(|x| x.abs()).sum();
     let widest_range = stats::max(
-        l1_solution_ranges(c, opt1, p.unique_slack)
+        l1_solution_ranges(c, opt1, *p.unique_slack)
             .map_err(|e| fail(e.to_string()))?
             .into_iter()
             .map(|(lo, hi)| hi - lo),
@@ -376,7 +356,7 @@ fn run_case(
             xi_k: p
                 .omega0
                 .iter()
-                .map(|&w0| vec![std::f64::consts::SQRT_2 * w0; d])
+                .map(|&w0| vec![std::f64::consts::SQRT_2 * *w0; d])
                 .collect(),
             xi_q: vec![vec![0.0; d]; p.omega0.len()],
         },
@@ -404,8 +384,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut taus = vec![0.0];
     taus.extend(logspace(
         1.0,
-        p.tau_max,
-        (decades * p.per_decade as f64).round() as usize + 1,
+        *p.tau_max,
+        (decades * *p.per_decade as f64).round() as usize + 1,
     ));
     let sc = ctx.scenario;
     let input = |e: InputError| RunError::Other(e.to_string());
@@ -452,7 +432,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 format!("l1-lp-certificate-polished-kkt.{l}").as_str(),
                 format!("{l}: ℓ1 LP certificate (polished KKT)").as_str(),
                 cs.kkt.max(),
-                c.lp_kkt,
+                *c.lp_kkt,
             )
             .note(format!(
                 "β*₁ = {:?}, OPT₁ = {:.12}; primal {:.1e}, dual {:.1e}, stationarity {:.1e}, \
@@ -471,11 +451,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 format!("l1-solution-unique-widest-coordinate-range.{l}").as_str(),
                 format!("{l}: ℓ1 solution unique (widest coordinate range)").as_str(),
                 cs.widest_range,
-                c.unique_range,
+                *c.unique_range,
             )
             .note(format!(
                 "optimal face {{‖β‖₁ ≤ OPT₁(1 + {:e})}}",
-                p.unique_slack
+                *p.unique_slack
             )),
         );
         rep.check(
@@ -508,29 +488,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     format!("kq-beta-beta-tau-thm.{l}-{run}").as_str(),
                     format!("{l}, KQ {run}: ‖β̂ − β*₁‖ at τ_max (Thm 4.1)").as_str(),
                     d1,
-                    c.kq_l1_distance[i],
+                    *c.kq_l1_distance[i],
                 )
                 .note(format!(
                     "τ = {:e}, µ = {:.4e}; β̂ = {:?} (spec measured toy-2b 1.08e-3 at ω₀ = 1, \
                      1.93e-4 at ω₀ = 0.1)",
-                    p.tau_max, r.mu[last], b
+                    *p.tau_max, r.mu[last], b
                 )),
             );
             rep.check(Check::at_most(
                 format!("kq-beta-opt1.{l}-{run}").as_str(),
                 format!("{l}, KQ {run}: ‖β̂‖₁/OPT₁ − 1").as_str(),
                 obj,
-                c.kq_l1_objective,
+                *c.kq_l1_objective,
             ));
             let separation = format!("{l}, KQ {run}: distance to the ℓ2 solution");
             let svm_gap = dist(&cs.l1, &cs.l2);
-            if svm_gap > c.kq_l2_separation {
+            if svm_gap > *c.kq_l2_separation {
                 rep.check(
                     Check::at_least(
                         &format!("kq-l2-separation.{l}-{run}"),
                         separation.as_str(),
                         d2,
-                        c.kq_l2_separation,
+                        *c.kq_l2_separation,
                     )
                     .note(format!("‖β*₁ − β*₂‖ = {svm_gap:.4}")),
                 );
@@ -549,12 +529,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     format!("kq-off-support-beta-beta-inf.{l}-{run}").as_str(),
                     format!("{l}, KQ {run}: off-support |β̂_j|/‖β̂‖_∞ (sparse limit)").as_str(),
                     off,
-                    c.sparsity,
+                    *c.sparsity,
                 )
                 .note(format!("support of β*₁: {support:?}")),
             );
             // exponent of the off-support decay over the last fit_decades of τ
-            let from = p.tau_max / 10f64.powf(p.fit_decades);
+            let from = *p.tau_max / 10f64.powf(*p.fit_decades);
             let ks: Vec<usize> = (1..taus.len())
                 .filter(|&k| taus[k] >= from * (1.0 - 1e-12))
                 .collect();
@@ -570,12 +550,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     format!("kq-derived-slope-ln-beta-beta.{l}-{run}").as_str(), format!("{l}, KQ {run}: [derived] slope of ln‖β̂ − β*₁‖ vs ln µ").as_str(),
                     fit.slope,
                     -cs.exponent,
-                    c.exponent_tol,
+                    *c.exponent_tol,
                 )
                 .note(format!(
                     "spec §2.7: off-support error ~ µ^−(1 − max_{{j∉J}}|a*_j|), strict-complementarity \
                      margin {:.4} (LP max over dual optima); fit over τ ∈ [{from:e}, {:e}]",
-                    cs.exponent, p.tau_max
+                    cs.exponent, *p.tau_max
                 )),
             );
         }
@@ -590,7 +570,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 format!("derived-beta-tau.{l}").as_str(),
                 format!("{l}, W: [derived] |t·(L − L*)/‖β*₂‖² − 1| at τ_max").as_str(),
                 (rate_w / l2_sq - 1.0).abs(),
-                c.rate_w_tol,
+                *c.rate_w_tol,
             )
             .note(format!(
                 "t·gap = {rate_w:.6}, ‖β*₂‖² = {l2_sq:.6} (spec §7 loss-rate: toy-2b 0.21930)"
@@ -608,7 +588,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     )
                     .as_str(),
                     (rate / (0.5 * cs.opt1) - 1.0).abs(),
-                    c.rate_kq_tol,
+                    *c.rate_kq_tol,
                 )
                 .note(format!(
                     "t ln t·gap = {rate:.6}, OPT₁/2 = {:.6} (spec §7 loss-rate: toy-2b 0.3125, \
@@ -625,7 +605,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 format!("beta-beta-tau-sec.{l}").as_str(),
                 format!("{l}, W: ‖β̂ − β*₂‖ at τ_max (Sec. 4.2)").as_str(),
                 dw,
-                c.w_l2_distance,
+                *c.w_l2_distance,
             )
             .note(format!(
                 "β̂_W = {bw:?}, β*₂ = {:?}; distance to β*₁ {:.4}",
@@ -643,7 +623,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 format!("tau-30.{l}").as_str(),
                 format!("{l}: (L − L*)/L* for τ ≥ 30").as_str(),
                 gap,
-                c.loss_gap,
+                *c.loss_gap,
             )
             .note("L → L* (Thm 4.1 consequence); log-domain excess"),
         );
@@ -799,7 +779,7 @@ fn figure(cases: &[Case], taus: &[f64]) -> Figure {
 /// Per dataset one reduced KQ flow per ω₀ and a W flow (dimension d of the built-in data) on
 /// the log-time grid, every sample kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let samples = p.tau_max.log10() * n(p.per_decade) + 2.0;
+    let samples = p.tau_max.log10() * n(*p.per_decade) + 2.0;
     let datasets = if p.data_file.is_some() {
         1
     } else {

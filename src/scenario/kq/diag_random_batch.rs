@@ -24,18 +24,19 @@ use crate::models::kq::diagonal::{init5, DiagonalLoss, ReducedKq};
 use crate::models::kq::generators::RandomA2;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Fraction, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{DATA_STREAM, FIRST_FREE_STREAM};
+use super::common::{DiagonalHorizon, DATA_STREAM, FIRST_FREE_STREAM};
 use super::diag_l1_vs_l2::polish_l1;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Datasets satisfying the assumptions to run (spec §7: 20).
-    pub instances: usize,
+    pub instances: AtLeast<1>,
     /// Rejected draws (selection rule failed, A1-diag holds) run and reported.
     pub violating: usize,
     /// Draws with gap `a3_delta` (A3 fails at β(0) = 0) run and reported.
@@ -43,67 +44,57 @@ pub struct Params {
     /// Draws of the main stream before giving up on finding `instances` satisfying sets.
     pub max_draws: usize,
     /// random-A2 shape (spec §7: d = 5, n = 2, L = 3, Δ = 3, γ_nopt = 0).
-    pub d: usize,
-    pub n: usize,
-    pub tokens: usize,
-    pub delta: f64,
+    pub d: AtLeast<2>,
+    pub n: AtLeast<1>,
+    pub tokens: AtLeast<2>,
+    pub delta: Positive,
     /// Gap of the A3-violating draws (must lie below Δ*(n, L); Δ*(2, 3) = 1.443).
     pub a3_delta: f64,
     /// Selection: strict-complementarity margin ≥ this (spec §7: 0.4).
     pub min_margin: f64,
     /// Selection: unique LP solution, every coordinate range over the optimal face
     /// {‖β‖₁ ≤ OPT₁(1 + unique_slack)} below `unique_range` (spec §3.3: 1e−9, 1e−7).
-    pub unique_slack: f64,
-    pub unique_range: f64,
+    pub unique_slack: Positive,
+    pub unique_range: Positive,
     /// Uniform init scale ω_0 of init (5) (spec §7 diag rows: 0.1).
-    pub omega0: f64,
+    pub omega0: Positive,
     /// Final clock value τ = ln(1 + t) (spec §7: 1e8).
-    pub tau_max: f64,
+    pub tau_max: DiagonalHorizon,
     /// Output points per decade of τ from τ = 1.
-    pub per_decade: usize,
+    pub per_decade: AtLeast<1>,
     /// The decline of the objective gap is measured over the last this many decades of τ.
-    pub decline_decades: usize,
+    pub decline_decades: AtLeast<1>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// ‖β̂‖₁/OPT₁ − 1 at τ_max on every satisfying instance (spec §7: 1e−3).
-    pub objective_gap: f64,
+    pub objective_gap: Positive,
     /// ‖β̂ − β*₁‖/‖β*₁‖ at τ_max on every satisfying instance (spec §4 Thm 4.1 recipe: 5e−3).
-    pub direction: f64,
+    pub direction: Positive,
     /// Fraction of the satisfying instances that must meet both bounds at τ_max (spec §7: 0.9).
-    pub pass_fraction: f64,
+    pub pass_fraction: Fraction,
     /// Every satisfying instance still converging: gap(τ_max)/gap(τ_max/10^decline_decades)
     /// at most this (Thm 4.1: the gap → 0; converged flows fall by 10^(−decades·margin), a flow
     /// stalled away from β*₁ keeps the ratio ≈ 1).
-    pub decline_ratio: f64,
+    pub decline_ratio: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.instances == 0 {
-        return Err(sc.invalid("params.instances", "must be ≥ 1"));
-    }
-    if p.max_draws < p.instances {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.max_draws < *p.instances {
         return Err(sc.invalid("params.max_draws", "must be ≥ params.instances"));
     }
-    if p.d < 2 || p.n == 0 || p.tokens < 2 {
-        return Err(sc.invalid("params.d", "random-A2 needs d ≥ 2, n ≥ 1, tokens ≥ 2"));
-    }
-    super::common::require_log_horizon(sc, p.tau_max, p.per_decade)?;
-    if p.decline_decades == 0 || p.decline_decades as f64 >= p.tau_max.log10() {
+    if *p.decline_decades as f64 >= p.tau_max.log10() {
         return Err(sc.invalid(
             "params.decline_decades",
             "must lie in [1, log10 tau_max) (the window starts at τ ≥ 1)",
         ));
     }
-    if !(c.pass_fraction > 0.0 && c.pass_fraction <= 1.0) {
-        return Err(sc.invalid("checks.pass_fraction", "must lie in (0, 1]"));
-    }
     if !(0.0..1.0).contains(&p.min_margin) {
         return Err(sc.invalid("params.min_margin", "must lie in [0, 1)"));
     }
-    let threshold = a3_threshold_gap(p.n, p.tokens);
+    let threshold = a3_threshold_gap(*p.n, *p.tokens);
     if p.a3_violating > 0 && !(p.a3_delta > 0.0 && p.a3_delta < threshold) {
         return Err(sc.invalid(
             "params.a3_delta",
@@ -113,15 +104,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             ),
         ));
     }
-    sc.require_positive(&[
-        ("params.delta", p.delta),
-        ("params.unique_slack", p.unique_slack),
-        ("params.unique_range", p.unique_range),
-        ("params.omega0", p.omega0),
-        ("checks.objective_gap", c.objective_gap),
-        ("checks.direction", c.direction),
-        ("checks.decline_ratio", c.decline_ratio),
-    ])
+    Ok(())
 }
 
 /// Where a draw stands against the theorem's assumptions and the spec's selection rule.
@@ -165,12 +148,12 @@ fn judge(inst: &Instance, p: &Params) -> Result<Verdict, SvmError> {
     let (l1, _, _) = polish_l1(c, &sol);
     let opt1: f64 = l1.iter().map(|x| x.abs()).sum();
     let widest_range = stats::max(
-        l1_solution_ranges(c, opt1, p.unique_slack)?
+        l1_solution_ranges(c, opt1, *p.unique_slack)?
             .into_iter()
             .map(|(lo, hi)| hi - lo),
     );
     let margin = l1_complementarity_margin(c, &sol)?;
-    if widest_range.is_nan() || widest_range >= p.unique_range {
+    if widest_range.is_nan() || widest_range >= *p.unique_range {
         failures.push(format!("LP not unique (range {widest_range:.1e})"));
     }
     if margin.is_nan() || margin < p.min_margin {
@@ -225,7 +208,7 @@ fn run_member(
 ) -> Result<Member, RunError> {
     let loss = DiagonalLoss::new(&inst).map_err(|e| RunError::Other(format!("{label}: {e}")))?;
     let d = loss.d();
-    let field = ReducedKq::new(&loss, vec![p.omega0 * p.omega0; d]);
+    let field = ReducedKq::new(&loss, vec![*p.omega0 * *p.omega0; d]);
     let opt1: f64 = verdict.l1.iter().map(|x| x.abs()).sum();
     let norm1 = verdict.l1.iter().map(|x| x * x).sum::<f64>().sqrt();
     let mut m = Member {
@@ -264,7 +247,7 @@ fn run_member(
                     .sum();
                 m.direction = diff.sqrt() / norm1;
             }
-            let from = p.tau_max / 10f64.powi(p.decline_decades as i32) * (1.0 - 1e-12);
+            let from = *p.tau_max / 10f64.powi(*p.decline_decades as i32) * (1.0 - 1e-12);
             if let Some(&(_, earlier)) = m.path.iter().find(|x| x.0 >= from) {
                 m.decline = m.objective_gap / earlier;
             }
@@ -282,9 +265,9 @@ fn draw_stream<'a>(
     ctx: &RunContext,
 ) -> impl Iterator<Item = Result<(usize, Instance, Verdict), RunError>> + 'a {
     let gen = RandomA2 {
-        n: p.n,
-        tokens: p.tokens,
-        d: p.d,
+        n: *p.n,
+        tokens: *p.tokens,
+        d: *p.d,
         delta,
         gamma_nopt: 0.0,
         zero_last_query: false,
@@ -302,17 +285,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut taus = vec![0.0];
     taus.extend(logspace(
         1.0,
-        p.tau_max,
-        (p.tau_max.log10() * p.per_decade as f64).round() as usize + 1,
+        *p.tau_max,
+        (p.tau_max.log10() * *p.per_decade as f64).round() as usize + 1,
     ));
     let mut rep = Report::default();
     let mut members = Vec::new();
     let (mut draws, mut satisfying_drawn, mut rejected) = (0usize, 0usize, 0usize);
     // the main stream: satisfying draws until `instances`, the first `violating` rejected ones
     // (those with an ℓ1 solution to compare with) as they come
-    let gen_delta = p.delta;
+    let gen_delta = *p.delta;
     let mut rng_draws = draw_stream(DATA_STREAM, gen_delta, p, ctx);
-    while satisfying_drawn < p.instances && draws < p.max_draws {
+    while satisfying_drawn < *p.instances && draws < p.max_draws {
         let (k, inst, verdict) = rng_draws.next().expect("endless stream")?;
         draws = k;
         let ok = verdict.failures.is_empty();
@@ -350,7 +333,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let sat: Vec<&Member> = members.iter().filter(|m| m.satisfies()).collect();
     let viol: Vec<&Member> = members.iter().filter(|m| !m.satisfies()).collect();
-    let passes = |m: &Member| m.objective_gap <= c.objective_gap && m.direction <= c.direction;
+    let passes = |m: &Member| m.objective_gap <= *c.objective_gap && m.direction <= *c.direction;
     let passing = sat.iter().filter(|m| passes(m)).count();
     rep.derive("instances", members.len());
     rep.derive("satisfying", sat.len());
@@ -364,12 +347,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let setting = format!(
         "random-A2 d = {}, n = {}, L = {}, Δ = {}; ω₀ = {}, τ_max = {:e}; {} satisfying of {} draws",
-        p.d,
-        p.n,
-        p.tokens,
-        p.delta,
-        p.omega0,
-        p.tau_max,
+        *p.d,
+        *p.n,
+        *p.tokens,
+        *p.delta,
+        *p.omega0,
+        *p.tau_max,
         sat.len(),
         draws
     );
@@ -378,7 +361,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "satisfying-found",
             "random A2 sets satisfying A1-diag, A3 and the selection rule found",
             sat.len() as f64,
-            p.instances as f64,
+            *p.instances as f64,
         )
         .note(format!(
             "{setting}; selection: unique LP, complementarity margin ≥ {} (max_draws = {})",
@@ -415,10 +398,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "l1-objective-gap-decline-worst",
             &format!(
                 "Thm 4.1: worst gap(τ_max)/gap(τ_max/1e{}) over the satisfying sets (still converging)",
-                p.decline_decades
+                *p.decline_decades
             ),
             worst_decline,
-            c.decline_ratio,
+            *c.decline_ratio,
         )
         .note(format!(
             "worst: {worst_decline_m}; a flow stalled away from the ℓ1 solution keeps the ratio \
@@ -437,10 +420,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "passing-fraction",
             &format!(
                 "satisfying sets with ‖β̂‖₁/OPT₁ − 1 ≤ {:e}, ‖β̂ − β*₁‖/‖β*₁‖ ≤ {:e} at τ_max (fraction)",
-                c.objective_gap, c.direction
+                *c.objective_gap, *c.direction
             ),
             fraction,
-            c.pass_fraction,
+            *c.pass_fraction,
         )
         .note(format!(
             "{passing} of {} pass; worst gap {worst_gap:.3e}, worst direction error \
@@ -495,7 +478,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     }
     rep.tables.push(("paths".into(), paths));
-    let (xi_k, xi_q) = init5(&[p.omega0; 1]);
+    let (xi_k, xi_q) = init5(&[*p.omega0; 1]);
     rep.instance = Some(run_instance(
         members
             .iter()
@@ -518,7 +501,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn figure(members: &[Member], p: &Params, c: &Checks) -> Figure {
     // the gap is ≥ 0 up to rounding (β̂ is feasible)
     let floor = super::common::log_axis_floor;
-    let group = |m: &Member| match (m.satisfies(), m.delta == p.delta) {
+    let group = |m: &Member| match (m.satisfies(), m.delta == *p.delta) {
         (true, _) => (0usize, "satisfying"),
         (false, true) => (1, "rejected by the selection rule"),
         (false, false) => (2, "A3 violated (Δ below Δ*)"),
@@ -531,7 +514,7 @@ fn figure(members: &[Member], p: &Params, c: &Checks) -> Figure {
     .log_x()
     .log_y()
     .legend(LegendPosition::LowerLeft)
-    .hline(RefLine::new(c.objective_gap, "bound"));
+    .hline(RefLine::new(*c.objective_gap, "bound"));
     let mut seen = [false; 3];
     for m in members {
         let (color, name) = group(m);
@@ -552,14 +535,14 @@ fn figure(members: &[Member], p: &Params, c: &Checks) -> Figure {
     let mut ends = LinePanel::new(
         format!(
             "at τ_max = {:e}, against the complementarity margin",
-            p.tau_max
+            *p.tau_max
         ),
         "margin 1 − max_{j∉J}|(Bλ*)_j|",
         "‖β̂‖₁/OPT₁ − 1",
     )
     .log_y()
     .legend(LegendPosition::LowerLeft)
-    .hline(RefLine::new(c.objective_gap, "bound"))
+    .hline(RefLine::new(*c.objective_gap, "bound"))
     .vline(RefLine::new(p.min_margin, "selection"));
     for color in 0..3 {
         let picked: Vec<&Member> = members.iter().filter(|m| group(m).0 == color).collect();
@@ -583,9 +566,9 @@ fn figure(members: &[Member], p: &Params, c: &Checks) -> Figure {
 
 /// One reduced KQ flow (dimension d) per member run, plus 2d + 2 LPs per draw judged.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let samples = p.tau_max.log10() * n(p.per_decade) + 2.0;
-    let runs = n(p.instances + p.violating + p.a3_violating);
-    let d = n(p.d);
+    let samples = p.tau_max.log10() * n(*p.per_decade) + 2.0;
+    let runs = n(*p.instances + p.violating + p.a3_violating);
+    let d = n(*p.d);
     Cost::new()
         .ode(
             "instances, violating, a3_violating, d",

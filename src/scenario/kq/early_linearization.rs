@@ -18,15 +18,14 @@ use crate::flow::{integrate, linspace, Descent, GradientFlow, Method, OdeConfig}
 use crate::models::kq::full::{origin_gradient, FullKq, OriginLinearization};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use std::path::PathBuf;
 
-use super::common::{
-    data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL,
-};
+use super::common::{chosen_data, DataName, FIRST_FREE_STREAM};
 use crate::attention::Instance;
 use crate::instance::kq::{FullInits, KqData};
 use crate::instance::InstanceFile;
@@ -52,14 +51,14 @@ pub struct Params {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_file: Option<PathBuf>,
     /// Initialization scales s: K(0), Q(0) = s·(K̃, Q̃), K̃, Q̃ ~ N(0, 1) shared (spec §7: 1e-4, 5e-5).
-    pub scales: Vec<f64>,
+    pub scales: Vec<Positive>,
     /// T is the time at which the closed form of the largest s reaches ‖W‖ = w_max (spec §7: 1e-3).
-    pub w_max: f64,
+    pub w_max: Positive,
     /// Output samples on [0, T].
-    pub samples: usize,
+    pub samples: AtLeast<3>,
     /// Simpson panels per output interval of Duhamel's integral (its error ∝ (σh)⁴ with σ the
     /// largest s_k(G_0)).
-    pub duhamel_panels: usize,
+    pub duhamel_panels: AtLeast<1>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,39 +67,20 @@ pub struct Checks {
     /// max over s of |e/e_D − 1| / max_t‖W‖, e = max_t relative error, e_D = its Duhamel
     /// prediction (the neglected term is O(‖W‖) relative to e_D: coefficient 1). Replaces the
     /// spec's e ≤ 10·max‖W‖.
-    pub duhamel_rel_per_w: f64,
+    pub duhamel_rel_per_w: Positive,
     /// d ln(rel err)/d ln s at fixed T: target and tolerance (corrected: 2; spec §7 claims 1).
     pub slope_target: f64,
-    pub slope_tol: f64,
+    pub slope_tol: Positive,
     /// Jacobian eigenvalues at K = Q = 0 against ±s_k(G_0) (spec §7: 1e-10).
-    pub eigen_tol: f64,
+    pub eigen_tol: Positive,
     /// Model's G_0 against the closed form (1/n)Σ e^{−γ_nopt−Δ_i/L}(Δ_i/L)(x_opt − x̄_i)z_iᵀ.
-    pub g0_tol: f64,
+    pub g0_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.scales.len() < 2 || p.scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
-        return Err(sc.invalid(
-            "params.scales",
-            "at least two positive scales (the slope needs two)",
-        ));
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.scales.len() < 2 {
+        return Err(sc.invalid("params.scales", "at least two scales (the slope needs two)"));
     }
-    if p.samples < 3 {
-        return Err(sc.invalid("params.samples", "need at least 3 samples"));
-    }
-    if p.duhamel_panels == 0 {
-        return Err(sc.invalid("params.duhamel_panels", "need at least 1 panel"));
-    }
-    if !c.slope_target.is_finite() {
-        return Err(sc.invalid("checks.slope_target", "must be finite"));
-    }
-    sc.require_positive(&[
-        ("params.w_max", p.w_max),
-        ("checks.duhamel_rel_per_w", c.duhamel_rel_per_w),
-        ("checks.slope_tol", c.slope_tol),
-        ("checks.eigen_tol", c.eigen_tol),
-        ("checks.g0_tol", c.g0_tol),
-    ])?;
     // bad files are refused here, before anything is written
     inputs(p, sc).map(|_| ())
 }
@@ -108,13 +88,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 /// The data (named or `data_file`) and the directions K̃, Q̃ (drawn N(0, 1) from stream
 /// FIRST_FREE_STREAM, or `init_file`).
 fn inputs(p: &Params, sc: &Scenario) -> Result<(String, Instance, FullInits), InputError> {
-    let (label, inst) = match &p.data_file {
-        Some(path) => (USER_LABEL.to_string(), user_data(sc, path, false)?),
-        None => (
-            data_label(p.data),
-            named_instance(p.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
-        ),
-    };
+    let (label, inst) = chosen_data(sc, p.data, p.data_file.as_deref())?;
     let d = inst.data.d;
     let dirs = match &p.init_file {
         Some(path) => {
@@ -271,20 +245,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     // T: the closed form of the largest scale reaches ‖W‖ = w_max
     let (k_dir, q_dir) = (&dirs.k[0], &dirs.q[0]);
-    let s_big = stats::max(p.scales.iter());
+    let s_big = stats::max(p.scales.iter().map(|s| **s));
     let w_lin = |s: f64, t: f64| {
         let (k, q) = lin.factors(&(k_dir * s), &(q_dir * s), t);
         (k * q.transpose()).norm()
     };
-    if w_lin(s_big, 0.0) >= p.w_max {
+    if w_lin(s_big, 0.0) >= *p.w_max {
         return Err(RunError::Other(format!(
             "params.w_max = {} is below ‖W(0)‖ = {:.3e} of the largest scale",
-            p.w_max,
+            *p.w_max,
             w_lin(s_big, 0.0)
         )));
     }
     let (mut lo, mut hi) = (0.0, 1.0);
-    while w_lin(s_big, hi) < p.w_max {
+    while w_lin(s_big, hi) < *p.w_max {
         hi *= 2.0;
         if hi > 1e8 {
             return Err(RunError::Other(
@@ -294,16 +268,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if w_lin(s_big, mid) < p.w_max {
+        if w_lin(s_big, mid) < *p.w_max {
             lo = mid
         } else {
             hi = mid
         }
     }
     let t_end = lo;
-    let times = linspace(0.0, t_end, p.samples);
+    let times = linspace(0.0, t_end, *p.samples);
     let mut runs = Vec::new();
-    for &s in &p.scales {
+    for s in p.scales.iter().map(|s| **s) {
         let (k0, q0) = (k_dir * s, q_dir * s);
         let z0 = kq.pack(&k0, &q0);
         // absolute tolerance far below the smallest state entries (~s)
@@ -313,7 +287,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         };
         let tr = integrate(&Descent(&kq), &z0, &times, &cfg, None)?;
         rep.stats(format!("s = {s:e}"), &tr.stats);
-        let delta = duhamel_error(&kq, &lin, (&k0, &q0), &times, p.duhamel_panels);
+        let delta = duhamel_error(&kq, &lin, (&k0, &q0), &times, *p.duhamel_panels);
         let mut run = ScaleRun {
             s,
             t: Vec::new(),
@@ -359,7 +333,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("duhamel_dev_per_w", stats::max(duhamel_dev.iter()));
     let setting = format!(
         "{label}, d_e = {de}, s ∈ {:?}, T = {t_end:.4} (‖W_lin(T)‖ = {} at the largest s)",
-        p.scales, p.w_max
+        p.scales, *p.w_max
     );
     let g0_name = "G_0 = −∇_W L(0) vs the §2.6(d) closed form (relative)";
     // the closed form holds under A2 (equal non-optimal scores): always on the built-in A2 data
@@ -368,7 +342,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .a2_spread;
     if p.data_file.is_none() || a2_spread <= A2_TOL {
         rep.check(
-            Check::at_most("g0-closed-form", g0_name, g0_err, c.g0_tol)
+            Check::at_most("g0-closed-form", g0_name, g0_err, *c.g0_tol)
                 .note("(1/n) Σ_i e^{−γ_i,nopt − Δ_i/L}(Δ_i/L)(x_i,opt − x̄_i)z_iᵀ (A2)"),
         );
     } else {
@@ -386,7 +360,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "jacobian-eigenvalues-vs",
             "Jacobian at K = Q = 0: eigenvalues vs ±s_k(G_0) (×d_e)",
             eig_err,
-            c.eigen_tol,
+            *c.eigen_tol,
         )
         .note(format!(
             "s(G_0) = {:?}; exact-JVP Jacobian, asymmetry {asym:.1e} included",
@@ -398,7 +372,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "error-vs-duhamel",
             "max_t rel. error vs cosh/sinh against Duhamel's prediction: |e/e_D − 1| / max_t‖W‖",
             stats::max(duhamel_dev.iter()),
-            c.duhamel_rel_per_w,
+            *c.duhamel_rel_per_w,
         )
         .note(format!(
             "e_D from δ̇ = Aδ + F(z_lin) − Az_lin (exact HVP at 0); per s: {}; e/max‖W‖ = \
@@ -421,7 +395,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "d ln(rel err)/d ln s at fixed T",
             slope,
             c.slope_target,
-            c.slope_tol,
+            *c.slope_tol,
         )
         .note(format!(
             "the error is ∝ max‖W‖ ∝ s² at fixed T (slope against max‖W‖: {slope_w:.3})"
@@ -494,7 +468,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         "scales, de, samples",
         n(p.scales.len()),
         p.de,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     )
 }

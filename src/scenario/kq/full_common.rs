@@ -10,19 +10,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::attention::FixedDecoder;
 use crate::flow::{integrate, logspace, FlowError, Method, OdeConfig, Trajectory};
-use crate::models::kq::full::normalized_direction;
+use crate::models::kq::full::{normalized_direction, FullKq};
 use crate::models::kq::log_time::{LogTimeDescent, ScaledGradient};
 use crate::scenario::cost::Cost;
 
 use std::path::PathBuf;
 
-use super::common::{
-    data_label, named_instance, user_data, DataName, FIRST_FREE_STREAM, USER_LABEL,
-};
+use super::common::{chosen_data, DataName, FIRST_FREE_STREAM};
 use crate::attention::Instance;
 use crate::instance::kq::{FullInits, KqData};
 use crate::instance::{Arrays, InstanceFile};
+use crate::scenario::param::{AtLeast, Decades, Positive};
 use crate::scenario::{Check, InputError, Report, Scenario};
+
+/// The log-time horizon of a full-model flow: τ_max in (1, 1e10] (spec §8: beyond µ ≈ 1e10
+/// margins lose f64 resolution).
+pub type FullHorizon = Decades<0, 10>;
+
+/// Drift of the conserved balance C = KᵀK − QᵀQ (spec §2.5) at state `z` from its initial
+/// value `c0`, relative to max(1, ‖K‖² + ‖Q‖²).
+pub fn balance_drift(kq: &FullKq, z: &[f64], c0: &DMatrix<f64>) -> f64 {
+    let size: f64 = z.iter().map(|x| x * x).sum();
+    (kq.balance(z) - c0).norm() / size.max(1.0)
+}
 
 /// Parameters of the seeded full-model flow scenarios (full-nuclear-vs-frobenius,
 /// aligned-random-init): one dataset, factors K(0), Q(0) ~ N(0, s²) per seed, τ output grid.
@@ -41,36 +51,20 @@ pub struct FlowRunParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_file: Option<PathBuf>,
     /// Embedding width d_e (the theorems take d_e ≥ d).
-    pub de: usize,
+    pub de: AtLeast<1>,
     /// K(0), Q(0) entries i.i.d. N(0, s²) (spec §1.5: s ∈ [0.01, 0.5]; §7: 0.1).
-    pub init_scale: f64,
+    pub init_scale: Positive,
     /// Number of initializations (spec §7: seeds 0..4); W(0) = K(0)Q(0)ᵀ for the W flow.
-    pub seeds: usize,
+    pub seeds: AtLeast<1>,
     /// Final log time τ_max (spec §7: 1e5 – 1e6).
-    pub tau_max: f64,
+    pub tau_max: FullHorizon,
     /// Output samples per decade of τ (spec §8: ≥ 5).
-    pub per_decade: usize,
+    pub per_decade: AtLeast<1>,
 }
 
 impl FlowRunParams {
-    /// Refuses empty sizes, a τ_max outside (1, 1e10] and a non-positive init scale.
+    /// Refuses bad data and init files (the ranges are in the field types).
     pub fn validate(&self, sc: &Scenario) -> Result<(), InputError> {
-        if self.de == 0 {
-            return Err(sc.invalid("params.de", "the embedding width must be at least 1"));
-        }
-        if self.seeds == 0 {
-            return Err(sc.invalid("params.seeds", "need at least one initialization"));
-        }
-        if self.per_decade == 0 {
-            return Err(sc.invalid("params.per_decade", "need at least one sample per decade"));
-        }
-        if !(self.tau_max > 1.0 && self.tau_max <= 1e10) {
-            return Err(sc.invalid(
-                "params.tau_max",
-                "must lie in (1, 1e10] (spec §8: beyond µ ≈ 1e10 margins lose f64 resolution)",
-            ));
-        }
-        sc.require_positive(&[("params.init_scale", self.init_scale)])?;
         // bad files are refused here, before anything is written
         self.inputs(sc).map(|_| ())
     }
@@ -78,14 +72,7 @@ impl FlowRunParams {
     /// The data and the initial factors of the runs: the named dataset or `data_file`, and per
     /// seed K(0), Q(0) ~ N(0, s²) (stream FIRST_FREE_STREAM + seed) or the rows of `init_file`.
     pub fn inputs(&self, sc: &Scenario) -> Result<FlowInputs, InputError> {
-        let (label, inst) = match &self.data_file {
-            Some(path) => (USER_LABEL.to_string(), user_data(sc, path, false)?),
-            None => (
-                data_label(self.data),
-                named_instance(self.data, sc)
-                    .map_err(|e| sc.invalid("params.data", e.to_string()))?,
-            ),
-        };
+        let (label, inst) = chosen_data(sc, self.data, self.data_file.as_deref())?;
         let d = inst.data.d;
         let inits = match &self.init_file {
             Some(path) => {
@@ -108,12 +95,12 @@ impl FlowRunParams {
                     k: Vec::new(),
                     q: Vec::new(),
                 };
-                for seed in 0..self.seeds {
+                for seed in 0..*self.seeds {
                     let mut rng = sc.rng(FIRST_FREE_STREAM + seed as u64);
-                    f.k.push(gaussian_matrix(&mut rng, d, self.de, self.init_scale));
-                    f.q.push(gaussian_matrix(&mut rng, d, self.de, self.init_scale));
+                    f.k.push(gaussian_matrix(&mut rng, d, *self.de, *self.init_scale));
+                    f.q.push(gaussian_matrix(&mut rng, d, *self.de, *self.init_scale));
                 }
-                ((0..self.seeds).map(|s| format!("seed {s}")).collect(), f)
+                ((0..*self.seeds).map(|s| format!("seed {s}")).collect(), f)
             }
         };
         Ok(FlowInputs {
@@ -127,7 +114,7 @@ impl FlowRunParams {
 
 /// What a seeded full-model run starts from.
 pub struct FlowInputs {
-    /// The dataset's name, or [`USER_LABEL`].
+    /// The dataset's name, or [`super::common::USER_LABEL`].
     pub label: String,
     pub inst: Instance,
     /// Per run: `seed k` or `init r`.

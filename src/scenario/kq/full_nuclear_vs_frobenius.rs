@@ -12,14 +12,15 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::kq::full::FullKq;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Check, Report, RunContext, RunError, Table};
 use crate::stats;
 
 use super::common::instance_svms;
 use super::full_common::{
-    frobenius_distance, full_flow_cost, run_log_time, tau_grid, tau_grid_len, DirectionSample,
-    FlowRunParams,
+    balance_drift, frobenius_distance, full_flow_cost, run_log_time, tau_grid, tau_grid_len,
+    DirectionSample, FlowRunParams,
 };
 
 /// The seeded flow parameters shared with the other full-model scenario.
@@ -29,35 +30,22 @@ pub type Params = FlowRunParams;
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// KQ: max over seeds of ‖Ŵ − W_*‖_F at τ_max (spec §7: 1e-4 at τ = 1e6).
-    pub kq_direction_tol: f64,
+    pub kq_direction_tol: Positive,
     /// KQ: σ₂(Ŵ)/σ₁(Ŵ) at τ_max (spec §7: 1e-4).
-    pub kq_rank_ratio_tol: f64,
+    pub kq_rank_ratio_tol: Positive,
     /// KQ: ‖Ŵ‖_*/OPT_* − 1 at τ_max (objective gap, spec §4 Thm 1.1 recipe).
-    pub kq_nuclear_gap_tol: f64,
+    pub kq_nuclear_gap_tol: Positive,
     /// W: max over seeds of ‖Ŵ − W_F‖_F at τ_max (spec §7: 1e-5 at τ = 1e6).
-    pub w_direction_tol: f64,
+    pub w_direction_tol: Positive,
     /// Each limit stays away from the other SVM: min(‖Ŵ_KQ − W_F‖, ‖Ŵ_W − W_*‖) ≥ this
     /// (toy-3: ‖W_F − W_*‖_F = 0.4216).
-    pub separation_min: f64,
+    pub separation_min: Positive,
     /// ‖C(τ) − C(0)‖_F / max(1, ‖K‖_F² + ‖Q‖_F²) over the run (spec §2.5: 1e-8).
-    pub balance_drift_tol: f64,
+    pub balance_drift_tol: Positive,
     /// Decay exponents of the direction errors over the last two decades of τ: W against −1
     /// (O(1/µ), spec §2.7) and KQ against −κ, κ the nuclear certificate's complementarity margin
     /// (spec §2.8: the margin predicts the KQ exponent) — max deviation over seeds.
-    pub exponent_tol: f64,
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    p.validate(sc)?;
-    sc.require_positive(&[
-        ("checks.kq_direction_tol", c.kq_direction_tol),
-        ("checks.kq_rank_ratio_tol", c.kq_rank_ratio_tol),
-        ("checks.kq_nuclear_gap_tol", c.kq_nuclear_gap_tol),
-        ("checks.w_direction_tol", c.w_direction_tol),
-        ("checks.separation_min", c.separation_min),
-        ("checks.balance_drift_tol", c.balance_drift_tol),
-        ("checks.exponent_tol", c.exponent_tol),
-    ])
+    pub exponent_tol: Positive,
 }
 
 /// One model's samples along one run.
@@ -96,7 +84,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let opt_star = svms.nuclear.nuclear_norm;
     let kq = FullKq::new(inst, inputs.de()).map_err(|e| RunError::Other(e.to_string()))?;
     let w_model = kq.model();
-    let taus = tau_grid(p.tau_max, p.per_decade);
+    let taus = tau_grid(*p.tau_max, *p.per_decade);
     let mut kq_runs = Vec::new();
     let mut w_runs = Vec::new();
     let mut drift = 0.0f64;
@@ -112,8 +100,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let mut samples = Vec::new();
             for k in 0..tr.len() {
                 let z = tr.state(k);
-                let size: f64 = z.iter().map(|x| x * x).sum();
-                drift = stats::larger(drift, (kq.balance(z) - &c0).norm() / size.max(1.0));
+                drift = stats::larger(drift, balance_drift(&kq, z, &c0));
                 samples.push(DirectionSample::new(w_model, tr.t[k], &kq.combined(z)));
             }
             kq_runs.push((seed, Run { samples }));
@@ -160,7 +147,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "kq-tau",
             "KQ: max ‖Ŵ − W_*‖_F at τ_max",
             kq_dist,
-            c.kq_direction_tol,
+            *c.kq_direction_tol,
         )
         .note(format!(
             "{setting}; W_* from the certified nuclear program (complementarity margin {:.3})",
@@ -172,12 +159,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "kq-sigma2-sigma1-tau-low-rank",
             "KQ: σ₂(Ŵ)/σ₁(Ŵ) at τ_max (low rank)",
             kq_ratio,
-            c.kq_rank_ratio_tol,
+            *c.kq_rank_ratio_tol,
         )
         .note(format!("W_* has rank {}", svms.nuclear.rank)),
     );
     rep.check(
-        Check::at_most("kq-opt-tau", "KQ: ‖Ŵ‖_*/OPT_* − 1 at τ_max", kq_gap, c.kq_nuclear_gap_tol)
+        Check::at_most("kq-opt-tau", "KQ: ‖Ŵ‖_*/OPT_* − 1 at τ_max", kq_gap, *c.kq_nuclear_gap_tol)
             .note(format!("OPT_* = {opt_star:.9}; Ŵ is feasible by construction, so the gap is ≥ 0 up to rounding")),
     );
     rep.check(
@@ -185,7 +172,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "tau",
             "W: max ‖Ŵ − W_F‖_F at τ_max",
             w_dist,
-            c.w_direction_tol,
+            *c.w_direction_tol,
         )
         .note("Sec. 4.2 (Tarzanagh et al. 2023a): GF on the combined W → W_F-SVM, error O(1/µ)"),
     );
@@ -194,7 +181,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "two-limits-differ-kq",
             "the two limits differ: min(‖Ŵ_KQ − W_F‖, ‖Ŵ_W − W_*‖)",
             stats::smaller(kq_to_f, w_to_star),
-            c.separation_min,
+            *c.separation_min,
         )
         .note(format!("‖W_F − W_*‖_F = {ref_gap:.4}")),
     );
@@ -211,7 +198,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "decay-exponent-tau-last-two-decades",
             "W: |decay exponent of ‖Ŵ − W_F‖ in τ + 1| (last two decades)",
             dev(&w_exp, -1.0, w_ok),
-            c.exponent_tol,
+            *c.exponent_tol,
         )
         .note(format!(
             "exponents {w_exp:.4?}; derived (spec §2.7: error O(1/µ), µ ≈ τ)"
@@ -221,7 +208,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_most(
             "kq-decay-exponent-tau-kappa-kappa", "KQ: |decay exponent of ‖Ŵ − W_*‖ in τ + κ|, κ = complementarity margin",
             dev(&kq_exp, -kappa, kq_ok),
-            c.exponent_tol,
+            *c.exponent_tol,
         )
         .note(format!(
             "exponents {kq_exp:.4?}, κ = 1 − ‖P_U⊥MP_V⊥‖_op = {kappa:.4}; derived, not in the paper \
@@ -233,7 +220,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "kq-balance-drift-tau",
             "KQ: balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
             drift,
-            c.balance_drift_tol,
+            *c.balance_drift_tol,
         )
         .note("C = KᵀK − QᵀQ is conserved by the flow (spec §2.5)"),
     );
@@ -406,11 +393,11 @@ fn figure(
 
 /// Per seed a KQ and a W flow on the log-time grid, every sample kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let samples = tau_grid_len(p.tau_max, p.per_decade);
+    let samples = tau_grid_len(*p.tau_max, *p.per_decade);
     full_flow_cost(
         "seeds, de, tau_max, per_decade",
-        2.0 * n(p.seeds),
-        p.de,
+        2.0 * n(*p.seeds),
+        *p.de,
         samples,
         ctx.ode.method,
     )
@@ -423,7 +410,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               SVM W_* (low rank), W → Frobenius SVM W_F; distances of Ŵ to both over log time \
               and the singular values of the limits (Theorem 1.1, E2).",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
-    validate,
+    validate: |p, _, sc| p.validate(sc),
     cost,
     quantities: &[
         "kq_dist_nuclear",

@@ -17,6 +17,7 @@ use crate::models::kq::full::FullKq;
 use crate::models::kq::generators::{first_valid, RandomA2};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Fraction, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -24,7 +25,7 @@ use crate::stats;
 use super::common::{instance_svms, singular_values, DATA_STREAM, FIRST_FREE_STREAM};
 use super::full_common::{
     frobenius_distance, full_flow_cost, gaussian_matrix, run_log_time, tau_grid, tau_grid_len,
-    DirectionSample,
+    DirectionSample, FullHorizon,
 };
 
 /// Which SVM objective the KQ limits are measured against.
@@ -41,19 +42,19 @@ pub enum KqTarget {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Random A2 datasets (spec §7: 20).
-    pub instances: usize,
+    pub instances: AtLeast<1>,
     /// Dimensions d, cycled over the instances (spec §7: 4, 5, 6); d_e = d.
     pub dims: Vec<usize>,
     /// random-A2 shape (spec §5.1 defaults: n = 2, L = 3, Δ = 3, γ_nopt = 0).
-    pub n: usize,
-    pub tokens: usize,
-    pub delta: f64,
+    pub n: AtLeast<1>,
+    pub tokens: AtLeast<2>,
+    pub delta: Positive,
     /// K(0), Q(0) entries i.i.d. N(0, s²) (spec §7: 0.1).
-    pub init_scale: f64,
+    pub init_scale: Positive,
     /// Final log time τ_max.
-    pub tau_max: f64,
+    pub tau_max: FullHorizon,
     /// Output samples per decade of τ.
-    pub per_decade: usize,
+    pub per_decade: AtLeast<1>,
     /// The SVM objective the KQ limits are compared with (spec: nuclear).
     pub kq_target: KqTarget,
 }
@@ -62,41 +63,18 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// W: ‖Ŵ − W_F‖_F at τ_max on every dataset (spec §7: 1e−4, hard).
-    pub w_direction: f64,
+    pub w_direction: Positive,
     /// KQ: objective gap ‖Ŵ‖/OPT − 1 at τ_max counted as reached (spec §7: 1e−3).
-    pub kq_gap: f64,
+    pub kq_gap: Positive,
     /// KQ: fraction of the datasets reaching `kq_gap` (spec §7: "expect ≥ 80%", soft).
-    pub kq_fraction: f64,
+    pub kq_fraction: Fraction,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.instances == 0 {
-        return Err(sc.invalid("params.instances", "must be ≥ 1"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.dims.is_empty() || p.dims.iter().any(|&d| !(2..=8).contains(&d)) {
         return Err(sc.invalid("params.dims", "a non-empty list of dimensions in [2, 8]"));
     }
-    if p.n == 0 || p.tokens < 2 {
-        return Err(sc.invalid("params.n", "random-A2 needs n ≥ 1 and tokens ≥ 2"));
-    }
-    if !(p.tau_max > 1.0 && p.tau_max <= 1e10) {
-        return Err(sc.invalid(
-            "params.tau_max",
-            "must lie in (1, 1e10] (spec §8: beyond µ ≈ 1e10 margins lose f64 resolution)",
-        ));
-    }
-    if p.per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "must be ≥ 1"));
-    }
-    if !(c.kq_fraction > 0.0 && c.kq_fraction <= 1.0) {
-        return Err(sc.invalid("checks.kq_fraction", "must lie in (0, 1]"));
-    }
-    sc.require_positive(&[
-        ("params.delta", p.delta),
-        ("params.init_scale", p.init_scale),
-        ("checks.w_direction", c.w_direction),
-        ("checks.kq_gap", c.kq_gap),
-    ])
+    Ok(())
 }
 
 /// The horizon at which spec §5.2 (E2) states its expected fraction.
@@ -133,17 +111,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let sc = ctx.scenario;
     let mut data_rng = sc.rng(DATA_STREAM);
     let mut init_rng = sc.rng(FIRST_FREE_STREAM);
-    let taus = tau_grid(p.tau_max, p.per_decade);
+    let taus = tau_grid(*p.tau_max, *p.per_decade);
     let mut rep = Report::default();
     let mut members = Vec::new();
-    for k in 0..p.instances {
+    for k in 0..*p.instances {
         let d = p.dims[k % p.dims.len()];
         let label = format!("set-{k:02}-d{d}");
         let gen = RandomA2 {
-            n: p.n,
-            tokens: p.tokens,
+            n: *p.n,
+            tokens: *p.tokens,
             d,
-            delta: p.delta,
+            delta: *p.delta,
             gamma_nopt: 0.0,
             zero_last_query: false,
         };
@@ -153,8 +131,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let svms = instance_svms(&inst, &label, &NuclearSettings::default())?;
         let kq = FullKq::new(&inst, d).map_err(|e| fail(e.to_string()))?;
         let inits = FullInits {
-            k: vec![gaussian_matrix(&mut init_rng, d, d, p.init_scale)],
-            q: vec![gaussian_matrix(&mut init_rng, d, d, p.init_scale)],
+            k: vec![gaussian_matrix(&mut init_rng, d, d, *p.init_scale)],
+            q: vec![gaussian_matrix(&mut init_rng, d, d, *p.init_scale)],
         };
         let z0 = kq.pack(&inits.k[0], &inits.q[0]);
         let w0 = kq.combined(&z0);
@@ -219,8 +197,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     let sat: Vec<&Member> = members.iter().filter(|m| m.a3_slack >= 0.0).collect();
-    let w_pass = |m: &Member| m.w_direction <= c.w_direction;
-    let kq_pass = |m: &Member| m.kq_gap <= c.kq_gap;
+    let w_pass = |m: &Member| m.w_direction <= *c.w_direction;
+    let kq_pass = |m: &Member| m.kq_gap <= *c.kq_gap;
     let passing = sat.iter().filter(|m| w_pass(m) && kq_pass(m)).count();
     let w_passing = sat.iter().filter(|m| w_pass(m)).count();
     let kq_passing = sat.iter().filter(|m| kq_pass(m)).count();
@@ -241,11 +219,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "random-A2 d ∈ {:?}, n = {}, L = {}, Δ = {}; d_e = d, K(0), Q(0) ~ N(0, {}²); τ_max = {:e}; \
          {} of {} sets satisfy A3 at W(0)",
         p.dims,
-        p.n,
-        p.tokens,
-        p.delta,
-        p.init_scale,
-        p.tau_max,
+        *p.n,
+        *p.tokens,
+        *p.delta,
+        *p.init_scale,
+        *p.tau_max,
         sat.len(),
         members.len()
     );
@@ -258,7 +236,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "w-frobenius-worst",
             "Sec. 4.2: worst ‖Ŵ_W − W_F‖_F at τ_max over the satisfying sets",
             worst_w,
-            c.w_direction,
+            *c.w_direction,
         )
         .note(format!(
             "worst: {worst_w_label}; combined-W gradient flow → W_F-SVM (Tarzanagh et al. 2023a), \
@@ -292,7 +270,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     // where the two SVMs' objectives differ by more than the tolerance, the KQ limit must be
     // nearer the target objective than the combined-W limit (the bias that tells them apart)
-    let distinct: Vec<&&Member> = sat.iter().filter(|m| m.svm_gap >= c.kq_gap).collect();
+    let distinct: Vec<&&Member> = sat.iter().filter(|m| m.svm_gap >= *c.kq_gap).collect();
     let (worst_ratio, worst_ratio_label) = stats::worst(
         distinct
             .iter()
@@ -317,7 +295,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              toward the nuclear norm, the combined W toward the Frobenius norm",
             distinct.len(),
             sat.len(),
-            c.kq_gap
+            *c.kq_gap
         )),
     );
     let missing: Vec<String> = sat
@@ -327,16 +305,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     let title = format!(
         "KQ: fraction of the satisfying sets with {target} ≤ {:e} at τ_max",
-        c.kq_gap
+        *c.kq_gap
     );
     let detail = format!(
         "{kq_passing} of {}; worst {worst_kq:.3e} ({worst_kq_label}); above the bound: [{}]",
         sat.len(),
         missing.join(", ")
     );
-    if p.tau_max >= SPEC_FRACTION_TAU {
+    if *p.tau_max >= SPEC_FRACTION_TAU {
         rep.check(
-            Check::at_least("kq-nuclear-fraction", &title, fraction, c.kq_fraction)
+            Check::at_least("kq-nuclear-fraction", &title, fraction, *c.kq_fraction)
                 .note(format!(
                     "{detail}. A conjecture beyond the aligned case of Thm 5.1, so the spec's soft \
                      fraction is checked, not every set"
@@ -356,7 +334,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                  {:e} (the full flows' integrators fail near τ ≈ 4e4–8e4 on some sets), where the \
                  slow sets (weak complementarity margin, or a nuclear solution of rank > 1) are \
                  still converging: measured {detail} (derived kq_fraction)",
-                c.kq_fraction, p.tau_max
+                *c.kq_fraction, *p.tau_max
             ),
         );
     }
@@ -411,7 +389,7 @@ fn figure(members: &[Member], target: &str, c: &Checks) -> Figure {
     .log_x()
     .log_y()
     .legend(LegendPosition::LowerLeft)
-    .hline(RefLine::new(c.kq_gap, "bound"));
+    .hline(RefLine::new(*c.kq_gap, "bound"));
     for (i, m) in members.iter().enumerate() {
         let label = if i == 0 {
             "KQ, one line per set".to_string()
@@ -434,7 +412,7 @@ fn figure(members: &[Member], target: &str, c: &Checks) -> Figure {
     )
     .log_y()
     .legend(LegendPosition::LowerLeft)
-    .hline(RefLine::new(c.kq_gap, "KQ bound"))
+    .hline(RefLine::new(*c.kq_gap, "KQ bound"))
     .series(
         Series::new(
             format!("KQ {target}"),
@@ -462,10 +440,10 @@ fn figure(members: &[Member], target: &str, c: &Checks) -> Figure {
 /// Per dataset one KQ and one W flow (dimension ≤ 2·d_max²) and the SVM solves.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let de = p.dims.iter().copied().max().unwrap_or(1);
-    let samples = tau_grid_len(p.tau_max, p.per_decade);
+    let samples = tau_grid_len(*p.tau_max, *p.per_decade);
     full_flow_cost(
         "instances, dims, tau_max, per_decade",
-        2.0 * n(p.instances),
+        2.0 * n(*p.instances),
         de,
         samples,
         ctx.ode.method,

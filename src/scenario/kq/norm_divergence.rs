@@ -14,11 +14,12 @@ use crate::models::kq::diagonal::{init5, DiagonalLoss, ReducedKq};
 use crate::models::kq::log_time::ScaledGradient;
 use crate::plot::{Figure, LinePanel, RefLine, Series};
 use crate::scenario::cost::Cost;
-use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::param::{AtLeast, Positive};
+use crate::scenario::registry::{no_validation, Kind};
+use crate::scenario::{Check, Report, RunContext, RunError, Table};
 use crate::stats;
 
-use super::common::{build_instance, data_label, DataName};
+use super::common::{build_instance, data_label, DataName, DiagonalHorizon};
 use super::diag_l1_vs_l2::polish_l1;
 use crate::analysis::svm::solve_l1;
 
@@ -28,29 +29,20 @@ pub struct Params {
     /// Dataset of spec §5.1 (spec §7: toy-2b).
     pub data: DataName,
     /// Uniform init scale ω_0 of init (5).
-    pub omega0: f64,
+    pub omega0: Positive,
     /// Final clock value τ = ln(1 + t) (spec §7: 1e6).
-    pub tau_max: f64,
+    pub tau_max: DiagonalHorizon,
     /// Output points per decade of τ from τ = 1e−3.
-    pub per_decade: usize,
+    pub per_decade: AtLeast<1>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// |‖β(τ_max)‖/(τ_max ‖β*₁‖₂) − 1| (spec §7: 5%).
-    pub norm_rate: f64,
+    pub norm_rate: Positive,
     /// The constant c of (27), dL/dt ≤ −c ω_min² ‖∇L‖² (exact: 2; the paper's 2/n is weaker).
-    pub ineq27_constant: f64,
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    super::common::require_log_horizon(sc, p.tau_max, p.per_decade)?;
-    sc.require_positive(&[
-        ("params.omega0", p.omega0),
-        ("checks.norm_rate", c.norm_rate),
-        ("checks.ineq27_constant", c.ineq27_constant),
-    ])
+    pub ineq27_constant: Positive,
 }
 
 /// Relative rounding allowed in the ratio of (27), which is exactly 1 at β = 0.
@@ -69,13 +61,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let sol = solve_l1(loss.constraints()).map_err(|e| fail(e.to_string()))?;
     let (l1, _, _) = polish_l1(loss.constraints(), &sol);
     let l1_norm = norm(&l1);
-    let kappa = p.omega0 * p.omega0;
+    let kappa = *p.omega0 * *p.omega0;
     let field = ReducedKq::new(&loss, vec![kappa; d]);
     let mut taus = vec![0.0];
     taus.extend(logspace(
         1e-3,
-        p.tau_max,
-        ((p.tau_max.log10() + 3.0) * p.per_decade as f64).round() as usize + 1,
+        *p.tau_max,
+        ((p.tau_max.log10() + 3.0) * *p.per_decade as f64).round() as usize + 1,
     ));
     let tr =
         integrate(&field, &vec![0.0; d], &taus, &ctx.ode, None).map_err(|e| fail(e.to_string()))?;
@@ -102,7 +94,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         // (dL/dt)/(−c ω_min²‖∇L‖²) = −g·(dβ/dτ) / (c ω_min² e^{τ+s} ‖g‖²) must be ≥ 1
         let g2: f64 = g.iter().map(|x| x * x).sum();
         let dot: f64 = g.iter().zip(&rhs).map(|(a, b)| a * b).sum();
-        let ratio = -dot / (c.ineq27_constant * kappa * (tau + s).exp() * g2);
+        let ratio = -dot / (*c.ineq27_constant * kappa * (tau + s).exp() * g2);
         let et = (tau + s).exp() * g2.sqrt();
         let (nb, mu) = (norm(b), loss.margin(b));
         rep.series.push(vec![
@@ -133,7 +125,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("ineq27_min_ratio", worst_ratio);
     rep.derive("et_grad_max", et_max);
     rep.derive("separation_tau", taus[first_sep]);
-    let setting = format!("{label}, ω₀ = {}, τ_max = {:e}", p.omega0, p.tau_max);
+    let setting = format!("{label}, ω₀ = {}, τ_max = {:e}", *p.omega0, *p.tau_max);
     rep.check(
         Check::at_most(
             "norm-nondecreasing",
@@ -152,7 +144,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "Lemma 4.2: ‖β(τ_max)‖/(τ_max ‖β*₁‖₂) → 1",
             rate,
             1.0,
-            c.norm_rate,
+            *c.norm_rate,
         )
         .note(format!(
             "‖β‖ = {:.6e}, ‖β*₁‖₂ = {l1_norm:.6}, µ = {:.6e} (µ ≈ τ + ln τ + C, β̂ → β*₁; spec §4)",
@@ -164,7 +156,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ineq-27-pointwise",
             &format!(
                 "(27): min over the run of (dL/dt)/(−{} ω_min² ‖∇L‖²) (≥ 1 pointwise)",
-                c.ineq27_constant
+                *c.ineq27_constant
             ),
             worst_ratio,
             1.0 - ROUNDING,
@@ -178,7 +170,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "(27): dL/dt ≤ −(2ω_min²/n)‖∇L‖² (spec §6 item 7: the exact constant is 2, stronger)",
         ),
     );
-    let (xi_k, xi_q) = init5(&vec![p.omega0; d]);
+    let (xi_k, xi_q) = init5(&vec![*p.omega0; d]);
     let mut arrays = KqData::new(inst).to_arrays();
     arrays.merge_prefixed(
         "",
@@ -215,7 +207,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    super::common::log_horizon_cost(p.tau_max, p.per_decade, ctx.ode.method, 5.0, 5.0)
+    super::common::log_horizon_cost(*p.tau_max, *p.per_decade, ctx.ode.method, 5.0, 5.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {
@@ -225,7 +217,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               and ‖β‖/τ → ‖β*₁‖₂; inequality (27) dL/dt ≤ −2ω_min²‖∇L‖² pointwise from the flow's \
               vector field.",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
-    validate,
+    validate: no_validation,
     cost,
     quantities: &[
         "norm_over_tau",

@@ -20,6 +20,7 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::kq::assumptions::{a4_report, a4_solution};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -44,42 +45,29 @@ pub struct Params {
     #[serde(default)]
     pub data_file: Option<PathBuf>,
     /// Stopping gap of the primal–dual iterations (full and diagonal).
-    pub pdhg_tol: f64,
-    pub pdhg_max_iterations: usize,
+    pub pdhg_tol: Positive,
+    /// Iteration cap (≥ 25: the iteration certifies every 25 steps).
+    pub pdhg_max_iterations: AtLeast<25>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Certified relative gap (‖W_*‖_* − 1ᵀλ)/‖W_*‖_* (issue acceptance: ≤ 1e−6).
-    pub max_duality_gap: f64,
+    pub max_duality_gap: Positive,
     /// ‖Σ λ_il A_il‖_op − 1 and max(1 − margin) of the certified pair (rescaled: rounding).
-    pub max_infeasibility: f64,
+    pub max_infeasibility: Positive,
     /// Subgradient residual max(‖M V_r − U_r‖_F, ‖Mᵀ U_r − V_r‖_F) (§3.2 KKT, checkable form).
-    pub max_subgradient: f64,
+    pub max_subgradient: Positive,
     /// "The diagonal case matches the LP": |‖β_PD‖₁ − OPT₁|/OPT₁ and, where the LP solution is
     /// unique, ‖β_PD − β_LP‖_∞; and on aligned (A4) data |OPT_* − OPT₁|/OPT₁ (§3.3).
-    pub diagonal_tol: f64,
+    pub diagonal_tol: Positive,
     /// OPT_* ≤ min(OPT₁, ‖W_F‖_*) (W_* minimizes over a superset): allowed relative excess.
-    pub ordering_tol: f64,
+    pub ordering_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let load_file = |path: &PathBuf| load_file(sc, path);
-    sc.require_positive(&[
-        ("params.pdhg_tol", p.pdhg_tol),
-        ("checks.max_duality_gap", c.max_duality_gap),
-        ("checks.max_infeasibility", c.max_infeasibility),
-        ("checks.max_subgradient", c.max_subgradient),
-        ("checks.diagonal_tol", c.diagonal_tol),
-        ("checks.ordering_tol", c.ordering_tol),
-    ])?;
-    if p.pdhg_max_iterations < 25 {
-        return Err(sc.invalid(
-            "params.pdhg_max_iterations",
-            "must be ≥ 25 (the iteration certifies every 25 steps)",
-        ));
-    }
     match &p.data_file {
         // bad or infeasible user data is bad input: refuse it before anything is written
         Some(path) => load_file(path).map(|_| ()),
@@ -229,7 +217,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             "certified-relative-duality-gap",
             "W_*: certified relative duality gap",
             gap,
-            c.max_duality_gap,
+            *c.max_duality_gap,
         )
         .note(format!(
             "(‖W_*‖_* − 1ᵀλ)/‖W_*‖_*, λ ≥ 0 with ‖Σλ A‖_op ≤ 1; worst: {at}"
@@ -247,7 +235,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             "primal-dual-infeasibility",
             "W_*: primal and dual infeasibility",
             inf,
-            c.max_infeasibility,
+            *c.max_infeasibility,
         )
         .note(format!("max(1 − min margin, ‖Σλ A‖_op − 1); worst: {at}")),
     );
@@ -257,7 +245,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             "subgradient-residual",
             "W_*: subgradient residual",
             sub,
-            c.max_subgradient,
+            *c.max_subgradient,
         )
         .note(format!(
             "M = Σλ A ∈ ∂‖W_*‖_*: max(‖MV_r − U_r‖, ‖MᵀU_r − V_r‖) (§3.2); worst: {at}"
@@ -284,7 +272,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
                 "diagonal-opt1-primal-dual-opt1-lp",
                 "diagonal: |OPT₁(primal–dual) − OPT₁(LP)|/OPT₁",
                 v,
-                c.diagonal_tol,
+                *c.diagonal_tol,
             )
             .note(format!(
                 "nuclear SVM on diagonal W (soft thresholding, pure Rust) vs the ℓ1 LP \
@@ -306,7 +294,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
                     "diagonal-beta-primal-dual-beta-lp",
                     "diagonal: ‖β(primal–dual) − β(LP)‖_∞ (unique LP)",
                     v,
-                    c.diagonal_tol,
+                    *c.diagonal_tol,
                 )
                 .note(format!(
                     "{} instances with a certified unique LP solution; worst: {at}",
@@ -335,7 +323,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
                 "aligned-a4-data-opt-opt1-opt1",
                 "aligned (A4) data: |OPT_* − OPT₁|/OPT₁ and vs closed form",
                 v,
-                c.diagonal_tol,
+                *c.diagonal_tol,
             )
             .note(format!(
                 "under A4 the full nuclear SVM is solved by a diagonal W in the aligned \
@@ -360,7 +348,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             "opt-opt1-relative-excess",
             "OPT_* ≤ min(OPT₁, ‖W_F‖_*) (relative excess)",
             v,
-            c.ordering_tol,
+            *c.ordering_tol,
         )
         .note(format!(
             "Diag(β_ℓ1) and W_F are feasible for the nuclear SVM; worst: {at}"
@@ -411,8 +399,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect::<Result<Vec<_>, RunError>>()?,
     };
     let settings = NuclearSettings {
-        tol: p.pdhg_tol,
-        max_iterations: p.pdhg_max_iterations,
+        tol: *p.pdhg_tol,
+        max_iterations: *p.pdhg_max_iterations,
     };
     let solved = problems
         .iter()
@@ -497,7 +485,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
     Cost::new().work(
         "pdhg_max_iterations",
         "primal–dual iterations",
-        problems * n(p.pdhg_max_iterations),
+        problems * n(*p.pdhg_max_iterations),
         40.0 * BUILT_IN_D.powi(3),
     )
 }

@@ -17,13 +17,14 @@ use crate::models::kq::diagonal::{
 use crate::models::kq::log_time::{t_of, tau_of, LogTimeDescent};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{NonEmpty, Nonzeros, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use std::path::PathBuf;
 
-use super::common::{data_label, named_instance, DataName, USER_LABEL};
+use super::common::{data_label, named_input, DataName, USER_LABEL};
 use crate::attention::Instance;
 use crate::instance::kq::{KqData, KqInit};
 use crate::instance::InstanceFile;
@@ -42,20 +43,20 @@ pub struct Params {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_file: Option<PathBuf>,
     /// ω_0 of the init (5) case: ξ_k(0) = √2 ω_0, ξ_q(0) = 0, w₊(0) = w₋(0) = ω_0.
-    pub omega0: Vec<f64>,
+    pub omega0: Nonzeros,
     /// The non-(5) init of spec §4 (β(0) ≠ 0).
     pub xi_k: Vec<f64>,
     pub xi_q: Vec<f64>,
     /// Comparison times in t (spec: 0.1, 1, 10, 100) …
-    pub t_points: Vec<f64>,
+    pub t_points: NonEmpty<Positive>,
     /// … and in τ = ln(1 + t) (spec: 10, 1e3).
-    pub tau_points: Vec<f64>,
+    pub tau_points: Vec<Positive>,
     /// Negative control: w₊(0)² + w₋(0)² scaled by this factor, β(0) kept (spec: 1.1).
     pub control_scale: f64,
     /// The control is compared on t ∈ [control_from_t, control_to_t] (spec: t ∈ {1, 10, 100});
     /// later the two β(t) share the limit direction and their relative difference decays
     /// (reported, not checked).
-    pub control_from_t: f64,
+    pub control_from_t: Positive,
     pub control_to_t: f64,
 }
 
@@ -63,44 +64,31 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max over times and pairs of max_j|β_a − β_b|/max_j|β_b| (spec ≤ 1e−7).
-    pub max_rel_diff: f64,
+    pub max_rel_diff: Positive,
     /// Negative control: min over t ≥ control_from_t of the same (spec ≥ 1e−2).
-    pub control_min_diff: f64,
+    pub control_min_diff: Positive,
     /// Drift of ξ_k² − ξ_q² and w₊w₋, max_j |I_j(τ) − I_j(0)|/max(1, a_j² + c_j²) (spec §2.5: 1e−9
     /// relative).
-    pub invariant_drift: f64,
+    pub invariant_drift: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let d = p.omega0.len();
-    if d == 0 || p.omega0.iter().any(|w| !(w.is_finite() && *w != 0.0)) {
-        return Err(sc.invalid("params.omega0", "non-empty, every ω_0,j finite and ≠ 0"));
-    }
     if p.xi_k.len() != d || p.xi_q.len() != d {
         return Err(sc.invalid(
             "params.xi_k",
             "xi_k and xi_q need as many entries as omega0",
         ));
     }
-    if p.t_points.is_empty() || p.t_points.iter().any(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(sc.invalid("params.t_points", "a non-empty list of positive times"));
-    }
-    if p.tau_points.iter().any(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(sc.invalid("params.tau_points", "positive τ values"));
-    }
-    if p.control_scale.is_nan() || p.control_scale <= 1.0 {
+    if p.control_scale <= 1.0 {
         return Err(sc.invalid(
             "params.control_scale",
             "must be > 1 (it breaks condition (4))",
         ));
     }
-    sc.require_positive(&[
-        ("params.control_from_t", p.control_from_t),
-        ("params.control_to_t", p.control_to_t - p.control_from_t),
-        ("checks.max_rel_diff", c.max_rel_diff),
-        ("checks.control_min_diff", c.control_min_diff),
-        ("checks.invariant_drift", c.invariant_drift),
-    ])?;
+    if p.control_to_t <= *p.control_from_t {
+        return Err(sc.invalid("params.control_to_t", "must exceed control_from_t"));
+    }
     // bad files are refused here, before anything is written
     inputs(p, sc).map(|_| ())
 }
@@ -132,10 +120,7 @@ fn inputs(p: &Params, sc: &Scenario) -> Result<Inputs, InputError> {
             }
             (USER_LABEL.to_string(), data.instance)
         }
-        None => (
-            data_label(p.data),
-            named_instance(p.data, sc).map_err(|e| sc.invalid("params.data", e.to_string()))?,
-        ),
+        None => (data_label(p.data), named_input(p.data, sc)?),
     };
     let (xi_k, xi_q) = match &p.init_file {
         Some(path) => {
@@ -284,8 +269,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let loss = DiagonalLoss::new(&inst).map_err(|e| RunError::Other(format!("{label}: {e}")))?;
     let mut taus = vec![0.0];
-    taus.extend(p.t_points.iter().map(|&t| tau_of(t)));
-    taus.extend(&p.tau_points);
+    taus.extend(p.t_points.iter().map(|&t| tau_of(*t)));
+    taus.extend(p.tau_points.iter().map(|t| **t));
     taus.sort_by(f64::total_cmp);
     taus.dedup();
     let cfg = ctx.ode;
@@ -336,7 +321,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .copied()
         .filter(|&k| {
             let t = t_of(taus[k]);
-            t >= p.control_from_t * (1.0 - 1e-12) && t <= p.control_to_t * (1.0 + 1e-12)
+            t >= *p.control_from_t * (1.0 - 1e-12) && t <= p.control_to_t * (1.0 + 1e-12)
         })
         .collect();
     let control_late: Vec<String> = compared
@@ -364,7 +349,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "beta-xi-xi-reduced-flows-agree",
             "β(t) of (ξ_k, ξ_q), (w₊, w₋) and reduced flows agree (Lemma 4.1)",
             worst,
-            c.max_rel_diff,
+            *c.max_rel_diff,
         )
         .note(format!(
             "{label}; init (5) with ω_0 = {:?} and the general init ξ_k(0) = {:?}, ξ_q(0) = {:?}; \
@@ -377,13 +362,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "negative-control-start-breaking-gives-different",
             "negative control: (w₊, w₋) start breaking (4) gives a different β(t)",
             control,
-            c.control_min_diff,
+            *c.control_min_diff,
         )
         .note(format!(
             "same β(0), w₊(0)² + w₋(0)² scaled by {}; relative difference at t ∈ [{}, {}]: {} \
              (spec measured 0.127, 0.098, 0.083); later: {}",
             p.control_scale,
-            p.control_from_t,
+            *p.control_from_t,
             p.control_to_t,
             control_at.join(", "),
             control_late.join(", ")
@@ -394,7 +379,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "conserved-xi-k2-xi-q2-drift",
             "conserved ξ_k² − ξ_q² and w₊ ⊙ w₋: drift",
             drift,
-            c.invariant_drift,
+            *c.invariant_drift,
         )
         .note(format!(
             "max over τ ≤ {tau_max} and j of |I_j(τ) − I_j(0)|/max(1, a_j² + c_j²) (rtol {:e}, \
@@ -469,8 +454,8 @@ fn figure(cases: &[Case], taus: &[f64], c: &Checks) -> Figure {
     .log_x()
     .log_y()
     .legend(LegendPosition::LowerRight)
-    .hline(RefLine::new(c.max_rel_diff, "agreement bound"))
-    .hline(RefLine::new(c.control_min_diff, "control bound"));
+    .hline(RefLine::new(*c.max_rel_diff, "agreement bound"))
+    .hline(RefLine::new(*c.control_min_diff, "control bound"));
     let mut color = 0;
     for cs in cases {
         let wpm: Vec<f64> = ks.iter().map(|&k| floor(cs.diffs(k).0)).collect();
@@ -498,7 +483,7 @@ fn figure(cases: &[Case], taus: &[f64], c: &Checks) -> Figure {
     .log_x()
     .log_y()
     .legend(LegendPosition::UpperLeft)
-    .hline(RefLine::new(c.invariant_drift, "bound"));
+    .hline(RefLine::new(*c.invariant_drift, "bound"));
     let mut color = 0;
     for cs in cases {
         for (m, r) in [("ξ_k² − ξ_q²", &cs.raw), ("w₊w₋", &cs.wpm)] {

@@ -22,6 +22,7 @@ use crate::instance::{run_instance, InstanceFile};
 use crate::models::kq::generators::gaussian_instance;
 use crate::plot::{Figure, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Fraction};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -32,23 +33,24 @@ use super::common::DATA_STREAM;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Sequences per dataset n.
-    pub n: usize,
-    /// Tokens per sequence L.
-    pub tokens: usize,
+    pub n: AtLeast<1>,
+    /// Tokens per sequence L (one optimal token and others).
+    pub tokens: AtLeast<2>,
     /// Dimensions d drawn (above and below the threshold max(L, n)).
     pub d_values: Vec<usize>,
-    /// Datasets per d (issue 20: ≥ 20).
-    pub draws_per_d: usize,
+    /// Datasets per d (issue 20: universal claims on ≥ 20 instances).
+    pub draws_per_d: AtLeast<20>,
     /// The claim is checked on d ≥ this (default max(L, n) + 1, the paper's "d larger than L and
     /// n"; a smaller value mimics a wrong threshold and must fail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claim_from_d: Option<usize>,
+    pub claim_from_d: Option<AtLeast<1>>,
 }
 
 impl Params {
     /// The smallest d the claim covers.
     fn claim_from(&self) -> usize {
-        self.claim_from_d.unwrap_or(self.tokens.max(self.n) + 1)
+        self.claim_from_d
+            .map_or(self.tokens.max(*self.n) + 1, |d| *d)
     }
 }
 
@@ -56,30 +58,15 @@ impl Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Fraction of the datasets above the threshold that must be separable (the claim: 1).
-    pub above_fraction: f64,
+    pub above_fraction: Fraction,
 }
 
-/// Datasets per d the batch needs at least (issue 20: universal claims on ≥ 20 instances).
-const MIN_DRAWS: usize = 20;
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.n == 0 {
-        return Err(sc.invalid("params.n", "must be ≥ 1"));
-    }
-    if p.tokens < 2 {
-        return Err(sc.invalid(
-            "params.tokens",
-            "must be ≥ 2 (one optimal token and others)",
-        ));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.d_values.is_empty() || p.d_values.iter().any(|&d| d == 0 || d > 64) {
         return Err(sc.invalid("params.d_values", "a non-empty list of d in [1, 64]"));
     }
     if p.d_values.windows(2).any(|w| w[1] <= w[0]) {
         return Err(sc.invalid("params.d_values", "must be strictly increasing"));
-    }
-    if p.claim_from_d == Some(0) {
-        return Err(sc.invalid("params.claim_from_d", "must be ≥ 1"));
     }
     let from = p.claim_from();
     if !p.d_values.iter().any(|&d| d >= from) {
@@ -87,15 +74,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "params.d_values",
             format!("needs some d ≥ {from} (the claim's range, d > max(L, n))"),
         ));
-    }
-    if p.draws_per_d < MIN_DRAWS {
-        return Err(sc.invalid(
-            "params.draws_per_d",
-            format!("must be ≥ {MIN_DRAWS} (a universal claim on a random batch)"),
-        ));
-    }
-    if !(c.above_fraction > 0.0 && c.above_fraction <= 1.0) {
-        return Err(sc.invalid("checks.above_fraction", "must lie in (0, 1]"));
     }
     Ok(())
 }
@@ -157,13 +135,13 @@ fn examine(label: String, inst: Instance, claim_from: usize) -> Result<Member, S
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let (threshold, from) = (p.tokens.max(p.n), p.claim_from());
+    let (threshold, from) = (p.tokens.max(*p.n), p.claim_from());
     let mut rng = ctx.rng(DATA_STREAM);
     let mut members = Vec::new();
     for &d in &p.d_values {
-        for k in 0..p.draws_per_d {
+        for k in 0..*p.draws_per_d {
             let label = format!("d{d}-{k}");
-            let inst = gaussian_instance(p.n, p.tokens, d, &mut rng)
+            let inst = gaussian_instance(*p.n, *p.tokens, d, &mut rng)
                 .map_err(|e| RunError::Other(format!("{label}: {e}")))?;
             members.push(
                 examine(label.clone(), inst, from)
@@ -225,7 +203,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setting = format!(
         "Gaussian data (x_il, z_i, v ~ N(0, I_d), y_i = ±1), n = {}, L = {}, d ∈ {:?}, {} draws per \
          d; claim checked on d ≥ {from} (max(L, n) = {threshold})",
-        p.n, p.tokens, p.d_values, p.draws_per_d
+        *p.n, *p.tokens, p.d_values, *p.draws_per_d
     );
     let claim =
         "Sec. 3.1: the separability assumption holds for data with Gaussian noise when d is \
@@ -248,7 +226,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "separable-above-threshold-fraction",
             &format!("fraction of the datasets with d ≥ {from} satisfying A1"),
             fraction,
-            c.above_fraction,
+            *c.above_fraction,
         )
         .note(format!(
             "{passing} of {} separable; below the threshold {below_separable} of {} are (no claim \
@@ -273,7 +251,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .title("Sec. 3.1 remark: Gaussian data are separable when d > max(L, n)")
             .panel(
                 LinePanel::new(
-                    format!("separable fraction (n = {}, L = {})", p.n, p.tokens),
+                    format!("separable fraction (n = {}, L = {})", *p.n, *p.tokens),
                     "d",
                     "fraction of datasets",
                 )
@@ -281,7 +259,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .series(Series::numerics("A1-diag (diagonal W)", ds, diag_fractions))
                 .vline(RefLine::new(threshold as f64 + 0.5, "d > max(L, n)"))
                 .vline(RefLine::new(
-                    (p.tokens - 1).max(p.n) as f64 - 0.5,
+                    (*p.tokens - 1).max(*p.n) as f64 - 0.5,
                     "d ≥ max(L − 1, n)",
                 )),
             ),
@@ -301,9 +279,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let datasets = n(p.d_values.len()) * n(p.draws_per_d);
+    let datasets = n(p.d_values.len()) * n(*p.draws_per_d);
     let d = n(p.d_values.iter().copied().max().unwrap_or(1));
-    let m = n(p.n) * n(p.tokens.saturating_sub(1));
+    let m = n(*p.n) * n(p.tokens.saturating_sub(1));
     Cost::new()
         .work(
             "d_values, draws_per_d",

@@ -18,11 +18,12 @@ use crate::models::kq::diagonal::{init5, DiagonalLoss};
 use crate::models::kq::sinh::PhiAugmented;
 use crate::plot::{Figure, LinePanel, RefLine, Series};
 use crate::scenario::cost::Cost;
+use crate::scenario::param::{AtLeast, Nonzeros, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::common::{build_instance, data_label, log_axis_floor, DataName};
+use super::common::{build_instance, data_label, log_axis_floor, DataName, DiagonalHorizon};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,17 +31,17 @@ pub struct Params {
     /// Dataset of spec §5.1 (spec §7: toy-2b); Assumption 2 is required.
     pub data: DataName,
     /// ω_0 of init (5) (ξ_k(0) = √2 ω_0, ξ_q(0) = 0), one entry per coordinate.
-    pub omega0: Vec<f64>,
+    pub omega0: Nonzeros,
     /// Final clock value τ = ln(1 + t).
-    pub tau_max: f64,
+    pub tau_max: DiagonalHorizon,
     /// Output points per decade of τ from τ = 1e−3.
-    pub per_decade: usize,
+    pub per_decade: AtLeast<1>,
     /// The factor c of φ̇_il = (c/n) ℓ_i r_il (Lemma A.1: 2; another value mimics a wrong
     /// factor and must fail).
-    pub phi_factor: f64,
+    pub phi_factor: Positive,
     /// The right side is evaluated with ω_0 scaled by this (1; another value mimics a wrong ω_0
     /// and must fail).
-    pub omega0_scale: f64,
+    pub omega0_scale: Positive,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,20 +51,13 @@ pub struct Checks {
     /// accepted steps: each step may add a local error of rtol relative to states of size up to
     /// ~10 (Bφ), and the identity is not restored (spec §4 asks 1e-8 at rtol 1e-10 regardless
     /// of the horizon; the drift grows with the step count).
-    pub identity_per_step: f64,
+    pub identity_per_step: Positive,
     /// max_τ ‖β̇_formula − β̇_field‖_∞/‖β̇_field‖_∞ (two evaluations of one formula: rounding).
-    pub formula_rel: f64,
+    pub formula_rel: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    super::common::require_log_horizon(sc, p.tau_max, p.per_decade)?;
-    super::common::require_omega0(sc, p.data, &p.omega0)?;
-    sc.require_positive(&[
-        ("params.phi_factor", p.phi_factor),
-        ("params.omega0_scale", p.omega0_scale),
-        ("checks.identity_per_step", c.identity_per_step),
-        ("checks.formula_rel", c.formula_rel),
-    ])
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    super::common::require_omega0(sc, p.data, &p.omega0)
 }
 
 /// The sampling grid: τ = 0 and `per_decade` points per decade from 1e−3 to τ_max.
@@ -111,9 +105,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let loss = DiagonalLoss::new(&inst).map_err(|e| fail(e.to_string()))?;
     let d = loss.d();
     let kappa: Vec<f64> = p.omega0.iter().map(|w| w * w).collect();
-    let aug = PhiAugmented::new(&loss, kappa.clone(), p.phi_factor).map_err(fail)?;
+    let aug = PhiAugmented::new(&loss, kappa.clone(), *p.phi_factor).map_err(fail)?;
     let m = aug.m();
-    let taus = tau_grid(p.tau_max, p.per_decade);
+    let taus = tau_grid(*p.tau_max, *p.per_decade);
     let tr = integrate_phi(&aug, &taus, ctx).map_err(fail)?;
     let mut rep = Report::default();
     rep.stats(format!("{label}: KQdiag + φ"), &tr.stats);
@@ -121,7 +115,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // the right side as a "user" would write it, possibly with a wrong ω_0
     let kappa_rhs: Vec<f64> = kappa
         .iter()
-        .map(|k| k * p.omega0_scale * p.omega0_scale)
+        .map(|k| k * *p.omega0_scale * *p.omega0_scale)
         .collect();
     let mut cols = vec!["tau".to_string(), "mu".into(), "identity_residual".into()];
     cols.push("formula_rel".into());
@@ -166,14 +160,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let (a, b) = (&tr.state(k)[d..], &tr.state(k + 1)[d..]);
         a.iter().zip(b).map(|(x, y)| y - x).collect::<Vec<_>>()
     }));
-    let identity_bound = c.identity_per_step * ctx.ode.rtol * tr.stats.steps as f64;
+    let identity_bound = *c.identity_per_step * ctx.ode.rtol * tr.stats.steps as f64;
     rep.derive("identity_residual_max", worst_identity);
     rep.derive("formula_rel_max", worst_formula);
     rep.derive("phi_min_increment", min_step);
     rep.derive("mu_final", mus[last]);
     let setting = format!(
         "{label}, ω₀ = {:?}, τ_max = {:e}, φ factor {}, ω₀ scale {} on the right side",
-        p.omega0, p.tau_max, p.phi_factor, p.omega0_scale
+        p.omega0, *p.tau_max, *p.phi_factor, *p.omega0_scale
     );
     rep.check(
         Check::at_most(
@@ -188,7 +182,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              residual is |arcsinh(β_j/ω₀,j²) − (Bφ)_j| to first order; β and φ integrated jointly \
              (β from the token-level gradient, φ̇ = (2/n)ℓ_i r_il from the margin form); \
              µ(τ_max) = {:.4e}; {setting}",
-            c.identity_per_step,
+            *c.identity_per_step,
             ctx.ode.rtol,
             tr.stats.steps,
             worst_identity / (ctx.ode.rtol * tr.stats.steps as f64),
@@ -200,7 +194,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "beta-dot-formula",
             "Lemma A.1: max_τ ‖β̇_formula − β̇_flow‖_∞ / ‖β̇_flow‖_∞, β̇_formula = (2/n)√(β² + ω₀⁴) ⊙ Σ ℓ_i r_il B_il",
             worst_formula,
-            c.formula_rel,
+            *c.formula_rel,
         )
         .note(format!(
             "two evaluations of one vector field (margin form vs the token-level gradient of the \
@@ -248,14 +242,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     formula[1..].iter().map(|&v| log_axis_floor(v)).collect(),
                 ))
                 .hline(RefLine::new(identity_bound, "identity bound"))
-                .hline(RefLine::new(c.formula_rel, "formula bound")),
+                .hline(RefLine::new(*c.formula_rel, "formula bound")),
             ),
     );
     Ok(rep)
 }
 
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    super::common::log_horizon_cost(p.tau_max, p.per_decade, ctx.ode.method, 8.0, 12.0)
+    super::common::log_horizon_cost(*p.tau_max, *p.per_decade, ctx.ode.method, 8.0, 12.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

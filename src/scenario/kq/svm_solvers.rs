@@ -25,6 +25,7 @@ use crate::instance::kq::KqData;
 use crate::instance::InstanceFile;
 use crate::plot::{BarPanel, Figure, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -39,50 +40,35 @@ use crate::instance::run_instance;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Datasets of spec §5.1 (random ones drawn from the seed).
-    pub data: Vec<DataName>,
+    pub data: NonEmpty<DataName>,
     /// Your data instead of the named datasets (seed-001 layout; A1 must hold).
     #[serde(default)]
     pub data_file: Option<PathBuf>,
     /// Certified relative gap at which the primal–dual iterations stop.
-    pub pdhg_tol: f64,
+    pub pdhg_tol: Positive,
     /// Certified relative gap at which column generation stops.
-    pub cuts_tol: f64,
+    pub cuts_tol: Positive,
     /// LP solves allowed to column generation.
-    pub cuts_max_lps: usize,
+    pub cuts_max_lps: AtLeast<1>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Exact toy values of §5.1 (OPT₁, β*, ℓ2, OPT_*, W_*, ‖W_F‖², W_F, toy-4 W*): spec 1e−7.
-    pub exact_tol: f64,
+    pub exact_tol: Positive,
     /// Relative duality gaps of every program and solver: spec < 1e−8.
-    pub max_duality_gap: f64,
+    pub max_duality_gap: Positive,
     /// |OPT_*(primal–dual) − OPT_*(column generation)|/OPT_*: spec "PDHG vs Clarabel < 1e−6".
-    pub solver_agreement: f64,
+    pub solver_agreement: Positive,
     /// ℓ1: primal–dual vs LP, value and (unique) β: "the diagonal case matches the LP to 1e−8".
-    pub diagonal_tol: f64,
+    pub diagonal_tol: Positive,
     /// An LP solution is unique when every coordinate range over the optimal face is below
     /// this (spec §3.3: 1e−7).
-    pub unique_range: f64,
+    pub unique_range: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.pdhg_tol", p.pdhg_tol),
-        ("params.cuts_tol", p.cuts_tol),
-        ("checks.exact_tol", c.exact_tol),
-        ("checks.max_duality_gap", c.max_duality_gap),
-        ("checks.solver_agreement", c.solver_agreement),
-        ("checks.diagonal_tol", c.diagonal_tol),
-        ("checks.unique_range", c.unique_range),
-    ])?;
-    if p.data.is_empty() {
-        return Err(sc.invalid("params.data", "name at least one dataset"));
-    }
-    if p.cuts_max_lps == 0 {
-        return Err(sc.invalid("params.cuts_max_lps", "must be ≥ 1"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     // a bad file is refused here, before anything is written
     if let Some(path) = &p.data_file {
         user_data(sc, path, false)?;
@@ -109,14 +95,14 @@ fn solve(
     p: &Params,
 ) -> Result<Solved, RunError> {
     let pd = NuclearSettings {
-        tol: p.pdhg_tol,
+        tol: *p.pdhg_tol,
         ..NuclearSettings::default()
     };
     let suite = instance_svms(inst, &label, &pd)?;
     let fail = |e: SvmError| RunError::Other(format!("{label}: {e}"));
     let cuts_settings = NuclearSettings {
-        tol: p.cuts_tol,
-        max_iterations: p.cuts_max_lps,
+        tol: *p.cuts_tol,
+        max_iterations: *p.cuts_max_lps,
     };
     let cuts = solve_nuclear_cuts(&suite.constraints, &cuts_settings).map_err(fail)?;
     let (diagonal_pd, ranges) = match &suite.l1 {
@@ -245,7 +231,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
                 &format!("exact-values.{}", s.label),
                 &format!("{}: exact values of §5.1", s.label),
                 worst,
-                c.exact_tol,
+                *c.exact_tol,
             )
             .note(format!(
                 "max error over {}; worst: {what}",
@@ -280,7 +266,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
             "relative-duality-gap-program-solver",
             "relative duality gap, every program and solver",
             gap,
-            c.max_duality_gap,
+            *c.max_duality_gap,
         )
         .note(format!("{} solves; worst: {at}", gaps.len())),
     );
@@ -295,14 +281,14 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
             |b, x| if x.0 > b.0 || x.0.is_nan() { x } else { b },
         );
     rep.check(
-        Check::at_most("opt-primal-dual-opt-column-generation", "W_*: |OPT(primal–dual) − OPT(column generation)|/OPT", agree, c.solver_agreement)
+        Check::at_most("opt-primal-dual-opt-column-generation", "W_*: |OPT(primal–dual) − OPT(column generation)|/OPT", agree, *c.solver_agreement)
             .note(format!("two independent nuclear-norm solvers (SVT iteration; clarabel LPs over rank-one atoms); worst: {at}")),
     );
     let mut diag = (0.0f64, String::from("-"));
     for s in solved {
         if let (Some(lp), Some(pd), Some(r)) = (&s.suite.l1, &s.diagonal_pd, &s.ranges) {
             let mut e = (pd.norm_l1 - lp.norm_l1).abs() / lp.norm_l1;
-            if r.iter().all(|&w| w < c.unique_range) {
+            if r.iter().all(|&w| w < *c.unique_range) {
                 e = stats::larger(e, stats::max_abs_diff(&pd.beta, &lp.beta));
             }
             if e > diag.0 || e.is_nan() {
@@ -315,7 +301,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
             "l1-primal-dual-vs-lp-opt1",
             "ℓ1: primal–dual vs LP (OPT₁ rel., β where unique)",
             diag.0,
-            c.diagonal_tol,
+            *c.diagonal_tol,
         )
         .note(format!(
             "diagonal nuclear SVM by soft thresholding vs clarabel's LP; worst: {}",
@@ -333,7 +319,7 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
                 &format!("widest-l1-range.{}", s.label),
                 &name,
                 widest,
-                c.unique_range,
+                *c.unique_range,
             )
             .note("§5.1: unique LP solution")
         } else {
@@ -473,7 +459,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
     Cost::new().work(
         "cuts_max_lps, data",
         "LP solves",
-        n(p.data.len()) * n(p.cuts_max_lps),
+        n(p.data.len()) * n(*p.cuts_max_lps),
         1e6,
     )
 }

@@ -1,0 +1,231 @@
+//! Parameter types that check their range while they are deserialized ("parse, don't
+//! validate"): a field typed [`Positive`] cannot hold 0, so the kind's `validate` keeps only
+//! the rules across fields. A value out of range is refused by serde, and scenario loading
+//! names its key path (`checks.direction_tol`, `params.omega0`) with the reason, exit code 2.
+//!
+//! Each type serializes as the plain value (params.json is unchanged) and dereferences to it
+//! (`*c.direction_tol` is the `f64`). Non-finite numbers never get this far: the loader refuses
+//! `nan` and `inf` anywhere in a file or override.
+
+use std::fmt;
+use std::ops::Deref;
+
+use serde::{Deserialize, Serialize};
+
+/// A number > 0: a threshold, a scale, a rate.
+#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Positive(f64);
+
+impl TryFrom<f64> for Positive {
+    type Error = String;
+    fn try_from(v: f64) -> Result<Self, String> {
+        if v > 0.0 {
+            Ok(Positive(v))
+        } else {
+            Err(format!("must be positive, got {v}"))
+        }
+    }
+}
+
+/// A fraction of a whole in (0, 1] (e.g. of the runs that must pass).
+#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Fraction(f64);
+
+impl TryFrom<f64> for Fraction {
+    type Error = String;
+    fn try_from(v: f64) -> Result<Self, String> {
+        if v > 0.0 && v <= 1.0 {
+            Ok(Fraction(v))
+        } else {
+            Err(format!("must lie in (0, 1], got {v}"))
+        }
+    }
+}
+
+/// A number in (10^`LO`, 10^`HI`] (e.g. a horizon of log time, whose margins lose f64
+/// resolution beyond a bound).
+#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Decades<const LO: i32, const HI: i32>(f64);
+
+impl<const LO: i32, const HI: i32> TryFrom<f64> for Decades<LO, HI> {
+    type Error = String;
+    fn try_from(v: f64) -> Result<Self, String> {
+        let (lo, hi) = (10f64.powi(LO), 10f64.powi(HI));
+        if v > lo && v <= hi {
+            Ok(Decades(v))
+        } else {
+            Err(format!("must lie in ({lo}, {hi:e}], got {v}"))
+        }
+    }
+}
+
+/// A count ≥ `N` (a size, a number of samples).
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "usize", into = "usize")]
+pub struct AtLeast<const N: usize>(usize);
+
+impl<const N: usize> TryFrom<usize> for AtLeast<N> {
+    type Error = String;
+    fn try_from(v: usize) -> Result<Self, String> {
+        if v >= N {
+            Ok(AtLeast(v))
+        } else {
+            Err(format!("must be ≥ {N}, got {v}"))
+        }
+    }
+}
+
+/// A list with at least one entry.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<T>", into = "Vec<T>")]
+#[serde(bound(
+    serialize = "T: Serialize + Clone",
+    deserialize = "T: Deserialize<'de>"
+))]
+pub struct NonEmpty<T>(Vec<T>);
+
+impl<T> TryFrom<Vec<T>> for NonEmpty<T> {
+    type Error = &'static str;
+    fn try_from(v: Vec<T>) -> Result<Self, &'static str> {
+        if v.is_empty() {
+            Err("must not be empty")
+        } else {
+            Ok(NonEmpty(v))
+        }
+    }
+}
+
+/// A non-empty list of nonzero numbers (e.g. initial scales, where 0 is a fixed point).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<f64>", into = "Vec<f64>")]
+pub struct Nonzeros(Vec<f64>);
+
+impl TryFrom<Vec<f64>> for Nonzeros {
+    type Error = String;
+    fn try_from(v: Vec<f64>) -> Result<Self, String> {
+        match v.iter().position(|&x| x == 0.0) {
+            _ if v.is_empty() => Err("must not be empty".into()),
+            Some(i) => Err(format!("entry [{i}] is 0; every entry must be nonzero")),
+            None => Ok(Nonzeros(v)),
+        }
+    }
+}
+
+/// The plain value, dereference, and a `Debug` that prints only the value (as notes quote
+/// parameters with `{:?}`), for each wrapper.
+macro_rules! plain {
+    ($([$($gen:tt)*] $ty:ty => $inner:ty),* $(,)?) => {$(
+        impl<$($gen)*> From<$ty> for $inner {
+            fn from(v: $ty) -> $inner {
+                v.0
+            }
+        }
+        impl<$($gen)*> Deref for $ty {
+            type Target = $inner;
+            fn deref(&self) -> &$inner {
+                &self.0
+            }
+        }
+        impl<$($gen)*> fmt::Debug for $ty where $inner: fmt::Debug {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    )*};
+}
+
+plain! {
+    [] Positive => f64,
+    [] Fraction => f64,
+    [const LO: i32, const HI: i32] Decades<LO, HI> => f64,
+    [const N: usize] AtLeast<N> => usize,
+    [T] NonEmpty<T> => Vec<T>,
+    [] Nonzeros => Vec<f64>,
+}
+
+/// A number prints as its value (`{}`, `{:e}`) in notes and messages.
+macro_rules! number {
+    ($([$($gen:tt)*] $ty:ty),* $(,)?) => {$(
+        impl<$($gen)*> fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+        impl<$($gen)*> fmt::LowerExp for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::LowerExp::fmt(&self.0, f)
+            }
+        }
+    )*};
+}
+
+number! {
+    [] Positive,
+    [] Fraction,
+    [const LO: i32, const HI: i32] Decades<LO, HI>,
+    [const N: usize] AtLeast<N>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, Serialize)]
+    struct P {
+        tol: Positive,
+        share: Fraction,
+        n: AtLeast<2>,
+        horizon: Decades<1, 10>,
+        list: NonEmpty<usize>,
+        scales: Nonzeros,
+    }
+
+    fn parse(text: &str) -> Result<P, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn in_range_values_parse_and_serialize_as_plain_values() {
+        let p =
+            parse("tol = 1e-8\nshare = 1\nn = 2\nhorizon = 1e10\nlist = [3]\nscales = [-0.5, 2]")
+                .unwrap();
+        assert_eq!((*p.tol, *p.share, *p.n, *p.horizon), (1e-8, 1.0, 2, 1e10));
+        assert_eq!((&p.list[..], &p.scales[..]), (&[3][..], &[-0.5, 2.0][..]));
+        assert_eq!(format!("{:?}", p.scales), "[-0.5, 2.0]");
+        // serialized as the plain values (params.json is unchanged)
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            serde_json::json!({"tol": 1e-8, "share": 1.0, "n": 2, "horizon": 1e10,
+                               "list": [3], "scales": [-0.5, 2.0]})
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused_with_the_reason() {
+        let ok = "share = 1\nn = 2\nhorizon = 100\nlist = [3]\nscales = [1]";
+        for (bad, reason) in [
+            ("tol = 0", "must be positive, got 0"),
+            ("tol = -1e-3", "must be positive, got -0.001"),
+            ("share = 1.5", "must lie in (0, 1], got 1.5"),
+            ("n = 1", "must be ≥ 2, got 1"),
+            ("horizon = 10", "must lie in (10, 1e10], got 10"),
+            ("horizon = 2e10", "must lie in (10, 1e10], got 20000000000"),
+            ("list = []", "must not be empty"),
+            ("scales = [1, 0]", "entry [1] is 0"),
+            ("scales = []", "must not be empty"),
+        ] {
+            let key = bad.split(' ').next().unwrap();
+            let text: String = format!("tol = 1\n{ok}")
+                .lines()
+                .filter(|l| !l.starts_with(&format!("{key} ")))
+                .chain([bad])
+                .collect::<Vec<_>>()
+                .join("\n");
+            let e = parse(&text).unwrap_err();
+            assert!(e.contains(reason), "{bad}: {e}");
+        }
+    }
+}

@@ -223,6 +223,38 @@ struct Counted {
     threshold: f64,
 }
 
+/// The checks on the flows (ids and names), skipped when Algorithm 1 has no transition.
+const FLOW_CHECKS: &[(&str, &str)] = &[
+    ("transitions-not-found", "transitions not found (over every α)"),
+    (
+        "stage-time-slope",
+        "max_k |slope_k / T_k − 1| of t̂_k = slope_k·Λ + a_k",
+    ),
+    (
+        "flow-support-mismatches",
+        "(α, k) where the flow's support at τ*_k differs from S_k",
+    ),
+    (
+        "flow-unresolved-stages",
+        "stages no α resolves (α^{m_k/2} > 1e−3·min_{S_k}|β^k|)",
+    ),
+    (
+        "flow-support-added-per-stage",
+        "max added coordinates between consecutive measured supports",
+    ),
+    (
+        "flow-rank-units-per-stage",
+        "max (layer, head, KQ/VO) ranks growing between consecutive measured supports",
+    ),
+];
+
+fn flow_check_name(id: &str) -> &'static str {
+    FLOW_CHECKS
+        .iter()
+        .find(|(i, _)| *i == id)
+        .map_or("", |(_, name)| name)
+}
+
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let model = build(p, p.shape.heads, ctx.scenario)?;
     let schedule = algorithm1(&model, &p.algorithm1.options(&ctx.ode))
@@ -231,7 +263,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     algorithm1_checks(&mut rep, &model, &schedule, c);
     head_swap_check(&mut rep, p, c, ctx)?;
     if schedule.stages.len() < 2 {
-        return Err(RunError::Other("Algorithm 1 found no transition".into()));
+        // e.g. the stage-0 tie of H ≥ 2: there is no stage to measure on a flow
+        for (id, name) in FLOW_CHECKS {
+            rep.skip(id, *name, "Algorithm 1 found no transition to measure");
+        }
+        rep.derive("termination", termination_text(&schedule.termination));
+        return Ok(rep);
     }
 
     let kk = schedule.stages.len() - 1;
@@ -425,7 +462,7 @@ fn stage_time_checks(
     rep.check(
         Check::at_most(
             "transitions-not-found",
-            "transitions not found (over every α)",
+            flow_check_name("transitions-not-found"),
             missing as f64,
             0.0,
         )
@@ -453,7 +490,7 @@ fn stage_time_checks(
     rep.check(
         Check::at_most(
             "stage-time-slope",
-            "max_k |slope_k / T_k − 1| of t̂_k = slope_k·Λ + a_k",
+            flow_check_name("stage-time-slope"),
             stats::max(errors.iter()),
             c.slope_rel_tol,
         )
@@ -498,7 +535,7 @@ fn flow_support_checks(
     rep.check(
         Check::at_most(
             "flow-support-mismatches",
-            "(α, k) where the flow's support at τ*_k differs from S_k",
+            flow_check_name("flow-support-mismatches"),
             mismatches.len() as f64,
             0.0,
         )
@@ -511,7 +548,7 @@ fn flow_support_checks(
     rep.check(
         Check::at_most(
             "flow-unresolved-stages",
-            "stages no α resolves (α^{m_k/2} > 1e−3·min_{S_k}|β^k|)",
+            flow_check_name("flow-unresolved-stages"),
             unresolved as f64,
             0.0,
         )
@@ -520,7 +557,7 @@ fn flow_support_checks(
     rep.check(
         Check::at_most(
             "flow-support-added-per-stage",
-            "max added coordinates between consecutive measured supports",
+            flow_check_name("flow-support-added-per-stage"),
             most_added as f64,
             1.0,
         )
@@ -529,7 +566,7 @@ fn flow_support_checks(
     rep.check(
         Check::at_most(
             "flow-rank-units-per-stage",
-            "max (layer, head, KQ/VO) ranks growing between consecutive measured supports",
+            flow_check_name("flow-rank-units-per-stage"),
             most_units as f64,
             1.0,
         )

@@ -4,8 +4,7 @@
 mod common;
 
 use attnflow::models::diagonal::{
-    algorithm1, Algorithm1Options, BetaLoss, DiagTransformer, Flag, Termination,
-    TransformerShape,
+    algorithm1, Algorithm1Options, BetaLoss, DiagTransformer, Flag, Termination, TransformerShape,
 };
 use common::passes;
 use rand::SeedableRng;

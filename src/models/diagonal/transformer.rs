@@ -176,7 +176,12 @@ impl DiagTransformer {
                 shape.p()
             )));
         }
-        if x.iter().chain(&w_a).chain(&w_b).chain(teacher).any(|v| !v.is_finite()) {
+        if x.iter()
+            .chain(&w_a)
+            .chain(&w_b)
+            .chain(teacher)
+            .any(|v| !v.is_finite())
+        {
             return Err(DiagonalError::Invalid("non-finite input value".into()));
         }
         let p = shape.p();
@@ -616,7 +621,11 @@ mod tests {
                 let (mut grad, mut hvp) = (vec![0.0; p], vec![0.0; p]);
                 model.grad_beta(&beta, &mut grad);
                 model.hvp_beta(&beta, &dir, &mut hvp);
-                assert!(rel_err(&grad, &grad_ad) < 1e-12, "{}", rel_err(&grad, &grad_ad));
+                assert!(
+                    rel_err(&grad, &grad_ad) < 1e-12,
+                    "{}",
+                    rel_err(&grad, &grad_ad)
+                );
                 assert!(rel_err(&hvp, &hvp_ad) < 1e-12, "{}", rel_err(&hvp, &hvp_ad));
                 let direct = Direct(&model).eval(&beta);
                 assert!((model.loss(&beta) / direct - 1.0).abs() < 1e-13);

@@ -21,7 +21,7 @@ use super::algorithm1_common::{termination_text, Algorithm1Params, STAGE_B_SOLVE
 use super::common::{alpha_run, draw_direction, AlphaRun, DATA_STREAM, FIRST_FREE_STREAM};
 use super::figures_common::{alpha_color, best_predicted_time, step_curve};
 use super::sweeps_common::{alpha_label, INIT_MARGIN};
-use crate::analysis::fit::line_fit;
+use crate::analysis::fit::{line_fit, LineFit};
 use crate::flow::{linspace, Method};
 use crate::models::diagonal::{
     algorithm1, g_vec, BetaLoss, DiagTransformer, Schedule, Termination, TransformerShape,
@@ -133,7 +133,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "the stage-time regression needs three α",
         ));
     }
-    if alphas.iter().any(|a| !(a.is_finite() && *a < 0.0)) || alphas.windows(2).any(|w| w[1] >= w[0])
+    if alphas.iter().any(|a| !(a.is_finite() && *a < 0.0))
+        || alphas.windows(2).any(|w| w[1] >= w[0])
     {
         return Err(sc.invalid(
             "params.log10_alphas",
@@ -151,7 +152,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ("checks.max_stationarity", c.max_stationarity),
         ("checks.max_terminal_loss", c.max_terminal_loss),
         ("checks.slope_rel_tol", c.slope_rel_tol),
-        ("checks.max_head_swap_difference", c.max_head_swap_difference),
+        (
+            "checks.max_head_swap_difference",
+            c.max_head_swap_difference,
+        ),
     ])
 }
 
@@ -225,7 +229,10 @@ struct Counted {
 
 /// The checks on the flows (ids and names), skipped when Algorithm 1 has no transition.
 const FLOW_CHECKS: &[(&str, &str)] = &[
-    ("transitions-not-found", "transitions not found (over every α)"),
+    (
+        "transitions-not-found",
+        "transitions not found (over every α)",
+    ),
     (
         "stage-time-slope",
         "max_k |slope_k / T_k − 1| of t̂_k = slope_k·Λ + a_k",
@@ -431,7 +438,12 @@ fn count_supports(run: &AlphaRun, s: &Schedule, best: &[f64], taus: &[f64]) -> V
             let beta = run.beta(j);
             let m = s.stages[k].neglect_exponent(tau);
             let threshold = (0.5 * m * alpha_exp).exp();
-            let floor = stats::min(s.stages[k].support.iter().map(|&i| s.stages[k].beta[i].abs()));
+            let floor = stats::min(
+                s.stages[k]
+                    .support
+                    .iter()
+                    .map(|&i| s.stages[k].beta[i].abs()),
+            );
             let resolvable = k == 0 || threshold <= 1e-3 * floor;
             let support = resolvable.then(|| {
                 (0..beta.len())
@@ -443,6 +455,21 @@ fn count_supports(run: &AlphaRun, s: &Schedule, best: &[f64], taus: &[f64]) -> V
                 support,
                 threshold,
             }
+        })
+        .collect()
+}
+
+/// The fit t̂_k = slope·Λ + a_k over the α of every transition k = 1..K (entry k − 1), as
+/// `stage-times` regresses.
+fn stage_fits(s: &Schedule, runs: &[AlphaRun]) -> Vec<LineFit> {
+    let lambdas: Vec<f64> = runs.iter().map(|r| r.lambda).collect();
+    (1..s.stages.len())
+        .map(|k| {
+            let t_hat: Vec<f64> = runs
+                .iter()
+                .map(|r| r.transitions[k - 1].unwrap_or(f64::NAN))
+                .collect();
+            line_fit(&lambdas, &t_hat)
         })
         .collect()
 }
@@ -466,16 +493,13 @@ fn stage_time_checks(
             missing as f64,
             0.0,
         )
-        .note(format!("{kk} transitions of Algorithm 1 at {} α", runs.len())),
+        .note(format!(
+            "{kk} transitions of Algorithm 1 at {} α",
+            runs.len()
+        )),
     );
-    let lambdas: Vec<f64> = runs.iter().map(|r| r.lambda).collect();
     let mut errors = Vec::new();
-    for k in 1..=kk {
-        let t_hat: Vec<f64> = runs
-            .iter()
-            .map(|r| r.transitions[k - 1].unwrap_or(f64::NAN))
-            .collect();
-        let fit = line_fit(&lambdas, &t_hat);
+    for (k, fit) in (1..=kk).zip(stage_fits(s, runs)) {
         let t_k = s.stages[k].t_start;
         errors.push((fit.slope / t_k - 1.0).abs());
         rep.derive(&format!("T_{k}"), t_k);
@@ -515,10 +539,7 @@ fn flow_support_checks(
         for (k, cnt) in per_alpha.iter().enumerate() {
             if let Some(set) = &cnt.support {
                 if *set != s.stages[k].support {
-                    mismatches.push(format!(
-                        "α=1e{} k={k}",
-                        p.log10_alphas[j]
-                    ));
+                    mismatches.push(format!("α=1e{} k={k}", p.log10_alphas[j]));
                 }
             }
         }
@@ -590,20 +611,18 @@ fn stage_table(model: &DiagTransformer, s: &Schedule, runs: &[AlphaRun]) -> Tabl
         "slope",
         "intercept",
     ]);
-    let lambdas: Vec<f64> = runs.iter().map(|r| r.lambda).collect();
+    let fits = stage_fits(s, runs);
     for (k, st) in s.stages.iter().enumerate() {
-        let (slope, intercept) = if k == 0 {
-            (f64::NAN, f64::NAN)
-        } else {
-            let t_hat: Vec<f64> = runs
-                .iter()
-                .map(|r| r.transitions[k - 1].unwrap_or(f64::NAN))
-                .collect();
-            let fit = line_fit(&lambdas, &t_hat);
-            (fit.slope, fit.intercept)
+        let (slope, intercept) = match k {
+            0 => (f64::NAN, f64::NAN),
+            _ => (fits[k - 1].slope, fits[k - 1].intercept),
         };
         let a = st.entered_by.as_ref();
-        let names: Vec<String> = st.support.iter().map(|&i| model.coordinate_name(i)).collect();
+        let names: Vec<String> = st
+            .support
+            .iter()
+            .map(|&i| model.coordinate_name(i))
+            .collect();
         t.push(vec![
             k.into(),
             st.t_start.into(),
@@ -698,11 +717,7 @@ fn figure(
                 if s.stages.iter().all(|st| of(&st.support) == 0.0) {
                     continue;
                 }
-                let name = format!(
-                    "{} {}",
-                    model.head_name(l, h),
-                    if kq { "KQ" } else { "VO" }
-                );
+                let name = format!("{} {}", model.head_name(l, h), if kq { "KQ" } else { "VO" });
                 let th = step_curve(s, tau_end, |k| of(&s.stages[k].support));
                 let (mx, my): (Vec<f64>, Vec<f64>) = last
                     .iter()

@@ -441,9 +441,9 @@ impl DiagTransformer {
                             w.w2[m * d + r] = w2;
                         }
                     }
-                    for k in 0..nd {
+                    for (k, &zk) in zin.iter().enumerate() {
                         let r = k % d;
-                        grad[blk + r] += zin[k] * w.w1[k];
+                        grad[blk + r] += zk * w.w1[k];
                         w.next[k] += (w.w1[k] + w.w2[k]) * a[r];
                     }
                 }

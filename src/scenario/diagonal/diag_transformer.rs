@@ -538,8 +538,20 @@ fn flow_support_checks(
     for (j, per_alpha) in counted.iter().enumerate() {
         for (k, cnt) in per_alpha.iter().enumerate() {
             if let Some(set) = &cnt.support {
-                if *set != s.stages[k].support {
-                    mismatches.push(format!("α=1e{} k={k}", p.log10_alphas[j]));
+                let expected = &s.stages[k].support;
+                if set != expected {
+                    let names = |a: &[usize], b: &[usize], sign: char| {
+                        a.iter()
+                            .filter(|i| !b.contains(i))
+                            .map(|&i| format!(" {sign}{}", model.coordinate_name(i)))
+                            .collect::<String>()
+                    };
+                    mismatches.push(format!(
+                        "α=1e{} k={k}:{}{}",
+                        p.log10_alphas[j],
+                        names(set, expected, '+'),
+                        names(expected, set, '−')
+                    ));
                 }
             }
         }

@@ -30,6 +30,7 @@ pub mod log_flow;
 pub mod network;
 pub mod stage_b;
 pub mod theory;
+pub mod transformer;
 
 pub use algorithm1::{
     algorithm1, time_until_active, Activation, Algorithm1Options, Flag, Schedule, Stage,
@@ -47,6 +48,7 @@ pub use log_flow::{BalancedFlow, LogFlow, RescaledTime};
 pub use network::{g_vec, grad_beta_vec, hessian_block, BetaLoss, DiagonalNet};
 pub use stage_b::{stage_b, DroppedCoordinate, StageBOptions, StageLimit};
 pub use theory::finite_alpha_initial_b;
+pub use transformer::{DiagTransformer, TransformerShape};
 
 /// Why a construction or computation of the diagonal module has no answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

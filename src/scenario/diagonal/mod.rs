@@ -5,6 +5,7 @@ mod algorithm1_common;
 mod basics_common;
 pub(crate) mod common;
 mod conservation_law;
+mod diag_transformer;
 mod entries;
 mod exp_loss_limitation;
 mod fig2_loss;
@@ -66,5 +67,6 @@ pub fn kinds() -> Vec<&'static dyn ScenarioKind> {
         &full_matrix_rank::KIND,
         &lipschitz::KIND,
         &exp_loss_limitation::KIND,
+        &diag_transformer::KIND,
     ]
 }

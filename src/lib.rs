@@ -19,6 +19,7 @@
 pub mod analysis;
 pub mod attention;
 pub mod cli;
+pub mod dual;
 pub mod flow;
 pub mod instance;
 pub mod memory;

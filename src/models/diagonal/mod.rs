@@ -8,6 +8,8 @@
 //!   R2, R2-degenerate (spec §1.2, §3.6).
 //! - [`attention`]: the attention head with diagonal weights in its student–teacher task, and
 //!   the full-matrix head of spec §5.4 (spec §1.2, §1.5, §2.2).
+//! - [`transformer`]: the diagonal transformer of Example 3.2 (diagonal attention layers,
+//!   frozen feed-forward layers; spec §1.2, §5.4).
 //! - [`coords`], [`log_flow`]: the log layout ζ = ln w with conserved ln c (the primary
 //!   formulation, any α), the rescaled clock, the reduced balanced flow (spec §2.3–2.5, §8.2).
 //! - [`closed_form`]: the Riccati (CF1) and logistic (CF2) solutions in the log domain (§2.7).

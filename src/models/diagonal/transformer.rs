@@ -24,7 +24,7 @@ use rand_distr::StandardNormal;
 
 use super::network::BetaLoss;
 use super::DiagonalError;
-use crate::models::network::{Dual, Scalar};
+use crate::dual::{Dual, Scalar};
 
 /// Sizes of the architecture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

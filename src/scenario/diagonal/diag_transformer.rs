@@ -26,7 +26,7 @@ use crate::flow::{linspace, Method};
 use crate::models::diagonal::{
     algorithm1, g_vec, BetaLoss, DiagTransformer, Schedule, Termination, TransformerShape,
 };
-use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
+use crate::plot::{Figure, FigureWidth, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -686,9 +686,9 @@ fn flow_table(runs: &[AlphaRun], counted: &[Vec<Counted>], s: &Schedule) -> Tabl
     t
 }
 
-/// (a) the loss of each flow vs τ with Algorithm 1's L̃(β^k) dashed on top; (b) the rank
-/// staircase of every (layer, KQ/VO) unit: Algorithm 1 dashed, the smallest α's measured
-/// support at each τ*_k as markers.
+/// (a) the loss of each flow vs τ with Algorithm 1's L̃(β^k) dashed on top; (b) the
+/// summed rank of the attention weights: Algorithm 1 dashed, the smallest α's measured support
+/// at each τ*_k as markers, each transition labelled by the unit that gains rank.
 fn figure(
     model: &DiagTransformer,
     s: &Schedule,
@@ -712,37 +712,38 @@ fn figure(
     let th = step_curve(s, tau_end, |k| s.stages[k].loss);
     loss = loss.series(Series::theory("Algorithm 1", th.x, th.y));
 
+    // (b): the summed rank Σ rank(W_K W_Qᵀ) + rank(W_V W_Oᵀ) over (layer, head), i.e. |S_k|;
+    // each stage's entering unit labels its transition (one unit per stage is the corollary)
     let sh = &p.shape;
-    let mut ranks = LinePanel::new("(b) rank per (layer, head)", "τ", "rank")
-        .legend(LegendPosition::UpperLeft)
-        .x_range(0.0, tau_end);
+    let th = step_curve(s, tau_end, |k| s.stages[k].support.len() as f64);
     let last = counted.last().expect("at least three α");
-    let mut color = 0;
-    for l in 0..sh.layers {
-        for h in 0..sh.heads {
-            for kq in [true, false] {
-                let of = |set: &[usize]| {
-                    set.iter()
-                        .filter(|&&i| unit(model, i) == (l, h, kq))
-                        .count() as f64
-                };
-                if s.stages.iter().all(|st| of(&st.support) == 0.0) {
-                    continue;
-                }
-                let name = format!("{} {}", model.head_name(l, h), if kq { "KQ" } else { "VO" });
-                let th = step_curve(s, tau_end, |k| of(&s.stages[k].support));
-                let (mx, my): (Vec<f64>, Vec<f64>) = last
-                    .iter()
-                    .filter_map(|c| c.support.as_ref().map(|set| (c.tau, of(set))))
-                    .unzip();
-                ranks = ranks
-                    .series(Series::new(name, mx, my, LineStyle::Markers).color(color))
-                    .series(Series::theory("", th.x, th.y).color(color));
-                color += 1;
-            }
+    let (mx, my): (Vec<f64>, Vec<f64>) = last
+        .iter()
+        .filter_map(|c| c.support.as_ref().map(|set| (c.tau, set.len() as f64)))
+        .unzip();
+    let smallest = p.log10_alphas.len() - 1;
+    let mut ranks = LinePanel::new("(b) total rank of the attention weights", "τ", "Σ rank")
+        .legend(LegendPosition::LowerRight)
+        .x_range(0.0, tau_end)
+        .series(
+            Series::new(
+                format!("flow, α = {}", alpha_label(p.log10_alphas[smallest] * LN_10)),
+                mx,
+                my,
+                LineStyle::Markers,
+            )
+            .color(alpha_color(smallest, runs.len())),
+        )
+        .series(Series::theory("Algorithm 1", th.x, th.y));
+    for stage in &s.stages {
+        if let Some(a) = &stage.entered_by {
+            let (l, h, kq) = unit(model, a.index);
+            let name = format!("{} {}", model.head_name(l, h), if kq { "KQ" } else { "VO" });
+            ranks = ranks.vline(RefLine::new(stage.t_start, name));
         }
     }
-    Figure::new(1)
+    Figure::new(2)
+        .width(FigureWidth::Full)
         .title(format!(
             "Diagonal transformer (L = {}, H = {}, d = {}): flows vs Algorithm 1 (dashed)",
             sh.layers, sh.heads, sh.d

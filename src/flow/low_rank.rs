@@ -33,7 +33,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::lu::{column, FaerDense};
+use super::lu::{column, with_avx2, FaerDense};
 
 /// Number of Gaussian probes that confirm an approximation.
 const PROBES: usize = 4;
@@ -114,26 +114,12 @@ fn frobenius(m: MatRef<'_, f64>) -> f64 {
 }
 
 /// BΩ = AΩ − Ω into the PROBES columns of `images` (`stride` apart), streaming A once by
-/// columns while the image columns stay in cache. Compiled for AVX2 where the CPU has it (found
-/// at run time) and for the baseline, neither contracting to FMA: both give the same bits.
+/// columns while the image columns stay in cache (with AVX2 where the CPU has it).
 fn images_of_probes(a: MatRef<'_, f64>, omega: MatRef<'_, f64>, images: &mut [f64], stride: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked on the line above)
-        return unsafe { images_of_probes_avx2(a, omega, images, stride) };
-    }
-    images_of_probes_body(a, omega, images, stride)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn images_of_probes_avx2(
-    a: MatRef<'_, f64>,
-    omega: MatRef<'_, f64>,
-    images: &mut [f64],
-    stride: usize,
-) {
-    images_of_probes_body(a, omega, images, stride)
+    with_avx2(
+        #[inline(always)]
+        || images_of_probes_body(a, omega, images, stride),
+    )
 }
 
 #[inline(always)]

@@ -103,28 +103,31 @@ pub(super) fn column(a: MatRef<'_, f64>, j: usize) -> &[f64] {
         .as_slice()
 }
 
-/// Solves L·Lᵀ·x = b in place (U = Lᵀ), both substitutions by columns: x_j is final once the
-/// columns before it have been subtracted, then its multiple of column j is subtracted from the
-/// rest (an axpy on contiguous memory). Compiled twice, for AVX2 where the CPU has it (found at
-/// run time) and for the baseline; neither contracts to FMA, so both give the same bits.
-fn cholesky_solve(l: MatRef<'_, f64>, u: MatRef<'_, f64>, inv_diag: &[f64], x: &mut [f64]) {
+/// Runs `body` compiled for AVX2 where the CPU has it (found at run time), else for the
+/// baseline. `body` must be `#[inline(always)]` code so that it is compiled into the AVX2 copy;
+/// neither copy contracts to FMA, so both give the same bits.
+#[inline(always)]
+pub(super) fn with_avx2<R>(body: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<R>(body: impl FnOnce() -> R) -> R {
+            body()
+        }
         // SAFETY: the CPU supports AVX2 (checked on the line above)
-        return unsafe { cholesky_solve_avx2(l, u, inv_diag, x) };
+        return unsafe { avx2(body) };
     }
-    cholesky_solve_body(l, u, inv_diag, x)
+    body()
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn cholesky_solve_avx2(
-    l: MatRef<'_, f64>,
-    u: MatRef<'_, f64>,
-    inv_diag: &[f64],
-    x: &mut [f64],
-) {
-    cholesky_solve_body(l, u, inv_diag, x)
+/// Solves L·Lᵀ·x = b in place (U = Lᵀ), both substitutions by columns: x_j is final once the
+/// columns before it have been subtracted, then its multiple of column j is subtracted from the
+/// rest (an axpy on contiguous memory), with AVX2 where the CPU has it.
+fn cholesky_solve(l: MatRef<'_, f64>, u: MatRef<'_, f64>, inv_diag: &[f64], x: &mut [f64]) {
+    with_avx2(
+        #[inline(always)]
+        || cholesky_solve_body(l, u, inv_diag, x),
+    )
 }
 
 #[inline(always)]

@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::algorithm1_common::{
-    flag_text, lemma_d4_check, termination_text, Algorithm1Params, Scheduled, STAGE_B_SOLVER,
+    flag_text, lemma_d4_check, schedule_checks, termination_text, Algorithm1Params, Scheduled,
+    STAGE_B_SOLVER,
 };
 use super::common::{schedule_cost, InstanceName, UserFiles};
 use crate::flow::linspace;
 use crate::instance::InstanceFile;
-use crate::models::diagonal::{Activation, DiagonalAttention, Schedule, Termination};
+use crate::models::diagonal::{Activation, DiagonalAttention, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
@@ -211,34 +212,12 @@ fn stage_checks(
     c: &Checks,
 ) {
     let s = &sched.schedule;
-    rep.check(
-        Check::holds(
-            "algorithm-converges-inf",
-            "Algorithm 1 converges (T_{K+1} = ∞)",
-            s.termination == Termination::Converged,
-        )
-        .note(termination_text(&s.termination)),
-    );
-    let flags: usize = s.stages.iter().map(|st| st.flags.len()).sum();
-    rep.check(
-        Check::at_most(
-            "assumption-flags-raised-a4-a4-eq",
-            "assumption flags raised (A4.3, A4.4, eq. 13)",
-            flags as f64,
-            0.0,
-        )
-        .note("ties, degenerate drops, non-strict minima, ε-dependence, slow limits"),
-    );
-    let stationarity = stats::max(s.stages.iter().map(|st| st.diagnostics.stationarity));
-    rep.check(
-        Check::at_most(
-            "beta-stationarity",
-            "max_k max_{S_k} |G(β^k)| (stationarity)",
-            stationarity,
-            c.max_stationarity,
-        )
-        .note("θ^k is a stationary point of L̃ on its support"),
-    );
+    let ids = [
+        "algorithm-converges-inf",
+        "assumption-flags-raised-a4-a4-eq",
+        "beta-stationarity",
+    ];
+    schedule_checks(rep, s, ids, c.max_stationarity);
     let eps = stats::max(s.stages.iter().map(|st| {
         let norm = stats::max_with(1.0, st.beta.iter().map(|b| b.abs()));
         st.diagnostics.eps_difference / norm

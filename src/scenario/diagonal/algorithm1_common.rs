@@ -237,3 +237,36 @@ pub fn lemma_d4_check(rep: &mut Report, s: &Schedule, suffix: &str, paper_initia
         )),
     );
 }
+
+/// Algorithm 1 converged (T_{K+1} = ∞), raised no assumption flag, and each stage point is
+/// stationary on its support (≤ `max_stationarity`): three checks with the caller's ids.
+pub fn schedule_checks(rep: &mut Report, s: &Schedule, ids: [&str; 3], max_stationarity: f64) {
+    let [converged, flags_id, stationary] = ids;
+    rep.check(
+        Check::holds(
+            converged,
+            "Algorithm 1 converges (T_{K+1} = ∞)",
+            s.termination == Termination::Converged,
+        )
+        .note(termination_text(&s.termination)),
+    );
+    let flags: usize = s.stages.iter().map(|st| st.flags.len()).sum();
+    rep.check(
+        Check::at_most(
+            flags_id,
+            "assumption flags raised (A4.3, A4.4, eq. 13)",
+            flags as f64,
+            0.0,
+        )
+        .note("ties, degenerate drops, non-strict minima, ε-dependence, slow limits"),
+    );
+    rep.check(
+        Check::at_most(
+            stationary,
+            "max_k max_{S_k} |G(β^k)| (stationarity)",
+            stats::max(s.stages.iter().map(|st| st.diagnostics.stationarity)),
+            max_stationarity,
+        )
+        .note("θ^k is a stationary point of L̃ on its support"),
+    );
+}

@@ -17,14 +17,16 @@ use std::f64::consts::LN_10;
 
 use serde::{Deserialize, Serialize};
 
-use super::algorithm1_common::{termination_text, Algorithm1Params, STAGE_B_SOLVER};
+use super::algorithm1_common::{
+    schedule_checks, termination_text, Algorithm1Params, STAGE_B_SOLVER,
+};
 use super::common::{alpha_run, draw_direction, AlphaRun, DATA_STREAM, FIRST_FREE_STREAM};
 use super::figures_common::{alpha_color, best_predicted_time, step_curve};
 use super::sweeps_common::{alpha_label, INIT_MARGIN};
 use crate::analysis::fit::{line_fit, LineFit};
 use crate::flow::{linspace, Method};
 use crate::models::diagonal::{
-    algorithm1, g_vec, BetaLoss, DiagTransformer, Schedule, Termination, TransformerShape,
+    algorithm1, g_vec, BetaLoss, DiagTransformer, Schedule, TransformerShape,
 };
 use crate::plot::{Figure, FigureWidth, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
@@ -321,33 +323,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn algorithm1_checks(rep: &mut Report, model: &DiagTransformer, s: &Schedule, c: &Checks) {
-    rep.check(
-        Check::holds(
-            "algorithm-converges",
-            "Algorithm 1 converges (T_{K+1} = ∞)",
-            s.termination == Termination::Converged,
-        )
-        .note(termination_text(&s.termination)),
-    );
-    let flags: usize = s.stages.iter().map(|st| st.flags.len()).sum();
-    rep.check(
-        Check::at_most(
-            "assumption-flags",
-            "assumption flags raised (A4.3, A4.4, eq. 13)",
-            flags as f64,
-            0.0,
-        )
-        .note("ties, degenerate drops, non-strict minima, ε-dependence, slow limits"),
-    );
-    rep.check(
-        Check::at_most(
-            "beta-stationarity",
-            "max_k max_{S_k} |G(β^k)| (stationarity of each stage point on its support)",
-            stats::max(s.stages.iter().map(|st| st.diagnostics.stationarity)),
-            c.max_stationarity,
-        )
-        .note("θ^k is a stationary point of L̃ restricted to S_k"),
-    );
+    let ids = [
+        "algorithm-converges",
+        "assumption-flags",
+        "beta-stationarity",
+    ];
+    schedule_checks(rep, s, ids, c.max_stationarity);
     let supports: Vec<&[usize]> = s.stages.iter().map(|st| st.support.as_slice()).collect();
     let most_added = supports
         .windows(2)
@@ -727,7 +708,10 @@ fn figure(
         .x_range(0.0, tau_end)
         .series(
             Series::new(
-                format!("flow, α = {}", alpha_label(p.log10_alphas[smallest] * LN_10)),
+                format!(
+                    "flow, α = {}",
+                    alpha_label(p.log10_alphas[smallest] * LN_10)
+                ),
                 mx,
                 my,
                 LineStyle::Markers,

@@ -63,7 +63,8 @@ pub struct LowRankUpdate<const SYMMETRIC: bool> {
     u: Mat<f64>,
     v: Mat<f64>,
     rank: usize,
-    /// The LU of the capacitance matrix I + VᵀU (rank × rank).
+    /// VᵀU (rank × rank, column-major) and the LU of the capacitance matrix I + VᵀU.
+    gram: Vec<f64>,
     capacitance: FaerDense<false>,
     /// Scratch: a row of B, the rows already used as pivots, and the solves' r-vector.
     row: Vec<f64>,
@@ -97,6 +98,7 @@ impl<const SYMMETRIC: bool> Default for LowRankUpdate<SYMMETRIC> {
             u: Mat::new(),
             v: Mat::new(),
             rank: 0,
+            gram: Vec::new(),
             capacitance: FaerDense::default(),
             row: Vec::new(),
             used_rows: Vec::new(),
@@ -209,15 +211,6 @@ impl<const SYMMETRIC: bool> LowRankUpdate<SYMMETRIC> {
         sum.sqrt()
     }
 
-    /// `residual` ← images − s·U(VᵀΩ) for the terms in use; returns ‖residual‖_F.
-    fn probe_residual(&mut self, s: f64) -> f64 {
-        self.residual.copy_from(&self.images);
-        for l in 0..self.rank {
-            self.subtract_term_from_residual(l, s);
-        }
-        frobenius(self.residual.as_ref())
-    }
-
     /// residual ← residual − s·u_l (v_lᵀΩ).
     fn subtract_term_from_residual(&mut self, l: usize, s: f64) {
         let (u, v) = (column(self.u.as_ref(), l), column(self.v.as_ref(), l));
@@ -233,10 +226,10 @@ impl<const SYMMETRIC: bool> LowRankUpdate<SYMMETRIC> {
     }
 
     /// The scale s with B ≈ s·UVᵀ that best fits the probes (least squares), if the previous
-    /// factors, rescaled, pass the probe test: B changed only by diffsol's γh.
-    fn rescaled_previous(&mut self, tolerance: f64) -> bool {
+    /// factors, rescaled by it, pass the probe test: B changed only by diffsol's γh.
+    fn rescaled_previous(&mut self, tolerance: f64) -> Option<f64> {
         if self.rank == 0 {
-            return false;
+            return None;
         }
         // the previous prediction UVᵀΩ, in `residual`
         self.residual.fill(0.0);
@@ -250,13 +243,21 @@ impl<const SYMMETRIC: bool> LowRankUpdate<SYMMETRIC> {
             norm += dot(predicted, predicted);
         }
         let s = cross / norm;
-        if !s.is_finite() || self.probe_residual(s) > tolerance {
-            return false;
+        // residual ← images − s·prediction
+        for p in 0..PROBES {
+            let r = self.residual.col_mut(p).try_as_col_major_mut();
+            let r = r.expect("column-major").as_slice_mut();
+            for (ri, yi) in r.iter_mut().zip(column(self.images.as_ref(), p)) {
+                *ri = yi - s * *ri;
+            }
+        }
+        if !s.is_finite() || frobenius(self.residual.as_ref()) > tolerance {
+            return None;
         }
         for l in 0..self.rank {
             self.u.col_mut(l).iter_mut().for_each(|x| *x *= s);
         }
-        true
+        Some(s)
     }
 
     /// Cross approximation of B = A − I from its rows and columns, each new row the one where
@@ -265,7 +266,8 @@ impl<const SYMMETRIC: bool> LowRankUpdate<SYMMETRIC> {
         let n = a.nrows();
         self.rank = 0;
         self.used_rows.fill(false);
-        let mut residual_norm = self.probe_residual(1.0);
+        self.residual.copy_from(&self.images);
+        let mut residual_norm = frobenius(self.residual.as_ref());
         while residual_norm > tolerance {
             if self.rank == self.max_rank {
                 eprintln!(
@@ -330,11 +332,24 @@ impl<const SYMMETRIC: bool> LowRankUpdate<SYMMETRIC> {
     }
 
     /// Factorizes the capacitance matrix I + VᵀU (by LU: it is not symmetric in general).
-    fn factorize_capacitance(&mut self) {
+    /// `scale` > 0 rescales the previous VᵀU (U was rescaled); 0 forms it from new factors.
+    fn factorize_capacitance(&mut self, scale: f64) {
         let r = self.rank;
+        if scale > 0.0 {
+            self.gram.iter_mut().for_each(|g| *g *= scale);
+        } else {
+            self.gram = (0..r * r)
+                .map(|k| {
+                    dot(
+                        column(self.v.as_ref(), k % r),
+                        column(self.u.as_ref(), k / r),
+                    )
+                })
+                .collect();
+        }
         let capacitance = Mat::<f64>::from_fn(r, r, |i, j| {
             let identity = if i == j { 1.0 } else { 0.0 };
-            dot(column(self.v.as_ref(), i), column(self.u.as_ref(), j)) + identity
+            self.gram[i + j * r] + identity
         });
         self.capacitance.allocate(r);
         self.capacitance.factorize(capacitance.as_ref());
@@ -392,9 +407,9 @@ impl<const SYMMETRIC: bool> LinearSolver<FaerMat<f64>> for LowRankUpdate<SYMMETR
         if !self.dense_only {
             self.probe(a);
             let tolerance = RELATIVE_TOLERANCE * self.probed_norm_of_a();
-            let re = self.rescaled_previous(tolerance);
-            if re || self.cross_approximation(a, tolerance) {
-                self.factorize_capacitance();
+            let rescaled = self.rescaled_previous(tolerance);
+            if rescaled.is_some() || self.cross_approximation(a, tolerance) {
+                self.factorize_capacitance(rescaled.unwrap_or(0.0));
                 self.factored = Factored::LowRank;
                 self.matrix = Some(matrix);
                 return;

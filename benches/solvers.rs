@@ -8,7 +8,9 @@
 //! 1,025 states) in the log clock τ = ln(1 + t) to t = 1e10 from W₀ ~ N(0, 0.01²), with Tsit45
 //! and Bdf, and its gradient and Hessian-vector product.
 //!
-//! Run: `cargo bench --bench solvers` (about a minute). Measurement times are short on purpose;
+//! The scaling group times the same flow from P = d² = 10² to 10⁵ parameters per method.
+//!
+//! Run: `cargo bench --bench solvers` (a few minutes). Measurement times are short on purpose;
 //! pass `-- --measurement-time 10` for tighter intervals.
 
 use std::hint::black_box;
@@ -81,10 +83,15 @@ fn solves(c: &mut Criterion) {
     bench_solves(c, "tf_eq_d10_t1", &TfFlow::from_data(&data), &z0, 1.0, 1e-4);
 }
 
-/// Example 1 at d = 32 (seeded) and W₀ ~ N(0, 0.01²).
-fn token_setup() -> (FixedDecoder, Vec<f64>) {
+/// Example 1 at dimension d (noise 1/√d, seeded) and W₀ ~ N(0, 0.01²).
+fn token_setup(d: usize) -> (FixedDecoder, Vec<f64>) {
     let mut rng = ChaCha20Rng::seed_from_u64(0);
-    let inst = Example1::ex1().generate(&mut rng).expect("ex1");
+    let spec = Example1 {
+        d,
+        noise: 1.0 / (d as f64).sqrt(),
+        ..Example1::ex1()
+    };
+    let inst = spec.generate(&mut rng).expect("ex1");
     let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential).expect("model");
     let w0 = (0..model.dim())
         .map(|_| {
@@ -96,7 +103,7 @@ fn token_setup() -> (FixedDecoder, Vec<f64>) {
 }
 
 fn token_select(c: &mut Criterion) {
-    let (model, w0) = token_setup();
+    let (model, w0) = token_setup(32);
     let flow = LogTimeGradientFlow::new(&model);
     let z0 = flow.initial_state(&w0);
     let taus = [0.0, LogTimeGradientFlow::tau_of(1e10)];
@@ -147,6 +154,31 @@ fn token_select(c: &mut Criterion) {
     g.finish();
 }
 
+/// Cost against the number of parameters P = d² on the token flow to t = 1e10 (the `scaling`
+/// scenario's flow): Tsit45 and the matrix-free TR-BDF2–Krylov from P = 10² to 10⁴ (Tsit45 also
+/// 10⁵), Bdf (with `auto`'s low-rank Newton solver) to P ≈ 10³, where its dense Jacobian is 8 MB.
+fn scaling(c: &mut Criterion) {
+    let mut g = c.benchmark_group("scaling_token_t1e10");
+    let runs: [(Method, &[usize]); 3] = [
+        (Method::Tsit45, &[10, 32, 100, 316]),
+        (Method::TrBdf2Krylov, &[10, 32, 100]),
+        (Method::Bdf, &[10, 20, 32]),
+    ];
+    for (method, dims) in runs {
+        for &d in dims {
+            let (model, w0) = token_setup(d);
+            let flow = LogTimeGradientFlow::new(&model);
+            let z0 = flow.initial_state(&w0);
+            let taus = [0.0, LogTimeGradientFlow::tau_of(1e10)];
+            let cfg = OdeConfig::new(method, RTOL, ATOL);
+            g.bench_function(BenchmarkId::new(method.name(), d * d), |b| {
+                b.iter(|| integrate(&flow, black_box(&z0), &taus, &cfg, None).expect("solve"))
+            });
+        }
+    }
+    g.finish();
+}
+
 fn kernels(c: &mut Criterion) {
     let mut g = c.benchmark_group("kernels");
     for d in [10, 26] {
@@ -175,6 +207,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2));
-    targets = solves, token_select, kernels
+    targets = solves, token_select, scaling, kernels
 }
 criterion_main!(benches);

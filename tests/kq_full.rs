@@ -20,6 +20,26 @@ fn full_nuclear_vs_frobenius_short_horizon_fails_the_direction_checks() {
 }
 
 #[test]
+fn full_nuclear_vs_frobenius_sigma_opt_before_separation_fails() {
+    // seed 0's KQ flow separates its optimal tokens only at τ ≈ 2.4 (W's at ≈ 0.29): at τ = 2
+    // one run is unseparated, and neither excess loss follows its limit law yet
+    let r = common::run_quick("full-nuclear-vs-frobenius", &["tau_max=2.0", "seeds=1"]);
+    assert!(!common::passes(&r, "separated-for-good"));
+    assert!(!common::passes(&r, "kq-sigma-opt-rate"));
+    let sep = r.derived["w_separation_tau"][0].as_f64().unwrap();
+    assert!(sep > 0.2 && sep < 0.4, "W separates at τ = {sep}");
+}
+
+#[test]
+fn full_nuclear_vs_frobenius_kq_law_is_not_met_early() {
+    // the KQ law t ln t·(L − L*) → OPT_*/2 is asymptotic (deviation ~ln τ/τ): at τ = 30 it is
+    // off by ~4%, far outside the bound, while every run is separated
+    let r = common::run_quick("full-nuclear-vs-frobenius", &["tau_max=30.0", "seeds=1"]);
+    assert!(common::passes(&r, "separated-for-good"));
+    assert!(!common::passes(&r, "kq-sigma-opt-rate"));
+}
+
+#[test]
 fn aligned_closed_form_quick() {
     let r = common::run_quick("aligned-closed-form", &[]);
     common::assert_all_pass("aligned-closed-form", &r);

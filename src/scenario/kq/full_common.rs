@@ -22,6 +22,7 @@ use crate::instance::kq::{FullInits, KqData};
 use crate::instance::{Arrays, InstanceFile};
 use crate::scenario::param::{AtLeast, Decades, Positive};
 use crate::scenario::{Check, InputError, Report, Scenario};
+use crate::stats;
 
 /// The log-time horizon of a full-model flow: τ_max in (1, 1e10] (spec §8: beyond µ ≈ 1e10
 /// margins lose f64 resolution).
@@ -210,6 +211,10 @@ pub struct DirectionSample {
     pub tau: f64,
     /// µ(W).
     pub mu: f64,
+    /// ln(L(W) − L*), exact however saturated the softmax is.
+    pub log_excess: f64,
+    /// max_i ln(1 − σ_i,opt(W)): how far the least-attended optimal token is from all the weight.
+    pub log_one_minus_sigma_opt: f64,
     /// Ŵ (column-major), empty before separation.
     pub w_hat: Vec<f64>,
     /// Singular values of Ŵ, largest first (NaN before separation).
@@ -220,6 +225,8 @@ impl DirectionSample {
     pub fn new(model: &FixedDecoder, tau: f64, w: &[f64]) -> Self {
         let d = model.data().d;
         let mu = crate::models::kq::full::min_margin(model, w);
+        let log_excess = model.log_excess_loss(w);
+        let log_one_minus_sigma_opt = stats::max(model.attention(w).log_one_minus_phi_opt);
         match normalized_direction(model, w) {
             Some(w_hat) => {
                 let mut sigma: Vec<f64> = DMatrix::from_column_slice(d, d, &w_hat)
@@ -231,6 +238,8 @@ impl DirectionSample {
                 DirectionSample {
                     tau,
                     mu,
+                    log_excess,
+                    log_one_minus_sigma_opt,
                     w_hat,
                     sigma,
                 }
@@ -238,6 +247,8 @@ impl DirectionSample {
             None => DirectionSample {
                 tau,
                 mu,
+                log_excess,
+                log_one_minus_sigma_opt,
                 w_hat: Vec::new(),
                 sigma: vec![f64::NAN; d],
             },

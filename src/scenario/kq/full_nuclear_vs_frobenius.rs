@@ -8,9 +8,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::NuclearSettings;
-use crate::flow::{Method, OdeConfig};
+use crate::flow::{integrate, Events, Method, OdeConfig, Trajectory};
+use crate::models::kq::full::min_margin;
 use crate::models::kq::full::FullKq;
-use crate::plot::{Figure, LegendPosition, LinePanel, Series};
+use crate::models::kq::log_time::{LogTimeDescent, ScaledGradient};
+use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
@@ -42,6 +44,11 @@ pub struct Checks {
     pub separation_min: Positive,
     /// ‖C(τ) − C(0)‖_F / max(1, ‖K‖_F² + ‖Q‖_F²) over the run (spec §2.5: 1e-8).
     pub balance_drift_tol: Positive,
+    /// Relative deviation of the normalized excess loss from its limit at τ_max, max over seeds:
+    /// KQ t ln t·(L − L*) → OPT_*/2, W t·(L − L*) → ‖W_F‖_F² (spec §2.7). Under A2,
+    /// L − L* = (1/n) Σ_i e^{−γ_i,opt}(e^{Δ_i(1 − σ_i,opt)} − 1), so this is the rate at which
+    /// every σ_i,opt → 1 (Theorem 1.1).
+    pub loss_rate_tol: Positive,
     /// Decay exponents of the direction errors over the last two decades of τ: W against −1
     /// (O(1/µ), spec §2.7) and KQ against −κ, κ the nuclear certificate's complementarity margin
     /// (spec §2.8: the margin predicts the KQ exponent) — max deviation over seeds.
@@ -51,11 +58,19 @@ pub struct Checks {
 /// One model's samples along one run.
 struct Run {
     samples: Vec<DirectionSample>,
+    /// First τ after which µ > 0 for good (see [`separation_time`]).
+    separation: f64,
 }
 
 impl Run {
     fn last(&self) -> &DirectionSample {
         self.samples.last().expect("a run has samples")
+    }
+
+    /// Whether µ falls back to ≤ 0 at a sample after first turning positive.
+    fn lost_separation(&self) -> bool {
+        let first = self.samples.iter().position(|s| s.mu > 0.0);
+        first.is_some_and(|k| self.samples[k..].iter().any(|s| s.mu <= 0.0))
     }
 
     /// Least-squares slope of ln‖Ŵ − target‖ against ln τ over τ ∈ [τ_max/100, τ_max].
@@ -72,6 +87,48 @@ impl Run {
         }
         crate::analysis::fit::line_fit(&x, &y).slope
     }
+}
+
+/// ln of t·(L − L*) at a sample, with ln ln t added for the KQ flow (`log_log`).
+fn log_scaled_excess(s: &DirectionSample, log_log: bool) -> f64 {
+    // t = e^τ − 1 exactly: ln t = τ + ln(1 − e^{−τ})
+    let ln_t = s.tau + (-(-s.tau).exp()).ln_1p();
+    ln_t + if log_log { ln_t.ln() } else { 0.0 } + s.log_excess
+}
+
+/// The separation time: the root of µ(W(τ)) after the last sample with µ ≤ 0, located by a
+/// terminal event on a re-integration from that sample to the next (the run itself is not
+/// touched, so its samples stay those of an event-free solve). τ₀ when µ > 0 throughout; NaN
+/// when µ ≤ 0 at τ_max or the re-integration fails.
+fn separation_time<M: ScaledGradient + ?Sized>(
+    model: &M,
+    tr: &Trajectory,
+    mu: &dyn Fn(&[f64]) -> f64,
+    cfg: &OdeConfig,
+) -> f64 {
+    let Some(k) = (0..tr.len()).rposition(|k| mu(tr.state(k)) <= 0.0) else {
+        return tr.t[0];
+    };
+    if k + 1 == tr.len() {
+        return f64::NAN;
+    }
+    let g = |_: f64, z: &[f64], out: &mut [f64]| out[0] = mu(z);
+    let events = Events {
+        count: 1,
+        func: &g,
+        terminal: true,
+    };
+    let span = [tr.t[k], tr.t[k + 1]];
+    integrate(
+        &LogTimeDescent(model),
+        tr.state(k),
+        &span,
+        cfg,
+        Some(&events),
+    )
+    .ok()
+    .and_then(|r| r.events.first().map(|e| e.t))
+    .unwrap_or(f64::NAN)
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
@@ -103,7 +160,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 drift = stats::larger(drift, balance_drift(&kq, z, &c0));
                 samples.push(DirectionSample::new(w_model, tr.t[k], &kq.combined(z)));
             }
-            kq_runs.push((seed, Run { samples }));
+            let mu = |z: &[f64]| min_margin(w_model, &kq.combined(z));
+            let separation = separation_time(&kq, &tr, &mu, &ctx.ode);
+            kq_runs.push((
+                seed,
+                Run {
+                    samples,
+                    separation,
+                },
+            ));
         }
         if let Some(tr) = run_log_time(
             w_model,
@@ -116,7 +181,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let samples = (0..tr.len())
                 .map(|k| DirectionSample::new(w_model, tr.t[k], tr.state(k)))
                 .collect();
-            w_runs.push((seed, Run { samples }));
+            let mu = |w: &[f64]| min_margin(w_model, w);
+            let separation = separation_time(w_model, &tr, &mu, &ctx.ode);
+            w_runs.push((
+                seed,
+                Run {
+                    samples,
+                    separation,
+                },
+            ));
         }
     }
 
@@ -215,6 +288,76 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              (spec §2.8: the margin predicts the KQ convergence exponent)"
         )),
     );
+    // Theorem 1.1's σ_opt → 1 and its separation time (spec §4 recipe)
+    let kq_rate: Vec<f64> = kq_runs
+        .iter()
+        .map(|(_, r)| (log_scaled_excess(r.last(), true) - (opt_star / 2.0).ln()).exp())
+        .collect();
+    let w_norm2 = w_f.iter().map(|x| x * x).sum::<f64>();
+    let w_rate: Vec<f64> = w_runs
+        .iter()
+        .map(|(_, r)| (log_scaled_excess(r.last(), false) - w_norm2.ln()).exp())
+        .collect();
+    let log10_gap = |runs: &[(usize, Run)]| -> Vec<f64> {
+        runs.iter()
+            .map(|(_, r)| r.last().log_one_minus_sigma_opt / std::f64::consts::LN_10)
+            .collect()
+    };
+    rep.derive("kq_loss_rate", &kq_rate);
+    rep.derive("w_loss_rate", &w_rate);
+    rep.derive("kq_log10_one_minus_sigma_opt", log10_gap(&kq_runs));
+    rep.derive("w_log10_one_minus_sigma_opt", log10_gap(&w_runs));
+    let rel = |v: &[f64], ok: bool| nan_unless(ok, stats::max(v.iter().map(|x| (x - 1.0).abs())));
+    rep.check(
+        Check::at_most(
+            "kq-sigma-opt-rate",
+            "KQ: σ_opt → 1 at rate 1/(t ln t): |t ln t·(L − L*)/(OPT_*/2) − 1| at τ_max",
+            rel(&kq_rate, kq_ok),
+            *c.loss_rate_tol,
+        )
+        .note(format!(
+            "t ln t·(L − L*) / (OPT_*/2) = {kq_rate:.6?}; L − L* = (1/n) Σ_i e^{{−γ_i,opt}}(e^{{Δ_i(1 − σ_i,opt)}} − 1) \
+             under A2, so every 1 − σ_i,opt ≤ n e^{{γ_i,opt}}(L − L*)/Δ_i; \
+             max_i log₁₀(1 − σ_i,opt) at τ_max: {:.4?}; derived rate (spec §2.7)",
+            log10_gap(&kq_runs)
+        )),
+    );
+    rep.check(
+        Check::at_most(
+            "w-sigma-opt-rate",
+            "W: σ_opt → 1 at rate 1/t: |t·(L − L*)/‖W_F‖_F² − 1| at τ_max",
+            rel(&w_rate, w_ok),
+            *c.loss_rate_tol,
+        )
+        .note(format!(
+            "t·(L − L*) / ‖W_F‖_F² = {w_rate:.6?} (‖W_F‖_F² = {w_norm2:.6}); max_i log₁₀(1 − σ_i,opt) \
+             at τ_max: {:.4?}; derived rate (spec §2.7)",
+            log10_gap(&w_runs)
+        )),
+    );
+    let mut not_for_good = 0usize;
+    let mut separated_at = [Vec::new(), Vec::new()];
+    for (m, runs) in [&kq_runs, &w_runs].into_iter().enumerate() {
+        for (_, r) in runs.iter() {
+            not_for_good += usize::from(r.separation.is_nan() || r.lost_separation());
+            separated_at[m].push(r.separation);
+        }
+    }
+    rep.derive("kq_separation_tau", &separated_at[0]);
+    rep.derive("w_separation_tau", &separated_at[1]);
+    rep.check(
+        Check::at_most(
+            "separated-for-good",
+            "runs whose optimal tokens are not separated for good (µ ≤ 0 at τ_max or after it was > 0)",
+            nan_unless(kq_ok && w_ok, not_for_good as f64),
+            0.0,
+        )
+        .note(format!(
+            "Theorem 1.1: µ → ∞; separation times τ_sep (the root of µ; 0: separated from the \
+             start) KQ {:.4?}, W {:.4?}",
+            separated_at[0], separated_at[1]
+        )),
+    );
     rep.check(
         Check::at_most(
             "kq-balance-drift-tau",
@@ -230,6 +373,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "seed",
         "tau",
         "mu",
+        "log_excess_loss",
+        "log_one_minus_sigma_opt",
         "dist_nuclear",
         "dist_frobenius",
         "sigma1",
@@ -245,6 +390,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     (*seed).into(),
                     s.tau.into(),
                     s.mu.into(),
+                    s.log_excess.into(),
+                    s.log_one_minus_sigma_opt.into(),
                     s.distance(&w_star).into(),
                     s.distance(&w_f).into(),
                     s.sigma[0].into(),
@@ -266,15 +413,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }),
     ));
     let sigma_f = super::common::singular_values(&svms.constraints, &w_f);
-    rep.figure = Some(figure(
-        &kq_runs,
-        &w_runs,
-        &w_star,
-        &w_f,
-        &svms.nuclear.singular_values,
-        &sigma_f,
-        &label,
-    ));
+    let limits = Limits {
+        w_star: &w_star,
+        w_f: &w_f,
+        sigma_star: &svms.nuclear.singular_values,
+        sigma_f: &sigma_f,
+        half_opt_star: opt_star / 2.0,
+        w_f_norm2: w_norm2,
+        rate_tol: *c.loss_rate_tol,
+    };
+    rep.figure = Some(figure(&kq_runs, &w_runs, &limits, &label));
     Ok(rep)
 }
 
@@ -292,15 +440,22 @@ fn taus_max(a: &[(usize, Run)], b: &[(usize, Run)]) -> f64 {
     stats::axis_max(0.0, samples.map(|s| s.tau))
 }
 
-fn figure(
-    kq_runs: &[(usize, Run)],
-    w_runs: &[(usize, Run)],
-    w_star: &[f64],
-    w_f: &[f64],
-    sigma_star: &[f64],
-    sigma_f: &[f64],
-    label: &str,
-) -> Figure {
+/// The two SVM solutions and the limits of the normalized excess loss, as the figure draws them.
+struct Limits<'a> {
+    w_star: &'a [f64],
+    w_f: &'a [f64],
+    sigma_star: &'a [f64],
+    sigma_f: &'a [f64],
+    /// OPT_*/2: the limit of t ln t·(L − L*) on the KQ flow.
+    half_opt_star: f64,
+    /// ‖W_F‖_F²: the limit of t·(L − L*) on the W flow.
+    w_f_norm2: f64,
+    /// The check's bound on the relative deviation at τ_max.
+    rate_tol: f64,
+}
+
+fn figure(kq_runs: &[(usize, Run)], w_runs: &[(usize, Run)], lim: &Limits, label: &str) -> Figure {
+    let (w_star, w_f) = (lim.w_star, lim.w_f);
     let sep = |r: &Run| {
         r.samples
             .iter()
@@ -324,6 +479,15 @@ fn figure(
     .log_x()
     .log_y()
     .legend(LegendPosition::LowerLeft);
+    let mut rate = LinePanel::new(
+        "σ_{opt} → 1: excess loss against its limit law",
+        "τ = ln(1 + t)",
+        "|(L − L*) / law − 1|",
+    )
+    .log_x()
+    .log_y()
+    .legend(LegendPosition::LowerLeft)
+    .hline(RefLine::new(lim.rate_tol, "bound at τ_{max}").style(LineStyle::Dotted));
     for (runs, name, color) in [(kq_runs, "KQ", 0usize), (w_runs, "W", 2)] {
         for (i, (seed, r)) in runs.iter().enumerate() {
             let s = sep(r);
@@ -337,6 +501,37 @@ fn figure(
                 }
             };
             let _ = seed;
+            // KQ: t ln t·(L − L*)/(OPT_*/2); W: t·(L − L*)/‖W_F‖² (both → 1, spec §2.7)
+            let (log_log, limit) = if name == "KQ" {
+                (true, lim.half_opt_star)
+            } else {
+                (false, lim.w_f_norm2)
+            };
+            // t ln t > 0 only from t > 1
+            let (rate_tau, ratio): (Vec<f64>, Vec<f64>) = r
+                .samples
+                .iter()
+                .map(|x| {
+                    (
+                        x.tau,
+                        ((log_scaled_excess(x, log_log) - limit.ln()).exp() - 1.0).abs(),
+                    )
+                })
+                .filter(|(_, y)| y.is_finite() && *y > 0.0)
+                .unzip();
+            let lab_rate = if first {
+                if log_log {
+                    format!(
+                        "KQ: law t ln t·(L − L*) = OPT_*/2 (seeds 0..{})",
+                        runs.len() - 1
+                    )
+                } else {
+                    format!("W: law t·(L − L*) = ‖W_F‖_F² (seeds 0..{})", runs.len() - 1)
+                }
+            } else {
+                String::new()
+            };
+            rate = rate.series(Series::numerics(lab_rate, rate_tau, ratio).color(color));
             dist = dist
                 .series(
                     Series::numerics(
@@ -373,7 +568,7 @@ fn figure(
     }
     // the singular values of the two SVM solutions as dashed levels (σ = 0 cannot show on a log axis)
     let span = vec![taus_min(kq_runs, w_runs), taus_max(kq_runs, w_runs)];
-    for (sig, name, color) in [(sigma_star, "W_*", 0usize), (sigma_f, "W_F", 2)] {
+    for (sig, name, color) in [(lim.sigma_star, "W_*", 0usize), (lim.sigma_f, "W_F", 2)] {
         for (k, &v) in sig.iter().enumerate().filter(|(_, v)| **v > 1e-9) {
             sing = sing.series(
                 Series::theory(
@@ -385,10 +580,11 @@ fn figure(
             );
         }
     }
-    Figure::new(2)
+    Figure::new(3)
         .title("Theorem 1.1 / E2: separate K, Q → nuclear-norm SVM; combined W → Frobenius SVM")
         .panel(dist)
         .panel(sing)
+        .panel(rate)
 }
 
 /// Per seed a KQ and a W flow on the log-time grid, every sample kept.
@@ -414,10 +610,16 @@ pub static KIND: Kind<Params, Checks> = Kind {
     cost,
     quantities: &[
         "kq_dist_nuclear",
+        "kq_log10_one_minus_sigma_opt",
+        "kq_loss_rate",
         "kq_nuclear_gap",
         "kq_rank_ratio",
+        "kq_separation_tau",
         "svm_distance",
         "w_dist_frobenius",
+        "w_log10_one_minus_sigma_opt",
+        "w_loss_rate",
+        "w_separation_tau",
     ],
     run,
 };

@@ -8,6 +8,7 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::instance_files::{stacked_df_instance, InstanceFiles};
+use super::params::Nonzero;
 use super::sizes;
 use crate::flow::{integrate_flow, linspace, GradientFlow, Method, OdeConfig, Trajectory};
 use crate::instance::histogram::{task_name, TaskMatrices};
@@ -16,6 +17,7 @@ use crate::models::histogram::theorem2::Imbalance;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow, HistogramError};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -34,17 +36,17 @@ pub struct Params {
     pub bad_columns: Vec<usize>,
     pub bad_deltas: Vec<f64>,
     /// v_i(0) of the bad columns.
-    pub v_bad: f64,
+    pub v_bad: Nonzero,
     /// The good columns: Q_0, v_0 entries i.i.d. N(0, σ²).
-    pub sigma: f64,
+    pub sigma: Positive,
     /// ODE output samples.
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// Imbalances probed for the existence of a bad column with prescribed δ (E17).
     pub delta_probe: Vec<f64>,
     /// Random (q⊥, v) draws for R10's p-solve, which must land on δ ≥ 0 (E17).
     pub root_draws: usize,
     /// Horizon of the run from the paper's condition q_iᵀm_i + ρ̄_iv_i = 0, in units of 1/α.
-    pub paper_horizon: f64,
+    pub paper_horizon: Positive,
     /// Task matrices `M`, (d, d) or k stacked (k, d, d): one run per matrix, replacing tasks,
     /// d_thr and d. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,35 +62,27 @@ pub struct Params {
 pub struct Checks {
     /// |v_i(t_s)|/|v_i(0)| and |p_i(t_s)|/|p_i(0)| for the bad columns at t_s =
     /// 5/min_bad(μ_iρ_i): the decay is ≥ e^{−μρt} = e^{−5} (R10: 1e-2).
-    pub saddle_tol: f64,
+    pub saddle_tol: Positive,
     /// |Σ_bad ℓ_i(t_p)/(½Σ_bad μ_i²) − 1| at t_p = ½ln(1/rtol)/max_bad(μ_iρ̄_i), half the time
     /// after which solver noise escapes the saddle (spec §7.4) (R10: 5%). The good columns'
     /// share of ℓ(t_p) is reported beside it: they converge at their own rate 2μ_iρ̄_i.
-    pub plateau_tol: f64,
+    pub plateau_tol: Positive,
     /// max |z_ODE − z_closed form| on [0, t_s] (later the saddle amplifies solver error as
     /// e^{μρ̄t}, spec R8(a)) (R9(a): 1e-7).
-    pub closed_form_tol: f64,
+    pub closed_form_tol: Positive,
     /// On lt, the loss from the paper's set at T + paper_horizon/α, relative to the saddle level
     /// ½Σ_bad μ_i² it would keep if that set were bad (E5).
-    pub paper_set_tol: f64,
+    pub paper_set_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles<TaskMatrices>, InputError> {
     InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
 }
 
-/// The task matrix of each run: the data file's, else those of `tasks`.
-fn task_matrices(p: &Params, files: &InstanceFiles<TaskMatrices>) -> Vec<DMatrix<f64>> {
-    match files.data() {
-        Some(data) => data.ms.clone(),
-        None => p.tasks.iter().map(|t| t.matrix(p.d, p.d_thr)).collect(),
-    }
-}
-
 /// The order of the runs, for messages about the init file.
 const RUN_ORDER: &str = "one per task matrix";
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let files = read_files(p, sc)?;
     let d = files.d(p.d);
     if d < 2 || (files.data().is_none() && p.tasks.is_empty()) {
@@ -115,7 +109,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             format!("δ = {delta} < 0: the bad set is empty for δ < 0 (spec E17)"),
         ));
     }
-    let ms = task_matrices(p, &files);
+    let ms = files.task_matrices(&p.tasks, p.d, p.d_thr);
     if ms.iter().any(|m| task_name(m) == "lt") && p.bad_columns.iter().all(|&i| i == d) {
         return Err(sc.invalid(
             "params.bad_columns",
@@ -123,18 +117,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
              coincide: choose another column to test E5",
         ));
     }
-    if p.v_bad == 0.0 || p.sigma <= 0.0 || p.samples < 10 || p.paper_horizon <= 0.0 {
-        return Err(sc.invalid(
-            "params",
-            "need v_bad ≠ 0, σ > 0, ≥ 10 samples, paper_horizon > 0",
-        ));
-    }
-    sc.require_positive(&[
-        ("checks.saddle_tol", c.saddle_tol),
-        ("checks.plateau_tol", c.plateau_tol),
-        ("checks.closed_form_tol", c.closed_form_tol),
-        ("checks.paper_set_tol", c.paper_set_tol),
-    ])?;
     if let Some(inits) = files.run_inits(ms.len(), RUN_ORDER)? {
         let columns: Vec<usize> = p.bad_columns.iter().map(|c| c - 1).collect();
         files.require_bad_set_value(
@@ -168,7 +150,7 @@ fn bad_state(
 ) -> Result<Vec<f64>, RunError> {
     let d = m.nrows();
     let mut rng = ctx.rng(stream);
-    let mut z = gaussian_state(&mut rng, d, p.sigma);
+    let mut z = gaussian_state(&mut rng, d, *p.sigma);
     for (&col, &delta) in p.bad_columns.iter().zip(&p.bad_deltas) {
         let i = col - 1;
         let m_i = m.column(i);
@@ -177,13 +159,13 @@ fn bad_state(
         // bad_init_with_imbalance solves q·m + ρ̄μv = ε; the paper's q·m + ρ̄v = 0 is ε = ρ̄v(μ − 1)
         let eps = match set {
             BadSet::Corrected => 0.0,
-            BadSet::Paper => Imbalance::new(delta).rhob * p.v_bad * (mu - 1.0),
+            BadSet::Paper => Imbalance::new(delta).rhob * *p.v_bad * (mu - 1.0),
         };
-        let q = bad_init_with_imbalance(m_i.as_slice(), &direction, p.v_bad, delta, eps)
+        let q = bad_init_with_imbalance(m_i.as_slice(), &direction, *p.v_bad, delta, eps)
             .map_err(|e| RunError::Other(format!("bad column {col}: {e}")))?;
         let block = &mut z[i * (d + 1)..(i + 1) * (d + 1)];
         block[..d].copy_from_slice(q.as_slice());
-        block[d] = p.v_bad;
+        block[d] = *p.v_bad;
     }
     Ok(z)
 }
@@ -232,7 +214,7 @@ fn run_bad(
         col.mu() * col.imbalance().rhob
     }));
     let t_plateau = (0.5 * (1.0 / ctx.ode.rtol).ln() / fastest_unstable).max(t_saddle);
-    let mut times = linspace(0.0, t_plateau, p.samples);
+    let mut times = linspace(0.0, t_plateau, *p.samples);
     times.push(t_saddle);
     times.sort_by(f64::total_cmp);
     times.dedup();
@@ -285,7 +267,7 @@ fn existence_mismatches(p: &Params, ms: &[DMatrix<f64>], ctx: &RunContext) -> (u
                 let r = bad_init_with_imbalance(
                     m.column(i).as_slice(),
                     &direction,
-                    p.v_bad,
+                    *p.v_bad,
                     delta,
                     0.0,
                 );
@@ -328,7 +310,7 @@ fn root_min_delta(p: &Params, ms: &[DMatrix<f64>], ctx: &RunContext) -> Result<f
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let ms = task_matrices(p, &files);
+    let ms = files.task_matrices(&p.tasks, p.d, p.d_thr);
     // the init file's states (checked by validate), else run j's constructed from stream 40 + j
     let inits = match files.run_inits(ms.len(), RUN_ORDER)? {
         Some(inits) => inits,
@@ -351,7 +333,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 &format!("bad-v-ratio.{name}"),
                 &format!("{name}: max_bad |v_i(t_s)/v_i(0)|"),
                 r.v_ratio,
-                c.saddle_tol,
+                *c.saddle_tol,
             )
             .note(format!(
                 "t_s = 5/min_bad(μ_iρ_i) = {:.4}, bad columns {:?} (R10)",
@@ -362,7 +344,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &format!("bad-p-ratio.{name}"),
             &format!("{name}: max_bad |p_i(t_s)/p_i(0)|"),
             r.p_ratio,
-            c.saddle_tol,
+            *c.saddle_tol,
         ));
         rep.check(
             Check::close(
@@ -370,7 +352,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 &format!("{name}: Σ_bad ℓ_i(t_p) / ½Σ_bad μ_i²"),
                 r.bad_loss / r.saddle_loss,
                 1.0,
-                c.plateau_tol,
+                *c.plateau_tol,
             )
             .note(format!(
                 "t_p = ½ln(1/rtol)/max_bad(μ_iρ̄_i) = {:.4}: the bad columns sit at the saddle; \
@@ -384,7 +366,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &format!("ode-closed-form.{name}"),
             &format!("{name}: max |z_ODE − z_closed form| on [0, t_s]"),
             r.closed_error,
-            c.closed_form_tol,
+            *c.closed_form_tol,
         ));
     }
     let (wrong, tried) = existence_mismatches(p, &ms, ctx);
@@ -425,8 +407,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let m = &ms[j];
         let z0 = bad_state(p, m, BadSet::Paper, ctx, 40 + j as u64)?;
         let closed = DfClosedForm::new(m, &z0);
-        let t_end = closed.onset_time() + p.paper_horizon / closed.alpha();
-        let times = linspace(0.0, t_end, p.samples);
+        let t_end = closed.onset_time() + *p.paper_horizon / closed.alpha();
+        let times = linspace(0.0, t_end, *p.samples);
         let traj = integrate_flow(&DfFlow::new(m.clone()), &z0, &times, &ctx.ode)?;
         rep.stats("lt, paper's bad set", &traj.stats);
         let saddle_loss: f64 = p
@@ -439,12 +421,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "lt-paper-set-itm-rho-alpha",
                 "lt, paper's set q_iᵀm_i + ρ̄_i v_i = 0: ℓ(T + h/α) / ½Σ_{bad} μ_i²",
                 traj.loss[traj.len() - 1] / saddle_loss,
-                c.paper_set_tol,
+                *c.paper_set_tol,
             )
             .note(format!(
                 "converges normally (h = {}); corrected bad-set values q_iᵀm_i + ρ̄_iμ_iv_i of the \
                  columns: {:?}",
-                p.paper_horizon,
+                *p.paper_horizon,
                 p.bad_columns
                     .iter()
                     .map(|&col| closed.columns()[col - 1].bad_set_value())
@@ -557,10 +539,10 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         },
         tasks + 1.0,
         p.d,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     )
-    .table("samples", tasks * n(p.samples), 3.0)
+    .table("samples", tasks * n(*p.samples), 3.0)
     .work("delta_probe", "existence probes", probes, 10.0 * n(p.d))
     .work(
         "root_draws",

@@ -17,6 +17,7 @@ use crate::instance::histogram::task_name;
 use crate::models::histogram::{DfFlow, HistogramData, RowMoments, TfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -36,18 +37,18 @@ pub struct Params {
     pub seq_len: usize,
     pub n_strings: usize,
     /// Init scale: Q_0, v_0 entries i.i.d. N(0, σ²), the same init for both flows.
-    pub sigma: f64,
+    pub sigma: Positive,
     /// Horizon of both flows.
-    pub t_end: f64,
+    pub t_end: Positive,
     /// Output samples: half log-spaced from `t_first` (the transformer's transient is ~1e-4
     /// long), half equally spaced.
-    pub samples: usize,
-    pub t_first: f64,
+    pub samples: AtLeast<10>,
+    pub t_first: Positive,
     /// Gradient-descent steps of each loss and their step sizes (η ≪ 2/λ_max(∇²ℓ)).
-    pub gd_steps: usize,
-    pub eta_df: f64,
-    pub eta_tf: f64,
-    pub eta_generic: f64,
+    pub gd_steps: AtLeast<1>,
+    pub eta_df: Positive,
+    pub eta_tf: Positive,
+    pub eta_generic: Positive,
     /// The dataset (`M` and one set of `strings`, H_a definite); replaces task, d_thr, d,
     /// seq_len and n_strings. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,24 +62,24 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max_{i,t} |β_i(t) − β_i(0)|/max(1, |β_i(0)|) (spec 000 §2.7.1: 1e-7 at rtol 1e-10).
-    pub beta_drift_tol: f64,
+    pub beta_drift_tol: Positive,
     /// Largest loss increase between samples in units of the change a state error of one
     /// solver tolerance can cause, rtol·ℓ + ‖∇ℓ‖(rtol‖z‖ + atol√dim) (spec 000 §2.7.2): ≤ 1.
-    pub monotone_tol: f64,
+    pub monotone_tol: Positive,
     /// Σ_k |ℓ(t_{k+1}) − ℓ(t_k) + ∫‖∇ℓ‖²| / (ℓ(0) − ℓ(t_end)), the integral by the
     /// Hermite-corrected trapezoid rule (error O(h⁵)) with d‖∇ℓ‖²/dt = −2∇ℓᵀ∇²ℓ∇ℓ from the
     /// exact Hessian-vector product (spec 000 §2.7.2).
-    pub energy_tol: f64,
+    pub energy_tol: Positive,
     /// max_{k,i} |β_i(k) − β_i(0) − Σ_{j<k} η²(‖∇_{q_i}ℓ‖² − (∂ℓ/∂v_i)²)| / max(1, |β_i(0)|)
     /// (spec 000 §2.4, R6: 1e-12).
-    pub gd_formula_tol: f64,
+    pub gd_formula_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
     InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let files = read_files(p, sc)?;
     files.require_tf_single()?;
     if files.data().is_none() {
@@ -93,32 +94,17 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             ));
         }
     }
-    sc.require_positive(&[
-        ("params.sigma", p.sigma),
-        ("params.t_end", p.t_end),
-        ("params.t_first", p.t_first),
-        ("params.eta_df", p.eta_df),
-        ("params.eta_tf", p.eta_tf),
-        ("params.eta_generic", p.eta_generic),
-        ("checks.beta_drift_tol", c.beta_drift_tol),
-        ("checks.monotone_tol", c.monotone_tol),
-        ("checks.energy_tol", c.energy_tol),
-        ("checks.gd_formula_tol", c.gd_formula_tol),
-    ])?;
-    if p.t_first >= p.t_end {
+    if *p.t_first >= *p.t_end {
         return Err(sc.invalid("params.t_first", "must be below t_end"));
-    }
-    if p.samples < 10 || p.gd_steps == 0 {
-        return Err(sc.invalid("params.samples", "need ≥ 10 samples and ≥ 1 GD step"));
     }
     Ok(())
 }
 
 /// The sample times: the union of a log grid from `t_first` and a linear grid, with t = 0.
 fn sample_times(p: &Params) -> Vec<f64> {
-    let half = p.samples / 2;
-    let mut t = linspace(0.0, p.t_end, half);
-    t.extend(logspace(p.t_first, p.t_end, p.samples - half));
+    let half = *p.samples / 2;
+    let mut t = linspace(0.0, *p.t_end, half);
+    t.extend(logspace(*p.t_first, *p.t_end, *p.samples - half));
     t.sort_by(f64::total_cmp);
     t.dedup_by(|a, b| (*a - *b).abs() <= 1e-12 * b.abs().max(1e-300));
     t
@@ -200,7 +186,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         HistogramData::sample(m, p.seq_len, p.n_strings, &mut ctx.rng(1))
     })?;
     let (m, d) = (data.m.clone(), data.d);
-    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(2), d, p.sigma))?;
+    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(2), d, *p.sigma))?;
     // Lemma A.1 holds for any f(Q Diag(v)): f = ½‖(Q Diag(v) − M)B‖², B with N(0, 1/d) entries
     // (drawn from the seed also on user data: B is part of the test, not of the instance)
     let b_entries = gaussian_vector(&mut ctx.rng(3), d * d, 1.0 / (d as f64).sqrt());
@@ -210,9 +196,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let tf = TfFlow::from_data(&data);
     let times = sample_times(p);
     let flows: [(&str, &dyn GradientFlow, f64); 3] = [
-        ("df", &df, p.eta_df),
-        ("tf", &tf, p.eta_tf),
-        ("generic", &generic, p.eta_generic),
+        ("df", &df, *p.eta_df),
+        ("tf", &tf, *p.eta_tf),
+        ("generic", &generic, *p.eta_generic),
     ];
 
     let mut rep = Report {
@@ -234,7 +220,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "max_i |Δβ_i|/max(1,|β_i|)",
     )
     .log_y()
-    .hline(RefLine::new(c.beta_drift_tol, "bound"));
+    .hline(RefLine::new(*c.beta_drift_tol, "bound"));
     let mut energy_panel = LinePanel::new("energy identity dℓ/dt = −‖∇ℓ‖²", "t", "ℓ(t)/ℓ(0)")
         .log_x()
         .log_y()
@@ -252,7 +238,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "rel. error",
     )
     .log_y()
-    .hline(RefLine::new(c.gd_formula_tol, "bound"));
+    .hline(RefLine::new(*c.gd_formula_tol, "bound"));
     for (color, (label, flow, eta)) in flows.into_iter().enumerate() {
         let audit = audit_flow(flow, &z0, &times, &ctx.ode)?;
         let tr = &audit.traj;
@@ -262,20 +248,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 &format!("beta-drift-beta.{label}"),
                 &format!("{label}: max β drift / max(1, |β|)"),
                 stats::max(audit.beta_drift.iter()),
-                c.beta_drift_tol,
+                *c.beta_drift_tol,
             )
             .note(format!(
                 "Lemma A.1, {} solver at rtol {:e}, t ≤ {}",
                 ctx.ode.method.name(),
                 ctx.ode.rtol,
-                p.t_end
+                *p.t_end
             )),
         );
         rep.check(
             Check::at_most(
                 &format!("loss-increase-solver-tolerance-effect.{label}"), &format!("{label}: loss increase / solver-tolerance effect"),
                 audit.monotone_ratio,
-                c.monotone_tol,
+                *c.monotone_tol,
             )
             .note("max_k (ℓ_{k+1} − ℓ_k)/(rtol·ℓ_k + ‖∇ℓ_k‖(rtol‖z_k‖ + atol√dim)); ≤ 0 is strictly decreasing"),
         );
@@ -284,7 +270,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 &format!("energy-identity-mismatch.{label}"),
                 &format!("{label}: energy identity mismatch"),
                 audit.energy_mismatch,
-                c.energy_tol,
+                *c.energy_tol,
             )
             .note("Σ_k |Δℓ_k + ∫‖∇ℓ‖²| / (ℓ(0) − ℓ(t_end)), Hermite-corrected trapezoid"),
         );
@@ -329,17 +315,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .color(color),
             );
 
-        let gd = audit_gd(flow, &z0, eta, p.gd_steps)?;
+        let gd = audit_gd(flow, &z0, eta, *p.gd_steps)?;
         rep.check(
             Check::at_most(
                 &format!("gd-eta-beta-drift-formula-error.{label}-{eta}"),
                 &format!("{label} GD (η = {eta}): β drift formula error"),
                 stats::max(gd.error.iter()),
-                c.gd_formula_tol,
+                *c.gd_formula_tol,
             )
             .note(format!(
                 "accumulated over {} steps; the drift itself is {:.3e} (relative)",
-                p.gd_steps, gd.total_drift
+                *p.gd_steps, gd.total_drift
             )),
         );
         rep.derive(&format!("{label}_gd_total_beta_drift"), gd.total_drift);
@@ -388,7 +374,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                  ½‖(Q Diag(v) − M)B‖²)",
                 task_name(&m),
                 d,
-                p.sigma
+                *p.sigma
             ))
             .panel(drift_panel)
             .panel(energy_panel)
@@ -401,7 +387,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// The transformer data and T3, the generic loss's moment tensor, three flows (the costliest,
 /// ℓ_tf, for all) with every sample kept, and three GD audits recording every iterate.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let steps = n(p.gd_steps);
+    let steps = n(*p.gd_steps);
     sizes::tf_data("n_strings, seq_len", 1.0, p.d, p.seq_len, p.n_strings)
         .doubles(
             "d",
@@ -415,10 +401,10 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             },
             3.0,
             p.d,
-            n(p.samples),
+            n(*p.samples),
             ctx.ode.method,
         ))
-        .table("samples", 3.0 * n(p.samples), 6.0)
+        .table("samples", 3.0 * n(*p.samples), 6.0)
         .work(
             "gd_steps, d",
             "GD steps on three losses",

@@ -19,6 +19,7 @@ use crate::models::histogram::theorem2::FixedPointKind;
 use crate::models::histogram::{task_matrix, Thm2System};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -43,14 +44,14 @@ pub struct Params {
     /// Which column i of M (0-based).
     pub column: usize,
     /// Level sets β_i = ‖q_i‖² − v_i² (spec 000 §6 row 8: {−1, 0, 0.7}).
-    pub betas: Vec<f64>,
+    pub betas: NonEmpty<f64>,
     /// Newton searches per constructed point, from perturbed starts.
     pub starts: usize,
     /// Size of the Gaussian perturbation of those starts.
-    pub perturbation: f64,
+    pub perturbation: Positive,
     /// Newton searches from random starts N(0, random_scale²) anywhere (saddle hunt).
     pub random_starts: usize,
-    pub random_scale: f64,
+    pub random_scale: Positive,
     /// The task matrix (`M`) whose column supplies m_i; replaces task, d_thr and d. README
     /// "Your own data". No init_file: the points are built from β and m_i, and the seeded
     /// random numbers are only search starts and saddle directions.
@@ -64,49 +65,32 @@ pub struct Checks {
     /// max |λ_numerical − λ_formula| / max|λ| of the Hessian spectra (spec 000 D1 asks 1e-6
     /// of finite-difference Hessians; the exact hvp leaves rounding at the constructed points
     /// and O(‖∇ℓ‖/λ) ≈ 1e-10 at Newton-found ones).
-    pub hessian_eig_tol: f64,
+    pub hessian_eig_tol: Positive,
     /// ‖∇ℓ‖ at the constructed points and |f| at the Theorem 2 fixed points (rounding only).
-    pub stationarity_tol: f64,
+    pub stationarity_tol: Positive,
     /// max |λ_numerical − λ_formula| / c_1 of the Theorem 2 Jacobians (spec 000 R8(e): 1e-10).
-    pub jacobian_eig_tol: f64,
+    pub jacobian_eig_tol: Positive,
     /// The same at c = 0, where the node's Jacobian is a Jordan block: a rounding perturbation
     /// ε moves a double eigenvalue by ~√ε ≈ 1e-8.
-    pub jordan_eig_tol: f64,
+    pub jordan_eig_tol: Positive,
     /// Relative error of trace and determinant of the Jacobians (well conditioned even for
     /// the Jordan block).
-    pub trace_det_tol: f64,
+    pub trace_det_tol: Positive,
     /// Relative error of κ from the dense Hessian against the D4 formula (spec 000 §6: 1e-8).
-    pub kappa_tol: f64,
+    pub kappa_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
     InstanceFiles::read(sc, p.data_file.as_deref(), None, p.d)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let d = read_files(p, sc)?.d(p.d);
     if d < 2 {
         return Err(sc.invalid("params.d", "need d ≥ 2 (saddles with β > 0 need q ⊥ m)"));
     }
     if p.column >= d {
         return Err(sc.invalid("params.column", format!("must be < d = {d}")));
-    }
-    if p.betas.is_empty() {
-        return Err(sc.invalid("params.betas", "need at least one β"));
-    }
-    if p.perturbation <= 0.0 || p.random_scale <= 0.0 {
-        return Err(sc.invalid("params", "perturbation and random_scale must be positive"));
-    }
-    let tols = [
-        c.hessian_eig_tol,
-        c.stationarity_tol,
-        c.jacobian_eig_tol,
-        c.jordan_eig_tol,
-        c.trace_det_tol,
-        c.kappa_tol,
-    ];
-    if tols.iter().any(|&t| t <= 0.0) {
-        return Err(sc.invalid("checks", "tolerances must be positive"));
     }
     Ok(())
 }
@@ -152,7 +136,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut rng, mut newton_rng) = (ctx.rng(1), ctx.rng(2));
     let (mut column, mut jac) = (ColumnTally::new(), JacobianTally::default());
     let (mut hessian_panels, mut jacobian_panels) = (Vec::new(), Vec::new());
-    for &beta in &p.betas {
+    for &beta in &*p.betas {
         hessian_panels.push(level_set(
             p,
             &flow,
@@ -271,7 +255,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
             "constructed-points",
             "max ‖∇ℓ‖ / |f| at the constructed points",
             stats::larger(t.grad.value, jac.stationarity.value),
-            chk.stationarity_tol,
+            *chk.stationarity_tol,
         )
         .note(format!("worst at {}", stationarity.at)),
     );
@@ -280,7 +264,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
             "hessian-spectra-vs-d1-deltalambda-lambda",
             "Hessian spectra vs D1: max |Δλ| / max|λ|",
             t.hessian.value,
-            chk.hessian_eig_tol,
+            *chk.hessian_eig_tol,
         )
         .note(format!(
             "dense Hessians from the exact hvp at the constructed points (one column and the \
@@ -293,11 +277,11 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
             "newton-found-points-spectra-vs-d1",
             "Newton-found points: spectra vs D1 on their own level set",
             t.newton.value,
-            chk.hessian_eig_tol,
+            *chk.hessian_eig_tol,
         )
         .note(format!(
             "{} starts per point, perturbation {:e}; worst at {}",
-            p.starts, p.perturbation, t.newton.at
+            p.starts, *p.perturbation, t.newton.at
         )),
     );
     rep.check(
@@ -339,7 +323,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
             "theorem-jacobians-deltalambda-c1-simple-eigenvalues",
             "Theorem 2 Jacobians: max |Δλ| / c1 (simple eigenvalues)",
             jac.simple.value,
-            chk.jacobian_eig_tol,
+            *chk.jacobian_eig_tol,
         )
         .note(format!("worst at {}", jac.simple.at)),
     );
@@ -349,7 +333,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
                 "theorem-jacobian-node-jordan-block-deltalambda",
                 "Theorem 2 Jacobian at the c = 0 node (Jordan block): max |Δλ| / c1",
                 jac.jordan.value,
-                chk.jordan_eig_tol,
+                *chk.jordan_eig_tol,
             )
             .note(format!("double eigenvalue −2c1; {}", jac.jordan.at)),
         );
@@ -359,7 +343,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
             "theorem-jacobians-trace-determinant-vs-formula",
             "Theorem 2 Jacobians: trace and determinant vs formula (relative to c1, c1²)",
             jac.trace_det.value,
-            chk.trace_det_tol,
+            *chk.trace_det_tol,
         )
         .note(format!("worst at {}", jac.trace_det.at)),
     );
@@ -368,7 +352,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
             "kappa-vs-d4-relative-error",
             "κ vs D4: relative error",
             t.kappa.value,
-            chk.kappa_tol,
+            *chk.kappa_tol,
         )
         .note(format!(
             "nonzero spectrum of dense Hessians at minima; worst {}",

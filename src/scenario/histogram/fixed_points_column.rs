@@ -222,7 +222,7 @@ pub(super) fn level_set(
         for start in 0..p.starts {
             let z0: Vec<f64> = z
                 .iter()
-                .map(|x| x + p.perturbation * newton_rng.sample::<f64, _>(StandardNormal))
+                .map(|x| x + *p.perturbation * newton_rng.sample::<f64, _>(StandardNormal))
                 .collect();
             let where_ = || format!("β = {beta}, {name}, start {start}");
             let found = match find_stationary(flow, &z0, &options) {
@@ -272,7 +272,7 @@ pub(super) fn saddle_hunt(p: &Params, flow: &ColumnFlow, rng: &mut impl Rng, t: 
     let options = NewtonOptions::new(Target::Any);
     for _ in 0..p.random_starts {
         let z0: Vec<f64> = (0..=flow.df.d())
-            .map(|_| p.random_scale * rng.sample::<f64, _>(StandardNormal))
+            .map(|_| *p.random_scale * rng.sample::<f64, _>(StandardNormal))
             .collect();
         if let Ok(found) = find_stationary(flow, &z0, &options) {
             if found.morse_index() > 0 {

@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::instance_files::{df_instance, InstanceFiles};
+use super::params::PositiveRange;
 use super::sizes;
 use crate::flow::{integrate_flow, Method, OdeConfig};
 use crate::instance::histogram::task_name;
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -26,11 +28,11 @@ pub struct Params {
     #[serde(default)]
     pub d_thr: usize,
     pub d: usize,
-    pub sigma: f64,
+    pub sigma: Positive,
     /// Step sizes, each half the previous one.
     pub etas: Vec<f64>,
     /// Horizon t = kη ≤ t_end.
-    pub t_end: f64,
+    pub t_end: Positive,
     /// The task matrix (`M`); replaces task, d_thr and d. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<PathBuf>,
@@ -44,19 +46,19 @@ pub struct Params {
 pub struct Checks {
     /// err(η/2)/err(η) ∈ [low, high] for err = max_{kη ≤ t_end} |ln ℓ_GD(k) − ln ℓ_GF(kη)|:
     /// first order in η gives ½ (spec: [0.35, 0.65]).
-    pub halving_ratio: [f64; 2],
+    pub halving_ratio: PositiveRange,
     /// max_{k,i} |β_i(k) − β_i(0) − Σ_{j<k} η²(‖∇_{q_i}ℓ‖² − (∂ℓ/∂v_i)²)|/max(1, |β_i(0)|)
     /// (spec §2.4: 1e-12).
-    pub drift_formula_tol: f64,
+    pub drift_formula_tol: Positive,
     /// max |ln ℓ_ODE − ln ℓ_closed| at the GD times of the smallest η: the reference is right.
-    pub reference_tol: f64,
+    pub reference_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
     InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?.require_df_single()?;
     if p.d < 2 && p.data_file.is_none() {
         return Err(sc.invalid("params.d", "need d ≥ 2"));
@@ -70,18 +72,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "each step size must be half the previous one",
         ));
     }
-    if p.sigma <= 0.0 || p.t_end <= 0.0 {
-        return Err(sc.invalid("params", "need σ > 0 and t_end > 0"));
-    }
-    if p.etas.iter().any(|&e| (p.t_end / e).round() < 1.0) {
+    if p.etas.iter().any(|&e| (*p.t_end / e).round() < 1.0) {
         return Err(sc.invalid("params.t_end", "need t_end ≥ η for every η"));
-    }
-    let [low, high] = c.halving_ratio;
-    if !(0.0 < low && low < high) || c.drift_formula_tol <= 0.0 || c.reference_tol <= 0.0 {
-        return Err(sc.invalid(
-            "checks",
-            "need 0 < halving_ratio low < high and positive tolerances",
-        ));
     }
     Ok(())
 }
@@ -101,7 +93,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
     let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
     let flow = DfFlow::new(m.clone());
-    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(8), m.nrows(), p.sigma))?;
+    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(8), m.nrows(), *p.sigma))?;
     let closed = DfClosedForm::new(&m, &z0);
     let mut rep = Report {
         instance: Some(df_instance(&m, vec![z0.clone()])),
@@ -111,7 +103,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .etas
         .iter()
         .map(|&eta| {
-            let steps = (p.t_end / eta).round() as usize;
+            let steps = (*p.t_end / eta).round() as usize;
             audit_gd(&flow, &z0, eta, steps)
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -131,7 +123,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .map(|(&t, &l)| (l.ln() - closed.loss(t).ln()).abs()),
     );
 
-    let [low, high] = c.halving_ratio;
+    let [low, high] = *c.halving_ratio;
     let ratios: Vec<f64> = gaps.windows(2).map(|w| w[1] / w[0]).collect();
     for (j, r) in ratios.iter().enumerate() {
         rep.check(
@@ -144,7 +136,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .note(format!(
                 "gap = max_(kη ≤ {}) |ln ℓ_GD(k) − ln ℓ_GF(kη)| = {:.4e} → {:.4e}; O(η) gives ½",
-                p.t_end,
+                *p.t_end,
                 gaps[j],
                 gaps[j + 1]
             )),
@@ -155,7 +147,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "gd-beta-drift-vs-exact-formula",
             "GD β drift vs exact formula (all η)",
             stats::max(runs.iter().flat_map(|g| g.error.iter().copied())),
-            c.drift_formula_tol,
+            *c.drift_formula_tol,
         )
         .note(format!(
             "accumulated per-step η²(‖∇_qℓ‖² − (∂_vℓ)²); the drifts themselves are {:.3e} \
@@ -168,7 +160,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "reference-ln-ode-ln-closed-form",
             "reference: max |ln ℓ_ODE − ln ℓ_closed form|",
             reference_error,
-            c.reference_tol,
+            *c.reference_tol,
         )
         .note(format!(
             "{} solver, rtol {:e}, at the GD times of η = {}",
@@ -266,7 +258,7 @@ fn figure(
             "Gradient descent approximates the df flow to O(η) ({} task, d = {}, σ = {:.3})",
             task_name(m),
             m.nrows(),
-            p.sigma
+            *p.sigma
         ))
         .panel(losses)
         .panel(differences)
@@ -276,8 +268,8 @@ fn figure(
 /// GD for t_end/η steps per step size, every iterate recorded and tabled, and the flow sampled
 /// at the finest run's iterates.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let steps: f64 = p.etas.iter().map(|eta| p.t_end / eta).sum();
-    let finest = stats::max_with(0.0, p.etas.iter().map(|eta| p.t_end / eta));
+    let steps: f64 = p.etas.iter().map(|eta| *p.t_end / eta).sum();
+    let finest = stats::max_with(0.0, p.etas.iter().map(|eta| *p.t_end / eta));
     let dim = sizes::dim(p.d);
     Cost::new()
         .work(

@@ -8,6 +8,7 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::instance_files::{df_instance, InstanceFiles};
+use super::params::PositiveRange;
 use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig};
@@ -18,6 +19,7 @@ use crate::models::histogram::theorem2::Imbalance;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -34,14 +36,14 @@ pub struct Params {
     /// The sweep δ_1 ∈ [delta_min, delta_max], `points` equally spaced values.
     pub delta_min: f64,
     pub delta_max: f64,
-    pub points: usize,
+    pub points: AtLeast<2>,
     /// ODE output samples per point; the ODE runs until the closed-form loss is 1e-2 × the
     /// bottom of `ode_window`.
-    pub samples: usize,
+    pub samples: AtLeast<50>,
     /// ODE slope fit window on ℓ (spec §7.5).
-    pub ode_window: [f64; 2],
+    pub ode_window: PositiveRange,
     /// Closed-form fit window on ℓ for the late slope (spec §7.5: the closed form below 1e-14).
-    pub tail_window: [f64; 2],
+    pub tail_window: PositiveRange,
     /// The task matrix (`M`); replaces task, d_thr and d. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<PathBuf>,
@@ -62,11 +64,11 @@ const IMBALANCE_REL: f64 = 1e-10;
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max_δ |late slope / (−2α(δ_1)) − 1| (R11: 1%).
-    pub slope_tol: f64,
+    pub slope_tol: Positive,
     /// The ODE slope on the ODE window must be ≤ −2α(1 − margin) (R9(b): 1e-2).
-    pub ode_slope_margin: f64,
+    pub ode_slope_margin: Positive,
     /// max |z_ODE − z_closed| (R9(a): 1e-7).
-    pub closed_form_tol: f64,
+    pub closed_form_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
@@ -108,7 +110,7 @@ fn require_sweep_imbalances(
     Ok(())
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let files = read_files(p, sc)?;
     files.require_df_data()?;
     if files.data().is_none() && p.d < 2 {
@@ -117,28 +119,12 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "need d ≥ 2 (columns 2..d are the balanced ones)",
         ));
     }
-    if p.points < 2 || p.delta_min >= p.delta_max {
-        return Err(sc.invalid("params.points", "need ≥ 2 points and delta_min < delta_max"));
+    if p.delta_min >= p.delta_max {
+        return Err(sc.invalid("params.delta_max", "need delta_min < delta_max"));
     }
-    if p.samples < 50 {
-        return Err(sc.invalid("params.samples", "need at least 50 samples"));
-    }
-    for (key, [low, high]) in [
-        ("params.ode_window", p.ode_window),
-        ("params.tail_window", p.tail_window),
-    ] {
-        if !(low > 0.0 && low < high) {
-            return Err(sc.invalid(key, "need 0 < low < high"));
-        }
-    }
-    sc.require_positive(&[
-        ("checks.slope_tol", c.slope_tol),
-        ("checks.ode_slope_margin", c.ode_slope_margin),
-        ("checks.closed_form_tol", c.closed_form_tol),
-    ])?;
-    if let Some(inits) = files.run_inits(p.points, RUN_ORDER)? {
+    if let Some(inits) = files.run_inits(*p.points, RUN_ORDER)? {
         let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
-        let deltas = linspace(p.delta_min, p.delta_max, p.points);
+        let deltas = linspace(p.delta_min, p.delta_max, *p.points);
         require_sweep_imbalances(&files, &m, &inits, &deltas)?;
     }
     Ok(())
@@ -172,7 +158,7 @@ fn sweep_point(
     let closed = DfClosedForm::new(m, z0);
     let alpha_theory = alpha_theory(m, delta);
 
-    let [tail_low, tail_high] = p.tail_window;
+    let [tail_low, tail_high] = *p.tail_window;
     let reach = |level: f64| {
         time_at_loss(&closed, level)
             .ok_or_else(|| RunError::Other(format!("δ_1 = {delta}: ℓ never reaches {level:e}")))
@@ -184,9 +170,9 @@ fn sweep_point(
         .map_err(analysis_failed("closed-form tail slope"))?
         .slope;
 
-    let [ode_low, ode_high] = p.ode_window;
+    let [ode_low, ode_high] = *p.ode_window;
     let t_end = reach(1e-2 * ode_low)?;
-    let times = linspace(0.0, t_end, p.samples);
+    let times = linspace(0.0, t_end, *p.samples);
     let traj = integrate_flow(flow, z0, &times, &ctx.ode)?;
     let ode_slope = log_slope_fit(
         &traj.t,
@@ -213,10 +199,10 @@ fn sweep_point(
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
     let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
-    let deltas = linspace(p.delta_min, p.delta_max, p.points);
+    let deltas = linspace(p.delta_min, p.delta_max, *p.points);
     // the init file's states (checked by validate), else the same random directions at every
     // δ_1 (common random numbers)
-    let inits = match files.run_inits(p.points, RUN_ORDER)? {
+    let inits = match files.run_inits(*p.points, RUN_ORDER)? {
         Some(inits) => inits,
         None => deltas
             .iter()
@@ -231,7 +217,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         instance: Some(df_instance(flow.m(), inits.clone())),
         ..Default::default()
     };
-    let mut points = Vec::with_capacity(p.points);
+    let mut points = Vec::with_capacity(*p.points);
     for (delta, z0) in deltas.into_iter().zip(&inits) {
         let (point, stats) = sweep_point(p, ctx, &flow, delta, z0)?;
         rep.stats(format!("δ_1 = {delta}"), &stats);
@@ -243,12 +229,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "delta-late-slope-2alpha-delta",
             "max_δ |late slope / (−2α(δ_1)) − 1|",
             stats::max(points.iter().map(rel_err)),
-            c.slope_tol,
+            *c.slope_tol,
         )
         .note(format!(
             "α(δ_1) = min(μ_1ρ̄(δ_1), min_(i≥2) μ_i); least-squares slope of the closed-form \
              ln ℓ on ℓ ∈ [{:e}, {:e}], {} points δ_1 ∈ [{}, {}]",
-            p.tail_window[0], p.tail_window[1], p.points, p.delta_min, p.delta_max
+            p.tail_window[0], p.tail_window[1], *p.points, p.delta_min, p.delta_max
         ))
         .paper_claim("Remark 1.2: α = ρ_1 (E8: it is 1/ρ_1 = ρ̄_1, capped by the balanced columns)"),
     );
@@ -261,7 +247,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .iter()
                     .map(|pt| pt.ode_slope / (2.0 * pt.alpha_theory)),
             ),
-            1.0 - c.ode_slope_margin,
+            1.0 - *c.ode_slope_margin,
         )
         .note(format!(
             "ODE fit on ℓ ∈ [{:e}, {:e}] (R9(b), one-sided: faster columns still contribute)",
@@ -273,7 +259,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ode-closed-form",
             "max |z_ODE − z_closed form|",
             stats::max(points.iter().map(|pt| pt.closed_error)),
-            c.closed_form_tol,
+            *c.closed_form_tol,
         )
         .note("over all sweep points (R9(a))"),
     );
@@ -363,7 +349,7 @@ fn figure(p: &Params, c: &Checks, m: &DMatrix<f64>, points: &[Point]) -> Figure 
     .log_y()
     .y_range(1e-17, 1e4)
     .legend(LegendPosition::UpperRight)
-    .hline(RefLine::new(c.slope_tol, "tolerance"))
+    .hline(RefLine::new(*c.slope_tol, "tolerance"))
     .series(
         Series::new(
             "closed-form tail fit",
@@ -404,13 +390,13 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
     Cost::new()
         .ode(
             "points, d",
-            n(p.points),
+            n(*p.points),
             sizes::dim(p.d),
             sizes::df_grad(p.d),
             ctx.ode.method,
         )
-        .records("samples, d", 1.0, n(p.samples), sizes::dim(p.d))
-        .table("points", n(p.points), 8.0)
+        .records("samples, d", 1.0, n(*p.samples), sizes::dim(p.d))
+        .table("points", n(*p.points), 8.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use nalgebra::DMatrix;
 
 use crate::instance::histogram::{instance_arrays, InitialStates, TaskMatrices, TaskStrings};
+
+use super::task_param::TaskName;
 use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::histogram::landscape::bad_set_value;
 use crate::models::histogram::{layout, HistogramData};
@@ -239,6 +241,16 @@ impl InstanceFiles<TaskStrings> {
             }
             (Some(k), _) | (None, Some(k)) => Ok(k),
             (None, None) => Ok(default),
+        }
+    }
+}
+
+impl InstanceFiles<TaskMatrices> {
+    /// The task matrix of each run: the data file's, else those of `tasks`.
+    pub fn task_matrices(&self, tasks: &[TaskName], d: usize, d_thr: usize) -> Vec<DMatrix<f64>> {
+        match self.data() {
+            Some(data) => data.ms.clone(),
+            None => tasks.iter().map(|t| t.matrix(d, d_thr)).collect(),
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::models::histogram::{
 };
 use crate::plot::{Figure, HeatmapPanel, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -37,14 +38,14 @@ pub struct Params {
     #[serde(default)]
     pub d_thr: usize,
     /// Alphabet size d (spec 000 §6 row 2: 10).
-    pub d: usize,
+    pub d: AtLeast<2>,
     /// String length N (spec: 100).
-    pub seq_len: usize,
+    pub seq_len: AtLeast<1>,
     /// Number of strings n of the main dataset (spec: 100).
-    pub n: usize,
+    pub n: AtLeast<1>,
     /// Random (Q, v) with entries N(0, sigma²) at which the three forms are compared.
-    pub trials: usize,
-    pub sigma: f64,
+    pub trials: AtLeast<1>,
+    pub sigma: Positive,
     /// Dataset sizes of the definiteness sweep (prefixes of one sample of strings).
     pub n_sweep: Vec<usize>,
     /// Row a of T3 drawn as a heatmap.
@@ -63,33 +64,27 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Relative difference of the three loss forms (spec 000 R2: 1e-12).
-    pub rel_tol: f64,
+    pub rel_tol: Positive,
     /// λ_min(H_a) counts as zero when ≤ singular_rel_tol·λ_max (spec 000 R3: "= 0" for n < d;
     /// rounding leaves ~1e-16·λ_max; definite ones measured ≥ 3e-7·λ_max at n = d = 10, where
     /// H_a is barely of full rank, and ≥ 2e-4·λ_max from n = d + 1).
-    pub singular_rel_tol: f64,
+    pub singular_rel_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.d < 2 || p.seq_len == 0 || p.n == 0 {
-        return Err(sc.invalid("params", "need d ≥ 2, seq_len ≥ 1 and n ≥ 1"));
-    }
-    if p.trials == 0 || p.sigma <= 0.0 {
-        return Err(sc.invalid("params.trials", "need trials ≥ 1 and sigma > 0"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.n_sweep.contains(&0) {
         return Err(sc.invalid("params.n_sweep", "dataset sizes must be positive"));
     }
     let files = read_files(p, sc)?;
-    let d = files.d(p.d);
+    let d = files.d(*p.d);
     if let Some(data) = files.data() {
         let strings = data.single_dataset().map_err(|e| files.data_error(e))?;
         if d < 2 {
             return Err(files.data_error(InstanceError::new("M", "the alphabet needs d ≥ 2")));
         }
-        let largest = p.n_sweep.iter().copied().fold(p.n, usize::max);
+        let largest = p.n_sweep.iter().copied().fold(*p.n, usize::max);
         if largest > strings.len() {
-            let key = if p.n > strings.len() {
+            let key = if *p.n > strings.len() {
                 "params.n"
             } else {
                 "params.n_sweep"
@@ -107,9 +102,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.heatmap_row >= d {
         return Err(sc.invalid("params.heatmap_row", format!("must be < d = {d}")));
     }
-    if c.rel_tol <= 0.0 || c.singular_rel_tol <= 0.0 {
-        return Err(sc.invalid("checks", "tolerances must be positive"));
-    }
     Ok(())
 }
 
@@ -122,7 +114,7 @@ fn definiteness(t3: &RowMoments) -> (f64, f64) {
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
-    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), *p.d)
 }
 
 /// The task matrix and all strings (the largest dataset): from data_file, or drawn from stream 1.
@@ -135,12 +127,12 @@ fn strings(
         let strings = data.single_dataset().map_err(|e| files.data_error(e))?;
         return Ok((data.m.clone(), strings.to_vec()));
     }
-    let n_all = p.n_sweep.iter().copied().fold(p.n, usize::max);
+    let n_all = p.n_sweep.iter().copied().fold(*p.n, usize::max);
     let mut data_rng = ctx.rng(1);
     let strings = (0..n_all)
-        .map(|_| sample_string(&mut data_rng, p.d, p.seq_len))
+        .map(|_| sample_string(&mut data_rng, *p.d, *p.seq_len))
         .collect();
-    Ok((task_matrix(&p.task.task(p.d_thr), p.d), strings))
+    Ok((task_matrix(&p.task.task(p.d_thr), *p.d), strings))
 }
 
 /// The points (Q, v) of R2 in the canonical layout: from init_file, or N(0, σ²) from stream 2.
@@ -151,10 +143,10 @@ fn points(p: &Params, files: &InstanceFiles, d: usize, ctx: &RunContext) -> Vec<
     let mut init_rng = ctx.rng(2);
     let mut normal = |rows, cols| {
         DMatrix::from_fn(rows, cols, |_, _| {
-            p.sigma * init_rng.sample::<f64, _>(StandardNormal)
+            *p.sigma * init_rng.sample::<f64, _>(StandardNormal)
         })
     };
-    (0..p.trials)
+    (0..*p.trials)
         .map(|_| {
             let q = normal(d, d);
             let v = DVector::from_column_slice(normal(d, 1).as_slice());
@@ -169,7 +161,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let d = m.nrows();
     let seq_len = strings[0].len();
     let points = points(p, &files, d, ctx);
-    let data = HistogramData::from_strings(m.clone(), strings[..p.n].to_vec());
+    let data = HistogramData::from_strings(m.clone(), strings[..*p.n].to_vec());
     let t3 = data.third_moment();
     let mut rep = Report {
         instance: Some(instance_arrays(
@@ -207,13 +199,13 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "raw-vs-lemma-vs-t3-form",
             "raw vs Lemma 3.1 vs T3 form: max relative difference",
             worst_rel,
-            chk.rel_tol,
+            *chk.rel_tol,
         )
         .note(format!(
             "{} random (Q, v) ~ N(0, {}²) on n = {} strings (d = {d}, N = {seq_len})",
             points.len(),
-            p.sigma,
-            p.n
+            *p.sigma,
+            *p.n
         )),
     );
 
@@ -245,7 +237,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "lambda-lambda",
                 "n ≥ d: min_a λ_min(H_a) / max_a λ_max",
                 definite_worst,
-                chk.singular_rel_tol,
+                *chk.singular_rel_tol,
             )
             .note(format!(
                 "every H_a positive definite for n ∈ {:?}",
@@ -259,7 +251,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "over-lambda-lambda",
                 "n < d: max over n of min_a |λ_min(H_a)| / max_a λ_max",
                 singular_worst,
-                chk.singular_rel_tol,
+                *chk.singular_rel_tol,
             )
             .note("rank H_a ≤ n < d: every H_a is singular"),
         );
@@ -272,7 +264,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "tf-ut-lambda-ker",
                 "n < d: ℓ_tf(M + e_a uᵀ, 1) / (½ λ_max ‖u‖²), u ∈ ker H_a",
                 ratio,
-                chk.singular_rel_tol,
+                *chk.singular_rel_tol,
             )
             .note(format!(
                 "n = {n}, row a = {row}: a zero-loss point with Q Diag(v) ≠ M (raw loss form)"
@@ -290,12 +282,12 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "main-dataset-lambda-lambda",
             "main dataset: min_a λ_min(H_a) / max_a λ_max",
             1.0 / cond,
-            chk.singular_rel_tol,
+            *chk.singular_rel_tol,
         )
         .note(format!(
             "n = {}: λ_min = {lambda_min:.4}, cond = max λ / min λ = {cond:.2} (spec prototype \
              for eq, d = 10, N = n = 100: spec(H_a) ⊂ [46, 1.03e4], cond ≈ 223)",
-            p.n
+            *p.n
         )),
     );
     rep.figure = Some(figure(p, &m, seq_len, &t3, &sweep, &ratios, chk));
@@ -348,7 +340,7 @@ fn figure(
     let lowest = stats::axis_min(f64::INFINITY, spectra.iter().map(|s| s.lambda_min));
     let highest = stats::axis_max(0.0, spectra.iter().map(|s| s.lambda_max));
     let spectrum_panel = LinePanel::new(
-        format!("spectra of H_a = T3[a,·,·] (n = {})", p.n),
+        format!("spectra of H_a = T3[a,·,·] (n = {})", *p.n),
         "row a (symbol index)",
         "eigenvalue",
     )
@@ -382,7 +374,7 @@ fn figure(
     .log_y()
     .legend(LegendPosition::LowerRight)
     .vline(RefLine::new(d as f64, "n = d"))
-    .hline(RefLine::new(chk.singular_rel_tol, "zero threshold").style(LineStyle::Dotted))
+    .hline(RefLine::new(*chk.singular_rel_tol, "zero threshold").style(LineStyle::Dotted))
     .series(
         Series::new(
             "measured",
@@ -394,7 +386,10 @@ fn figure(
     );
     let a = p.heatmap_row;
     let heat = HeatmapPanel::new(
-        format!("T3[{}, b, b'] = H_{} (n = {})", letters[a], letters[a], p.n),
+        format!(
+            "T3[{}, b, b'] = H_{} (n = {})",
+            letters[a], letters[a], *p.n
+        ),
         (0..d)
             .flat_map(|b| (0..d).map(move |bp| (b, bp)))
             .map(|(b, bp)| t3.get(a, b, bp))
@@ -418,10 +413,10 @@ fn figure(
 /// The strings of the largest dataset, T3 of each swept prefix (with the spectra of its d rows
 /// H_a), and the loss in three forms per trial (the raw form costs N·d² per string).
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let n_all = p.n_sweep.iter().copied().fold(p.n, usize::max);
-    let (d, seq_len) = (n(p.d), n(p.seq_len));
+    let n_all = p.n_sweep.iter().copied().fold(*p.n, usize::max);
+    let (d, seq_len) = (n(*p.d), n(*p.seq_len));
     let prefixes: f64 = p.n_sweep.iter().map(|&k| n(k)).sum();
-    sizes::tf_data("n, n_sweep", 2.0, p.d, p.seq_len, n_all)
+    sizes::tf_data("n, n_sweep", 2.0, *p.d, *p.seq_len, n_all)
         .work(
             "n_sweep",
             "T3 of every prefix",
@@ -437,7 +432,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         .work(
             "trials, n",
             "losses in three forms",
-            n(p.trials) * n(p.n),
+            n(*p.trials) * n(*p.n),
             seq_len * d * d,
         )
 }

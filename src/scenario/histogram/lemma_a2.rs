@@ -30,8 +30,11 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{integrate, linspace, Method, OdeConfig, Trajectory, VectorField};
 use crate::models::histogram::{Imbalance, Thm2System};
 use crate::scenario::cost::{n, Cost, ODE_STEPS};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+
+use super::params::Nonzero;
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,34 +43,35 @@ pub struct Params {
     /// Imbalance constant c (= δ_i of a df column).
     pub c: f64,
     /// Time scale c₁ > 0 (= μ_i of a df column).
-    pub c1: f64,
-    /// x₀ of the three starts; y₀ is put on the set (ρx₀, √(x₀² + c), −ρ̄x₀).
-    pub x0: f64,
+    pub c1: Positive,
+    /// x₀ of the three starts; y₀ is put on the set (ρx₀, √(x₀² + c), −ρ̄x₀). Nonzero: x₀ = 0
+    /// starts at the saddle on two of the sets.
+    pub x0: Nonzero,
     /// Added to each y₀: 0 starts exactly on the sets; anything else mimics a start off the set.
     #[serde(default)]
     pub offset: f64,
-    /// Added to the paper's s₀ (which makes ĝ ≡ 0) so that ĝ ≠ 0 along the run.
-    pub s0_shift: f64,
+    /// Added to the paper's s₀ (which makes ĝ ≡ 0) so that ĝ ≠ 0 along the run: nonzero.
+    pub s0_shift: Nonzero,
     /// The coefficient k checked in dĝ/dt = −k c₁x²ĝ: 2 (corrected); 1 mimics the paper's.
     #[serde(default = "default_ghat_factor")]
     pub ghat_factor: f64,
     /// Output samples per run.
     #[serde(default = "default_samples")]
-    pub samples: usize,
+    pub samples: AtLeast<2>,
     /// X₀ − x₀² of Case 2 (0 makes X ≡ x² and both forms hold trivially).
     #[serde(default = "default_case2_shift")]
-    pub case2_shift: f64,
+    pub case2_shift: Nonzero,
     /// Check the paper's printed Case 1/2/3 forms instead of the corrected ones (they must fail).
     #[serde(default)]
     pub paper_cases: bool,
 }
 
-fn default_case2_shift() -> f64 {
-    0.5
+fn default_case2_shift() -> Nonzero {
+    Nonzero::try_from(0.5).expect("0.5 ≠ 0")
 }
 
-fn default_samples() -> usize {
-    200
+fn default_samples() -> AtLeast<2> {
+    AtLeast::try_from(200).expect("200 ≥ 2")
 }
 
 fn default_ghat_factor() -> f64 {
@@ -80,63 +84,30 @@ pub struct Checks {
     /// The distance from an invariant set may reach tol_factor·(rtol·scale + atol) (scale =
     /// 1 + x₀² + y₀² + |c| bounds every term of the residual), times e^{c₁ρ̄t} on the saddle's
     /// stable manifold y = −ρ̄x, where solver errors grow at the unstable rate (spec 000 R7, §7).
-    pub tol_factor: f64,
+    pub tol_factor: Positive,
     /// Largest residual of the exact identities (dĝ/dt, Cases 2 and 3), in units of ε times
     /// the magnitudes of their summands: they hold at every state, so only the rounding of
     /// their ~20 floating-point operations remains (spec 000 R12).
-    pub identity_ulps: f64,
+    pub identity_ulps: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if !(p.c1 > 0.0) {
-        return Err(sc.invalid("params.c1", format!("c1 must be positive, got {}", p.c1)));
-    }
-    if !(p.x0 != 0.0 && p.x0.is_finite()) {
-        return Err(sc.invalid(
-            "params.x0",
-            "x0 must be finite and non-zero (x0 = 0 starts at the saddle on two of the sets)",
-        ));
-    }
-    if p.x0 * p.x0 + p.c < 0.0 {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if *p.x0 * *p.x0 + p.c < 0.0 {
         return Err(sc.invalid(
             "params.x0",
             format!(
                 "the boundary g = 0 has no point with x = {} when c = {} (need x0² + c ≥ 0)",
-                p.x0, p.c
+                *p.x0, p.c
             ),
         ));
     }
-    if !p.offset.is_finite() {
-        return Err(sc.invalid("params.offset", "must be finite"));
-    }
-    if !(p.s0_shift != 0.0 && p.s0_shift.is_finite()) {
-        return Err(sc.invalid(
-            "params.s0_shift",
-            "must be finite and non-zero (0 makes ĝ ≡ 0)",
-        ));
-    }
-    if !p.ghat_factor.is_finite() {
-        return Err(sc.invalid("params.ghat_factor", "must be finite"));
-    }
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
-    if !(p.case2_shift != 0.0 && p.case2_shift.is_finite()) {
-        return Err(sc.invalid(
-            "params.case2_shift",
-            "must be finite and non-zero (0 makes X ≡ x²)",
-        ));
-    }
-    if p.x0 * p.x0 + p.case2_shift <= 0.0 {
+    if *p.x0 * *p.x0 + *p.case2_shift <= 0.0 {
         return Err(sc.invalid(
             "params.case2_shift",
             "X₀ = x0² + case2_shift must be positive",
         ));
     }
-    sc.require_positive(&[
-        ("checks.tol_factor", c.tol_factor),
-        ("checks.identity_ulps", c.identity_ulps),
-    ])
+    Ok(())
 }
 
 /// One invariant set: its id, title, the start on it, the residual whose zero set it is, the
@@ -156,28 +127,28 @@ fn sets(p: &Params, imb: &Imbalance) -> [InvariantSet; 3] {
         InvariantSet {
             id: "line-rho",
             title: "y = ρx",
-            y0: imb.rho * p.x0,
+            y0: imb.rho * *p.x0,
             residual: |imb, _c, x, y| imb.rho * x - y,
-            t_end: 20.0 / p.c1,
+            t_end: 20.0 / *p.c1,
             growth: 0.0,
         },
         // ġ = −2c₁x²g: contracting
         InvariantSet {
             id: "boundary-g",
             title: "g = x² + c − y² = 0",
-            y0: (p.x0 * p.x0 + p.c).sqrt(),
+            y0: (*p.x0 * *p.x0 + p.c).sqrt(),
             residual: |_imb, c, x, y| (x - y) * (x + y) + c,
-            t_end: 20.0 / p.c1,
+            t_end: 20.0 / *p.c1,
             growth: 0.0,
         },
         // the saddle's stable manifold: errors grow like e^{c₁ρ̄t}; t ≤ 5/(c₁ρ)
         InvariantSet {
             id: "line-minus-rhob",
             title: "y = −ρ̄x",
-            y0: -imb.rhob * p.x0,
+            y0: -imb.rhob * *p.x0,
             residual: |imb, _c, x, y| imb.rhob * x + y,
-            t_end: 5.0 / (p.c1 * imb.rho),
-            growth: p.c1 * imb.rhob,
+            t_end: 5.0 / (*p.c1 * imb.rho),
+            growth: *p.c1 * imb.rhob,
         },
     ]
 }
@@ -231,7 +202,7 @@ fn rel_residual(rate: f64, formula: f64) -> f64 {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let sys = Thm2System { c: p.c, c1: p.c1 };
+    let sys = Thm2System { c: p.c, c1: *p.c1 };
     let imb = sys.imbalance();
     let (rtol, atol) = (ctx.ode.rtol, ctx.ode.atol);
     let mut rep = Report::default();
@@ -239,11 +210,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut solved = Vec::new();
     for set in sets(p, &imb) {
         let y0 = set.y0 + p.offset;
-        let times = linspace(0.0, set.t_end, p.samples);
-        let tr = integrate(&sys, &[p.x0, y0], &times, &ctx.ode, None)?;
+        let times = linspace(0.0, set.t_end, *p.samples);
+        let tr = integrate(&sys, &[*p.x0, y0], &times, &ctx.ode, None)?;
         rep.stats(format!("ode.{}", set.id), &tr.stats);
-        let scale = 1.0 + p.x0 * p.x0 + y0 * y0 + p.c.abs();
-        let allowed0 = c.tol_factor * (rtol * scale + atol);
+        let scale = 1.0 + *p.x0 * *p.x0 + y0 * y0 + p.c.abs();
+        let allowed0 = *c.tol_factor * (rtol * scale + atol);
         // residual in units of the allowed growth e^{rate·t}, so one bound serves the whole run
         let mut scaled = Vec::with_capacity(tr.len());
         for k in 0..tr.len() {
@@ -277,7 +248,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .note(format!(
                 "Lemma A.2; t ≤ {:.4}, y₀ offset {:e}; bound {}·(rtol·{:.3} + atol){growth_note}",
-                set.t_end, p.offset, c.tol_factor, scale
+                set.t_end, p.offset, *c.tol_factor, scale
             )),
         );
         solved.push(tr);
@@ -285,12 +256,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     // ĝ along the trajectory from a generic start (r₀ ∉ {ρ, −ρ̄}, Case 1 of the proof)
     let (x0, y0) = (
-        p.x0,
-        0.5 * (imb.rho - imb.rhob) * p.x0 + 0.5 * p.x0.signum(),
+        *p.x0,
+        0.5 * (imb.rho - imb.rhob) * *p.x0 + 0.5 * p.x0.signum(),
     );
-    let s0 = (1.0 - x0 * y0) / ((imb.rho * x0 - y0) * (imb.rhob * x0 + y0)) + p.s0_shift;
-    let t_end = 5.0 / p.c1;
-    let times = linspace(0.0, t_end, p.samples);
+    let s0 = (1.0 - x0 * y0) / ((imb.rho * x0 - y0) * (imb.rhob * x0 + y0)) + *p.s0_shift;
+    let t_end = 5.0 / *p.c1;
+    let times = linspace(0.0, t_end, *p.samples);
     let tr = integrate(&sys, &[x0, y0], &times, &ctx.ode, None)?;
     rep.stats("ode.ghat", &tr.stats);
     let mut ghat_table = Table::new(&["t", "ghat", "dghat_dt", "corrected", "paper"]);
@@ -298,14 +269,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut res_ulps, mut res_ulps_paper) = (vec![], vec![]);
     for k in 0..tr.len() {
         let (t, z) = (tr.t[k], tr.state(k));
-        let tau = p.c * p.c1 * t;
+        let tau = p.c * *p.c1 * t;
         let s = if p.c == 0.0 {
-            s0 + p.c1 * t
+            s0 + *p.c1 * t
         } else {
             s0 * tau.exp() + tau.exp_m1() / p.c
         };
         let (ghat, rate, [rate_mag, ghat_mag]) = ghat_and_rate(&sys, &imb, z[0], z[1], s);
-        let base = -p.c1 * z[0] * z[0] * ghat;
+        let base = -*p.c1 * z[0] * z[0] * ghat;
         res.push(rel_residual(rate, p.ghat_factor * base));
         res_paper.push(rel_residual(rate, base));
         let k = p.ghat_factor.abs();
@@ -332,14 +303,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ghat-rate",
             "max_t |dĝ/dt + k c₁x²ĝ| / (ε·Σ|summands|), k = 2",
             worst_ulps,
-            c.identity_ulps,
+            *c.identity_ulps,
         )
         .note(format!(
             "ĝ = s(ρ̄x + y)(ρx − y) − (1 − xy), dĝ/dt by the chain rule from the right-hand sides; \
              k = {}; the identity holds at every (x, y, s), so only rounding remains (relative \
              residual {worst:.2e}, large only where ĝ cancels); from (x₀, y₀) = ({x0}, {y0:.4}), \
              s₀ shifted by {}; the paper's k = 1 leaves {worst_ulps_paper:.3e} ε (relative {:.3})",
-            p.ghat_factor, p.s0_shift, worst_paper
+            p.ghat_factor, *p.s0_shift, worst_paper
         ))
         .paper_claim(format!(
             "dĝ/dt = −c₁x²ĝ (App. A.2, Case 1): relative residual {worst_paper:.3}"
@@ -364,9 +335,9 @@ fn case_checks(
     on_rho: &Trajectory,
     on_rhob: &Trajectory,
 ) {
-    let (c1, rho, rhob) = (p.c1, imb.rho, imb.rhob);
+    let (c1, rho, rhob) = (*p.c1, imb.rho, imb.rhob);
     // Case 2: X = ρ̄/(1 + c₂e^{−2c₁ρ̄t}), c₂ = ρ̄/X₀ − 1, Ẋ = 2c₁X(ρ̄ − X)
-    let big_x0 = p.x0 * p.x0 + p.case2_shift;
+    let big_x0 = *p.x0 * *p.x0 + *p.case2_shift;
     let c2 = rhob / big_x0 - 1.0;
     let case2 = |paper: bool| {
         stats::max((0..on_rho.len()).map(|k| {
@@ -412,12 +383,12 @@ fn case_checks(
                 form("2c₁(X − x²)(ρ̄ − X − x²)", "2c₁(x² + X + ρ̄)(X − x²)")
             ),
             r2,
-            c.identity_ulps,
+            *c.identity_ulps,
         )
         .note(format!(
             "X = ρ̄/(1 + c₂e^{{−2c₁ρ̄t}}), X₀ = x₀² + {}; x(t) from the run on y = ρx, ẋ from the \
              vector field at (x, ρx); the printed factor leaves {r2_paper:.3e} ε",
-            p.case2_shift
+            *p.case2_shift
         ))
         .paper_claim(format!(
             "d(X − x²)/dt = 2c₁(x² + X + ρ̄)(X − x²) (App. A.2, Case 2): {r2_paper:.3e} ε"
@@ -431,7 +402,7 @@ fn case_checks(
                 form("c₁(ρ + x²)x", "(ρ + x²)x")
             ),
             r3,
-            c.identity_ulps,
+            *c.identity_ulps,
         )
         .note(format!(
             "x(t) from the run on y = −ρ̄x, ẋ from the vector field at (x, −ρ̄x); c₁ = {c1}: the \
@@ -456,15 +427,15 @@ fn case1_limit_check(
     let imb = sys.imbalance();
     let (rho, rhob) = (imb.rho, imb.rhob);
     // residues decay at 2 min(ρ̄, A)c₁: e^{−80} of their start at t_end (spec 000 R8(b))
-    let t_end = 40.0 / (rhob.min(imb.a) * p.c1);
-    let allowed_solver = c.tol_factor * (ode.rtol * rho.sqrt() + ode.atol);
+    let t_end = 40.0 / (rhob.min(imb.a) * *p.c1);
+    let allowed_solver = *c.tol_factor * (ode.rtol * rho.sqrt() + ode.atol);
     let mut table = Table::new(&["r0", "sign_l", "y_end", "corrected", "printed", "tail"]);
     let (mut worst, mut worst_printed, mut worst_tail) = (0.0, 0.0, 0.0);
     for (row, r0) in [-rhob - 1.0, -0.5 * rhob, 0.5 * rho, rho + 1.0]
         .into_iter()
         .enumerate()
     {
-        let (x0, y0) = (p.x0, r0 * p.x0);
+        let (x0, y0) = (*p.x0, r0 * *p.x0);
         let tr = integrate(sys, &[x0, y0], &[0.0, t_end], ode, None)?;
         rep.stats(format!("ode.case1-row{}", row + 1), &tr.stats);
         let y_end = tr.state(tr.len() - 1)[1];
@@ -505,8 +476,8 @@ fn case1_limit_check(
              40/(min(ρ̄, A)c₁) = {t_end:.4}; bound {}·(rtol·√ρ + atol) + the closed form's \
              distance to the limit at t_end ({worst_tail:.1e}); √ρ = {:.6}, √ρ̄ = {:.6}; the \
              printed ±√ρ̄ misses by {worst_printed:.4} (they agree only at c = 0)",
-            p.x0,
-            c.tol_factor,
+            *p.x0,
+            *c.tol_factor,
             rho.sqrt(),
             rhob.sqrt()
         ))
@@ -521,7 +492,7 @@ fn case1_limit_check(
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     Cost::new()
         .ode_steps("c1", 8.0, ODE_STEPS, 2.0, 20.0, ctx.ode.method)
-        .table("samples", 4.0 * n(p.samples), 5.0)
+        .table("samples", 4.0 * n(*p.samples), 5.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -19,6 +19,7 @@ use crate::models::histogram::landscape::{kkt_residuals, phi, phi_minimizer};
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -52,15 +53,15 @@ pub struct Params {
     #[serde(default)]
     pub d_thr: usize,
     pub d: usize,
-    pub inits: Vec<Balance>,
-    pub sigma: f64,
+    pub inits: NonEmpty<Balance>,
+    pub sigma: Positive,
     /// The flow runs to T + horizon/α, where the state is within ~e^{−horizon} of its limit.
-    pub horizon: f64,
-    pub samples: usize,
+    pub horizon: Positive,
+    pub samples: AtLeast<10>,
     /// Random diagonal rescalings (Q C⁻¹, C v), ln C_ii ~ N(0, rescale²), of the limit: all are
     /// feasible and must have larger Φ (D5).
-    pub rescalings: usize,
-    pub rescale: f64,
+    pub rescalings: AtLeast<1>,
+    pub rescale: Positive,
     /// Task matrices `M`, (d, d) or k stacked (k, d, d), replacing tasks, d_thr and d.
     /// README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,52 +79,32 @@ const RUN_ORDER: &str = "params.inits × task matrices";
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max |z(t_end) − z(∞)| against the sign rule's limit (D2: 1e-8).
-    pub limit_tol: f64,
+    pub limit_tol: Positive,
     /// max_i |v_i(t_end)²/argmin Φ_i − 1|, the argmin by Brent on Φ_i' (D5: 1e-8).
-    pub argmin_tol: f64,
+    pub argmin_tol: Positive,
     /// |argmin Φ_i (Brent) / μ_iρ̄_i − 1| (D5: the closed form of the minimizer).
-    pub formula_tol: f64,
+    pub formula_tol: Positive,
     /// KKT residuals at the flow's end: max |Q Diag(v) − M| and max_i |v_i + β_i/v_i − λ_iᵀq_i|
     /// (D5: 1e-8).
-    pub kkt_tol: f64,
+    pub kkt_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles<TaskMatrices>, InputError> {
     InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
 }
 
-/// The task matrices: the data file's, else those of `tasks`.
-fn task_matrices(p: &Params, files: &InstanceFiles<TaskMatrices>) -> Vec<DMatrix<f64>> {
-    match files.data() {
-        Some(data) => data.ms.clone(),
-        None => p.tasks.iter().map(|t| t.matrix(p.d, p.d_thr)).collect(),
-    }
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let files = read_files(p, sc)?;
-    let ms = task_matrices(p, &files);
-    if files.d(p.d) < 2 || ms.is_empty() || p.inits.is_empty() {
-        return Err(sc.invalid("params.tasks", "need d ≥ 2, at least one task and one init"));
+    let ms = files.task_matrices(&p.tasks, p.d, p.d_thr);
+    if files.d(p.d) < 2 || ms.is_empty() {
+        return Err(sc.invalid("params.tasks", "need d ≥ 2 and at least one task"));
     }
     files.run_inits(p.inits.len() * ms.len(), RUN_ORDER)?;
-    if p.samples < 10 || p.rescalings == 0 {
-        return Err(sc.invalid("params.samples", "need ≥ 10 samples and ≥ 1 rescaling"));
-    }
-    sc.require_positive(&[
-        ("params.sigma", p.sigma),
-        ("params.horizon", p.horizon),
-        ("params.rescale", p.rescale),
-        ("checks.limit_tol", c.limit_tol),
-        ("checks.argmin_tol", c.argmin_tol),
-        ("checks.formula_tol", c.formula_tol),
-        ("checks.kkt_tol", c.kkt_tol),
-    ])?;
     Ok(())
 }
 
 fn initial_state(p: &Params, d: usize, balance: Balance, rng: &mut impl Rng) -> Vec<f64> {
-    let mut z = gaussian_state(rng, d, p.sigma);
+    let mut z = gaussian_state(rng, d, *p.sigma);
     if balance == Balance::Balanced {
         for i in 0..d {
             let block = &mut z[i * (d + 1)..(i + 1) * (d + 1)];
@@ -186,8 +167,8 @@ fn run_one(
     let z0 = given.cloned().unwrap_or(drawn);
     let flow = DfFlow::new(m.clone());
     let closed = DfClosedForm::new(m, &z0);
-    let t_end = closed.onset_time() + p.horizon / closed.alpha();
-    let times = linspace(0.0, t_end, p.samples);
+    let t_end = closed.onset_time() + *p.horizon / closed.alpha();
+    let times = linspace(0.0, t_end, *p.samples);
     let traj = integrate_flow(&flow, &z0, &times, &ctx.ode)?;
     let z = traj.last_state().to_vec();
     let mut betas = vec![0.0; d];
@@ -209,10 +190,10 @@ fn run_one(
     }
     let kkt = kkt_residuals(m, &z, &betas);
     let phi_limit = phi(&z, &betas);
-    let phi_gap = stats::min((0..p.rescalings).map(|_| {
+    let phi_gap = stats::min((0..*p.rescalings).map(|_| {
         let mut rescaled = z.clone();
         for i in 0..d {
-            let c = (p.rescale * rng.sample::<f64, _>(StandardNormal)).exp();
+            let c = (*p.rescale * rng.sample::<f64, _>(StandardNormal)).exp();
             let block = &mut rescaled[i * (d + 1)..(i + 1) * (d + 1)];
             block[..d].iter_mut().for_each(|q| *q /= c);
             block[d] *= c;
@@ -239,7 +220,7 @@ fn run_one(
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let ms = task_matrices(p, &files);
+    let ms = files.task_matrices(&p.tasks, p.d, p.d_thr);
     let d = ms[0].nrows();
     let given = files.run_inits(p.inits.len() * ms.len(), RUN_ORDER)?;
     let mut runs = Vec::new();
@@ -271,7 +252,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_most(
             "end-inf-sign-rule", "max |z(t_end) − z(∞)| (sign rule)",
             worst(&|r| r.limit_error),
-            c.limit_tol,
+            *c.limit_tol,
         )
         .note(format!(
             "z(∞): v_i = σ_i√(μ_iρ̄_i), q_i = m_i/v_i, σ_i = sign(q_iᵀm_i + ρ̄_iμ_iv_i)(0) (D2); {cases}"
@@ -292,7 +273,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "end-argmin-phi",
             "max_i |v_i(t_end)² / argmin Φ_i − 1|",
             worst(&|r| r.argmin_error),
-            c.argmin_tol,
+            *c.argmin_tol,
         )
         .note("argmin of Φ_i(u) = ½(u + μ²/u) + (β/2) ln u by Brent on Φ_i' (D5)"),
     );
@@ -301,7 +282,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "argmin-phi-mu-irho",
             "max_i |argmin Φ_i / (μ_iρ̄_i) − 1|",
             worst(&|r| r.formula_error),
-            c.formula_tol,
+            *c.formula_tol,
         )
         .note("u² + βu − μ² = 0 ⇔ u = μρ̄(β/μ) (D5)"),
     );
@@ -309,14 +290,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "kkt-feasibility-diag",
         "KKT feasibility max |Q Diag(v) − M|",
         worst(&|r| r.feasibility),
-        c.kkt_tol,
+        *c.kkt_tol,
     ));
     rep.check(
         Check::at_most(
             "kkt-stationarity-beta-lambda-itq",
             "KKT stationarity max_i |v_i + β_i/v_i − λ_iᵀq_i|",
             worst(&|r| r.stationarity),
-            c.kkt_tol,
+            *c.kkt_tol,
         )
         .note("Λ = Q Diag(v)⁻¹, β of the initialization (D5)"),
     );
@@ -330,7 +311,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "{} random diagonal C per run, ln C_ii ~ N(0, {}²): the limit minimizes Φ on the \
              feasible set (D5)",
-            p.rescalings, p.rescale
+            *p.rescalings, *p.rescale
         )),
     );
 
@@ -400,13 +381,13 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         },
         runs,
         p.d,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     )
     .work(
         "rescalings",
         "rescaled limits",
-        runs * n(p.rescalings),
+        runs * n(*p.rescalings),
         sizes::df_grad(p.d),
     )
 }

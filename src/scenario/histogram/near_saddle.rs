@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use rand::Rng;
 
 use super::instance_files::{df_instance, InstanceFiles};
+use super::params::PositiveRange;
 use super::sizes;
 use crate::analysis::fit::{first_crossing, log_slope_fit, Direction, Window};
 use crate::analysis::stages::plateaus;
@@ -22,6 +23,7 @@ use crate::models::histogram::landscape::bad_init_along_m;
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -39,16 +41,16 @@ pub struct Params {
     pub epsilons: Vec<f64>,
     /// Base init: v = v0·1, Q = −I + off_diagonal·N(0,1) off the diagonal; then the component of
     /// each q_i along m_i is solved so that q_iᵀm_i + ρ̄_iμ_iv_i = ε (spec R10, §4 Fig. 4).
-    pub v0: f64,
-    pub off_diagonal: f64,
-    pub t_end: f64,
-    pub samples: usize,
+    pub v0: Positive,
+    pub off_diagonal: Positive,
+    pub t_end: Positive,
+    pub samples: AtLeast<50>,
     /// The plateaus are checked for ε ≤ this.
     pub plateau_max_eps: f64,
     /// The loss level whose crossing time measures the escape (Fig. 4: ℓ < 1).
     pub escape_level: f64,
     /// ODE slope fit window on ℓ after the escape.
-    pub late_window: [f64; 2],
+    pub late_window: PositiveRange,
     /// The task matrix (`M`); replaces the eq task of size d. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<PathBuf>,
@@ -62,15 +64,15 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// The plateau band is ½‖M‖_F²(1 ± band) (spec: [4.5, 5.5] for d = 10).
-    pub plateau_band: f64,
+    pub plateau_band: Positive,
     /// Minimal length of the longest plateau in the band, for ε ≤ plateau_max_eps (spec: 1.5).
-    pub plateau_min_length: f64,
+    pub plateau_min_length: Positive,
     /// |Δt(ℓ < escape_level) per decade of ε / (ln 10/(μρ̄)) − 1| (spec: 10%).
-    pub decade_tol: f64,
+    pub decade_tol: Positive,
     /// max/min − 1 of the late slopes over ε (spec: 10%; E11).
-    pub late_slope_tol: f64,
+    pub late_slope_tol: Positive,
     /// max |z_ODE − z_closed form| (spec: 1e-7).
-    pub closed_form_tol: f64,
+    pub closed_form_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
@@ -80,7 +82,7 @@ fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
 /// The order of the runs, for messages about the init file.
 const RUN_ORDER: &str = "one per ε of params.epsilons";
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let files = read_files(p, sc)?;
     files.require_df_data()?;
     if files.data().is_none() && p.d < 2 {
@@ -101,23 +103,9 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "no ε is small enough for the plateau check",
         ));
     }
-    let [low, high] = p.late_window;
-    if !(low > 0.0 && low < high && high < p.escape_level) {
-        return Err(sc.invalid("params.late_window", "need 0 < low < high < escape_level"));
+    if p.late_window[1] >= p.escape_level {
+        return Err(sc.invalid("params.late_window", "need high < escape_level"));
     }
-    if p.samples < 50 {
-        return Err(sc.invalid("params.samples", "need at least 50 samples"));
-    }
-    sc.require_positive(&[
-        ("params.v0", p.v0),
-        ("params.t_end", p.t_end),
-        ("params.off_diagonal", p.off_diagonal),
-        ("checks.plateau_band", c.plateau_band),
-        ("checks.plateau_min_length", c.plateau_min_length),
-        ("checks.decade_tol", c.decade_tol),
-        ("checks.late_slope_tol", c.late_slope_tol),
-        ("checks.closed_form_tol", c.closed_form_tol),
-    ])?;
     let m = files.task_matrix(|| TaskName::Eq.matrix(p.d, 0));
     if let Some(inits) = files.run_inits(p.epsilons.len(), RUN_ORDER)? {
         let columns: Vec<usize> = (0..m.nrows()).collect();
@@ -146,13 +134,13 @@ fn near_bad_state(
         let q = bad_init_along_m(
             m.column(i).as_slice(),
             noise.column(i).as_slice(),
-            p.v0,
+            *p.v0,
             eps,
         )
         .map_err(|e| RunError::Other(format!("ε = {eps}, column {}: {e}", i + 1)))?;
         let block = &mut z[i * (d + 1)..(i + 1) * (d + 1)];
         block[..d].copy_from_slice(q.as_slice());
-        block[d] = p.v0;
+        block[d] = *p.v0;
     }
     Ok(z)
 }
@@ -186,7 +174,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 if a == b {
                     0.0
                 } else {
-                    p.off_diagonal * rng.sample::<f64, _>(StandardNormal)
+                    *p.off_diagonal * rng.sample::<f64, _>(StandardNormal)
                 }
             });
             p.epsilons
@@ -196,7 +184,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     };
     let saddle = 0.5 * m.norm_squared();
-    let times = linspace(0.0, p.t_end, p.samples);
+    let times = linspace(0.0, *p.t_end, *p.samples);
     let mut runs = Vec::new();
     let mut rep = Report::default();
     rep.instance = Some(df_instance(&m, inits.clone()));
@@ -213,8 +201,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let t_escape = first_crossing(&traj.t, &traj.loss, p.escape_level, Direction::Down)
             .map_err(analysis_failed("escape time"))?;
         let band = (
-            saddle * (1.0 - c.plateau_band),
-            saddle * (1.0 + c.plateau_band),
+            saddle * (1.0 - *c.plateau_band),
+            saddle * (1.0 + *c.plateau_band),
         );
         // no plateau in the band: the longest has length 0
         let longest_plateau = stats::max_with(
@@ -224,14 +212,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .iter()
                 .map(|iv| iv.length()),
         );
-        let [low, high] = p.late_window;
+        let [low, high] = *p.late_window;
         let late_slope = log_slope_fit(&traj.t, &traj.loss, Window::Value { low, high })
             .map_err(analysis_failed("late slope"))?
             .slope;
         runs.push(NearRun {
             eps,
             alpha: closed.alpha(),
-            closed_error: closed_form_error(&traj, &closed, p.t_end),
+            closed_error: closed_form_error(&traj, &closed, *p.t_end),
             closed,
             escape_rate,
             t_escape,
@@ -246,14 +234,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_least(
             &format!(
                 "over-eps-longest-time.{}-{}",
-                p.plateau_max_eps, c.plateau_band
+                p.plateau_max_eps, *c.plateau_band
             ),
             &format!(
                 "min over ε ≤ {} of the longest time with ℓ ∈ ½‖M‖²(1 ± {})",
-                p.plateau_max_eps, c.plateau_band
+                p.plateau_max_eps, *c.plateau_band
             ),
             stats::min(small.iter().map(|r| r.longest_plateau)),
-            c.plateau_min_length,
+            *c.plateau_min_length,
         )
         .note(format!("saddle level ½‖M‖_F² = {saddle} (Fig. 4)")),
     );
@@ -286,7 +274,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             worst_decade = stats::larger(worst_decade, ((tb - ta) / predicted - 1.0).abs());
         }
         rep.check(
-            Check::at_most("escape-decade", &decade_name, worst_decade, c.decade_tol).note(
+            Check::at_most("escape-decade", &decade_name, worst_decade, *c.decade_tol).note(
                 "μρ̄ averaged over the columns of the two inits; NaN if some run never escapes",
             ),
         );
@@ -298,7 +286,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "late-slopes-over-eps",
             "late slopes over ε: max/min − 1",
             hi / lo - 1.0,
-            c.late_slope_tol,
+            *c.late_slope_tol,
         )
         .note(format!(
             "ODE fit on ℓ ∈ [{:e}, {:e}]; slopes {slopes:.4?}",
@@ -311,9 +299,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ode-closed-form",
             "max |z_ODE − z_closed form|",
             stats::max(runs.iter().map(|r| r.closed_error)),
-            c.closed_form_tol,
+            *c.closed_form_tol,
         )
-        .note(format!("all ε, t ≤ {}", p.t_end)),
+        .note(format!("all ε, t ≤ {}", *p.t_end)),
     );
 
     let mut table = Table::new(&[
@@ -432,10 +420,10 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         },
         runs,
         p.d,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     )
-    .table("samples", runs * n(p.samples), 6.0)
+    .table("samples", runs * n(*p.samples), 6.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -16,6 +16,7 @@ use crate::instance::histogram::task_name;
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -28,15 +29,15 @@ pub struct Params {
     pub task: TaskName,
     #[serde(default)]
     pub d_thr: usize,
-    pub d: usize,
+    pub d: AtLeast<2>,
     /// Init scale σ ≪ 1: Q_0, v_0 entries i.i.d. N(0, σ²) (δ_i = O(σ²), so A_i ≈ ρ_i ≈ 1).
-    pub sigma: f64,
-    pub t_end: f64,
-    pub samples: usize,
+    pub sigma: Positive,
+    pub t_end: Positive,
+    pub samples: AtLeast<100>,
     /// Stage detection on the loss: a drop is where −d ln ℓ/dt exceeds `rate_threshold` and ln ℓ
     /// falls by at least `min_log_drop` (smoothed over ±`half_window` samples).
-    pub rate_threshold: f64,
-    pub min_log_drop: f64,
+    pub rate_threshold: Positive,
+    pub min_log_drop: Positive,
     pub half_window: usize,
     /// The task matrix (`M`); replaces task, d_thr and d. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -51,37 +52,22 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max_i |t_{1/2,i}(ODE)/t_{1/2,i}(D3 formula) − 1| (D3: 2%).
-    pub escape_tol: f64,
+    pub escape_tol: Positive,
     /// max |z_ODE − z_closed form| (R9(a): 1e-7).
-    pub closed_form_tol: f64,
+    pub closed_form_tol: Positive,
     /// max |plateau level/(½Σ_unlearned μ_j²) − 1| over the plateaus after the first drop: the
     /// loss between escapes is that of the columns still at the saddle (D1: ½Σ_S μ_i²), plus the
     /// tails of the columns just learned.
-    pub plateau_level_tol: f64,
+    pub plateau_level_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
-    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
+    InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), *p.d)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?.require_df_single()?;
-    if p.d < 2 {
-        return Err(sc.invalid("params.d", "need d ≥ 2"));
-    }
-    if p.samples < 100 {
-        return Err(sc.invalid("params.samples", "need at least 100 samples"));
-    }
-    sc.require_positive(&[
-        ("params.sigma", p.sigma),
-        ("params.t_end", p.t_end),
-        ("params.rate_threshold", p.rate_threshold),
-        ("params.min_log_drop", p.min_log_drop),
-        ("checks.escape_tol", c.escape_tol),
-        ("checks.closed_form_tol", c.closed_form_tol),
-        ("checks.plateau_level_tol", c.plateau_level_tol),
-    ])?;
-    if p.sigma >= 0.1 {
+    if *p.sigma >= 0.1 {
         return Err(sc.invalid(
             "params.sigma",
             "D3's escape-time formula is for small inits (σ ≪ 1)",
@@ -92,11 +78,11 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let m = files.task_matrix(|| p.task.matrix(p.d, p.d_thr));
+    let m = files.task_matrix(|| p.task.matrix(*p.d, p.d_thr));
     let d = m.nrows();
-    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(7), d, p.sigma))?;
+    let z0 = files.single_init(|| gaussian_state(&mut ctx.rng(7), d, *p.sigma))?;
     let closed = DfClosedForm::new(&m, &z0);
-    let times = linspace(0.0, p.t_end, p.samples);
+    let times = linspace(0.0, *p.t_end, *p.samples);
     let traj = integrate_flow(&DfFlow::new(m.clone()), &z0, &times, &ctx.ode)?;
     let mut rep = Report::default();
     rep.instance = Some(df_instance(&m, vec![z0]));
@@ -139,12 +125,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .zip(&predicted)
                     .map(|(m, p)| (m / p - 1.0).abs()),
             ),
-            c.escape_tol,
+            *c.escape_tol,
         )
         .note(format!(
             "t½,i = first time x_iy_i = ½ on the ODE samples vs ln(4A_i²/(ρ_iL_i²))/(2A_iμ_i); \
              NaN if a column has not escaped by t = {}",
-            p.t_end
+            *p.t_end
         )),
     );
     // pairs (i, j) escaping in the other order than `key` says (a column that never escaped,
@@ -169,23 +155,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "order of t½,i ≈ ln(2/|L_i|)/μ_i (D3); by μ_i alone {mu_inversions} pairs are out of \
              order: the spread of ln(1/|L_i|) over a random init still matters at σ = {:e}",
-            p.sigma
+            *p.sigma
         )),
     );
     rep.check(
         Check::at_most(
             "ode-closed-form",
             "max |z_ODE − z_closed form|",
-            closed_form_error(&traj, &closed, p.t_end),
-            c.closed_form_tol,
+            closed_form_error(&traj, &closed, *p.t_end),
+            *c.closed_form_tol,
         )
         .note("near the saddle the error is amplified by ~1/|L_i| (spec R8(a))"),
     );
 
     let options = StageOptions {
         axis: TimeAxis::Linear,
-        rate_threshold: p.rate_threshold,
-        min_log_drop: p.min_log_drop,
+        rate_threshold: *p.rate_threshold,
+        min_log_drop: *p.min_log_drop,
         half_window: p.half_window,
     };
     let stages =
@@ -209,8 +195,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "{} drops detected (rate > {}, Δln ℓ ≥ {}): each is a column leaving the saddle",
             stages.drops.len(),
-            p.rate_threshold,
-            p.min_log_drop
+            *p.rate_threshold,
+            *p.min_log_drop
         )),
     );
     // each plateau between drops sits at ½ Σ μ_j² over the columns not yet learned
@@ -220,7 +206,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "plateau-level-sigma-unlearned-mu-j2",
             "max |plateau level / ½Σ_(unlearned) μ_j² − 1|",
             level_error,
-            c.plateau_level_tol,
+            *c.plateau_level_tol,
         )
         .note("plateaus after the first drop, unlearned = predicted t½ after the plateau's middle"),
     );
@@ -250,7 +236,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("escape_times".into(), table));
     rep.series = Table::new(&["t", "loss"]);
     rep.series.push_columns(&[], &[&traj.t, &traj.loss]);
-    let about = format!("σ = {:e}, {} task, d = {d}", p.sigma, task_name(&m));
+    let about = format!("σ = {:e}, {} task, d = {d}", *p.sigma, task_name(&m));
     rep.figure = Some(figure(
         &about, &traj.t, &traj.loss, &xy, &predicted, &measured, &closed,
     ));
@@ -357,11 +343,11 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             samples: "samples, d",
         },
         1.0,
-        p.d,
-        n(p.samples),
+        *p.d,
+        n(*p.samples),
         ctx.ode.method,
     )
-    .table("samples", n(p.samples), 2.0 * n(p.d))
+    .table("samples", n(*p.samples), 2.0 * n(*p.d))
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

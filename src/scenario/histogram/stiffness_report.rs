@@ -19,13 +19,14 @@ use crate::instance::histogram::task_label;
 use crate::models::histogram::DfClosedForm;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::Cost;
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::tf_common::{
-    default_d_thr, hessian_spectrum, limit_with_signs, read_study_files, require_alphabet,
-    study_instance, FlowKind, HessianSpectrum, StudyDraw, StudyProblem, TaskName,
+    default_d_thr, hessian_spectrum, limit_with_signs, read_study_files, study_instance, FlowKind,
+    HessianSpectrum, StudyDraw, StudyProblem, TaskName,
 };
 
 /// One problem of the report.
@@ -36,12 +37,12 @@ pub struct Problem {
     pub task: TaskName,
     #[serde(default = "default_d_thr")]
     pub d_thr: usize,
-    pub d: usize,
+    pub d: AtLeast<2>,
     /// Standard deviation of the Gaussian initialization.
-    pub sigma: f64,
+    pub sigma: Positive,
     /// Horizon; df problems default to `horizon_alpha`/α (α from the closed form).
     #[serde(default)]
-    pub t_end: Option<f64>,
+    pub t_end: Option<Positive>,
     /// The methods run on this problem (a subset of `Params::methods`; default all): the
     /// low-order implicit methods with dense LU are slow on the 702-dim problems.
     #[serde(default)]
@@ -51,18 +52,18 @@ pub struct Problem {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    pub problems: Vec<Problem>,
+    pub problems: NonEmpty<Problem>,
     /// The methods compared, all at the same tolerance.
-    pub methods: Vec<Method>,
+    pub methods: NonEmpty<Method>,
     pub rtol: f64,
     pub atol: f64,
     /// df horizon = horizon_alpha / α: ℓ ≈ 1e-12 after ≈ 14/α (spec §7.1).
-    pub horizon_alpha: f64,
+    pub horizon_alpha: Positive,
     /// String length N and number of strings n of the tf problems.
-    pub seq_len: usize,
+    pub seq_len: AtLeast<1>,
     pub n: usize,
     /// |λ| ≤ zero_mode_tol·max|λ| counts as a zero mode.
-    pub zero_mode_tol: f64,
+    pub zero_mode_tol: Positive,
     /// The task matrix `M` and, for tf problems, one set of `strings`: replaces every problem's
     /// task, d_thr, d, seq_len and n. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,18 +77,18 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// |κ_dense − κ_D4| / κ_D4 at the df limit (spec §6 row 18: 1e-8).
-    pub kappa_rel_tol: f64,
+    pub kappa_rel_tol: Positive,
     /// max relative error of the sorted nonzero dense spectrum vs D4's multiset at the df limit.
-    pub spectrum_rel_tol: f64,
+    pub spectrum_rel_tol: Positive,
     /// max|H − Hᵀ|/max|H| of the assembled Hessians (an exact hvp gives rounding only).
-    pub asymmetry_tol: f64,
+    pub asymmetry_tol: Positive,
     /// Final-state error of every method on the df problems vs the closed form (max abs);
     /// global error ≲ 10³·rtol per unit of decay, plus β drift along the zero modes.
-    pub solve_error_tol: f64,
+    pub solve_error_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
-    let problems: Vec<(FlowKind, usize)> = p.problems.iter().map(|pr| (pr.flow, pr.d)).collect();
+    let problems: Vec<(FlowKind, usize)> = p.problems.iter().map(|pr| (pr.flow, *pr.d)).collect();
     read_study_files(
         sc,
         p.data_file.as_deref(),
@@ -96,26 +97,14 @@ fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
     )
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.problems.is_empty() {
-        return Err(sc.invalid("params.problems", "need at least one problem"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.methods.is_empty() {
-        return Err(sc.invalid("params.methods", "need at least one method"));
-    }
     for (k, pr) in p.problems.iter().enumerate() {
-        require_alphabet(sc, &format!("params.problems[{k}].d"), pr.d)?;
-        sc.require_positive(&[(&format!("params.problems[{k}].sigma"), pr.sigma)])?;
-        match (pr.flow, pr.t_end) {
-            (FlowKind::Tf, None) => {
-                return Err(sc.invalid(
-                    &format!("params.problems[{k}].t_end"),
-                    "tf problems need a horizon (no closed-form α)",
-                ))
-            }
-            (_, Some(t)) => sc.require_positive(&[(&format!("params.problems[{k}].t_end"), t)])?,
-            _ => {}
+        if pr.flow == FlowKind::Tf && pr.t_end.is_none() {
+            return Err(sc.invalid(
+                &format!("params.problems[{k}].t_end"),
+                "tf problems need a horizon (no closed-form α)",
+            ));
         }
         if let Some(ms) = &pr.methods {
             if let Some(m) = ms.iter().find(|m| !p.methods.contains(m)) {
@@ -125,28 +114,16 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
                 ));
             }
         }
-        if pr.flow == FlowKind::Tf && p.n < pr.d && p.data_file.is_none() {
+        if pr.flow == FlowKind::Tf && p.n < *pr.d && p.data_file.is_none() {
             return Err(sc.invalid(
                 "params.n",
-                format!("n = {} < d = {}: H_a singular (spec R3)", p.n, pr.d),
+                format!("n = {} < d = {}: H_a singular (spec R3)", p.n, *pr.d),
             ));
         }
     }
     OdeConfig::new(Method::Bdf, p.rtol, p.atol)
         .validate()
-        .map_err(|r| sc.invalid("params.rtol", r))?;
-    if p.seq_len == 0 {
-        return Err(sc.invalid("params.seq_len", "strings need at least one symbol"));
-    }
-    sc.require_positive(&[
-        ("params.horizon_alpha", p.horizon_alpha),
-        ("params.zero_mode_tol", p.zero_mode_tol),
-        ("checks.kappa_rel_tol", c.kappa_rel_tol),
-        ("checks.spectrum_rel_tol", c.spectrum_rel_tol),
-        ("checks.asymmetry_tol", c.asymmetry_tol),
-        ("checks.solve_error_tol", c.solve_error_tol),
-    ])?;
-    Ok(())
+        .map_err(|r| sc.invalid("params.rtol", r))
 }
 
 /// Results of one problem.
@@ -172,7 +149,7 @@ fn problem_label(pr: &Problem) -> String {
         TaskName::Eq => String::new(),
         other => format!(" {}", other.task(pr.d_thr).name()),
     };
-    format!("{flow}{task} d{} σ{}", pr.d, pr.sigma)
+    format!("{flow}{task} d{} σ{}", *pr.d, *pr.sigma)
 }
 
 /// D4: the nonzero Hessian spectrum at the df limit, ascending.
@@ -204,9 +181,9 @@ fn run_problem(
     // trial 0 for every problem: problems of equal d share the init direction (only σ differs)
     let draw = StudyDraw {
         task: &pr.task.task(pr.d_thr),
-        d: pr.d,
-        sigma: pr.sigma,
-        seq_len: p.seq_len,
+        d: *pr.d,
+        sigma: *pr.sigma,
+        seq_len: *p.seq_len,
         n: p.n,
     };
     let instance = StudyProblem::new(pr.flow, files, &draw, ctx)?;
@@ -214,9 +191,9 @@ fn run_problem(
     let d = instance.d();
     let closed = DfClosedForm::new(&instance.m, z0);
     let flow = instance.flow()?;
-    let t_end = pr.t_end.unwrap_or(p.horizon_alpha / closed.alpha());
+    let t_end = pr.t_end.map_or(*p.horizon_alpha / closed.alpha(), |t| *t);
     let times = linspace(0.0, t_end, 2);
-    let selected = pr.methods.as_ref().unwrap_or(&p.methods);
+    let selected = pr.methods.as_ref().unwrap_or(&*p.methods);
     let runs = p
         .methods
         .iter()
@@ -266,8 +243,8 @@ fn run_problem(
         },
         d,
         t_end,
-        at_init: hessian_spectrum(flow.as_ref(), z0, p.zero_mode_tol)?,
-        at_limit: hessian_spectrum(flow.as_ref(), &z_star, p.zero_mode_tol)?,
+        at_init: hessian_spectrum(flow.as_ref(), z0, *p.zero_mode_tol)?,
+        at_limit: hessian_spectrum(flow.as_ref(), &z_star, *p.zero_mode_tol)?,
         formula,
         runs,
         final_errors,
@@ -315,7 +292,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 kappa_err,
                 (o.at_limit.conditioning.kappa_nonzero - kappa).abs() / kappa,
             );
-            let dense = nonzero(&o.at_limit, p.zero_mode_tol);
+            let dense = nonzero(&o.at_limit, *p.zero_mode_tol);
             spectrum_err = if dense.len() == formula.len() {
                 stats::max_with(
                     spectrum_err,
@@ -332,7 +309,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "kappa-dense-kappa-d4-kappa-d4",
             "|κ_dense − κ_D4| / κ_D4 at the df limit (worst problem)",
             kappa_err,
-            c.kappa_rel_tol,
+            *c.kappa_rel_tol,
         )
         .note(format!(
             "{df_count} df problems; κ_D4 = max 2A_iμ_i / min μ_iρ̄_i, κ_dense from the dense \
@@ -344,7 +321,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "rel-error-nonzero-df-limit-spectrum",
             "max rel. error of the nonzero df limit spectrum vs {μ_iρ̄_i (×(d−1)), 2A_iμ_i}",
             spectrum_err,
-            c.spectrum_rel_tol,
+            *c.spectrum_rel_tol,
         )
         .note("sorted eigenvalues against the D4 multiset; ∞ if the counts differ"),
     );
@@ -366,7 +343,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ht-assembled-hessians",
             "max|H − Hᵀ|/max|H| of the assembled Hessians",
             asym,
-            c.asymmetry_tol,
+            *c.asymmetry_tol,
         )
         .note("an exact hvp gives a symmetric matrix up to rounding"),
     );
@@ -382,7 +359,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "end-closed-form-over-df-problems",
             "max |z(t_end) − closed form| over df problems and methods",
             worst_solve,
-            c.solve_error_tol,
+            *c.solve_error_tol,
         )
         .note(format!(
             "rtol {:e}, atol {:e}: the work below buys the same accuracy",
@@ -425,7 +402,7 @@ fn add_tables(rep: &mut Report, p: &Params, outcomes: &[Outcome]) {
         let ran = o
             .runs
             .iter()
-            .zip(&p.methods)
+            .zip(&*p.methods)
             .filter_map(|(r, m)| Some((r.as_ref()?, m)));
         for (k, (run, method)) in ran.enumerate() {
             let s = &run.stats;
@@ -478,7 +455,7 @@ fn figure(p: &Params, outcomes: &[Outcome]) -> Figure {
         let mut panel = LinePanel::new(title, "eigenvalue index k / n", "|λ_k| of ∇²ℓ").log_y();
         for (i, o) in outcomes.iter().enumerate() {
             let s = pick(o);
-            let moduli = nonzero(s, p.zero_mode_tol);
+            let moduli = nonzero(s, *p.zero_mode_tol);
             let negative = moduli.iter().filter(|&&x| x < 0.0).count();
             let mut moduli: Vec<f64> = moduli.iter().map(|x| x.abs()).collect();
             moduli.sort_by(f64::total_cmp);
@@ -537,14 +514,14 @@ fn figure(p: &Params, outcomes: &[Outcome]) -> Figure {
 /// implicit ones) and two dense Hessian spectra.
 fn cost(p: &Params, _: &RunContext) -> Cost {
     p.problems.iter().fold(Cost::new(), |cost, pr| {
-        let grad = sizes::grad(pr.flow, pr.d);
-        let methods = pr.methods.as_ref().unwrap_or(&p.methods);
+        let grad = sizes::grad(pr.flow, *pr.d);
+        let methods = pr.methods.as_ref().unwrap_or(&*p.methods);
         let solves = methods.iter().fold(Cost::new(), |c, &m| {
-            c.ode("problems.d", 1.0, sizes::dim(pr.d), grad, m)
+            c.ode("problems.d", 1.0, sizes::dim(*pr.d), grad, m)
         });
-        cost.and(sizes::tf_data("problems.d, n", 1.0, pr.d, p.seq_len, p.n))
+        cost.and(sizes::tf_data("problems.d, n", 1.0, *pr.d, *p.seq_len, p.n))
             .and(solves)
-            .dense_hessians("problems.d", 2.0, sizes::dim(pr.d), grad)
+            .dense_hessians("problems.d", 2.0, sizes::dim(*pr.d), grad)
     })
 }
 

@@ -19,6 +19,7 @@ use crate::models::histogram::layout::{state_from_qv, state_to_qv};
 use crate::models::histogram::{task_matrix, HistogramData, Task};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -33,7 +34,7 @@ pub struct Params {
     /// String lengths N (spec 000 R1: {1, 6, 100}).
     pub seq_lens: Vec<usize>,
     /// Random strings per (d, N, task).
-    pub strings: usize,
+    pub strings: AtLeast<1>,
     /// Random diagonal rescalings C per (d, N, task) for the family (Q C⁻¹, C v).
     pub rescalings: usize,
     /// The paper's example input (letters a, b, … of an alphabet of size `example_d`).
@@ -61,7 +62,7 @@ pub struct Checks {
     pub example_thr: Vec<f64>,
     /// max |ŷ(Q C⁻¹, C v) − y| / max|y| over the rescalings: exact up to the rounding of the
     /// products with C and C⁻¹ (a few ulps of the O(N²) outputs).
-    pub family_rel_tol: f64,
+    pub family_rel_tol: Positive,
 }
 
 fn symbols(example: &str, d: usize) -> Option<Vec<usize>> {
@@ -143,9 +144,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             return Err(sc.invalid(key, "need a non-empty list of positive sizes"));
         }
     }
-    if p.strings == 0 {
-        return Err(sc.invalid("params.strings", "need at least one string"));
-    }
     if p.example.is_empty() || symbols(&p.example, p.example_d).is_none() {
         return Err(sc.invalid(
             "params.example",
@@ -164,9 +162,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         if v.len() != n {
             return Err(sc.invalid(key, format!("needs one output per symbol ({n})")));
         }
-    }
-    if c.family_rel_tol <= 0.0 {
-        return Err(sc.invalid("checks.family_rel_tol", "must be positive"));
     }
     Ok(())
 }
@@ -354,14 +349,14 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 for &seq_len in &p.seq_lens {
                     for task in tasks(&p.thresholds) {
                         let m = task_matrix(&task, d);
-                        let strings: Vec<Vec<usize>> = (0..p.strings)
+                        let strings: Vec<Vec<usize>> = (0..*p.strings)
                             .map(|_| sample_string(&mut rng, d, seq_len))
                             .collect();
                         let points = FamilyPoints::Draw {
                             per_string: p.rescalings,
                         };
                         let r = run_case(&task, &m, strings, points, &mut rng);
-                        record(&mut rep, (d, seq_len, task_label(&task)), &r, p.strings);
+                        record(&mut rep, (d, seq_len, task_label(&task)), &r, *p.strings);
                         instances.push((instance_label(d, seq_len, &task), r.instance));
                     }
                 }
@@ -419,7 +414,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "family",
                 "family (Q C⁻¹, C v): max |ŷ − y| / max|y|",
                 family,
-                chk.family_rel_tol,
+                *chk.family_rel_tol,
             )
             .note(format!(
                 "{family_points} {} per string",
@@ -544,12 +539,12 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         .doubles(
             "strings, seq_lens, ds",
             "one case's strings, counts and targets",
-            n(p.strings) * (n(len_max) + 2.0 * n(d_max)),
+            n(*p.strings) * (n(len_max) + 2.0 * n(d_max)),
         )
         .work(
             "strings, rescalings",
             "outputs of every string",
-            cases * n(p.strings),
+            cases * n(*p.strings),
             per_string,
         )
 }

@@ -129,15 +129,6 @@ pub fn hessian_spectrum<F: GradientFlow + ?Sized>(
     })
 }
 
-/// Shared parameter rule: an alphabet of at least 2 symbols (q_i ∦ m_i is possible).
-pub fn require_alphabet(sc: &Scenario, key: &str, d: usize) -> Result<(), InputError> {
-    if d >= 2 {
-        Ok(())
-    } else {
-        Err(sc.invalid(key, format!("the alphabet needs d ≥ 2, got {d}")))
-    }
-}
-
 /// Which loss a solver study trains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -277,7 +268,9 @@ pub fn require_tf_data(
     seq_len: usize,
     n: usize,
 ) -> Result<(), InputError> {
-    require_alphabet(sc, "params.d", d)?;
+    if d < 2 {
+        return Err(sc.invalid("params.d", format!("the alphabet needs d ≥ 2, got {d}")));
+    }
     if seq_len == 0 {
         return Err(sc.invalid("params.seq_len", "strings need at least one symbol"));
     }

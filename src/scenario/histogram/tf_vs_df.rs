@@ -20,6 +20,7 @@ use crate::instance::histogram::{instance_arrays, task_name, InitialStates, Task
 use crate::models::histogram::{DfClosedForm, DfFlow, HistogramData};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -44,27 +45,27 @@ pub struct Params {
     /// Number of strings n (≥ d, so that every H_a is definite: spec R3).
     pub n: usize,
     /// Standard deviation of the Gaussian initialization of Q and v.
-    pub sigma: f64,
+    pub sigma: Positive,
     /// Number of datasets (trial k: data stream 1000 + k, init stream 2000 + k).
-    pub trials: usize,
+    pub trials: AtLeast<1>,
     /// Horizon of the df flow.
-    pub t_end_df: f64,
+    pub t_end_df: Positive,
     /// Horizon of the tf flow.
-    pub t_end_tf: f64,
+    pub t_end_tf: Positive,
     /// Output samples of each flow (linear grid).
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// R(t) is evaluated on t ≥ ratio_from (the T of Assumption 3.1).
-    pub ratio_from: f64,
+    pub ratio_from: Positive,
     /// … while both losses exceed this floor (below it the state error dominates).
-    pub loss_floor: f64,
+    pub loss_floor: Positive,
     /// Late-slope fits use the samples with fit_low ≤ ℓ ≤ fit_high.
-    pub fit_low: f64,
+    pub fit_low: Positive,
     pub fit_high: f64,
     /// Step sizes that turn flow time into the paper's GD iterations k = t/η (panels a, b).
-    pub eta_df: f64,
-    pub eta_tf: f64,
+    pub eta_df: Positive,
+    pub eta_tf: Positive,
     /// Hessian eigenvalues with |λ| ≤ zero_mode_tol·max|λ| are the rescaling zero modes.
-    pub zero_mode_tol: f64,
+    pub zero_mode_tol: Positive,
     /// The datasets (`M`, `strings` of shape (n, N) or (k, n, N)); replaces task, d_thr, d,
     /// seq_len, n and sets trials = k. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,18 +79,18 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max R / min R on the last quarter of the R window (spec R4: "< a factor 2").
-    pub ratio_variation_max: f64,
+    pub ratio_variation_max: Positive,
     /// σ̂_fit/σ̂ must lie in [lo, hi] (spec R4: |σ̂_fit/σ̂ − 1| < 10%).
     pub sigma_ratio_lo: f64,
     pub sigma_ratio_hi: f64,
     /// max |z_tf(end) − s·z*| over Q and v, modulo per-column sign (spec R5: 1e-5).
-    pub limit_mod_sign_tol: f64,
+    pub limit_mod_sign_tol: Positive,
     /// max_i ||v_tf,i| − √(μ_iρ̄_i)| (spec R5: 1e-6).
-    pub v_limit_tol: f64,
+    pub v_limit_tol: Positive,
     /// max_i |β_i(t) − β_i(0)| / max(1, |β_i(0)|) for both flows (spec §2.7.1: 1e-7 at rtol 1e-10).
-    pub beta_drift_tol: f64,
+    pub beta_drift_tol: Positive,
     /// max |df ODE − closed form| on the grid (spec R9(a): 1e-7).
-    pub df_closed_form_tol: f64,
+    pub df_closed_form_tol: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -106,33 +107,11 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         }
         None => require_tf_data(sc, p.d, p.seq_len, p.n)?,
     }
-    files.trials(p.trials, true)?;
-    if p.trials == 0 {
-        return Err(sc.invalid("params.trials", "need at least one dataset"));
-    }
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    sc.require_positive(&[
-        ("params.sigma", p.sigma),
-        ("params.t_end_df", p.t_end_df),
-        ("params.t_end_tf", p.t_end_tf),
-        ("params.ratio_from", p.ratio_from),
-        ("params.loss_floor", p.loss_floor),
-        ("params.fit_low", p.fit_low),
-        ("params.eta_df", p.eta_df),
-        ("params.eta_tf", p.eta_tf),
-        ("params.zero_mode_tol", p.zero_mode_tol),
-        ("checks.ratio_variation_max", c.ratio_variation_max),
-        ("checks.limit_mod_sign_tol", c.limit_mod_sign_tol),
-        ("checks.v_limit_tol", c.v_limit_tol),
-        ("checks.beta_drift_tol", c.beta_drift_tol),
-        ("checks.df_closed_form_tol", c.df_closed_form_tol),
-    ])?;
-    if p.fit_high <= p.fit_low {
+    files.trials(*p.trials, true)?;
+    if p.fit_high <= *p.fit_low {
         return Err(sc.invalid("params.fit_high", "must exceed fit_low"));
     }
-    if p.ratio_from >= p.t_end_tf {
+    if *p.ratio_from >= *p.t_end_tf {
         return Err(sc.invalid("params.ratio_from", "must be below t_end_tf"));
     }
     if !(c.sigma_ratio_lo < 1.0 && c.sigma_ratio_hi > 1.0) {
@@ -187,7 +166,7 @@ struct Setup {
 
 fn setup(p: &Params, ctx: &RunContext) -> Result<Setup, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let trials = files.trials(p.trials, true)?;
+    let trials = files.trials(*p.trials, true)?;
     let data: Vec<HistogramData> = match files.data() {
         Some(file) => file
             .require_strings()
@@ -203,7 +182,7 @@ fn setup(p: &Params, ctx: &RunContext) -> Result<Setup, RunError> {
     let inits = match files.init() {
         Some(init) => init.states.clone(),
         None => (0..trials)
-            .map(|k| trial_init(ctx, d, p.sigma, k))
+            .map(|k| trial_init(ctx, d, *p.sigma, k))
             .collect(),
     };
     Ok(Setup {
@@ -243,27 +222,27 @@ fn run_trial(
     let tf = integrate_flow(
         &tf_flow,
         z0,
-        &linspace(0.0, p.t_end_tf, p.samples),
+        &linspace(0.0, *p.t_end_tf, *p.samples),
         &ctx.ode,
     )?;
     let df = integrate_flow(
         &df_flow,
         z0,
-        &linspace(0.0, p.t_end_df, p.samples),
+        &linspace(0.0, *p.t_end_df, *p.samples),
         &ctx.ode,
     )?;
     let closed = DfClosedForm::new(&data.m, z0);
 
     // the exact common limit (D2), signed like the tf run, and the Hessians there
     let z_star = limit_with_signs(&closed, tf.last_state(), d);
-    let spec_tf = hessian_spectrum(&tf_flow, &z_star, p.zero_mode_tol)?;
-    let spec_df = hessian_spectrum(&df_flow, &closed.limit_state(), p.zero_mode_tol)?;
+    let spec_tf = hessian_spectrum(&tf_flow, &z_star, *p.zero_mode_tol)?;
+    let spec_df = hessian_spectrum(&df_flow, &closed.limit_state(), *p.zero_mode_tol)?;
     let lambda_tf = spec_tf.conditioning.smallest_nonzero;
     let lambda_df = spec_df.conditioning.smallest_nonzero;
     let sigma_hat = lambda_tf / lambda_df;
 
     let window = Window::Value {
-        low: p.fit_low,
+        low: *p.fit_low,
         high: p.fit_high,
     };
     let fit = |tr: &Trajectory| {
@@ -281,20 +260,20 @@ fn run_trial(
     let (ratio_t, ratio): (Vec<f64>, Vec<f64>) =
         tf.t.iter()
             .zip(&tf.loss)
-            .filter(|(&t, _)| t >= p.ratio_from)
+            .filter(|(&t, _)| t >= *p.ratio_from)
             .map(|(&t, &l_tf)| (t, l_tf, closed.loss(sigma_hat * t)))
-            .take_while(|&(_, l_tf, l_df)| l_tf > p.loss_floor && l_df > p.loss_floor)
+            .take_while(|&(_, l_tf, l_df)| l_tf > *p.loss_floor && l_df > *p.loss_floor)
             .map(|(t, l_tf, l_df)| (t, l_tf / l_df))
             .unzip();
     if ratio.len() < 8 {
         return Err(RunError::Other(format!(
             "trial {trial}: only {} samples of R(t) above the loss floor on t ≥ {}",
             ratio.len(),
-            p.ratio_from
+            *p.ratio_from
         )));
     }
     let t_last = *ratio_t.last().expect("non-empty");
-    let quarter_from = p.ratio_from + 0.75 * (t_last - p.ratio_from);
+    let quarter_from = *p.ratio_from + 0.75 * (t_last - *p.ratio_from);
     let last_quarter = ratio_t
         .iter()
         .zip(&ratio)
@@ -393,12 +372,12 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
             "tf-df-sigma-last-quarter-worst",
             "R(t) = ℓ_tf(t)/ℓ_df(σ̂t): max/min on the last quarter (worst dataset)",
             variation,
-            c.ratio_variation_max,
+            *c.ratio_variation_max,
         )
         .note(format!(
             "dataset {k}; R on t ∈ [{}, end] while both losses > {:e}; sup R = C is reported \
              (Assumption 3.1 with the predicted σ̂)",
-            p.ratio_from, p.loss_floor
+            *p.ratio_from, *p.loss_floor
         ))
         .paper_claim("Assumption 3.1 gives no C, σ or T (E15): σ̂ here is predicted from spectra"),
     );
@@ -418,7 +397,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
             "dataset {}; σ̂ = λ⁺_min(∇²ℓ_tf)/λ⁺_min(∇²ℓ_df) at the exact limit, σ̂_fit = ratio \
              of the late log-slopes on ℓ ∈ [{:e}, {:e}]; range over datasets [{lo:.4}, \
              {hi:.4}]",
-            k, p.fit_low, p.fit_high
+            k, *p.fit_low, p.fit_high
         )),
     );
     let (diff, k) = worst(trials, |t| t.alignment.max_diff_mod_sign);
@@ -429,7 +408,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
             "tf-end-df-modulo-per-column",
             "max |z_tf(end) − s·z*_df| modulo per-column sign (worst dataset)",
             diff,
-            c.limit_mod_sign_tol,
+            *c.limit_mod_sign_tol,
         )
         .note(format!(
             "dataset {k}; z*_df = the df limit (closed form, D2); {flipped} of {} columns \
@@ -448,7 +427,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
             "tf-sqrt-mu-irho-worst-dataset",
             "max_i ||v_tf,i| − √(μ_iρ̄_i)| (worst dataset)",
             v_err,
-            c.v_limit_tol,
+            *c.v_limit_tol,
         )
         .note(format!("dataset {k}; ρ̄_i from the conserved β_i (spec R5)")),
     );
@@ -458,7 +437,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
             "beta-drift-beta-both-flows-worst",
             "β_i drift / max(1, |β_i|), both flows (worst dataset)",
             drift,
-            c.beta_drift_tol,
+            *c.beta_drift_tol,
         )
         .note(format!("dataset {k} (Lemma A.1)")),
     );
@@ -468,7 +447,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
             "df-ode-closed-form-grid-worst",
             "max |df ODE − closed form| on the grid (worst dataset)",
             err,
-            c.df_closed_form_tol,
+            *c.df_closed_form_tol,
         )
         .note(format!("dataset {k} (spec §2.6, R9(a))")),
     );
@@ -482,7 +461,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
         )
         .note(format!(
             "the d rescaling directions (spec R4); |λ| ≤ {:e}·max|λ| counts as zero",
-            p.zero_mode_tol
+            *p.zero_mode_tol
         )),
     );
 }
@@ -506,7 +485,7 @@ fn add_tables(rep: &mut Report, p: &Params, trials: &[Trial]) {
         "beta_drift",
     ]);
     for (k, t) in trials.iter().enumerate() {
-        for (name, tr, eta) in [("tf", &t.tf, p.eta_tf), ("df", &t.df, p.eta_df)] {
+        for (name, tr, eta) in [("tf", &t.tf, *p.eta_tf), ("df", &t.df, *p.eta_df)] {
             let iterations: Vec<f64> = tr.t.iter().map(|x| x / eta).collect();
             rep.series.push_columns(
                 &[Cell::from(k), Cell::from(name)],
@@ -561,14 +540,14 @@ fn figure(p: &Params, s: &Setup, trials: &[Trial]) -> Figure {
     let mut grad = LinePanel::new("(b) gradient norm", "iteration k", "‖∇ℓ‖").log_y();
     let mut ratio = LinePanel::new("(c) R(t) = ℓ_{tf}(t) / ℓ_{df}(σ̂t)", "t (tf time)", "R(t)")
         .log_y()
-        .vline(RefLine::new(p.ratio_from, "T₀"));
+        .vline(RefLine::new(*p.ratio_from, "T₀"));
     for (k, t) in trials.iter().enumerate() {
         for (tr, eta, color, name) in [
-            (&t.tf, p.eta_tf, 0, "ℓ_{tf}"),
-            (&t.df, p.eta_df, 1, "ℓ_{df}"),
+            (&t.tf, *p.eta_tf, 0, "ℓ_{tf}"),
+            (&t.df, *p.eta_df, 1, "ℓ_{df}"),
         ] {
             // drawn down to the loss floor: below it rounding in Δ = Q Diag(v) − M shows
-            let shown = above_floor(tr, p.loss_floor);
+            let shown = above_floor(tr, *p.loss_floor);
             let iterations: Vec<f64> = tr.t[..shown].iter().map(|x| x / eta).collect();
             let normalized: Vec<f64> = tr.loss[..shown].iter().map(|l| l / tr.loss[0]).collect();
             loss = loss.series(
@@ -589,7 +568,7 @@ fn figure(p: &Params, s: &Setup, trials: &[Trial]) -> Figure {
     }
     // (d) the overlay for dataset 0 on the df clock: ℓ_tf(t/σ̂)/C against ℓ_df(t)
     let t0 = &trials[0];
-    let shown = above_floor(&t0.tf, p.loss_floor);
+    let shown = above_floor(&t0.tf, *p.loss_floor);
     let scaled_t: Vec<f64> = t0.tf.t[..shown].iter().map(|s| s * t0.sigma_hat).collect();
     let scaled_loss: Vec<f64> = t0.tf.loss[..shown]
         .iter()
@@ -604,11 +583,11 @@ fn figure(p: &Params, s: &Setup, trials: &[Trial]) -> Figure {
         "loss",
     )
     .log_y()
-    .x_range(0.0, p.t_end_df)
+    .x_range(0.0, *p.t_end_df)
     .legend(LegendPosition::UpperRight)
     .series(Series::numerics("ℓ_{df}(t)", t0.df.t.clone(), t0.df.loss.clone()).color(1))
     .series(Series::theory("ℓ_{tf}(t/σ̂)/C", scaled_t, scaled_loss).color(0))
-    .vline(RefLine::new(p.ratio_from * t0.sigma_hat, "σ̂T₀"));
+    .vline(RefLine::new(*p.ratio_from * t0.sigma_hat, "σ̂T₀"));
     Figure::new(2)
         .title(format!(
             "Fig. 2: ℓ_tf vs ℓ_df from one init ({}, d = {}, N = {}, n = {}, σ = {}, {} \
@@ -617,7 +596,7 @@ fn figure(p: &Params, s: &Setup, trials: &[Trial]) -> Figure {
             s.d,
             s.seq_len,
             s.n,
-            p.sigma,
+            *p.sigma,
             trials.len()
         ))
         .panel(loss)
@@ -629,7 +608,7 @@ fn figure(p: &Params, s: &Setup, trials: &[Trial]) -> Figure {
 /// Per trial: its dataset and T3, an ℓ_tf and an ℓ_df solve with every sample kept (all trials
 /// are kept for the figure) and two dense Hessian spectra.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let (trials, samples, dim) = (n(p.trials), n(p.samples), sizes::dim(p.d));
+    let (trials, samples, dim) = (n(*p.trials), n(*p.samples), sizes::dim(p.d));
     sizes::tf_data("n, seq_len", trials, p.d, p.seq_len, p.n)
         .and(sizes::tf_solves(
             sizes::Keys {

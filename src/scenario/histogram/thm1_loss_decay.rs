@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::instance_files::{df_instance, InstanceFiles};
+use super::params::PositiveRange;
 use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
@@ -15,6 +16,7 @@ use crate::instance::InstanceError;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -33,18 +35,18 @@ pub struct Params {
     pub d_thr: usize,
     pub d: usize,
     /// Init scale σ (Q_0, v_0 entries i.i.d. N(0, σ²)).
-    pub sigma: f64,
+    pub sigma: Positive,
     /// Number of random inits (trial j draws from random stream 100 + j).
     pub trials: usize,
     /// ODE horizon T + horizon/α (paper Fig. 3: T + 30/α).
-    pub horizon: f64,
+    pub horizon: Positive,
     /// ODE output samples per trial.
-    pub samples: usize,
+    pub samples: AtLeast<50>,
     /// Loss window [low, high] of the ODE slope fit (spec §7.5).
-    pub fit_window: [f64; 2],
+    pub fit_window: PositiveRange,
     /// The loss level at which the closed form's local slope is measured (R9(b)); later, at
     /// R9(c)'s t*, if that is later.
-    pub deep_level: f64,
+    pub deep_level: Positive,
     /// The trial drawn in the Fig. 3 panel.
     pub figure_trial: usize,
     /// The task matrix (`M`; `strings` are not used by ℓ_df); replaces task, d_thr and d.
@@ -60,27 +62,27 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max |z_ODE − z_closed| over trials and samples (R9(a): 1e-7).
-    pub closed_form_tol: f64,
+    pub closed_form_tol: Positive,
     /// The ODE slope on the fit window must be ≤ −2α(1 − margin) (R9(b): 1e-2).
-    pub ode_slope_margin: f64,
+    pub ode_slope_margin: Positive,
     /// |local slope/(−2α) − 1| of the closed form at ℓ = deep_level or t*, whichever is later
     /// (R9(b): 1%; at ℓ = 1e-40 alone a gap (α₂ − α)/α of 5–10% still mixes in 2α₂).
-    pub deep_slope_tol: f64,
+    pub deep_slope_tol: Positive,
     /// |ℓ(t*)e^{2αt*}/Σ_{argmin}K_i − 1| at t* = T + max(40/α, 7/(α₂ − α)) (R9(c): 1%).
-    pub asymptote_tol: f64,
+    pub asymptote_tol: Positive,
     /// Trials with (α₂ − α)/α below this are near-ties and skip R9(c) (spec: 0.05).
-    pub near_tie: f64,
+    pub near_tie: Positive,
     /// |ℓ − Σ_i ½μ_i²[(1 − x_iy_i)² + x_i²g_i]|/ℓ on the ODE samples with ℓ ≥ fit_window high,
     /// ℓ from the residuals v_iq_i − m_i, the sum from (x_i, y_i, g_i) of the same state (R9:
     /// exact identity, 1e-12). Lower, both sides carry rounding ~ε‖M‖_F·d·√(2/ℓ) relative.
-    pub decomposition_tol: f64,
+    pub decomposition_tol: Positive,
     /// sup_{t ≥ T_esc+1/α} h − max_{[T_esc, T_esc+1/α]} h, h = ln ℓ + 2αt − γ ln t (R9(d): ln 2),
     /// from T_esc = the time after which every x_iy_i ≥ ½ (the spec's T is too early: columns
     /// near the bad set are still on the saddle plateau after it).
-    pub boundedness_tol: f64,
+    pub boundedness_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let files = read_files(p, sc)?;
     if files.d(p.d) < 2 {
         return Err(match files.data() {
@@ -95,27 +97,9 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "need trials ≥ 1 and figure_trial < trials",
         ));
     }
-    if p.samples < 50 {
-        return Err(sc.invalid("params.samples", "need at least 50 samples"));
+    if *p.deep_level >= p.fit_window[0] {
+        return Err(sc.invalid("params.deep_level", "need deep_level < fit_window low"));
     }
-    let [low, high] = p.fit_window;
-    if !(low > 0.0 && low < high) {
-        return Err(sc.invalid("params.fit_window", "need 0 < low < high"));
-    }
-    if !(p.deep_level > 0.0 && p.deep_level < low) {
-        return Err(sc.invalid("params.deep_level", "need 0 < deep_level < fit_window low"));
-    }
-    sc.require_positive(&[
-        ("params.sigma", p.sigma),
-        ("params.horizon", p.horizon),
-        ("checks.closed_form_tol", c.closed_form_tol),
-        ("checks.ode_slope_margin", c.ode_slope_margin),
-        ("checks.deep_slope_tol", c.deep_slope_tol),
-        ("checks.asymptote_tol", c.asymptote_tol),
-        ("checks.near_tie", c.near_tie),
-        ("checks.decomposition_tol", c.decomposition_tol),
-        ("checks.boundedness_tol", c.boundedness_tol),
-    ])?;
     Ok(())
 }
 
@@ -175,11 +159,11 @@ fn run_trial(
         .map(|&i| closed.columns()[i].asymptote().constant)
         .sum();
 
-    let t_end = onset + p.horizon / alpha;
-    let times = linspace(0.0, t_end, p.samples);
+    let t_end = onset + *p.horizon / alpha;
+    let times = linspace(0.0, t_end, *p.samples);
     let traj = integrate_flow(flow, z0, &times, &ctx.ode)?;
     let closed_error = closed_form_error(&traj, &closed, t_end);
-    let [low, high] = p.fit_window;
+    let [low, high] = *p.fit_window;
     let ode_slope = log_slope_fit(&traj.t, &traj.loss, Window::Value { low, high })
         .map_err(analysis_failed("ODE slope on the fit window"))?
         .slope;
@@ -188,12 +172,12 @@ fn run_trial(
     let has_perp = argmin
         .iter()
         .all(|&i| closed.columns()[i].q_perp0().norm() > 0.0);
-    let near_tie = (alpha2 - alpha) / alpha < c.near_tie;
+    let near_tie = (alpha2 - alpha) / alpha < *c.near_tie;
     // R9(c)'s t*, where the second-slowest column's share has decayed by e^{−14}
     let t_star = onset + (40.0 / alpha).max(7.0 / (alpha2 - alpha));
     // the local slope at ℓ = deep_level, or later at t* when a small gap (α₂ − α)/α leaves the
     // second column's rate mixed in at that level
-    let deep_slope = match time_at_loss(&closed, p.deep_level) {
+    let deep_slope = match time_at_loss(&closed, *p.deep_level) {
         Some(t) if has_perp && !near_tie => {
             let (t, h) = (t.max(t_star), 0.1 / alpha);
             Some((ln_loss(t + h) - ln_loss(t - h)) / (2.0 * h))
@@ -299,7 +283,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let inits: Vec<Vec<f64>> = match files.init() {
         Some(init) => init.states.clone(),
         None => (0..p.trials)
-            .map(|j| gaussian_state(&mut ctx.rng(100 + j as u64), d, p.sigma))
+            .map(|j| gaussian_state(&mut ctx.rng(100 + j as u64), d, *p.sigma))
             .collect(),
     };
     let flow = DfFlow::new(m.clone());
@@ -319,15 +303,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ode-closed-form",
             "max |z_ODE − z_closed form|",
             stats::max(trials.iter().map(|t| t.closed_error)),
-            c.closed_form_tol,
+            *c.closed_form_tol,
         )
-        .note(format!("{n} trials, t ≤ T + {}/α (R9(a))", p.horizon)),
+        .note(format!("{n} trials, t ≤ T + {}/α (R9(a))", *p.horizon)),
     );
     rep.check(
         Check::at_least(
             "over-trials-ode-slope-2alpha", "min over trials of ODE slope/(−2α)",
             -stats::max(trials.iter().map(|t| t.ode_slope / (2.0 * t.alpha))),
-            1.0 - c.ode_slope_margin,
+            1.0 - *c.ode_slope_margin,
         )
         .note(format!(
             "least-squares slope of ln ℓ on ℓ ∈ [{:e}, {:e}] (R9(b))",
@@ -341,21 +325,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     rep.check(
         Check::at_most(
-            &format!("closed-form-slope-or-2alpha.{:e}", p.deep_level),
+            &format!("closed-form-slope-or-2alpha.{:e}", *p.deep_level),
             &format!(
                 "max |closed-form slope at ℓ = {:e} (or t*) / (−2α) − 1|",
-                p.deep_level
+                *p.deep_level
             ),
             stats::max(deep.iter()),
-            c.deep_slope_tol,
+            *c.deep_slope_tol,
         )
         .note(format!(
             "{} of {n} trials: q⊥ ≠ 0 for the argmin column, and near-ties ((α₂ − α)/α < {}) \
              skipped since there the slope mixes −2α and −2α₂; measured at t* = T + \
              max(40/α, 7/(α₂ − α)) if ℓ = {:e} comes earlier (R9(b))",
             deep.len(),
-            c.near_tie,
-            p.deep_level
+            *c.near_tie,
+            *p.deep_level
         )),
     );
     let asym: Vec<f64> = trials.iter().filter_map(|t| t.asymptote_ratio).collect();
@@ -364,13 +348,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "2alphat-sigma-argmin",
             "max |ℓ(t*)e^{2αt*} / Σ_argmin K_i − 1|",
             stats::max(asym.iter().map(|r| (r - 1.0).abs())),
-            c.asymptote_tol,
+            *c.asymptote_tol,
         )
         .note(format!(
             "{} of {n} trials; {} skipped as near-ties ((α₂ − α)/α < {}) (R9(c))",
             asym.len(),
             n - asym.len(),
-            c.near_tie
+            *c.near_tie
         )),
     );
     rep.check(
@@ -378,7 +362,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "sigma-mu2-xy-x2g",
             "max |ℓ − Σ½μ²[(1 − xy)² + x²g]| / ℓ",
             stats::max(trials.iter().map(|t| t.decomposition_error)),
-            c.decomposition_tol,
+            *c.decomposition_tol,
         )
         .note(format!(
             "exact decomposition of the df loss on ODE states with ℓ ≥ {:e} (spec R9, §2.6)",
@@ -391,14 +375,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .count();
     let from_onset = trials
         .iter()
-        .filter(|t| t.bound_excess_from_onset > c.boundedness_tol)
+        .filter(|t| t.bound_excess_from_onset > *c.boundedness_tol)
         .count();
     rep.check(
         Check::at_most(
             "over-trials-sup-esc-alpha-esc",
             "max over trials of sup_{t>T_esc+1/α} h − max_{[T_esc,T_esc+1/α]} h",
             stats::max(trials.iter().map(|t| t.bound_excess)),
-            c.boundedness_tol,
+            *c.boundedness_tol,
         )
         .note(format!(
             "h = ln ℓ + 2αt − γ ln t on the closed form and its limit, from T_esc = the time \
@@ -594,7 +578,7 @@ fn figure(p: &Params, m: &nalgebra::DMatrix<f64>, fig: &Trial, trials: &[Trial])
             "Theorem 1: ℓ_{{df}} decays at rate 2α after T ({} task, d = {}, σ = {:.3})",
             task_name(m),
             m.nrows(),
-            p.sigma
+            *p.sigma
         ))
         .panel(fig3)
         .panel(ratio)
@@ -609,7 +593,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         },
         n(p.trials),
         p.d,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     )
 }

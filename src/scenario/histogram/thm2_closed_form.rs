@@ -8,6 +8,7 @@ use crate::flow::{linspace, Method, OdeConfig, SolverStats};
 use crate::models::histogram::Thm2System;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
@@ -23,19 +24,19 @@ pub struct Params {
     /// The systems and initial points (spec 000 R8 recipe).
     pub grid: Thm2Grid,
     /// Each case is compared on t ∈ [0, horizon/c_1].
-    pub horizon: f64,
+    pub horizon: Positive,
     /// Output samples per case.
-    pub samples: usize,
+    pub samples: AtLeast<2>,
     /// On the bad line L = 0 the comparison stops where the saddle has amplified solver error
     /// by e^{bad_line_growth} (and at 5/(c_1ρ) at the latest).
-    pub bad_line_growth: f64,
+    pub bad_line_growth: Positive,
     /// The system of the phase-portrait panel.
     pub portrait_c: f64,
-    pub portrait_c1: f64,
+    pub portrait_c1: Positive,
     /// Initial points of the portrait: `portrait_starts` points on the circle of radius
     /// `portrait_radius`.
     pub portrait_starts: usize,
-    pub portrait_radius: f64,
+    pub portrait_radius: Positive,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,36 +44,17 @@ pub struct Params {
 pub struct Checks {
     /// max |ODE − closed form| for |L| ≥ 1e-2, and on L = 0 over the short window (spec 000
     /// R8(a): 1e-7; the spec's prototype with DOP853 reached 2.7e-8).
-    pub closed_form_tol: f64,
+    pub closed_form_tol: Positive,
     /// max of |L|·|ODE − closed form| for 0 < |L| < 1e-2: the saddle amplifies solver error by
     /// ~1/|L| near the bad line (spec 000 R8(a): error ≤ 1e-9/|L|).
-    pub near_bad_line_tol: f64,
+    pub near_bad_line_tol: Positive,
 }
 
 /// |L| below which a case counts as near the bad line (spec 000 R8(a)).
 const NEAR_LINE: f64 = 1e-2;
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    p.grid.validate(sc, "params.grid")?;
-    if p.horizon <= 0.0 {
-        return Err(sc.invalid("params.horizon", "must be positive"));
-    }
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
-    if p.bad_line_growth <= 0.0 {
-        return Err(sc.invalid("params.bad_line_growth", "must be positive"));
-    }
-    if p.portrait_c1 <= 0.0 {
-        return Err(sc.invalid("params.portrait_c1", "must be positive"));
-    }
-    if p.portrait_radius <= 0.0 {
-        return Err(sc.invalid("params.portrait_radius", "must be positive"));
-    }
-    if c.closed_form_tol <= 0.0 || c.near_bad_line_tol <= 0.0 {
-        return Err(sc.invalid("checks", "tolerances must be positive"));
-    }
-    Ok(())
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    p.grid.validate(sc, "params.grid")
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
@@ -102,25 +84,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for case in p.grid.cases() {
         let cf = case.closed_form();
         let l = cf.l();
-        let t_end = p.horizon / case.sys.c1;
+        let t_end = *p.horizon / case.sys.c1;
         let t_compared = if l == 0.0 {
-            bad_line_window(case.sys, p.bad_line_growth).min(t_end)
+            bad_line_window(case.sys, *p.bad_line_growth).min(t_end)
         } else {
             t_end
         };
-        let times = linspace(0.0, t_end, p.samples);
+        let times = linspace(0.0, t_end, *p.samples);
         let cmp = compare_with_closed_form(&case, &times, t_compared, &ctx.ode)?;
         add_stats(&mut stats, &cmp.trajectory.stats);
         let err = cmp.max_error;
         let bound = if l == 0.0 {
             on_line.add(err, || describe(&case));
-            c.closed_form_tol
+            *c.closed_form_tol
         } else if l.abs() >= NEAR_LINE {
             far.add(err, || describe(&case));
-            c.closed_form_tol
+            *c.closed_form_tol
         } else {
             near.add(err * l.abs(), || describe(&case));
-            c.near_bad_line_tol / l.abs()
+            *c.near_bad_line_tol / l.abs()
         };
         if l != 0.0 && err > 0.0 {
             abs_l.push(l.abs());
@@ -145,11 +127,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ode-closed-form-1e",
             "max |ODE − closed form|, |L| ≥ 1e-2",
             far.value,
-            c.closed_form_tol,
+            *c.closed_form_tol,
         )
         .note(format!(
             "{} cases on t ∈ [0, {}/c1]; worst at {}",
-            far.count, p.horizon, far.at
+            far.count, *p.horizon, far.at
         )),
     );
     rep.check(
@@ -157,7 +139,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "l-ode-closed-form-0-l-1e-2",
             "max |L|·|ODE − closed form|, 0 < |L| < 1e-2",
             near.value,
-            c.near_bad_line_tol,
+            *c.near_bad_line_tol,
         )
         .note(format!(
             "{} cases near the bad line (error ≤ tol/|L|); worst at {}",
@@ -169,12 +151,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ode-closed-form-bad-line",
             "max |ODE − closed form| on the bad line L = 0",
             on_line.value,
-            c.closed_form_tol,
+            *c.closed_form_tol,
         )
         .note(format!(
             "{} cases, each on t ≤ min(5/ρ, {}/ρ̄)/c1 (the spec's 5/(c1ρ) alone lets the \
              saddle amplify solver error by e^{{5ρ̄/ρ}}, e^54 at c = −3); worst at {}",
-            on_line.count, p.bad_line_growth, on_line.at
+            on_line.count, *p.bad_line_growth, on_line.at
         )),
     );
     rep.derive("cases", rep.series.rows.len());
@@ -192,18 +174,18 @@ fn figure(
 ) -> Result<Figure, RunError> {
     let sys = Thm2System {
         c: p.portrait_c,
-        c1: p.portrait_c1,
+        c1: *p.portrait_c1,
     };
-    let t_end = p.horizon / sys.c1;
-    let times = linspace(0.0, t_end, p.samples);
+    let t_end = *p.horizon / sys.c1;
+    let times = linspace(0.0, t_end, *p.samples);
     let mut trajectories = Vec::new();
     let mut stats = SolverStats::default();
     for k in 0..p.portrait_starts {
         let angle = std::f64::consts::TAU * (k as f64 + 0.5) / p.portrait_starts as f64;
         let case = Thm2Case {
             sys,
-            x0: p.portrait_radius * angle.cos(),
-            y0: p.portrait_radius * angle.sin(),
+            x0: *p.portrait_radius * angle.cos(),
+            y0: *p.portrait_radius * angle.sin(),
             kind: "portrait",
         };
         let cmp = compare_with_closed_form(&case, &times, t_end, &ctx.ode)?;
@@ -235,9 +217,9 @@ fn figure(
         .iter()
         .map(|&l| {
             if l >= NEAR_LINE {
-                c.closed_form_tol
+                *c.closed_form_tol
             } else {
-                c.near_bad_line_tol / l
+                *c.near_bad_line_tol / l
             }
         })
         .collect();
@@ -275,7 +257,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         .records(
             "portrait_starts, samples",
             n(p.portrait_starts) + 1.0,
-            n(p.samples),
+            n(*p.samples),
             4.0,
         )
         .doubles("grid.points", "per-case errors", 8.0 * cases)

@@ -6,7 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::flow::{integrate, linspace, OdeConfig, SolverStats, Trajectory};
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
+use crate::scenario::param::{NonEmpty, Positive};
 use crate::scenario::{InputError, RunError, Scenario};
+
+use super::params::Nonzero;
 use crate::stats;
 
 /// The grid of spec 000 R8: every c × every c_1 × an n × n grid of (x_0, y_0) on
@@ -15,15 +18,16 @@ use crate::stats;
 #[serde(deny_unknown_fields)]
 pub struct Thm2Grid {
     /// Imbalance constants c.
-    pub c: Vec<f64>,
+    pub c: NonEmpty<f64>,
     /// Time scales c_1 > 0.
-    pub c1: Vec<f64>,
+    pub c1: NonEmpty<Positive>,
     /// Points per axis of the (x_0, y_0) grid (0 = special points only).
     pub points: usize,
     /// The (x_0, y_0) grid covers [−half_width, half_width]².
-    pub half_width: f64,
-    /// x_0 of the special points (x_0 = 0, y_0 = 0, K = 0, L = 0, L = ±1e-6).
-    pub special_x0: f64,
+    pub half_width: Positive,
+    /// x_0 of the special points (x_0 = 0, y_0 = 0, K = 0, L = 0, L = ±1e-6); nonzero, else
+    /// K = 0 and L = 0 would both be the origin.
+    pub special_x0: Nonzero,
 }
 
 /// One system and initial point of the grid.
@@ -54,28 +58,12 @@ pub fn describe(case: &Thm2Case) -> String {
 pub const NEAR_BAD_LINE: f64 = 1e-6;
 
 impl Thm2Grid {
-    /// Range rules; `key` is the parameter's path for messages.
+    /// A grid needs 0 or ≥ 2 points per axis; `key` is the parameter's path for messages.
     pub fn validate(&self, sc: &Scenario, key: &str) -> Result<(), InputError> {
-        let bad = |field: &str, reason: String| sc.invalid(&format!("{key}.{field}"), reason);
-        if self.c.is_empty() || self.c1.is_empty() {
-            return Err(bad("c", "need at least one c and one c1".into()));
-        }
-        if let Some(c1) = self.c1.iter().find(|&&c1| c1 <= 0.0) {
-            return Err(bad("c1", format!("c1 must be positive, got {c1}")));
-        }
         if self.points == 1 {
-            return Err(bad(
-                "points",
-                "a grid needs 0 or ≥ 2 points per axis".into(),
-            ));
-        }
-        if self.half_width <= 0.0 {
-            return Err(bad("half_width", "must be positive".into()));
-        }
-        if self.special_x0 == 0.0 {
-            return Err(bad(
-                "special_x0",
-                "must be nonzero (K = 0 and L = 0 would both be the origin)".into(),
+            return Err(sc.invalid(
+                &format!("{key}.points"),
+                "a grid needs 0 or ≥ 2 points per axis",
             ));
         }
         Ok(())
@@ -89,11 +77,11 @@ impl Thm2Grid {
 
     /// All cases, system by system.
     pub fn cases(&self) -> Vec<Thm2Case> {
-        let axis = linspace(-self.half_width, self.half_width, self.points);
+        let axis = linspace(-*self.half_width, *self.half_width, self.points);
         let mut cases = Vec::new();
-        for &c in &self.c {
-            for &c1 in &self.c1 {
-                let sys = Thm2System { c, c1 };
+        for &c in &*self.c {
+            for &c1 in &*self.c1 {
+                let sys = Thm2System { c, c1: *c1 };
                 for &y0 in &axis {
                     for &x0 in &axis {
                         cases.push(Thm2Case {
@@ -104,7 +92,7 @@ impl Thm2Grid {
                         });
                     }
                 }
-                cases.extend(special_points(sys, self.special_x0));
+                cases.extend(special_points(sys, *self.special_x0));
             }
         }
         cases

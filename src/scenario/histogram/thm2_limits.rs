@@ -9,6 +9,7 @@ use crate::flow::{integrate, linspace, Method, OdeConfig, SolverStats};
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -22,15 +23,15 @@ pub struct Params {
     /// The systems and initial points (spec 000 R8 recipe).
     pub grid: Thm2Grid,
     /// Off the bad line the limit is read at t_end = horizon/(min(ρ̄, A)c_1) (spec R8(b): 40).
-    pub horizon: f64,
+    pub horizon: Positive,
     /// On the bad line the decay is measured at t = bad_line_time/(c_1ρ) (spec R8(b): 5).
-    pub bad_line_time: f64,
+    pub bad_line_time: Positive,
     /// Basin panels: one per c, all with time scale `basin_c1`, on a `basin_points`² grid
     /// of [−basin_half_width, basin_half_width]² (their limits are checked too).
     pub basin_c: Vec<f64>,
-    pub basin_c1: f64,
+    pub basin_c1: Positive,
     pub basin_points: usize,
-    pub basin_half_width: f64,
+    pub basin_half_width: Positive,
     /// Bad-line panel: |x(t)/x_0| from (x_0, −ρ̄x_0) for these c (x_0 = grid.special_x0).
     pub bad_line_c: Vec<f64>,
 }
@@ -39,22 +40,14 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max(|x(t_end)² − ρ̄|, |y(t_end)² − ρ|) of the integrated trajectories (spec 000 R8(b)).
-    pub limit_tol: f64,
+    pub limit_tol: Positive,
     /// On the bad line |x|, |y| ≤ saddle_factor·|initial value| at t = 5/(c_1ρ) (spec 000 R8(b);
     /// the exact decay is ≤ e^{−5} ≈ 6.7e-3 there).
-    pub saddle_factor: f64,
+    pub saddle_factor: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     p.grid.validate(sc, "params.grid")?;
-    sc.require_positive(&[
-        ("params.horizon", p.horizon),
-        ("params.bad_line_time", p.bad_line_time),
-        ("params.basin_c1", p.basin_c1),
-        ("params.basin_half_width", p.basin_half_width),
-        ("checks.limit_tol", c.limit_tol),
-        ("checks.saddle_factor", c.saddle_factor),
-    ])?;
     if p.basin_points == 1 {
         return Err(sc.invalid("params.basin_points", "need 0 or ≥ 2 points per axis"));
     }
@@ -142,11 +135,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut basin_panels = Vec::new();
     // the R8 grid, then one set per basin panel (their limits are checked as well)
     let mut sets = vec![(None, p.grid.cases())];
-    let axis = linspace(-p.basin_half_width, p.basin_half_width, p.basin_points);
+    let axis = linspace(-*p.basin_half_width, *p.basin_half_width, p.basin_points);
     for &bc in &p.basin_c {
         let sys = Thm2System {
             c: bc,
-            c1: p.basin_c1,
+            c1: *p.basin_c1,
         };
         let cases = axis
             .iter()
@@ -168,11 +161,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let l = cf.l();
             let nan = f64::NAN;
             let (x_end, y_end, limit_error, sign_ok, decay) = if l == 0.0 {
-                let decay = bad_line_decay(&cf, p.bad_line_time);
+                let decay = bad_line_decay(&cf, *p.bad_line_time);
                 tally.decay.add(decay, || describe(case));
                 (nan, nan, nan, nan, decay)
             } else {
-                let (o, s) = limit_of(case, p.horizon, &ctx.ode)?;
+                let (o, s) = limit_of(case, *p.horizon, &ctx.ode)?;
                 add_stats(&mut stats, &s);
                 tally.sign_failures += usize::from(!o.sign_ok);
                 tally.limit.add(o.limit_error, || describe(case));
@@ -200,7 +193,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ]);
         }
         if let Some(sys) = basin_sys {
-            basin_panels.push(basin_panel(sys, p.basin_half_width, classes));
+            basin_panels.push(basin_panel(sys, *p.basin_half_width, classes));
         }
     }
     rep.stats(format!("{} integrations", tally.limit.count), &stats);
@@ -214,7 +207,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "{} trajectories off the bad line (grid and basin panels), limit read at \
              t = {}/(min(ρ̄, A)c1)",
-            tally.limit.count, p.horizon
+            tally.limit.count, *p.horizon
         ))
         .paper_claim("Theorem 2 prints (x∞², y∞²) = (√ρ̄, √ρ) and gives no sign rule (E4, E13)"),
     );
@@ -223,7 +216,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "end-rho-end-rho",
             "max(|x(t_end)² − ρ̄|, |y(t_end)² − ρ|)",
             tally.limit.value,
-            c.limit_tol,
+            *c.limit_tol,
         )
         .note(format!("worst at {}", tally.limit.at))
         .paper_claim("x∞² = √ρ̄, y∞² = √ρ (E4)"),
@@ -233,11 +226,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "bad-line-x0-y0-c1rho",
             "bad line: max |x|/|x0|, |y|/|y0| at t = 5/(c1ρ)",
             tally.decay.value,
-            c.saddle_factor,
+            *c.saddle_factor,
         )
         .note(format!(
             "{} initial points with L = 0, closed form (the exact decay is ≤ e^(−{}))",
-            tally.decay.count, p.bad_line_time
+            tally.decay.count, *p.bad_line_time
         )),
     );
     let decay_panel = bad_line_panel(p, c, ctx, &mut rep)?;
@@ -302,18 +295,18 @@ fn bad_line_panel(
     ctx: &RunContext,
     rep: &mut Report,
 ) -> Result<LinePanel, RunError> {
-    let x0 = p.grid.special_x0;
-    let s_end = 2.0 * p.bad_line_time;
+    let x0 = *p.grid.special_x0;
+    let s_end = 2.0 * *p.bad_line_time;
     let mut panel = LinePanel::new("bad line L = 0: decay into the saddle", "c₁ρt", "|x(t)/x₀|")
         .log_y()
         .legend(LegendPosition::LowerLeft)
-        .vline(RefLine::new(p.bad_line_time, "t = 5/(c₁ρ)"))
-        .hline(RefLine::new(c.saddle_factor, "bound").style(LineStyle::Dotted));
+        .vline(RefLine::new(*p.bad_line_time, "t = 5/(c₁ρ)"))
+        .hline(RefLine::new(*c.saddle_factor, "bound").style(LineStyle::Dotted));
     let mut stats = SolverStats::default();
     for (k, &bc) in p.bad_line_c.iter().enumerate() {
         let sys = Thm2System {
             c: bc,
-            c1: p.basin_c1,
+            c1: *p.basin_c1,
         };
         let imb = sys.imbalance();
         let case = Thm2Case {

@@ -16,6 +16,7 @@ use crate::instance::InstanceFile;
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -30,13 +31,13 @@ pub struct Params {
     /// c ~ U(c_range), c_1 ~ U(c1_range), x_0, y_0 ~ U(−half_width, half_width).
     pub c_range: [f64; 2],
     pub c1_range: [f64; 2],
-    pub half_width: f64,
+    pub half_width: Positive,
     /// xy > 0 is checked on (T, T + after/c_1] (spec R8(d): 20).
-    pub after: f64,
+    pub after: Positive,
     /// Closed-form samples per case on [0, T + after/c_1].
-    pub grid_samples: usize,
+    pub grid_samples: AtLeast<2>,
     /// Besides the grid, xy is probed at T ± probe/c_1: T is sharp, not only within the grid.
-    pub probe: f64,
+    pub probe: Positive,
     /// The first `ode_cases` cases are also integrated, locating sign changes as events.
     pub ode_cases: usize,
     /// Cases drawn as x(t), y(t) traces: [c, c_1, x_0, y_0] each.
@@ -52,7 +53,7 @@ pub struct Params {
 pub struct Checks {
     /// max c_1·|t_event − T| of the integrated sign changes: the event is located on the dense
     /// output, whose error δ ≈ 1e-9 moves a crossing by δ/|ẋ| (|ẋ| = O(c_1|L|) at T).
-    pub event_time_tol: f64,
+    pub event_time_tol: Positive,
 }
 
 /// The cases of the file, if one is given.
@@ -63,7 +64,7 @@ fn file_cases(p: &Params, sc: &Scenario) -> Result<Option<Vec<[f64; 4]>>, InputE
         .transpose()
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let given = file_cases(p, sc)?;
     let range_ok = |r: [f64; 2]| r[0] <= r[1];
     if !range_ok(p.c_range) {
@@ -72,12 +73,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if !(range_ok(p.c1_range) && p.c1_range[0] > 0.0) {
         return Err(sc.invalid("params.c1_range", "need 0 < low ≤ high"));
     }
-    sc.require_positive(&[
-        ("params.half_width", p.half_width),
-        ("params.after", p.after),
-        ("params.probe", p.probe),
-        ("checks.event_time_tol", c.event_time_tol),
-    ])?;
     let cases = given.as_ref().map_or(p.cases, Vec::len);
     if cases == 0 {
         return Err(sc.invalid("params.cases", "need at least one case"));
@@ -87,9 +82,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "params.ode_cases",
             format!("cannot exceed the number of cases ({cases})"),
         ));
-    }
-    if p.grid_samples < 2 {
-        return Err(sc.invalid("params.grid_samples", "need at least 2 samples"));
     }
     if let Some(bad) = p.traces.iter().position(|t| t[1] <= 0.0) {
         return Err(sc.invalid(&format!("params.traces[{bad}]"), "c1 must be positive"));
@@ -112,12 +104,12 @@ fn sign_violations(cf: &Thm2ClosedForm, onset: f64, times: &[f64]) -> usize {
 
 /// The sample times of one case: a grid on [0, T + after/c_1] without T itself, and T ± probe.
 fn sample_times(onset: f64, c1: f64, p: &Params) -> Vec<f64> {
-    let end = onset + p.after / c1;
-    let mut times: Vec<f64> = linspace(0.0, end, p.grid_samples)
+    let end = onset + *p.after / c1;
+    let mut times: Vec<f64> = linspace(0.0, end, *p.grid_samples)
         .into_iter()
         .filter(|&t| t != onset && t > 0.0)
         .collect();
-    let probe = p.probe / c1;
+    let probe = *p.probe / c1;
     times.push(onset + probe);
     if onset - probe > 0.0 {
         times.push(onset - probe);
@@ -151,8 +143,8 @@ fn cases(p: &Params, ctx: &RunContext) -> Result<Vec<[f64; 4]>, RunError> {
         .map(|_| {
             let c = draw(p.c_range);
             let c1 = draw(p.c1_range);
-            let x0 = draw([-p.half_width, p.half_width]);
-            let y0 = draw([-p.half_width, p.half_width]);
+            let x0 = draw([-*p.half_width, *p.half_width]);
+            let y0 = draw([-*p.half_width, *p.half_width]);
             [c, c1, x0, y0]
         })
         .collect())
@@ -221,7 +213,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 func: &func,
                 terminal: false,
             };
-            let end = onset + p.after / c1;
+            let end = onset + *p.after / c1;
             let tr = integrate(&sys, &[x0, y0], &[0.0, end], &ctx.ode, Some(&events))?;
             add_stats(&mut stats, &tr.stats);
             let expected = usize::from(onset > 0.0);
@@ -268,8 +260,8 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "{} cases, {samples} samples on [0, T + {}/c1] and at T ± {:e}/c1",
             cases.len(),
-            p.after,
-            p.probe
+            *p.after,
+            *p.probe
         ))
         .paper_claim(claim),
     );
@@ -291,7 +283,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "ode-c1-last-sign-change",
                 "ODE: max c1·|last sign change − T|",
                 worst_event,
-                chk.event_time_tol,
+                *chk.event_time_tol,
             )
             .note("event location of the integrator against the corrected T"),
         );
@@ -350,7 +342,7 @@ fn trace_panel(
     let onset = cf.onset_time();
     let printed = cf.paper_onset_time();
     let reach = stats::max_with(0.0, [onset, printed].into_iter().filter(|t| t.is_finite()));
-    let times = linspace(0.0, reach + 0.25 * p.after / c1, 300);
+    let times = linspace(0.0, reach + 0.25 * *p.after / c1, 300);
     let tr = integrate(&sys, &[x0, y0], &times, &ctx.ode, None)?;
     let closed = |f: fn(f64, f64) -> f64| -> Vec<f64> {
         times
@@ -395,13 +387,13 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         .work(
             "cases, grid_samples",
             "closed-form samples",
-            cases * n(p.grid_samples),
+            cases * n(*p.grid_samples),
             100.0,
         )
         .doubles(
             "grid_samples",
             "one case's sample times",
-            2.0 * n(p.grid_samples),
+            2.0 * n(*p.grid_samples),
         )
         .doubles("cases", "per-case onset times", 8.0 * cases)
         .ode(

@@ -15,6 +15,7 @@ use crate::models::histogram::theorem2::Thm2State;
 use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::plot::{Figure, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
@@ -24,9 +25,9 @@ use super::worst_case::WorstCase;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Imbalance constants c (spec 000 §6 row 6: {−2, −0.5, 0, 0.5, 2}).
-    pub c: Vec<f64>,
+    pub c: NonEmpty<f64>,
     /// Time scale c_1 > 0.
-    pub c1: f64,
+    pub c1: Positive,
     /// Initial point (x_0, y_0); needs L ≠ 0 and g_0 ≠ 0 (else other rates apply).
     pub x0: f64,
     pub y0: f64,
@@ -34,7 +35,7 @@ pub struct Params {
     pub slope_times: [f64; 2],
     /// Curves are drawn and integrated on t ∈ [0, t_end/c_1].
     pub t_end: f64,
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// The integrated residues are fitted from their last sample above `ode_window[1]` to their
     /// first sample below `ode_window[0]` (below that the solver's error dominates).
     pub ode_window: [f64; 2],
@@ -45,33 +46,27 @@ pub struct Params {
 pub struct Checks {
     /// |closed-form residue slope − (−2min(ρ̄, A)c_1)| for c ≠ 0 (spec 000 R8(c): 1e-3; the
     /// subleading mode contributes e^{−2|ρ̄−A|c_1t}, ≈ 1e-4 at t = 30 for c = ±0.5).
-    pub slope_tol: f64,
+    pub slope_tol: Positive,
     /// c = 0: |closed-form residue slope − the exact secant slope of (a + bc_1t)e^{−2c_1t}|
     /// (corrections O(c_1t e^{−2c_1t}) ≈ 1e-25 at t = 30: the bound only leaves room for rounding).
-    pub jordan_slope_tol: f64,
+    pub jordan_slope_tol: Positive,
     /// |closed-form loss slope − (−2ρ̄c_1)| (spec 000 R8(c), E7: the paper's loss rate holds).
-    pub loss_slope_tol: f64,
+    pub loss_slope_tol: Positive,
     /// Relative |ODE window slope / theory slope − 1|, theory = −2min(ρ̄, A)c_1 (c = 0: the fit
     /// of (a + bc_1t)e^{−2c_1t} on the same samples). Covers the subleading mode on the window
     /// (≤ 0.3% at c = ±0.5 for residues ≥ 1e-9; it decays relative to the leading one at
     /// |c|c_1, so smaller |c| ≠ 0 needs a later window than the solver resolves) and the
     /// solver error.
-    pub ode_rate_rel_tol: f64,
+    pub ode_rate_rel_tol: Positive,
     /// |ODE window slope − closed-form slope on the same samples|: the solver error alone. A
     /// state error ε ≈ 1e-11 (rtol 1e-10 near the node) is a relative residue error ≤ ε/1e-9 =
     /// 1e-2 at the window's low end, so the fitted slope moves by ≲ 2·1e-2/(window length ≈ 3).
-    pub ode_slope_tol: f64,
+    pub ode_slope_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.c.is_empty() {
-        return Err(sc.invalid("params.c", "need at least one c"));
-    }
-    if p.c1 <= 0.0 {
-        return Err(sc.invalid("params.c1", format!("must be positive, got {}", p.c1)));
-    }
-    for &c in &p.c {
-        let cf = Thm2System { c, c1: p.c1 }.closed_form(p.x0, p.y0);
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    for &c in &*p.c {
+        let cf = Thm2System { c, c1: *p.c1 }.closed_form(p.x0, p.y0);
         if cf.l() == 0.0 || cf.g0() == 0.0 {
             return Err(sc.invalid(
                 "params.x0",
@@ -86,22 +81,9 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if !(0.0 < t1 && t1 < t2 && t2 <= p.t_end) {
         return Err(sc.invalid("params.slope_times", "need 0 < t1 < t2 ≤ t_end"));
     }
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
     let [lo, hi] = p.ode_window;
     if !(0.0 < lo && lo < hi && hi < 1.0) {
         return Err(sc.invalid("params.ode_window", "need 0 < low < high < 1"));
-    }
-    let tols = [
-        c.slope_tol,
-        c.jordan_slope_tol,
-        c.loss_slope_tol,
-        c.ode_rate_rel_tol,
-        c.ode_slope_tol,
-    ];
-    if tols.iter().any(|&t| t <= 0.0) {
-        return Err(sc.invalid("checks", "tolerances must be positive"));
     }
     Ok(())
 }
@@ -152,9 +134,9 @@ struct Measured {
 }
 
 fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let c1 = p.c1;
+    let c1 = *p.c1;
     let (t1, t2) = (p.slope_times[0] / c1, p.slope_times[1] / c1);
-    let times = linspace(0.0, p.t_end / c1, p.samples);
+    let times = linspace(0.0, p.t_end / c1, *p.samples);
     let mut rep = Report {
         series: Table::new(&[
             "c",
@@ -187,7 +169,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut ode_rate_err, mut ode_cf_err) = (WorstCase::default(), WorstCase::default());
     let mut measured = Vec::new();
     let mut panels = Vec::new();
-    for &c in &p.c {
+    for &c in &*p.c {
         let sys = Thm2System { c, c1 };
         let cf = sys.closed_form(p.x0, p.y0);
         let imb = sys.imbalance();
@@ -312,7 +294,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "closed-form-residue-slope-2min-rho",
             "closed form: |residue slope + 2min(ρ̄, A)c1|, c ≠ 0",
             rate_err.value,
-            chk.slope_tol,
+            *chk.slope_tol,
         )
         .note(format!(
             "secants on [{}, {}]/c1; worst {}",
@@ -328,7 +310,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "closed-form-residue-slope-exact-bc1t",
                 "closed form, c = 0: |residue slope − exact (a + bc1t)e^(−2c1t) slope|",
                 jordan_err.value,
-                chk.jordan_slope_tol,
+                *chk.jordan_slope_tol,
             )
             .note(format!("Jordan block at c = 0; worst {}", jordan_err.at)),
         );
@@ -338,7 +320,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "closed-form-loss-slope-2rho-c1",
             "closed form: |loss slope + 2ρ̄c1|",
             loss_err.value,
-            chk.loss_slope_tol,
+            *chk.loss_slope_tol,
         )
         .note(format!(
             "the loss rate holds for every c; worst {}",
@@ -350,7 +332,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ode-window-slope-theory-slope",
             "ODE: |window slope / theory slope − 1|",
             ode_rate_err.value,
-            chk.ode_rate_rel_tol,
+            *chk.ode_rate_rel_tol,
         )
         .note(format!(
             "integrated residues fitted while in [{:e}, {:e}]; theory −2min(ρ̄, A)c1 (c = 0: \
@@ -364,7 +346,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ode-window-slope-closed-form-slope",
             "ODE: |window slope − closed-form slope on the same samples|",
             ode_cf_err.value,
-            chk.ode_slope_tol,
+            *chk.ode_slope_tol,
         )
         .note(format!("solver error on the fit; worst {}", ode_cf_err.at)),
     );
@@ -459,7 +441,7 @@ fn summary_panel(p: &Params, measured: &[Measured]) -> LinePanel {
     let cs = linspace(lo - pad, hi + pad, 200);
     let rate = |f: fn(&Thm2System) -> f64| -> Vec<f64> {
         cs.iter()
-            .map(|&c| -f(&Thm2System { c, c1: p.c1 }))
+            .map(|&c| -f(&Thm2System { c, c1: *p.c1 }))
             .collect()
     };
     let points = |f: &dyn Fn(&Measured) -> f64| -> Vec<f64> { measured.iter().map(f).collect() };
@@ -514,8 +496,8 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let runs = n(p.c.len());
     Cost::new()
         .ode("c", runs, 2.0, 20.0, ctx.ode.method)
-        .records("c, samples", runs, n(p.samples), 8.0)
-        .table("c, samples", runs * n(p.samples), 8.0)
+        .records("c, samples", runs, n(*p.samples), 8.0)
+        .table("c, samples", runs * n(*p.samples), 8.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -7,8 +7,9 @@ use crate::flow::{integrate, linspace, Method, OdeConfig};
 use crate::models::histogram::Thm2System;
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost, ODE_STEPS};
-use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::param::{AtLeast, Positive};
+use crate::scenario::registry::{no_validation, Kind};
+use crate::scenario::{Cell, Check, Report, RunContext, RunError, Table};
 use crate::stats;
 
 use super::phase::{phase_portrait, PhaseTrajectory};
@@ -20,18 +21,18 @@ pub struct Params {
     /// Imbalance constant c (= δ_i of a df column).
     pub c: f64,
     /// Time scale c_1 > 0 (= μ_i of a df column).
-    pub c1: f64,
+    pub c1: Positive,
     pub x0: f64,
     pub y0: f64,
     /// Integration horizon.
-    pub t_end: f64,
+    pub t_end: Positive,
     /// Number of output samples.
     #[serde(default = "default_samples")]
-    pub samples: usize,
+    pub samples: AtLeast<2>,
 }
 
-fn default_samples() -> usize {
-    400
+fn default_samples() -> AtLeast<2> {
+    AtLeast::try_from(400).expect("400 ≥ 2")
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,30 +40,11 @@ fn default_samples() -> usize {
 pub struct Checks {
     /// max |ODE − closed form| allowed when |L| ≥ 1e-2; near the bad line the saddle amplifies
     /// solver error by ~1/|L|, so the bound becomes tol·1e-2/|L| (spec 000 R8(a)).
-    pub closed_form_tol: f64,
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.c1 <= 0.0 {
-        return Err(sc.invalid("params.c1", format!("c1 must be positive, got {}", p.c1)));
-    }
-    if p.t_end <= 0.0 {
-        return Err(sc.invalid(
-            "params.t_end",
-            format!("t_end must be positive, got {}", p.t_end),
-        ));
-    }
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
-    if c.closed_form_tol <= 0.0 {
-        return Err(sc.invalid("checks.closed_form_tol", "must be positive"));
-    }
-    Ok(())
+    pub closed_form_tol: Positive,
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let sys = Thm2System { c: p.c, c1: p.c1 };
+    let sys = Thm2System { c: p.c, c1: *p.c1 };
     let cf = sys.closed_form(p.x0, p.y0);
     let imb = sys.imbalance();
     let l = cf.l();
@@ -71,9 +53,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let t_cmp = if l == 0.0 {
         p.t_end.min(bad_line_window(sys, 11.0))
     } else {
-        p.t_end
+        *p.t_end
     };
-    let times = linspace(0.0, p.t_end, p.samples);
+    let times = linspace(0.0, *p.t_end, *p.samples);
     let tr = integrate(&sys, &[p.x0, p.y0], &times, &ctx.ode, None)?;
     let mut rep = Report::default();
     rep.stats("ode", &tr.stats);
@@ -98,8 +80,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             s.y.into(),
         ]);
     }
-    let bound = c.closed_form_tol * (1e-2f64 / l.abs()).max(1.0);
-    let bound = if l == 0.0 { c.closed_form_tol } else { bound };
+    let bound = *c.closed_form_tol * (1e-2f64 / l.abs()).max(1.0);
+    let bound = if l == 0.0 { *c.closed_form_tol } else { bound };
     rep.check(
         Check::at_most(
             "ode-closed-form",
@@ -160,14 +142,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .series(Series::theory("x closed form", tr.t.clone(), xc).color(0))
         .series(Series::numerics("y (ODE)", tr.t.clone(), ys).color(1))
         .series(Series::theory("y closed form", tr.t.clone(), yc).color(1));
-    if t_onset.is_finite() && t_onset > 0.0 && t_onset < p.t_end {
+    if t_onset.is_finite() && t_onset > 0.0 && t_onset < *p.t_end {
         let tp = cf.paper_onset_time();
         let same = (tp - t_onset).abs() <= 1e-9 * t_onset;
         traces = traces.vline(RefLine::new(
             t_onset,
             if same { "T (= paper's)" } else { "T" },
         ));
-        if !same && tp.is_finite() && tp > 0.0 && tp < p.t_end {
+        if !same && tp.is_finite() && tp > 0.0 && tp < *p.t_end {
             traces = traces.vline(RefLine::new(tp, "T (paper)").style(LineStyle::Dotted));
         }
     }
@@ -175,7 +157,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Figure::new(2)
             .title(format!(
                 "Theorem 2 system: c = {}, c₁ = {}, (x₀, y₀) = ({}, {})",
-                p.c, p.c1, p.x0, p.y0
+                p.c, *p.c1, p.x0, p.y0
             ))
             .panel(portrait)
             .panel(traces),
@@ -192,12 +174,12 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let steps = if ctx.ode.method.is_implicit() {
         ODE_STEPS
     } else {
-        ODE_STEPS.max(p.c1 * p.t_end)
+        ODE_STEPS.max(*p.c1 * *p.t_end)
     };
     Cost::new()
         .ode_steps("t_end, c1", 1.0, steps, 2.0, 20.0, ctx.ode.method)
-        .records("samples", 1.0, n(p.samples), 2.0 + 12.0)
-        .table("samples", n(p.samples), 5.0)
+        .records("samples", 1.0, n(*p.samples), 2.0 + 12.0)
+        .table("samples", n(*p.samples), 5.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {
@@ -207,7 +189,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               integrated and in closed form (spec 000 §2.6), with the phase portrait, the \
               invariant lines, the onset time T (corrected) and the paper's T.",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
-    validate,
+    validate: no_validation,
     cost,
     quantities: &[
         "A",

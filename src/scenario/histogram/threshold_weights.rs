@@ -17,6 +17,7 @@ use crate::models::histogram::layout::column;
 use crate::models::histogram::{state_to_qv, DfClosedForm};
 use crate::plot::{Figure, HeatmapPanel};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -37,12 +38,12 @@ pub struct Params {
     /// Number of strings n (≥ d: spec R3).
     pub n: usize,
     /// Standard deviation of the Gaussian initialization of Q and v.
-    pub sigma: f64,
+    pub sigma: Positive,
     /// Horizon of the gradient flow.
-    pub t_end: f64,
+    pub t_end: Positive,
     /// Loss samples, log-spaced from `t_first` to `t_end` (plus t = 0).
-    pub samples: usize,
-    pub t_first: f64,
+    pub samples: AtLeast<2>,
+    pub t_first: Positive,
     /// The dataset (`M` and one set of `strings`, H_a definite); replaces task, d_thr, d,
     /// seq_len and n. README "Your own data".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,44 +57,31 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max |Q Diag(v) − M| at t_end (spec R3, §6 row 17: < 1e-6).
-    pub product_tol: f64,
+    pub product_tol: Positive,
     /// max_i ||v_i| − √(μ_iρ̄_i)| at t_end (spec §6 row 17: 1e-6).
-    pub v_tol: f64,
+    pub v_tol: Positive,
     /// max_i ‖q_i − (q_i·m̂_i)m̂_i‖/‖q_i‖ at t_end: columns of Q ∝ m_i (same accuracy as R3).
-    pub parallel_tol: f64,
+    pub parallel_tol: Positive,
     /// min_a λ_min(H_a) / max_a λ_max(H_a) must exceed this (H_a definite; spec R3, E16: a
     /// singular H_a shows up as ≤ 1e-10 relative in f64).
-    pub definite_rel_min: f64,
+    pub definite_rel_min: Positive,
     /// β_i drift relative to max(1, |β_i|) (spec §2.7.1).
-    pub beta_drift_tol: f64,
+    pub beta_drift_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
     InstanceFiles::read(sc, p.data_file.as_deref(), p.init_file.as_deref(), p.d)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let files = read_files(p, sc)?;
     files.require_tf_single()?;
     if files.data().is_none() {
         require_tf_data(sc, p.d, p.seq_len, p.n)?;
     }
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
-    if p.t_first >= p.t_end {
+    if *p.t_first >= *p.t_end {
         return Err(sc.invalid("params.t_first", "must be below t_end"));
     }
-    sc.require_positive(&[
-        ("params.sigma", p.sigma),
-        ("params.t_end", p.t_end),
-        ("params.t_first", p.t_first),
-        ("checks.product_tol", c.product_tol),
-        ("checks.v_tol", c.v_tol),
-        ("checks.parallel_tol", c.parallel_tol),
-        ("checks.definite_rel_min", c.definite_rel_min),
-        ("checks.beta_drift_tol", c.beta_drift_tol),
-    ])?;
     Ok(())
 }
 
@@ -113,11 +101,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let data = files.single_dataset(|| trial_data(ctx, &task, p.d, p.seq_len, p.n, 0))?;
     let d = data.d;
     let (flow, lambda_min_h, cond_h) = tf_flow_checked(&data)?;
-    let z0 = files.single_init(|| trial_init(ctx, d, p.sigma, 0))?;
+    let z0 = files.single_init(|| trial_init(ctx, d, *p.sigma, 0))?;
     let grid = TimeGrid::Log {
-        t_first: p.t_first,
-        t1: p.t_end,
-        n: p.samples,
+        t_first: *p.t_first,
+        t1: *p.t_end,
+        n: *p.samples,
     };
     let tr = integrate_flow(&flow, &z0, &grid.times(), &ctx.ode)?;
     let z = tr.last_state();
@@ -157,7 +145,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "diag-end",
             "max |Q Diag(v) − M| at t_end",
             product_err,
-            c.product_tol,
+            *c.product_tol,
         )
         .note(format!(
             "ℓ_tf(t_end) = {:.3e} (R3: zero loss ⇔ Q Diag(v) = M)",
@@ -165,7 +153,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     rep.check(
-        Check::at_most("sqrt-mu-irho", "max_i ||v_i| − √(μ_iρ̄_i)|", v_err, c.v_tol)
+        Check::at_most("sqrt-mu-irho", "max_i ||v_i| − √(μ_iρ̄_i)|", v_err, *c.v_tol)
             .note("ρ̄_i from the conserved β_i (spec R5, D2)"),
     );
     rep.check(
@@ -173,7 +161,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "sin-columns",
             "max_i sin∠(q_i, m_i): columns of Q ∝ m_i",
             parallel_err,
-            c.parallel_tol,
+            *c.parallel_tol,
         )
         .note("‖q_i − (q_i·m̂_i)m̂_i‖ / |q_i·m̂_i|; the limit is q_i = m_i/v_i"),
     );
@@ -182,7 +170,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "lambda-lambda",
             "min_a λ_min(H_a) / max_a λ_max(H_a)",
             lambda_min_h / lambda_max_h,
-            c.definite_rel_min,
+            *c.definite_rel_min,
         )
         .note(format!(
             "H_a definite (R3, E16): λ ∈ [{lambda_min_h:.4}, {lambda_max_h:.4}], cond {cond_h:.1}"
@@ -192,7 +180,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "beta-drift-beta",
         "β_i drift / max(1, |β_i|)",
         tr.max_invariant_drift(),
-        c.beta_drift_tol,
+        *c.beta_drift_tol,
     ));
     rep.derive("lambda_min_H", lambda_min_h);
     rep.derive("lambda_max_H", lambda_max_h);
@@ -251,8 +239,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                  n = {}, {}, t = {})",
                 data.strings[0].len(),
                 data.n(),
-                format!("σ = {}", p.sigma),
-                p.t_end
+                format!("σ = {}", *p.sigma),
+                *p.t_end
             ))
             .panel(square("learned Q", &q))
             .panel(
@@ -276,7 +264,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         },
         1.0,
         p.d,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     ))
 }

@@ -23,13 +23,13 @@ use crate::models::histogram::DfClosedForm;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::histogram::instance_files::InstanceFiles;
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::tf_common::{
-    default_d_thr, read_study_files, require_alphabet, study_instance, FlowKind, StudyDraw,
-    StudyProblem, TaskName,
+    default_d_thr, read_study_files, study_instance, FlowKind, StudyDraw, StudyProblem, TaskName,
 };
 
 /// One problem of the study.
@@ -43,14 +43,14 @@ pub struct Problem {
     /// Threshold D of the thr task.
     #[serde(default = "default_d_thr")]
     pub d_thr: usize,
-    pub d: usize,
+    pub d: AtLeast<2>,
     /// Standard deviation of the Gaussian initialization.
-    pub sigma: f64,
-    pub t_end: f64,
+    pub sigma: Positive,
+    pub t_end: Positive,
     /// GD step sizes; t_end/(η·(grid_points − 1)) must be an integer (GD lands on the grid).
     pub etas: Vec<f64>,
     /// Gradient-equivalents of one hvp (cost model, see the module docs).
-    pub hvp_cost: f64,
+    pub hvp_cost: Positive,
     /// Whether the implicit methods are expected to win (checked: Bdf needs fewer rhs
     /// evaluations than Tsit45 at every tolerance).
     #[serde(default)]
@@ -60,18 +60,18 @@ pub struct Problem {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    pub problems: Vec<Problem>,
-    pub methods: Vec<Method>,
+    pub problems: NonEmpty<Problem>,
+    pub methods: NonEmpty<Method>,
     /// Relative tolerances, loosest first; atol = rtol·atol_ratio.
     pub rtols: Vec<f64>,
-    pub atol_ratio: f64,
+    pub atol_ratio: Positive,
     /// Errors are measured on this many equally spaced times in [0, t_end].
-    pub grid_points: usize,
+    pub grid_points: AtLeast<2>,
     /// Reference solve of the tf problems, and a second solve that estimates its error.
     pub reference: OdeConfig,
     pub reference_check: OdeConfig,
     /// String length N and number of strings n of the tf problems.
-    pub seq_len: usize,
+    pub seq_len: AtLeast<1>,
     pub n: usize,
     /// The task matrix `M` and, for tf problems, one set of `strings`: replaces every problem's
     /// task, d_thr, d, seq_len and n. README "Your own data".
@@ -87,7 +87,7 @@ pub struct Params {
 pub struct Checks {
     /// Error at the tightest rtol ≤ this × error at the loosest, for every adaptive method
     /// (error ∝ tolerance: 6 decades of rtol must buy at least 3 of error).
-    pub error_reduction_max: f64,
+    pub error_reduction_max: Positive,
     /// Spearman rank correlation of (rtol, error) ≥ this for every adaptive method
     /// (monotone up to a swap of neighbours).
     pub spearman_min: f64,
@@ -95,11 +95,11 @@ pub struct Checks {
     pub gd_slope_lo: f64,
     pub gd_slope_hi: f64,
     /// The tf reference's estimated error ≤ this × the smallest error measured against it.
-    pub reference_error_ratio_max: f64,
+    pub reference_error_ratio_max: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
-    let problems: Vec<(FlowKind, usize)> = p.problems.iter().map(|pr| (pr.flow, pr.d)).collect();
+    let problems: Vec<(FlowKind, usize)> = p.problems.iter().map(|pr| (pr.flow, *pr.d)).collect();
     read_study_files(
         sc,
         p.data_file.as_deref(),
@@ -109,9 +109,6 @@ fn read_files(p: &Params, sc: &Scenario) -> Result<InstanceFiles, InputError> {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.problems.is_empty() || p.methods.is_empty() {
-        return Err(sc.invalid("params.problems", "need problems and methods"));
-    }
     read_files(p, sc)?;
     if p.rtols.len() < 3 {
         return Err(sc.invalid("params.rtols", "need at least 3 tolerances"));
@@ -119,15 +116,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.rtols.windows(2).any(|w| w[1] >= w[0]) {
         return Err(sc.invalid("params.rtols", "must decrease strictly (loosest first)"));
     }
-    // atol = rtol·atol_ratio: a bad ratio must be blamed on its own key, not on the rtols
-    sc.require_positive(&[("params.atol_ratio", p.atol_ratio)])?;
     for &rtol in &p.rtols {
-        OdeConfig::new(Method::Bdf, rtol, rtol * p.atol_ratio)
+        OdeConfig::new(Method::Bdf, rtol, rtol * *p.atol_ratio)
             .validate()
             .map_err(|r| sc.invalid("params.rtols", r))?;
-    }
-    if p.grid_points < 2 {
-        return Err(sc.invalid("params.grid_points", "need at least 2"));
     }
     for (key, cfg) in [
         ("params.reference", &p.reference),
@@ -135,38 +127,23 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     ] {
         cfg.validate().map_err(|r| sc.invalid(key, r))?;
     }
-    if p.seq_len == 0 {
-        return Err(sc.invalid("params.seq_len", "strings need at least one symbol"));
-    }
     for (k, pr) in p.problems.iter().enumerate() {
         let key = |f: &str| format!("params.problems[{k}].{f}");
-        require_alphabet(sc, &key("d"), pr.d)?;
-        sc.require_positive(&[(&key("sigma"), pr.sigma)])?;
-        sc.require_positive(&[(&key("t_end"), pr.t_end)])?;
-        sc.require_positive(&[(&key("hvp_cost"), pr.hvp_cost)])?;
         if pr.etas.len() < 2 {
             return Err(sc.invalid(&key("etas"), "need at least 2 step sizes for a slope"));
         }
         for &eta in &pr.etas {
             sc.require_positive(&[(&key("etas"), eta)])?;
-            gd_steps_per_interval(pr, eta, p.grid_points)
+            gd_steps_per_interval(pr, eta, *p.grid_points)
                 .map_err(|r| sc.invalid(&key("etas"), r))?;
         }
-        if pr.flow == FlowKind::Tf && p.n < pr.d && p.data_file.is_none() {
+        if pr.flow == FlowKind::Tf && p.n < *pr.d && p.data_file.is_none() {
             return Err(sc.invalid("params.n", "n < d: H_a singular (spec R3)"));
         }
         if pr.stiff && !(p.methods.contains(&Method::Bdf) && p.methods.contains(&Method::Tsit45)) {
             return Err(sc.invalid(&key("stiff"), "the stiffness check needs bdf and tsit45"));
         }
     }
-    sc.require_positive(&[
-        ("params.atol_ratio", p.atol_ratio),
-        ("checks.error_reduction_max", c.error_reduction_max),
-        (
-            "checks.reference_error_ratio_max",
-            c.reference_error_ratio_max,
-        ),
-    ])?;
     if c.gd_slope_lo >= c.gd_slope_hi {
         return Err(sc.invalid("checks.gd_slope_lo", "must be below gd_slope_hi"));
     }
@@ -175,14 +152,14 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
 
 /// GD steps between two grid times, if η divides the grid spacing.
 fn gd_steps_per_interval(pr: &Problem, eta: f64, grid_points: usize) -> Result<usize, String> {
-    let per = pr.t_end / (grid_points - 1) as f64 / eta;
+    let per = *pr.t_end / (grid_points - 1) as f64 / eta;
     let rounded = per.round();
     if rounded >= 1.0 && (per - rounded).abs() <= 1e-9 * per {
         Ok(rounded as usize)
     } else {
         Err(format!(
             "η = {eta} does not divide the grid spacing t_end/(grid_points − 1) = {}",
-            pr.t_end / (grid_points - 1) as f64
+            *pr.t_end / (grid_points - 1) as f64
         ))
     }
 }
@@ -244,14 +221,14 @@ fn run_problem(
 ) -> Result<Study, RunError> {
     let draw = StudyDraw {
         task: &pr.task.task(pr.d_thr),
-        d: pr.d,
-        sigma: pr.sigma,
-        seq_len: p.seq_len,
+        d: *pr.d,
+        sigma: *pr.sigma,
+        seq_len: *p.seq_len,
         n: p.n,
     };
     let instance = StudyProblem::new(pr.flow, files, &draw, ctx)?;
     let z0 = &instance.z0;
-    let times = linspace(0.0, pr.t_end, p.grid_points);
+    let times = linspace(0.0, *pr.t_end, *p.grid_points);
     let flow = instance.flow()?;
     let (reference, reference_error, reference_stats) = match pr.flow {
         FlowKind::Df => {
@@ -274,9 +251,9 @@ fn run_problem(
         }
     };
     let mut points = Vec::new();
-    for &method in &p.methods {
+    for &method in &*p.methods {
         for &rtol in &p.rtols {
-            let cfg = OdeConfig::new(method, rtol, rtol * p.atol_ratio);
+            let cfg = OdeConfig::new(method, rtol, rtol * *p.atol_ratio);
             let tr = integrate_flow(flow.as_ref(), z0, &times, &cfg)?;
             let (error_grid, error_final) = errors(&tr, &reference)?;
             points.push(Point {
@@ -289,8 +266,8 @@ fn run_problem(
         }
     }
     for &eta in &pr.etas {
-        let every = gd_steps_per_interval(pr, eta, p.grid_points).map_err(RunError::Other)?;
-        let steps = every * (p.grid_points - 1);
+        let every = gd_steps_per_interval(pr, eta, *p.grid_points).map_err(RunError::Other)?;
+        let steps = every * (*p.grid_points - 1);
         let cfg = DiscreteConfig::new(StepRule::Constant { eta }, steps, Recording::Every(every));
         let tr = gradient_descent(flow.as_ref(), z0, &cfg)?;
         let (error_grid, error_final) = errors(&tr, &reference)?;
@@ -364,7 +341,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
                     "{name}: error(rtol {tightest:e}) / error(rtol {loosest:e}), worst method"
                 ),
                 worst_reduction,
-                c.error_reduction_max,
+                *c.error_reduction_max,
             )
             .note(format!("worst: {worst_method}; max error over the grid")),
         );
@@ -410,7 +387,7 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
                     &format!("reference-error-estimate-smallest-measured-error.{name}"),
                     &format!("{name}: reference error estimate / smallest measured error"),
                     s.reference_error / smallest,
-                    c.reference_error_ratio_max,
+                    *c.reference_error_ratio_max,
                 )
                 .note(format!(
                     "reference {} rtol {:e} vs {} rtol {:e}: max difference {:.3e} on the grid",
@@ -456,7 +433,7 @@ fn stiffness_checks(rep: &mut Report, s: &Study, on_files: bool) {
         let ratios: Vec<f64> = bdf
             .iter()
             .zip(&tsit)
-            .map(|(b, t)| work(b, s.problem.hvp_cost) / work(t, s.problem.hvp_cost))
+            .map(|(b, t)| work(b, *s.problem.hvp_cost) / work(t, *s.problem.hvp_cost))
             .collect();
         let losses = ratios.iter().filter(|&&r| r >= 1.0).count();
         let worst = stats::max(ratios.iter());
@@ -509,7 +486,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 q.stats.steps.into(),
                 q.stats.rhs_evals.into(),
                 q.stats.jvp_evals.into(),
-                q.gradient_equivalents(s.problem.hvp_cost).into(),
+                q.gradient_equivalents(*s.problem.hvp_cost).into(),
                 q.stats.linear_solver_setups.into(),
                 q.error_grid.into(),
                 q.error_final.into(),
@@ -532,7 +509,7 @@ fn figure(p: &Params, studies: &[Study]) -> Figure {
     let mut fig = Figure::new(3).aspect(0.96).title(format!(
         "Work-precision (max error on a {}-point grid vs work): integrators over rtol ∈ [{:e}, \
          {:e}], GD over η",
-        p.grid_points,
+        *p.grid_points,
         p.rtols.last().copied().unwrap_or(f64::NAN),
         p.rtols[0]
     ));
@@ -556,7 +533,7 @@ fn figure(p: &Params, studies: &[Study]) -> Figure {
                 LegendPosition::None
             };
             let mut panel = LinePanel::new(
-                format!("{} (c = {})", s.problem.name, s.problem.hvp_cost),
+                format!("{} (c = {})", s.problem.name, *s.problem.hvp_cost),
                 x_label,
                 "max error",
             )
@@ -565,7 +542,7 @@ fn figure(p: &Params, studies: &[Study]) -> Figure {
             .legend(legend);
             for (i, name) in names.iter().enumerate() {
                 let curve = s.curve(name);
-                let x = curve.iter().map(|q| work(q, s.problem.hvp_cost)).collect();
+                let x = curve.iter().map(|q| work(q, *s.problem.hvp_cost)).collect();
                 let y = curve.iter().map(|q| q.error_grid).collect();
                 // TR-BDF2 is written with a hyphen in print
                 let label = if name == "gd" {
@@ -584,15 +561,15 @@ fn figure(p: &Params, studies: &[Study]) -> Figure {
 /// Per problem: its dataset, the reference and check solves and one solve per (method, rtol),
 /// each on `grid_points` samples (the reference's held twice), and GD for t_end/η steps per η.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let samples = n(p.grid_points);
+    let samples = n(*p.grid_points);
     p.problems.iter().fold(Cost::new(), |cost, pr| {
-        let (dim, grad) = (sizes::dim(pr.d), sizes::grad(pr.flow, pr.d));
+        let (dim, grad) = (sizes::dim(*pr.d), sizes::grad(pr.flow, *pr.d));
         let rtols = n(p.rtols.len());
         let solves = p.methods.iter().fold(Cost::new(), |c, &m| {
             c.ode("problems.d, rtols", rtols, dim, grad, m)
         });
-        let gd_steps: f64 = pr.etas.iter().map(|eta| pr.t_end / eta).sum();
-        cost.and(sizes::tf_data("problems.d, n", 1.0, pr.d, p.seq_len, p.n))
+        let gd_steps: f64 = pr.etas.iter().map(|eta| *pr.t_end / eta).sum();
+        cost.and(sizes::tf_data("problems.d, n", 1.0, *pr.d, *p.seq_len, p.n))
             .ode("problems.d", 1.0, dim, grad, p.reference.method)
             .ode("problems.d", 1.0, dim, grad, p.reference_check.method)
             .and(solves)

@@ -26,8 +26,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::orth_common::{
-    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, p_model, unit_vec, OrthFiles,
-    A2_TOL,
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, orth_tokens_cost, p_model,
+    unit_vec, OrthFiles, A2_TOL,
 };
 use crate::instance::prompt::OrthInit;
 
@@ -306,18 +306,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let d = *p.tokens * *p.samples;
     let grad = prompt_grad(*p.tokens, d, *p.samples);
-    Cost::new()
-        .doubles(
-            "tokens, samples",
-            "the tokens",
-            n(*p.samples) * n(*p.tokens) * n(d),
-        )
-        .work(
-            "points",
-            "gradients and σ_min(F)",
-            n(*p.points),
-            grad + 10.0 * n(*p.samples).powi(2) * n(d),
-        )
+    orth_tokens_cost(*p.tokens, *p.samples).work(
+        "points",
+        "gradients and σ_min(F)",
+        n(*p.points),
+        grad + 10.0 * n(*p.samples).powi(2) * n(d),
+    )
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -304,7 +304,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for s in p.sigma_ps.iter().map(|s| **s) {
         let of = |f: &dyn Fn(&Run) -> f64| {
             let v: Vec<f64> = runs.iter().filter(|r| r.sigma_p == s).map(f).collect();
-            v.iter().sum::<f64>() / v.len() as f64
+            stats::mean(&v)
         };
         rep.derive(&format!("lambda_min_sigma{s}"), of(&|r| r.lambda_min));
         rep.derive(&format!("lambda_max_sigma{s}"), of(&|r| r.lambda_max));

@@ -29,7 +29,8 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::orth_common::{
-    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, unit_vec, OrthFiles, A2_TOL,
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, orth_tokens_cost, unit_vec,
+    OrthFiles, A2_TOL,
 };
 use crate::instance::prompt::OrthInit;
 
@@ -340,18 +341,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let d = *p.tokens * *p.samples;
     let grad = prompt_grad(*p.tokens, d, *p.samples);
-    Cost::new()
-        .doubles(
-            "tokens, samples",
-            "the tokens",
-            n(*p.samples) * n(*p.tokens) * n(d),
-        )
-        .work(
-            "alphas",
-            "constants per α",
-            n(p.alphas.len()),
-            10.0 * grad + 10.0 * n(*p.samples).powi(2) * n(d),
-        )
+    orth_tokens_cost(*p.tokens, *p.samples).work(
+        "alphas",
+        "constants per α",
+        n(p.alphas.len()),
+        10.0 * grad + 10.0 * n(*p.samples).powi(2) * n(d),
+    )
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -38,7 +38,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::orth_common::{
-    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, p_model, unit_vec, OrthFiles,
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, orth_tokens_cost, p_model,
+    unit_vec, OrthFiles,
 };
 use crate::instance::prompt::OrthInit;
 
@@ -711,12 +712,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
     let d = *p.tokens * *p.samples;
     let runs = n(p.epsilons.len());
     let steps = n(*p.steps);
-    Cost::new()
-        .doubles(
-            "tokens, samples",
-            "the tokens",
-            n(*p.samples) * n(*p.tokens) * n(d),
-        )
+    orth_tokens_cost(*p.tokens, *p.samples)
         .work(
             "steps, epsilons",
             "GD steps",

@@ -27,6 +27,7 @@ use crate::instance::Array;
 use crate::models::prompt::data::{orthogonal_blocks, PromptData};
 use crate::models::prompt::{Attention, PromptModel, Trained};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -37,50 +38,47 @@ use super::orth_common::{blocks, gaussian_vec, unit_vec};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// n, N of the Theorem-1 / Lemma-2 instance (d = nN), drawn as thm1-linear-rate draws it.
-    pub tokens: usize,
-    pub samples: usize,
+    pub tokens: AtLeast<2>,
+    pub samples: AtLeast<2>,
     /// ‖v‖ = α (v = αu; thm1-linear-rate: 10).
-    pub alpha: f64,
+    pub alpha: Positive,
     /// W of that instance: absent → I (the paper's experiments); h → W = W_QW_Kᵀ with Gaussian
     /// d × h factors (a multi-head key–query product; h < d violates A4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head_dim: Option<usize>,
+    pub head_dim: Option<AtLeast<1>>,
     /// Head dimension h < d of the reported Remark-4 instance (A4 violated by construction).
-    pub remark4_head_dim: usize,
+    pub remark4_head_dim: AtLeast<1>,
     /// d of the Remark-1 instance: n ≤ d < nN (A2 impossible although d ≥ n).
     pub remark1_d: usize,
     /// d of the Remark-2 instance (Gaussian tokens): d < N, so σ_N(F(p₀)) = 0.
-    pub remark2_d: usize,
+    pub remark2_d: AtLeast<1>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// A3/A4: the singular-value ratios must be ≥ this (far above rounding, 1e−16).
-    pub rank_ratio_min: f64,
+    pub rank_ratio_min: Positive,
     /// A2 at d = nN: ‖KKᵀ − I‖₂ ≤ this (rounding of an orthogonal matrix).
-    pub a2_residual_max: f64,
+    pub a2_residual_max: Positive,
     /// Remark 1: ‖KKᵀ − I‖₂ ≥ 1 − this at d < nN (the bound 1 is exact).
-    pub a2_gap_rel_tol: f64,
+    pub a2_gap_rel_tol: Positive,
     /// Remark 2: σ_N(F(p₀))/σ_1(F(p₀)) ≤ this at d < N (rounding of the eigen-solve).
-    pub vacuous_ratio_max: f64,
+    pub vacuous_ratio_max: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.tokens < 2 || p.samples < 2 {
-        return Err(sc.invalid("params.tokens", "need n ≥ 2 tokens and N ≥ 2 samples"));
-    }
-    let d = p.tokens * p.samples;
-    if p.head_dim.is_some_and(|h| h == 0 || h > d) {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    let d = *p.tokens * *p.samples;
+    if p.head_dim.is_some_and(|h| *h > d) {
         return Err(sc.invalid("params.head_dim", format!("need 1 ≤ h ≤ d = nN = {d}")));
     }
-    if p.remark4_head_dim == 0 || p.remark4_head_dim >= d {
+    if *p.remark4_head_dim >= d {
         return Err(sc.invalid(
             "params.remark4_head_dim",
             format!("Remark 4's multi-head W needs 1 ≤ h < d = nN = {d}"),
         ));
     }
-    if p.remark1_d < p.tokens || p.remark1_d > d {
+    if p.remark1_d < *p.tokens || p.remark1_d > d {
         return Err(sc.invalid(
             "params.remark1_d",
             format!(
@@ -88,16 +86,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             ),
         ));
     }
-    if p.remark2_d == 0 || p.remark2_d > 4 * d {
+    if *p.remark2_d > 4 * d {
         return Err(sc.invalid("params.remark2_d", format!("need 1 ≤ d ≤ {}", 4 * d)));
     }
-    sc.require_positive(&[
-        ("params.alpha", p.alpha),
-        ("checks.rank_ratio_min", c.rank_ratio_min),
-        ("checks.a2_residual_max", c.a2_residual_max),
-        ("checks.a2_gap_rel_tol", c.a2_gap_rel_tol),
-        ("checks.vacuous_ratio_max", c.vacuous_ratio_max),
-    ])
+    Ok(())
 }
 
 /// A singular value counts toward a rank when ≥ this × the largest (as the checks' bound).
@@ -191,26 +183,29 @@ fn multi_head_w(d: usize, h: usize, rng: &mut impl Rng) -> DMatrix<f64> {
 
 /// Gaussian tokens N(0, 1/d) (no structure), with v = αu and p₀ ~ N(0, I/d).
 fn gaussian_instance(label: &'static str, p: &Params, d: usize, rng: &mut impl Rng) -> Measured {
-    let x = gaussian_vec(rng, p.samples * p.tokens * d, 1.0 / (d as f64).sqrt());
-    let tokens = PromptData::new(p.tokens, d, p.samples, x, vec![0.0; p.samples]);
-    let v: Vec<f64> = unit_vec(rng, d).iter().map(|x| p.alpha * x).collect();
+    let x = gaussian_vec(rng, *p.samples * *p.tokens * d, 1.0 / (d as f64).sqrt());
+    let tokens = PromptData::new(*p.tokens, d, *p.samples, x, vec![0.0; *p.samples]);
+    let v: Vec<f64> = unit_vec(rng, d).iter().map(|x| *p.alpha * x).collect();
     let p0 = gaussian_vec(rng, d, 1.0 / (d as f64).sqrt());
     measure(label, tokens, &DMatrix::identity(d, d), &v, &p0)
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let (n, nn) = (p.tokens, p.tokens * p.samples);
+    let (n, nn) = (*p.tokens, *p.tokens * *p.samples);
     // the Theorem-1 instance: thm1-linear-rate's draw order on stream 1 (data, u, p₀)
     let mut rng = ctx.rng(1);
-    let tokens = blocks(n, p.samples, false, &mut rng);
-    let v: Vec<f64> = unit_vec(&mut rng, nn).iter().map(|x| p.alpha * x).collect();
+    let tokens = blocks(n, *p.samples, false, &mut rng);
+    let v: Vec<f64> = unit_vec(&mut rng, nn)
+        .iter()
+        .map(|x| *p.alpha * x)
+        .collect();
     let p0 = gaussian_vec(&mut rng, nn, 1.0 / (nn as f64).sqrt());
     let w = match p.head_dim {
-        Some(h) => multi_head_w(nn, h, &mut ctx.rng(2)),
+        Some(h) => multi_head_w(nn, *h, &mut ctx.rng(2)),
         None => DMatrix::identity(nn, nn),
     };
     let main = measure("thm1", tokens.clone(), &w, &v, &p0);
-    let w4 = multi_head_w(nn, p.remark4_head_dim, &mut ctx.rng(3));
+    let w4 = multi_head_w(nn, *p.remark4_head_dim, &mut ctx.rng(3));
     let remark4 = measure("remark4-multi-head", tokens.clone(), &w4, &v, &p0);
     // Remark 1: the best keys in d < nN dimensions — the first d columns of a random nN × nN
     // orthogonal matrix (orthonormal columns: KKᵀ is a rank-d projection) — and Gaussian keys
@@ -222,8 +217,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .chunks_exact(nn)
         .flat_map(|row| row[..d1].iter().copied())
         .collect();
-    let remark1_tokens = PromptData::new(n, d1, p.samples, x1, vec![0.0; p.samples]);
-    let v1: Vec<f64> = unit_vec(&mut rng, d1).iter().map(|x| p.alpha * x).collect();
+    let remark1_tokens = PromptData::new(n, d1, *p.samples, x1, vec![0.0; *p.samples]);
+    let v1: Vec<f64> = unit_vec(&mut rng, d1)
+        .iter()
+        .map(|x| *p.alpha * x)
+        .collect();
     let p1 = gaussian_vec(&mut rng, d1, 1.0 / (d1 as f64).sqrt());
     let remark1 = measure(
         "remark1-orthonormal-columns",
@@ -233,8 +231,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         &p1,
     );
     let remark1_gauss = gaussian_instance("remark1-gaussian", p, d1, &mut ctx.rng(5));
-    let remark2 = gaussian_instance("remark2-d-below-n", p, p.remark2_d, &mut ctx.rng(6));
-    let remark2_eq = gaussian_instance("remark2-d-equals-n", p, p.samples, &mut ctx.rng(7));
+    let remark2 = gaussian_instance("remark2-d-below-n", p, *p.remark2_d, &mut ctx.rng(6));
+    let remark2_eq = gaussian_instance("remark2-d-equals-n", p, *p.samples, &mut ctx.rng(7));
 
     let mut rep = Report::default();
     rep.check(
@@ -242,12 +240,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "a3-x-i-surjective",
             "A3 (X_i surjective): min_i σ_n(X_i)/σ_1(X_i)",
             main.x_ratio,
-            c.rank_ratio_min,
+            *c.rank_ratio_min,
         )
         .note(format!(
             "Theorem-1/Lemma-2 instance (C-orth, n = {n}, N = {}, d = {nn}): rows of an \
              orthogonal matrix, ratio 1 up to rounding",
-            p.samples
+            *p.samples
         )),
     );
     let w_text = match p.head_dim {
@@ -259,12 +257,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "a4-w-full-rank",
             "A4 (W full rank): σ_d(W)/σ_1(W)",
             main.w_ratio,
-            c.rank_ratio_min,
+            *c.rank_ratio_min,
         )
         .note(format!(
             "{w_text} (numerical rank {} of d = {nn}); the Remark-4 multi-head W (h = {}) \
              violates it: ratio {:.3e}, rank {}",
-            main.w_rank, p.remark4_head_dim, remark4.w_ratio, remark4.w_rank
+            main.w_rank, *p.remark4_head_dim, remark4.w_ratio, remark4.w_rank
         )),
     );
     rep.check(
@@ -272,11 +270,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "remark4-multi-head-w-rank",
             "Remark 4: rank(W_QW_Kᵀ) ≤ h for one head of dimension h < d",
             remark4.w_rank as f64,
-            p.remark4_head_dim as f64,
+            *p.remark4_head_dim as f64,
         )
         .note(format!(
             "d = {nn}, h = {}: σ_d(W)/σ_1(W) = {:.3e}, so A4 fails for multi-head W",
-            p.remark4_head_dim, remark4.w_ratio
+            *p.remark4_head_dim, remark4.w_ratio
         )),
     );
     rep.check(
@@ -284,7 +282,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "a2-at-d-nn",
             "A2 at d = nN: ‖KKᵀ − I_{nN}‖₂ over the stacked keys K = [K_1; …; K_N]",
             main.a2_residual,
-            c.a2_residual_max,
+            *c.a2_residual_max,
         )
         .note(format!("C-orth keys, {w_text}")),
     );
@@ -294,13 +292,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "remark1-a2-impossible-below-nn",
             "Remark 1 at n ≤ d < nN: min over candidate keys of ‖KKᵀ − I_{nN}‖₂ (≥ 1 for every K)",
             remark1_worst,
-            1.0 - c.a2_gap_rel_tol,
+            1.0 - *c.a2_gap_rel_tol,
         )
         .note(format!(
             "n = {n}, N = {}, d = {d1}, nN = {nn}: rank K = {} (orthonormal columns, the best K: \
              ‖KKᵀ − I‖₂ = {:.15}), Gaussian keys: rank {}, ‖KKᵀ − I‖₂ = {:.3}; rank K ≤ d < nN \
              leaves KKᵀ an eigenvalue 0, so A2 needs d ≥ nN (spec E1)",
-            p.samples,
+            *p.samples,
             remark1.key_rank,
             remark1.a2_residual,
             remark1_gauss.key_rank,
@@ -314,12 +312,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "remark2-sigma-min-f-zero-below-n",
             "Remark 2 at d < N: σ_N(F(p₀))/σ_1(F(p₀)) (F ∈ ℝ^{N×d} has rank ≤ d)",
             ratio(&remark2),
-            c.vacuous_ratio_max,
+            *c.vacuous_ratio_max,
         )
         .note(format!(
             "Gaussian tokens, n = {n}, N = {}, d = {}: σ_N(F) = {:.3e}, σ_1(F) = {:.3e}; \
              Theorem 1's hypothesis σ_min(F(p₀)) > γ + √(μ/2m) cannot hold",
-            p.samples, p.remark2_d, remark2.f_min, remark2.f_max
+            *p.samples, *p.remark2_d, remark2.f_min, remark2.f_max
         )),
     );
     rep.check(
@@ -327,11 +325,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "remark2-sigma-min-f-positive-at-d-n",
             "Remark 2 at d = N: σ_N(F(p₀))/σ_1(F(p₀)) > 0 (generic data)",
             ratio(&remark2_eq),
-            c.rank_ratio_min,
+            *c.rank_ratio_min,
         )
         .note(format!(
             "Gaussian tokens, d = N = {}: σ_N(F) = {:.3e}; the bound is vacuous only for d < N",
-            p.samples, remark2_eq.f_min
+            *p.samples, remark2_eq.f_min
         ))
         .paper_claim("Remark 2: \"the case d ≤ N would guarantee σ_min(F(p₀)) = 0\""),
     );
@@ -380,8 +378,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]);
     }
     let samples = PromptSamples {
-        x: Array::new(&[p.samples, n, nn], tokens.x),
-        y: vec![0.0; p.samples],
+        x: Array::new(&[*p.samples, n, nn], tokens.x),
+        y: vec![0.0; *p.samples],
         w: p.head_dim.map(|_| w.transpose().as_slice().to_vec()),
     };
     rep.instance = Some(crate::instance::InstanceFile::to_arrays(&samples));
@@ -390,10 +388,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 /// Six instances of at most N·n × max(nN, d) entries, a few SVDs and eigen-solves each.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let d = n(p.tokens * p.samples)
-        .max(n(p.remark2_d))
+    let d = n(*p.tokens * *p.samples)
+        .max(n(*p.remark2_d))
         .max(n(p.remark1_d));
-    let rows = n(p.tokens * p.samples);
+    let rows = n(*p.tokens * *p.samples);
     Cost::new()
         .doubles(
             "tokens, samples",

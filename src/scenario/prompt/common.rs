@@ -43,17 +43,6 @@ fn synthetic(d: usize, samples: usize, sigma_p: f64) -> Synthetic {
     }
 }
 
-/// Trial `trial` of the synthetic data (n = d tokens, N samples, σ_v = 1, softmax teacher).
-pub fn synthetic_draw(
-    ctx: &RunContext,
-    d: usize,
-    samples: usize,
-    sigma_p: f64,
-    trial: usize,
-) -> SyntheticDraw {
-    synthetic(d, samples, sigma_p).draw(&mut ctx.rng(TRIAL_STREAM + trial as u64))
-}
-
 /// The instance files of the synthetic-teacher scenarios: `data_file` (tokens `X` and teacher
 /// directions `xi_p`, `xi_v`: [`TeacherData`]) and `init_file` (`p0`, `v0`: [`StudentInit`]),
 /// read and checked against each other; either may be absent. A data file sets the sizes (N, n,
@@ -142,7 +131,7 @@ impl TeacherFiles {
     ) -> SyntheticDraw {
         let index = if self.trials(1) == 1 { 0 } else { trial };
         let mut draw = match self.data() {
-            None => synthetic_draw(ctx, d, samples, sigma_p, trial),
+            None => synthetic(d, samples, sigma_p).draw(&mut ctx.rng(TRIAL_STREAM + trial as u64)),
             Some(t) => {
                 let TeacherTrial { x, xi_p, xi_v } = &t.trials[index];
                 let (p0, v0) = student_start(t.d, &mut ctx.rng(TRIAL_STREAM + trial as u64));

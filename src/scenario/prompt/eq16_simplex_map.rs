@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::params::{AtLeastOne, NonNegative};
 use crate::flow::{integrate, norm, Method, OdeConfig, VectorField};
 use crate::instance::prompt::SimplexInit;
 use crate::models::prompt::attention_families::Attention;
@@ -23,6 +24,7 @@ use crate::models::prompt::simplex::{
 use crate::models::prompt::softmax::{jacobian_apply, softmax_into};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -34,22 +36,22 @@ use super::simplex_common::{quad_instance, simplex_instance, SimplexFiles};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Tokens n (spec: 6).
-    pub n: usize,
+    pub n: AtLeast<2>,
     /// Samples N (the 1/N of the dynamics).
-    pub samples: usize,
+    pub samples: AtLeast<1>,
     /// (C-quad): linear term c, condition number of A, logit scale of z* = φ(s·g).
     pub c: f64,
-    pub condition: f64,
-    pub zstar_scale: f64,
+    pub condition: AtLeastOne,
+    pub zstar_scale: Positive,
     /// Starting points z ~ Dirichlet(1).
-    pub trials: usize,
+    pub trials: AtLeast<1>,
     /// Step sizes η = eta_max/2^k, k = 0..=halvings.
-    pub eta_max: f64,
-    pub halvings: usize,
+    pub eta_max: Positive,
+    pub halvings: AtLeast<1>,
     /// Iterations of the map at eta_max for the invariance check.
     pub invariance_steps: usize,
     /// Flow time t of the GD-vs-flow comparison (t/eta_max must be an integer).
-    pub flow_time: f64,
+    pub flow_time: Positive,
     /// Trials drawn in the figure.
     pub plotted_trials: usize,
     /// z* and H of the (C-quad) loss (layout `instance::prompt::StationaryPoint`), replacing
@@ -66,19 +68,19 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max |𝟙ᵀz_k − 1| along the iterates (spec 1e−14).
-    pub simplex_tol: f64,
+    pub simplex_tol: NonNegative,
     /// |‖r(η)‖/‖r(η/2)‖ / 4 − 1| for η ≤ order_eta_max (spec: within 5% at η ≤ 1e−2).
-    pub order_rel_tol: f64,
-    pub order_eta_max: f64,
+    pub order_rel_tol: Positive,
+    pub order_eta_max: Positive,
     /// ‖r/η² − D²φ[h,h]/(2N²)‖ / ‖D²φ[h,h]/(2N²)‖ at the smallest η (the deviation is O(η)).
-    pub leading_term_tol: f64,
+    pub leading_term_tol: Positive,
     /// |err(η)/err(η/2) / 2 − 1| of GD vs the flow at time t for η ≤ order_eta_max (first order).
-    pub gd_order_rel_tol: f64,
+    pub gd_order_rel_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<SimplexFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    let files = SimplexFiles::read(sc, data, init, Some(p.n))?;
+    let files = SimplexFiles::read(sc, data, init, Some(*p.n))?;
     if let (Some(init), Some(f)) = (&files.init, init) {
         init.require_w0()
             .map_err(|e| file_error(&sc.input_path("init_file", f), "init_file", e))?;
@@ -88,39 +90,17 @@ fn read_files(p: &Params, sc: &Scenario) -> Result<SimplexFiles, InputError> {
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.n < 2 || p.samples == 0 || p.trials == 0 || p.halvings == 0 {
-        return Err(sc.invalid(
-            "params.n",
-            "need n ≥ 2, samples ≥ 1, trials ≥ 1, halvings ≥ 1",
-        ));
-    }
-    sc.require_positive(&[
-        ("params.condition", p.condition),
-        ("params.zstar_scale", p.zstar_scale),
-        ("params.eta_max", p.eta_max),
-        ("params.flow_time", p.flow_time),
-        ("checks.order_rel_tol", c.order_rel_tol),
-        ("checks.order_eta_max", c.order_eta_max),
-        ("checks.leading_term_tol", c.leading_term_tol),
-        ("checks.gd_order_rel_tol", c.gd_order_rel_tol),
-    ])?;
-    if p.condition < 1.0 {
-        return Err(sc.invalid("params.condition", "a condition number is ≥ 1"));
-    }
-    let k = p.flow_time / p.eta_max;
+    let k = *p.flow_time / *p.eta_max;
     if (k - k.round()).abs() > 1e-9 * k {
         return Err(sc.invalid("params.flow_time", "must be an integer multiple of eta_max"));
     }
-    if c.order_eta_max >= p.eta_max
-        || c.order_eta_max < p.eta_max / 2f64.powi(p.halvings as i32 - 1)
+    if *c.order_eta_max >= *p.eta_max
+        || *c.order_eta_max < *p.eta_max / 2f64.powi(*p.halvings as i32 - 1)
     {
         return Err(sc.invalid(
             "checks.order_eta_max",
             "must leave at least one halving pair below it and lie below eta_max",
         ));
-    }
-    if c.simplex_tol < 0.0 {
-        return Err(sc.invalid("checks.simplex_tol", "must be ≥ 0"));
     }
     Ok(())
 }
@@ -141,7 +121,7 @@ struct Trial {
 /// [`SimplexFiles::quad_or`]).
 fn starts(n: usize, files: &SimplexFiles, p: &Params, ctx: &RunContext) -> (Vec<Attention>, bool) {
     let given = files.init.as_ref().and_then(|i| i.w0.as_ref());
-    let m = given.map_or(p.trials, Vec::len);
+    let m = given.map_or(*p.trials, Vec::len);
     let mut rng = ctx.rng(2);
     let drawn: Vec<Attention> = (0..m).map(|_| Attention::dirichlet(n, &mut rng)).collect();
     match given {
@@ -166,14 +146,14 @@ fn starts(n: usize, files: &SimplexFiles, p: &Params, ctx: &RunContext) -> (Vec<
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let n = files.point.as_ref().map_or(p.n, |pt| pt.z_star.len());
-    let drawn = quad_instance(n, p.c, p.condition, p.zstar_scale, &mut ctx.rng(1));
+    let n = files.point.as_ref().map_or(*p.n, |pt| pt.z_star.len());
+    let drawn = quad_instance(n, p.c, *p.condition, *p.zstar_scale, &mut ctx.rng(1));
     let (loss, _) = files.quad_or(drawn);
     let (starts, dirichlet) = starts(n, &files, p, ctx);
-    let flow = SimplexFlow::new(&loss, p.samples);
-    let logit_flow = LogitFlow::new(&loss, p.samples);
-    let etas: Vec<f64> = (0..=p.halvings)
-        .map(|k| p.eta_max / 2f64.powi(k as i32))
+    let flow = SimplexFlow::new(&loss, *p.samples);
+    let logit_flow = LogitFlow::new(&loss, *p.samples);
+    let etas: Vec<f64> = (0..=*p.halvings)
+        .map(|k| *p.eta_max / 2f64.powi(k as i32))
         .collect();
     let inv_n = flow.inv_samples();
     let mut rep = Report::default();
@@ -224,7 +204,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let traj = integrate(
             &logit_flow,
             &start.logits,
-            &[0.0, p.flow_time],
+            &[0.0, *p.flow_time],
             &ctx.ode,
             None,
         )?;
@@ -232,12 +212,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let mut z_flow = vec![0.0; n];
         softmax_into(traj.last_state(), &mut z_flow);
         for &eta in &etas {
-            let steps = (p.flow_time / eta).round() as usize;
+            let steps = (*p.flow_time / eta).round() as usize;
             let mut zk = z.clone();
             for _ in 0..steps {
                 flow.gd_map(&zk, eta, &mut next);
                 zk.copy_from_slice(&next);
-                if eta == p.eta_max {
+                if eta == *p.eta_max {
                     simplex_drift =
                         stats::larger(simplex_drift, (zk.iter().sum::<f64>() - 1.0).abs());
                 }
@@ -248,7 +228,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         // the invariance run continues at eta_max well past the comparison horizon
         let mut zk = z.clone();
         for _ in 0..p.invariance_steps {
-            flow.gd_map(&zk, p.eta_max, &mut next);
+            flow.gd_map(&zk, *p.eta_max, &mut next);
             zk.copy_from_slice(&next);
             simplex_drift = stats::larger(simplex_drift, (zk.iter().sum::<f64>() - 1.0).abs());
         }
@@ -256,7 +236,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     let small: Vec<usize> = (0..etas.len() - 1)
-        .filter(|&k| etas[k] <= c.order_eta_max * (1.0 + 1e-12))
+        .filter(|&k| etas[k] <= *c.order_eta_max * (1.0 + 1e-12))
         .collect();
     let ratio_dev = |series: &dyn Fn(&Trial) -> &[f64], order: f64| {
         stats::max(trials.iter().flat_map(|t| {
@@ -281,11 +261,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "simplex-invariance-tz",
             "simplex invariance: max |𝟙ᵀz_k − 1|",
             simplex_drift,
-            c.simplex_tol,
+            *c.simplex_tol,
         )
         .note(format!(
             "{} iterations of the exact map at η = {} from each start",
-            p.invariance_steps, p.eta_max
+            p.invariance_steps, *p.eta_max
         )),
     );
     rep.check(
@@ -293,7 +273,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "eq-16-remainder-order-eta-eta",
             "eq. 16 remainder order: max |‖r(η)‖/‖r(η/2)‖ / 4 − 1|",
             ratio_dev(&|t| &t.remainder, 4.0),
-            c.order_rel_tol,
+            *c.order_rel_tol,
         )
         .note(eta_range.clone()),
     );
@@ -316,7 +296,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_most(
             "eta-eta2-d2phi-2n2-rel-deviation", "r(η)/η² → D²φ(w)[h,h]/(2N²): rel. deviation at the smallest η",
             stats::max(trials.iter().map(|t| t.leading_term_error)),
-            c.leading_term_tol,
+            *c.leading_term_tol,
         )
         .note(format!(
             "h = J∇ℓ̃, D²φ at the logits w_t (E9); η = {:.3e}. With D²φ at z_t read as \
@@ -330,11 +310,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "gd-flow-first-order-err-eta",
             "GD → flow at first order: max |err(η)/err(η/2) / 2 − 1|",
             ratio_dev(&|t| &t.gd_error, 2.0),
-            c.gd_order_rel_tol,
+            *c.gd_order_rel_tol,
         )
         .note(format!(
             "err = ‖z_K − φ(w(t))‖, Kη = t = {}, logit flow by {}; {eta_range}",
-            p.flow_time,
+            *p.flow_time,
             ctx.ode.method.name()
         )),
     );
@@ -376,7 +356,7 @@ fn figure(p: &Params, n: usize, etas: &[f64], trials: &[Trial]) -> Figure {
     let mut remainder = LinePanel::new(
         format!(
             "remainder of eq. 16 (n = {n}, N = {}, c = {})",
-            p.samples, p.c
+            *p.samples, p.c
         ),
         "step size η",
         "‖r(η)‖",
@@ -385,7 +365,7 @@ fn figure(p: &Params, n: usize, etas: &[f64], trials: &[Trial]) -> Figure {
     .log_y()
     .legend(LegendPosition::LowerRight);
     let mut gd = LinePanel::new(
-        format!("GD map iterated vs gradient flow at t = {}", p.flow_time),
+        format!("GD map iterated vs gradient flow at t = {}", *p.flow_time),
         "step size η",
         "‖z_K − z(t)‖, Kη = t",
     )
@@ -458,9 +438,9 @@ fn figure(p: &Params, n: usize, etas: &[f64], trials: &[Trial]) -> Figure {
 /// Per trial: the map at every step size, one logit flow, GD to `flow_time` at every step size
 /// (flow_time/η steps, doubling with each halving) and the invariance run; O(n²) per step.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let trials = n(p.trials);
-    let steps = p.flow_time / p.eta_max * (2f64.powf(n(p.halvings) + 1.0) - 1.0);
-    let step = 4.0 * n(p.n) * n(p.n);
+    let trials = n(*p.trials);
+    let steps = *p.flow_time / *p.eta_max * (2f64.powf(n(*p.halvings) + 1.0) - 1.0);
+    let step = 4.0 * n(*p.n) * n(*p.n);
     Cost::new()
         .work(
             "halvings, flow_time, trials",
@@ -474,11 +454,11 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             trials * n(p.invariance_steps),
             step,
         )
-        .ode("trials", trials, n(p.n), step, ctx.ode.method)
+        .ode("trials", trials, n(*p.n), step, ctx.ode.method)
         .doubles(
             "trials, halvings",
             "per-trial errors",
-            trials * 4.0 * n(p.halvings + 1),
+            trials * 4.0 * n(*p.halvings + 1),
         )
 }
 

@@ -22,6 +22,7 @@ use crate::models::prompt::softmax::softmax_into;
 use crate::models::prompt::{Attention, PromptModel, Trained};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -32,12 +33,12 @@ use super::hessian_common::{hessian_spectrum, kappa};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// d = n (spec: 20) and N (spec: 100).
-    pub d: usize,
-    pub samples: usize,
+    pub d: AtLeast<2>,
+    pub samples: AtLeast<1>,
     /// Teacher scales σ_p (spec: 0.03 … 2).
-    pub sigma_ps: Vec<f64>,
+    pub sigma_ps: NonEmpty<Positive>,
     /// Trials per σ_p (spec: 10 seeds).
-    pub trials: usize,
+    pub trials: AtLeast<1>,
     /// Which parameters the linear-attention Hessian is taken over: "p" (v = v_T; the spec's
     /// H_lin = (1/N)CᵀC, independent of p) or "pv" (at (p_T, v_T): depends on p_T, so on σ_p).
     pub linear_train: TrainName,
@@ -58,31 +59,28 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Relative spread of the linear κ across σ_p within a trial (spec: 1e−12, exact).
-    pub linear_rel_tol: f64,
+    pub linear_rel_tol: Positive,
     /// log10 κ_p(σ_hi) − log10 κ_p(σ_lo), seed means (spec: ≥ 1.0).
-    pub kappa_p_growth_min: f64,
+    pub kappa_p_growth_min: Positive,
     /// Slope of the median log10 κ(J|_T) against log10 R (spec: [0.8, 1.0]).
     pub jacobian_slope_lo: f64,
     pub jacobian_slope_hi: f64,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
-    TeacherFiles::read(sc, p.data_file.as_deref(), None, p.d, false, false)
+    TeacherFiles::read(sc, p.data_file.as_deref(), None, *p.d, false, false)
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.d < 2 || p.samples == 0 || p.trials == 0 {
-        return Err(sc.invalid("params.d", "need d ≥ 2, samples ≥ 1, trials ≥ 1"));
-    }
-    if p.sigma_ps.len() < 2 || p.sigma_ps.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
+    if p.sigma_ps.len() < 2 {
         return Err(sc.invalid("params.sigma_ps", "at least two positive σ_p"));
     }
     for (key, s) in [
         ("params.growth_sigma_lo", p.growth_sigma_lo),
         ("params.growth_sigma_hi", p.growth_sigma_hi),
     ] {
-        if !p.sigma_ps.contains(&s) {
+        if !p.sigma_ps.iter().any(|&sp| *sp == s) {
             return Err(sc.invalid(key, "must be one of params.sigma_ps"));
         }
     }
@@ -92,10 +90,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "must not exceed jacobian_slope_hi",
         ));
     }
-    sc.require_positive(&[
-        ("checks.linear_rel_tol", c.linear_rel_tol),
-        ("checks.kappa_p_growth_min", c.kappa_p_growth_min),
-    ])
+    Ok(())
 }
 
 /// One (σ_p, trial) point.
@@ -174,13 +169,13 @@ struct Mean {
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let trials = files.trials(p.trials);
+    let trials = files.trials(*p.trials);
     let mut points = Vec::new();
     // the draws at the first σ_p: the instance (the numbers are common to every σ_p)
     let mut first_draws = Vec::with_capacity(trials);
-    for &s in &p.sigma_ps {
+    for s in p.sigma_ps.iter().map(|s| **s) {
         for trial in 0..trials {
-            let draw = files.draw(ctx, p.d, p.samples, s, trial);
+            let draw = files.draw(ctx, *p.d, *p.samples, s, trial);
             points.push(one_point(p, &draw, s, trial)?);
             if first_draws.len() < trials {
                 first_draws.push(draw);
@@ -192,11 +187,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .sigma_ps
         .iter()
         .map(|&s| {
-            let at: Vec<&Point> = points.iter().filter(|q| q.sigma_p == s).collect();
+            let at: Vec<&Point> = points.iter().filter(|q| q.sigma_p == *s).collect();
             let avg =
                 |f: &dyn Fn(&Point) -> f64| at.iter().map(|q| f(q)).sum::<f64>() / at.len() as f64;
             Mean {
-                sigma_p: s,
+                sigma_p: *s,
                 log10_r: avg(&|q| q.log10_r),
                 kappa_p: avg(&|q| q.kappa_p.log10()),
                 kappa_pv: avg(&|q| q.kappa_pv.log10()),
@@ -222,7 +217,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_most(
             "linear-attention-kappa-lin-identical-across", "linear attention: κ(H_lin) identical across σ_p (max relative spread per trial)",
             spread,
-            c.linear_rel_tol,
+            *c.linear_rel_tol,
         )
         .note(format!(
             "H_lin over {:?} at the teacher; with v = v_T it is (1/N)CᵀC, independent of p, and the \
@@ -239,7 +234,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "kappa-growth-seed-mean-log10-kappa",
             "κ_p growth: seed-mean log10 κ(∇²_pp L) at σ_hi minus at σ_lo",
             hi.kappa_p - lo.kappa_p,
-            c.kappa_p_growth_min,
+            *c.kappa_p_growth_min,
         )
         .note(format!(
             "σ_p = {} (log10 R = {:.2}, log10 κ_p = {:.2}) vs σ_p = {} (log10 R = {:.2}, log10 κ_p \
@@ -410,12 +405,12 @@ fn figure(setting: &str, means: &[Mean]) -> Figure {
 /// Per (σ_p, trial): a synthetic draw and three dense Hessian spectra over p, (p, v) and the
 /// linear model (dimension ≤ 2d).
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let runs = n(p.sigma_ps.len()) * n(p.trials);
-    let grad = prompt_grad(p.d, p.d, p.samples);
-    synthetic_data("samples, d", 1.0, p.d, p.samples).dense_hessians(
+    let runs = n(p.sigma_ps.len()) * n(*p.trials);
+    let grad = prompt_grad(*p.d, *p.d, *p.samples);
+    synthetic_data("samples, d", 1.0, *p.d, *p.samples).dense_hessians(
         "sigma_ps, trials, d",
         3.0 * runs,
-        2.0 * n(p.d),
+        2.0 * n(*p.d),
         2.0 * grad,
     )
 }

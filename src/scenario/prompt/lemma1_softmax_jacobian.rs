@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::params::NonNegative;
 use crate::flow::{Method, OdeConfig};
 use crate::instance::prompt::{AttentionFamily, AttentionVectors, LabelledAttention};
 use crate::instance::InstanceFile;
@@ -24,6 +25,7 @@ use crate::models::prompt::jacobian_spectrum::{
 use crate::models::prompt::softmax::softmax_into;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -32,23 +34,23 @@ use crate::stats;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Token counts n = n_min..=n_max (spec: 2..50).
-    pub n_min: usize,
+    pub n_min: AtLeast<2>,
     pub n_max: usize,
     /// Logit scales s of z = φ(s·g), g ~ N(0, I) (spec: 0.1, 1, 3, 10).
-    pub scales: Vec<f64>,
+    pub scales: NonEmpty<Positive>,
     /// Draws per (n, scale), and Dirichlet(1) draws per n.
-    pub draws: usize,
+    pub draws: AtLeast<1>,
     /// Central-difference step of the eq. 7 check.
-    pub fd_step: f64,
+    pub fd_step: Positive,
     /// Dominant-token tails ε (z = (1 − (n−1)ε, ε, …)) for the relative-accuracy check.
     pub tails: Vec<f64>,
     /// n of the dominant-token instances.
-    pub tail_n: usize,
+    pub tail_n: AtLeast<3>,
     /// Logit gaps u of the n = 2 instances of the relative-accuracy check.
     pub two_token_gaps: Vec<f64>,
     /// The instance drawn in the interlacing panel: n and logit scale (first draw).
-    pub shown_n: usize,
-    pub shown_scale: f64,
+    pub shown_n: AtLeast<2>,
+    pub shown_scale: Positive,
     /// Attention vectors (layout `instance::prompt::AttentionVectors`) replacing the drawn ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<PathBuf>,
@@ -61,75 +63,44 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max |J − Jᵀ| (claim 1; J is formed symmetric, so 0).
-    pub symmetry_tol: f64,
+    pub symmetry_tol: NonNegative,
     /// ‖J𝟙‖_∞ (claim 2; spec 1e−14).
-    pub kernel_tol: f64,
+    pub kernel_tol: NonNegative,
     /// −λ_min of eigvalsh (claim 1, PSD; spec 1e−13 absolute).
-    pub psd_tol: f64,
+    pub psd_tol: NonNegative,
     /// Distance of eigvalsh's λ_{k+1} outside [z̃_k, z̃_{k+1}] and of λ_n above ½ (spec 1e−13).
-    pub interlacing_tol: f64,
+    pub interlacing_tol: NonNegative,
     /// |Σλ − (1 − ‖z‖²)| (spec 1e−13).
-    pub trace_tol: f64,
+    pub trace_tol: NonNegative,
     /// |λ₂ − 2z₁z₂| of eigvalsh for n = 2 (absolute).
-    pub two_token_tol: f64,
+    pub two_token_tol: NonNegative,
     /// max |λ_secular − λ_eigvalsh| (both backward stable: ~ε·λ_max).
-    pub secular_vs_dense_tol: f64,
+    pub secular_vs_dense_tol: NonNegative,
     /// Relative error of the secular eigenvalues against the closed forms (dominant token:
     /// ε with multiplicity n − 2 and nεz₁/((n−1)ε + z₁); n = 2: 2z₁z₂/(z₁ + z₂)).
-    pub secular_rel_tol: f64,
+    pub secular_rel_tol: NonNegative,
     /// max_ij |Dφ_fd − J|_ij / z_i for eq. 7 (spec: rel 1e−7; row i has scale z_i).
-    pub eq7_rel_tol: f64,
+    pub eq7_rel_tol: NonNegative,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if let Some(f) = &p.data_file {
         sc.read_instance::<AttentionVectors>("data_file", f)?;
     }
-    if p.n_min < 2 || p.n_max < p.n_min {
+    if p.n_max < *p.n_min {
         return Err(sc.invalid("params.n_min", "need 2 ≤ n_min ≤ n_max"));
-    }
-    if p.scales.is_empty() || p.scales.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
-        return Err(sc.invalid("params.scales", "a non-empty list of positive scales"));
-    }
-    if p.draws == 0 {
-        return Err(sc.invalid("params.draws", "must be ≥ 1"));
-    }
-    if p.tail_n < 3 {
-        return Err(sc.invalid("params.tail_n", "must be ≥ 3 (a tail of ≥ 2 tokens)"));
     }
     if p.tails
         .iter()
-        .any(|&e| !(e > 0.0 && e < 1.0 / p.tail_n as f64))
+        .any(|&e| !(e > 0.0 && e < 1.0 / *p.tail_n as f64))
     {
         return Err(sc.invalid("params.tails", "each ε must lie in (0, 1/tail_n)"));
     }
-    if p.two_token_gaps
-        .iter()
-        .any(|&u| !(u.is_finite() && u.abs() < 700.0))
-    {
+    if p.two_token_gaps.iter().any(|&u| u.abs() >= 700.0) {
         return Err(sc.invalid(
             "params.two_token_gaps",
             "|u| < 700 (beyond, the smaller probability underflows)",
         ));
-    }
-    if p.shown_n < 2 || p.shown_scale <= 0.0 {
-        return Err(sc.invalid("params.shown_n", "need shown_n ≥ 2 and shown_scale > 0"));
-    }
-    sc.require_positive(&[("params.fd_step", p.fd_step)])?;
-    for (key, v) in [
-        ("checks.symmetry_tol", c.symmetry_tol),
-        ("checks.kernel_tol", c.kernel_tol),
-        ("checks.psd_tol", c.psd_tol),
-        ("checks.interlacing_tol", c.interlacing_tol),
-        ("checks.trace_tol", c.trace_tol),
-        ("checks.two_token_tol", c.two_token_tol),
-        ("checks.secular_vs_dense_tol", c.secular_vs_dense_tol),
-        ("checks.secular_rel_tol", c.secular_rel_tol),
-        ("checks.eq7_rel_tol", c.eq7_rel_tol),
-    ] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(sc.invalid(key, "must be a finite number ≥ 0"));
-        }
     }
     Ok(())
 }
@@ -215,9 +186,9 @@ fn closed_form_error(p: &Params) -> Result<f64, RunError> {
     let rel = |a: f64, b: f64| (a - b).abs() / b;
     let mut err: f64 = 0.0;
     for &eps in &p.tails {
-        let att = Attention::dominant_token(p.tail_n, eps);
+        let att = Attention::dominant_token(*p.tail_n, eps);
         let sec = secular_eigenvalues(&att.z).map_err(|e| RunError::Other(e.to_string()))?;
-        let (n, z1, t) = (p.tail_n, att.z[0], att.z[1]);
+        let (n, z1, t) = (*p.tail_n, att.z[0], att.z[1]);
         let top = n as f64 * t * z1 / ((n - 1) as f64 * t + z1);
         // λ₁ = 0 exactly, then the tie value and the top root
         err = stats::larger(err, sec[0].abs() / t);
@@ -244,14 +215,14 @@ fn drawn_instances(p: &Params, ctx: &RunContext) -> AttentionVectors {
         scale,
     };
     let mut instances = Vec::new();
-    for n in p.n_min..=p.n_max {
-        for &s in &p.scales {
-            for _ in 0..p.draws {
+    for n in *p.n_min..=p.n_max {
+        for s in p.scales.iter().map(|s| **s) {
+            for _ in 0..*p.draws {
                 let att = Attention::gaussian_logits(n, s, &mut gauss_rng);
                 instances.push(label(att, AttentionFamily::Gaussian, s));
             }
         }
-        for _ in 0..p.draws {
+        for _ in 0..*p.draws {
             let att = Attention::dirichlet(n, &mut dirichlet_rng);
             instances.push(label(att, AttentionFamily::Dirichlet, f64::NAN));
         }
@@ -266,12 +237,18 @@ fn drawn_instances(p: &Params, ctx: &RunContext) -> AttentionVectors {
 /// shown_n at scale shown_scale, else (a user's file) the first instance.
 fn shown_instance<'a>(p: &Params, inst: &'a [LabelledAttention]) -> (&'a [f64], String) {
     let wanted = inst.iter().find(|i| {
-        i.family == AttentionFamily::Gaussian && i.z.len() == p.shown_n && i.scale == p.shown_scale
+        i.family == AttentionFamily::Gaussian
+            && i.z.len() == *p.shown_n
+            && i.scale == *p.shown_scale
     });
     match wanted {
         Some(i) => (
             &i.z,
-            format!("interlacing, n = {}, z = φ({}·g)", i.z.len(), p.shown_scale),
+            format!(
+                "interlacing, n = {}, z = φ({}·g)",
+                i.z.len(),
+                *p.shown_scale
+            ),
         ),
         None => (
             &inst[0].z,
@@ -290,7 +267,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let all = instances
         .instances
         .iter()
-        .map(|i| measure(i, p.fd_step, p.export_spectra))
+        .map(|i| measure(i, *p.fd_step, p.export_spectra))
         .collect::<Result<Vec<_>, _>>()?;
     let mut rep = Report::default();
     let count = all.len();
@@ -301,7 +278,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "claim-jt",
             "claim 1: max |J − Jᵀ|",
             over(&|m| m.dense.asymmetry),
-            c.symmetry_tol,
+            *c.symmetry_tol,
         )
         .note(note("symmetry")),
     );
@@ -310,7 +287,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "claim-psd-lambda",
             "claim 1: PSD, max(0, −λ_min)",
             over(&|m| m.dense.negativity),
-            c.psd_tol,
+            *c.psd_tol,
         )
         .note(note("J ⪰ 0")),
     );
@@ -319,7 +296,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "claim-inf",
             "claim 2: ‖J𝟙‖_∞",
             over(&|m| m.dense.kernel_residual),
-            c.kernel_tol,
+            *c.kernel_tol,
         )
         .note(note("𝟙 spans the kernel")),
     );
@@ -328,7 +305,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "claim-interlacing-lambda-outside",
             "claim 3 + interlacing: λ_{k+1} outside [z̃_k, z̃_{k+1}]",
             over(&|m| m.dense.interlacing_violation),
-            c.interlacing_tol,
+            *c.interlacing_tol,
         )
         .note(note(
             "rank-one interlacing, which contains z̃₁ ≤ λ₂, λ_n ≤ z̃_n (eq. 8), λ₂ ≤ z̃₂ and \
@@ -340,7 +317,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "lambda",
             "λ_n ≤ ½",
             over(&|m| m.dense.lambda_max),
-            0.5 + c.interlacing_tol,
+            0.5 + *c.interlacing_tol,
         )
         .note(note(
             "Gershgorin: row sums 2z_i(1 − z_i) ≤ ½; bound ½ + interlacing_tol",
@@ -352,7 +329,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "tr-sigmalambda-tr",
             "tr J = 1 − ‖z‖²: |Σλ − tr|",
             over(&|m| m.dense.trace_error),
-            c.trace_tol,
+            *c.trace_tol,
         )
         .note(note("1 − ‖z‖² formed as Σ_i z_i Σ_{j≠i} z_j")),
     );
@@ -363,7 +340,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "lambda2-2z1z2",
                 "n = 2: |λ₂ − 2z₁z₂|",
                 stats::max(all.iter().filter_map(|m| m.dense.two_token_error)),
-                c.two_token_tol,
+                *c.two_token_tol,
             )
             .note(format!("eigvalsh, {two} two-token instances")),
         );
@@ -393,7 +370,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "secular-vs-eigvalsh-deltalambda",
             "secular vs eigvalsh: max |Δλ|",
             over(&|m| m.secular_vs_dense),
-            c.secular_vs_dense_tol,
+            *c.secular_vs_dense_tol,
         )
         .note(note(
             "absolute; both are accurate to ~ε·λ_max in absolute terms",
@@ -406,12 +383,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "secular-eigenvalues-vs-closed-forms-rel",
             "secular eigenvalues vs closed forms: max rel. error",
             closed,
-            c.secular_rel_tol,
+            *c.secular_rel_tol,
         )
         .note(format!(
             "dominant token (n = {}, ε ∈ {:?}) and n = 2 (u ∈ {:?}): relative accuracy at any \
              sparsity (§2.8)",
-            p.tail_n, p.tails, p.two_token_gaps
+            *p.tail_n, p.tails, p.two_token_gaps
         )),
     );
     rep.check(
@@ -419,14 +396,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "eq-ij-dphi-fd-phi-ij",
             "eq. 7: max_ij |Dφ_fd − J(φ(w))|_ij / z_i",
             over(&|m| m.eq7),
-            c.eq7_rel_tol,
+            *c.eq7_rel_tol,
         )
         .note(format!(
             "central differences, h = {:e}; row i held to its scale z_i (Dφ = diag(z)(I − 𝟙zᵀ): \
              the factor diag(z) scales row i by z_i); J = diag(z) − zzᵀ with the diagonal \
              z_iΣ_{{j≠i}}z_j; the printed factorization evaluated literally, z_i(δ_ij − z_j), \
              gives {eq7_printed:.2e}: the printed (6)–(7) are right",
-            p.fd_step
+            *p.fd_step
         ))
         .paper_claim(format!(
             "dφ(w)/dw = J(φ(w)) = diag(z)(I_n − 𝟙zᵀ) (eqs. 6–7), evaluated as printed: \
@@ -563,10 +540,10 @@ fn figure((z, caption): (&[f64], String), all: &[Measured]) -> Result<Figure, Ru
 /// Per n in n_min..=n_max: (scales + 1) × draws dense n × n Jacobians with their spectra and
 /// central differences (O(n³) each); every instance's measurements are kept.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let per_n = n(p.draws) * (n(p.scales.len()) + 1.0);
+    let per_n = n(*p.draws) * (n(p.scales.len()) + 1.0);
     // Σ_{k=n_min}^{n_max} k³ in closed form: n_max may be absurd
     let cube_sum = |m: f64| (m * (m + 1.0) / 2.0).powi(2);
-    let cubes = cube_sum(n(p.n_max)) - cube_sum(n(p.n_min) - 1.0);
+    let cubes = cube_sum(n(p.n_max)) - cube_sum(n(*p.n_min) - 1.0);
     Cost::new()
         .work(
             "n_max, draws, scales",
@@ -577,9 +554,9 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         .doubles(
             "n_max, draws, scales",
             "the kept measurements",
-            16.0 * per_n * n(p.n_max.saturating_sub(p.n_min) + 1),
+            16.0 * per_n * n(p.n_max.saturating_sub(*p.n_min) + 1),
         )
-        .dense_hessians("tail_n", n(p.tails.len()), n(p.tail_n), n(p.tail_n))
+        .dense_hessians("tail_n", n(p.tails.len()), n(*p.tail_n), n(*p.tail_n))
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -20,13 +20,14 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::prompt::pl_theory::{f_row_norms_closed_form, f_sigma_min, pl_ratio};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::orth_common::{
-    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, p_model, unit_vec, OrthFiles,
-    A2_TOL,
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, orth_tokens_cost, p_model,
+    unit_vec, OrthFiles, A2_TOL,
 };
 use crate::instance::prompt::OrthInit;
 
@@ -34,18 +35,18 @@ use crate::instance::prompt::OrthInit;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Tokens n and samples N; d = nN (spec: n = 2, N = 5, d = 10).
-    pub tokens: usize,
-    pub samples: usize,
+    pub tokens: AtLeast<2>,
+    pub samples: AtLeast<1>,
     /// v ~ N(0, v_scale² I) and the teacher p_T ~ N(0, teacher_scale² I) (labels y = f(p_T)).
-    pub v_scale: f64,
-    pub teacher_scale: f64,
+    pub v_scale: Positive,
+    pub teacher_scale: Positive,
     /// Random p, uniform in the ball ‖p‖ ≤ radius (spec: 1000 points, radius 5).
-    pub points: usize,
-    pub radius: f64,
+    pub points: AtLeast<1>,
+    pub radius: Positive,
     /// Gaussian tokens instead of C-orth (A2 fails: the closed form of σ_min(F) then fails).
     pub gaussian_tokens: bool,
     /// Logit change of the tight instance on the sample with the smallest row of F.
-    pub tight_shift: f64,
+    pub tight_shift: Positive,
     /// Tokens, v and the teacher (layout `instance::prompt::OrthData`: X, v, p_teacher),
     /// replacing the drawn data (then tokens, samples and gaussian_tokens are not used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,33 +60,21 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// min over p of ½‖∇L‖²/(μ(L − L*)) ≥ 1 − tol, for both constants (spec: rel 1e−10).
-    pub pl_rel_tol: f64,
+    pub pl_rel_tol: Positive,
     /// The tight instance's ratio for mNσ²_min equals 1 to this (rounding).
-    pub tight_rel_tol: f64,
+    pub tight_rel_tol: Positive,
     /// σ_min(F) from the SVD vs (1/N) min_i‖J(z_i)a_i‖ (spec: rel 1e−10).
-    pub closed_form_rel_tol: f64,
+    pub closed_form_rel_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<OrthFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    let d = p.tokens * p.samples;
+    let d = *p.tokens * *p.samples;
     OrthFiles::read(sc, data, init, &["v", "p_teacher"], true, d)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    read_files(p, sc)?;
-    if p.tokens < 2 || p.samples == 0 || p.points == 0 {
-        return Err(sc.invalid("params.tokens", "need n ≥ 2, N ≥ 1 and points ≥ 1"));
-    }
-    sc.require_positive(&[
-        ("params.v_scale", p.v_scale),
-        ("params.teacher_scale", p.teacher_scale),
-        ("params.radius", p.radius),
-        ("params.tight_shift", p.tight_shift),
-        ("checks.pl_rel_tol", c.pl_rel_tol),
-        ("checks.tight_rel_tol", c.tight_rel_tol),
-        ("checks.closed_form_rel_tol", c.closed_form_rel_tol),
-    ])
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc).map(|_| ())
 }
 
 struct Point {
@@ -107,9 +96,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             (tokens, v.to_vec(), pt.to_vec(), Some(a2))
         }
         None => {
-            let data = blocks(p.tokens, p.samples, p.gaussian_tokens, &mut rng);
-            let v = gaussian_vec(&mut rng, data.d, p.v_scale);
-            let p_teacher = gaussian_vec(&mut rng, data.d, p.teacher_scale);
+            let data = blocks(*p.tokens, *p.samples, p.gaussian_tokens, &mut rng);
+            let v = gaussian_vec(&mut rng, data.d, *p.v_scale);
+            let p_teacher = gaussian_vec(&mut rng, data.d, *p.teacher_scale);
             (data, v, p_teacher, None)
         }
     };
@@ -121,10 +110,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let given = files.init();
     let xs: Vec<Vec<f64>> = match given.and_then(|i| i.points.clone()) {
         Some(points) => points,
-        None => (0..p.points)
+        None => (0..*p.points)
             .map(|_| {
                 let dir = unit_vec(&mut rng, d);
-                let r = p.radius * rng.random::<f64>().powf(1.0 / d as f64);
+                let r = *p.radius * rng.random::<f64>().powf(1.0 / d as f64);
                 dir.iter().map(|a| r * a).collect()
             })
             .collect(),
@@ -156,7 +145,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Some(p0) => p0,
         None => {
             let dir = unit_vec(&mut rng, d);
-            dir.iter().map(|a| 0.5 * p.radius * a).collect()
+            dir.iter().map(|a| 0.5 * *p.radius * a).collect()
         }
     };
     let rows = f_row_norms_closed_form(&model, &base, &v);
@@ -166,7 +155,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut shifted = base.clone();
     let keys = data.keys(k);
     for (j, row) in keys.chunks_exact(d).enumerate() {
-        let delta = if j == 0 { p.tight_shift } else { 0.0 };
+        let delta = if j == 0 { *p.tight_shift } else { 0.0 };
         shifted
             .iter_mut()
             .zip(row)
@@ -191,14 +180,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         data.n_tokens,
         data.samples,
         usable.len(),
-        p.radius
+        *p.radius
     );
     rep.check(
         Check::at_least(
             "pl-derived-constant-mnsigma2-mnsigma2",
             "PL with the derived constant mNσ²_min: min ½‖∇L‖²/(mNσ²_min(L − L*))",
             min_ratio / n,
-            1.0 - c.pl_rel_tol,
+            1.0 - *c.pl_rel_tol,
         )
         .note(setting.clone()),
     );
@@ -212,7 +201,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "N = 1 counterexample to the paper's constant: min ½‖∇L‖²/(2mσ²_min(L − L*)) = 1/2",
                 min_ratio / 2.0,
                 0.5,
-                0.5 * c.pl_rel_tol,
+                0.5 * *c.pl_rel_tol,
             )
             .note(setting.clone())
             .paper_claim(format!("{paper_constant}: the ratio would be ≥ 1")),
@@ -223,7 +212,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "pl-paper-constant-2msigma2-2msigma2",
                 "PL with the paper's constant 2mσ²_min: min ½‖∇L‖²/(2mσ²_min(L − L*))",
                 min_ratio / 2.0,
-                1.0 - c.pl_rel_tol,
+                1.0 - *c.pl_rel_tol,
             )
             .note(format!(
                 "conservative by N/2 = {} for N ≥ 2 (for N = 1 the paper's constant is false: \
@@ -236,17 +225,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let tight = "tightness: residual only on the smallest row of F ⇒ ½‖∇L‖²/(mNσ²_min·L) = 1";
     if_a2(&mut rep, user_a2, ("tightness", tight), |rep| {
         rep.check(
-            Check::close("tightness", tight, tight_ratio, 1.0, c.tight_rel_tol).note(format!(
+            Check::close("tightness", tight, tight_ratio, 1.0, *c.tight_rel_tol).note(format!(
                 "labels from p_T = p + K_kᵀ({}, 0, …), k = {k} (the smallest (1/N)‖J(z_k)a_k‖): \
                  mNσ²_min is the best constant",
-                p.tight_shift
+                *p.tight_shift
             )),
         )
     });
     let closed = "A2 closed form: max |(1/N)min_i‖J(z_i)a_i‖ / σ_min(F) − 1|";
     if_a2(&mut rep, user_a2, ("a2-closed-form", closed), |rep| {
         rep.check(
-            Check::at_most("a2-closed-form", closed, closed_err, c.closed_form_rel_tol)
+            Check::at_most("a2-closed-form", closed, closed_err, *c.closed_form_rel_tol)
                 .note("rows of F are orthogonal under A2 (spec §2.2); σ_min(F) from the SVD"),
         )
     });
@@ -315,20 +304,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// The C-orth data (N samples of n tokens in ℝ^{nN}) and at every random p a gradient and the
 /// smallest singular value of F (N × d).
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let d = p.tokens * p.samples;
-    let grad = prompt_grad(p.tokens, d, p.samples);
-    Cost::new()
-        .doubles(
-            "tokens, samples",
-            "the tokens",
-            n(p.samples) * n(p.tokens) * n(d),
-        )
-        .work(
-            "points",
-            "gradients and σ_min(F)",
-            n(p.points),
-            grad + 10.0 * n(p.samples).powi(2) * n(d),
-        )
+    let d = *p.tokens * *p.samples;
+    let grad = prompt_grad(*p.tokens, d, *p.samples);
+    orth_tokens_cost(*p.tokens, *p.samples).work(
+        "points",
+        "gradients and σ_min(F)",
+        n(*p.points),
+        grad + 10.0 * n(*p.samples).powi(2) * n(d),
+    )
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -21,6 +21,7 @@ use crate::models::prompt::Attention;
 use crate::models::prompt::SyntheticDraw;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -31,24 +32,24 @@ use super::hessian_common::{gd_until, kappa};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Token dimension d = n (spec: 20) and samples N (spec: 100).
-    pub d: usize,
-    pub samples: usize,
+    pub d: AtLeast<2>,
+    pub samples: AtLeast<1>,
     /// Teacher scales σ_p (spec: 0.1, 0.5, 1, 1.5).
-    pub sigma_ps: Vec<f64>,
+    pub sigma_ps: NonEmpty<Positive>,
     /// Trials (fresh data, teacher, init) per σ_p (spec: 2 seeds).
-    pub trials: usize,
+    pub trials: AtLeast<1>,
     /// GD step size (spec: 0.1).
-    pub eta: f64,
+    pub eta: Positive,
     /// GD stops once L < loss_floor (spec: 1e−26) or after max_iterations (spec: 2·10⁴).
-    pub loss_floor: f64,
-    pub max_iterations: usize,
+    pub loss_floor: Positive,
+    pub max_iterations: AtLeast<1>,
     /// The tail slope is fitted over window_lo < L < window_hi (spec: 1e−22, 1e−8).
-    pub window_lo: f64,
+    pub window_lo: Positive,
     pub window_hi: f64,
     /// A fit needs at least this many iterations inside the window.
-    pub min_window_points: usize,
+    pub min_window_points: AtLeast<3>,
     /// Every k-th iteration goes to the curve table and the figure.
-    pub record_every: usize,
+    pub record_every: AtLeast<1>,
     /// Tokens and teacher directions per trial (layout `instance::prompt::TeacherData`),
     /// replacing the draw; the trial count and d, n, N are the file's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,44 +64,25 @@ pub struct Params {
 pub struct Checks {
     /// |fitted slope / predicted slope − 1| (spec: < 1%), for the linearization's full
     /// prediction over the window and for the single slowest mode where it dominates.
-    pub slope_rel_tol: f64,
+    pub slope_rel_tol: Positive,
     /// A run counts as asymptotic (single-mode check) when the other modes carry at most this
     /// fraction of the linearized loss at the window's end.
-    pub other_modes_max: f64,
+    pub other_modes_max: Positive,
     /// ‖p_final − p_T‖ (spec: < 1e−6).
-    pub recovery_tol: f64,
+    pub recovery_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    TeacherFiles::read(sc, data, init, p.d, false, false)
+    TeacherFiles::read(sc, data, init, *p.d, false, false)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.d < 2 || p.samples == 0 || p.trials == 0 {
-        return Err(sc.invalid("params.d", "need d ≥ 2, samples ≥ 1, trials ≥ 1"));
-    }
-    if p.sigma_ps.is_empty() || p.sigma_ps.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
-        return Err(sc.invalid("params.sigma_ps", "a non-empty list of positive σ_p"));
-    }
-    if p.window_lo.is_nan() || p.window_lo >= p.window_hi {
+    if *p.window_lo >= p.window_hi {
         return Err(sc.invalid("params.window_lo", "must be below window_hi"));
     }
-    if p.min_window_points < 3 || p.record_every == 0 || p.max_iterations == 0 {
-        return Err(sc.invalid(
-            "params.min_window_points",
-            "need min_window_points ≥ 3, record_every ≥ 1, max_iterations ≥ 1",
-        ));
-    }
-    sc.require_positive(&[
-        ("params.eta", p.eta),
-        ("params.loss_floor", p.loss_floor),
-        ("params.window_lo", p.window_lo),
-        ("checks.slope_rel_tol", c.slope_rel_tol),
-        ("checks.recovery_tol", c.recovery_tol),
-        ("checks.other_modes_max", c.other_modes_max),
-    ])
+    Ok(())
 }
 
 /// One (σ_p, trial) run.
@@ -136,13 +118,13 @@ fn one_run(p: &Params, draw: &SyntheticDraw, sigma_p: f64, trial: usize) -> Resu
     let spec = symmetric_eigen(&h.matrix).map_err(|e| RunError::Other(format!("eigen: {e}")))?;
     let eig = spec.values.clone();
     let (lambda_min, lambda_max) = (eig[0], *eig.last().unwrap());
-    let factors: Vec<f64> = eig.iter().map(|l| (1.0 - p.eta * l).abs()).collect();
+    let factors: Vec<f64> = eig.iter().map(|l| (1.0 - *p.eta * l).abs()).collect();
     let mut order: Vec<usize> = (0..eig.len()).collect();
     order.sort_by(|&a, &b| factors[b].total_cmp(&factors[a]));
     let rho = factors[order[0]];
-    let gd = gd_until(&model, &theta0, p.eta, p.loss_floor, p.max_iterations)?;
+    let gd = gd_until(&model, &theta0, *p.eta, *p.loss_floor, *p.max_iterations)?;
     // the last contiguous stretch of iterations inside the window
-    let inside = |l: f64| l > p.window_lo && l < p.window_hi;
+    let inside = |l: f64| l > *p.window_lo && l < p.window_hi;
     let last = gd.loss.iter().rposition(|&l| inside(l));
     let (fitted, intercept, window) = match last {
         Some(end) => {
@@ -150,7 +132,7 @@ fn one_run(p: &Params, draw: &SyntheticDraw, sigma_p: f64, trial: usize) -> Resu
             while start > 0 && inside(gd.loss[start - 1]) {
                 start -= 1;
             }
-            if end + 1 - start >= p.min_window_points {
+            if end + 1 - start >= *p.min_window_points {
                 let k: Vec<f64> = (start..=end).map(|k| k as f64).collect();
                 let ln: Vec<f64> = gd.loss[start..=end].iter().map(|l| l.ln()).collect();
                 let fit = line_fit(&k, &ln);
@@ -164,7 +146,7 @@ fn one_run(p: &Params, draw: &SyntheticDraw, sigma_p: f64, trial: usize) -> Resu
     // the full linearization from the GD iterate at the window's start (re-run, same bits):
     // L(k) ≈ ½ Σ_j λ_j c_j² (1 − ηλ_j)^{2(k − k0)}, c = Vᵀ(θ_k0 − p_T)
     let (predicted_window, other_modes) = if fitted.is_finite() {
-        let at_start = gd_until(&model, &theta0, p.eta, 0.0, window.0)?;
+        let at_start = gd_until(&model, &theta0, *p.eta, 0.0, window.0)?;
         let e0: Vec<f64> = at_start
             .theta
             .iter()
@@ -213,13 +195,13 @@ fn one_run(p: &Params, draw: &SyntheticDraw, sigma_p: f64, trial: usize) -> Resu
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let trials = files.trials(p.trials);
+    let trials = files.trials(*p.trials);
     let mut runs = Vec::new();
     // the draws at the first σ_p: the instance (the numbers are common to every σ_p)
     let mut first_draws = Vec::with_capacity(trials);
-    for &s in &p.sigma_ps {
+    for s in p.sigma_ps.iter().map(|s| **s) {
         for trial in 0..trials {
-            let draw = files.draw(ctx, p.d, p.samples, s, trial);
+            let draw = files.draw(ctx, *p.d, *p.samples, s, trial);
             runs.push(one_run(p, &draw, s, trial)?);
             if first_draws.len() < trials {
                 first_draws.push(draw);
@@ -235,7 +217,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let asymptotic: Vec<&Run> = runs
         .iter()
-        .filter(|r| r.other_modes <= c.other_modes_max)
+        .filter(|r| r.other_modes <= *c.other_modes_max)
         .collect();
     let slope_err = if asymptotic.is_empty() {
         f64::NAN
@@ -271,7 +253,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "gd-tail-vs-linearization-fitted-slope",
             "GD tail vs the linearization at p_T: |fitted slope of ln L / predicted − 1|",
             window_err,
-            c.slope_rel_tol,
+            *c.slope_rel_tol,
         )
         .note(format!(
             "prediction: ½Σλ_j c_j²(1 − ηλ_j)^{{2k}} from the GD iterate at the window's start, \
@@ -279,8 +261,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              {:e} < L < {:e} ({unfitted} of {} runs never reached it); {}",
             d,
             samples,
-            p.eta,
-            p.window_lo,
+            *p.eta,
+            *p.window_lo,
             p.window_hi,
             runs.len(),
             summary.join("; ")
@@ -291,7 +273,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "gd-tail-vs-slowest-mode-fitted",
             "GD tail vs the slowest mode: |fitted slope / 2 ln max|1 − ηλ(∇²L(p_T))| − 1|",
             slope_err,
-            c.slope_rel_tol,
+            *c.slope_rel_tol,
         )
         .paper_claim(format!(
             "spec item 9: within 1 % for every run; over all runs the worst is {all_single:.2e} — \
@@ -302,7 +284,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              the window's end (asymptotic regime)",
             asymptotic.len(),
             runs.len(),
-            c.other_modes_max
+            *c.other_modes_max
         )),
     );
     rep.check(
@@ -310,19 +292,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "gd-recovers-teacher-final",
             "GD recovers the teacher: max ‖p_final − p_T‖",
             stats::max(runs.iter().map(|r| r.distance)),
-            c.recovery_tol,
+            *c.recovery_tol,
         )
         .note(format!(
             "GD stops at L < {:e} or after {} iterations; iterations used: {:?}",
-            p.loss_floor,
-            p.max_iterations,
+            *p.loss_floor,
+            *p.max_iterations,
             runs.iter().map(|r| r.iterations).collect::<Vec<_>>()
         )),
     );
-    for &s in &p.sigma_ps {
+    for s in p.sigma_ps.iter().map(|s| **s) {
         let of = |f: &dyn Fn(&Run) -> f64| {
             let v: Vec<f64> = runs.iter().filter(|r| r.sigma_p == s).map(f).collect();
-            v.iter().sum::<f64>() / v.len() as f64
+            stats::mean(&v)
         };
         rep.derive(&format!("lambda_min_sigma{s}"), of(&|r| r.lambda_min));
         rep.derive(&format!("lambda_max_sigma{s}"), of(&|r| r.lambda_max));
@@ -368,7 +350,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             r.final_loss.into(),
             r.distance.into(),
         ]);
-        let ks: Vec<usize> = (0..r.loss.len()).step_by(p.record_every).collect();
+        let ks: Vec<usize> = (0..r.loss.len()).step_by(*p.record_every).collect();
         let k: Vec<f64> = ks.iter().map(|&k| k as f64).collect();
         let l: Vec<f64> = ks.iter().map(|&k| r.loss[k]).collect();
         curves.push_columns(&[r.sigma_p.into(), r.trial.into()], &[&k, &l]);
@@ -381,7 +363,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 fn figure(p: &Params, runs: &[Run], d: usize, samples: usize) -> Figure {
     let mut panel = LinePanel::new(
-        format!("GD on p (v = v_T), d = {d}, N = {samples}, η = {}", p.eta),
+        format!("GD on p (v = v_T), d = {d}, N = {samples}, η = {}", *p.eta),
         "iteration k",
         "loss L(p_k)",
     )
@@ -389,7 +371,7 @@ fn figure(p: &Params, runs: &[Run], d: usize, samples: usize) -> Figure {
     .legend(LegendPosition::UpperRight);
     for (color, r) in runs.iter().filter(|r| r.trial == 0).enumerate() {
         let ks: Vec<usize> = (0..r.loss.len())
-            .step_by(p.record_every)
+            .step_by(*p.record_every)
             .chain(std::iter::once(r.loss.len() - 1))
             .collect();
         let x: Vec<f64> = ks.iter().map(|&k| k as f64).collect();
@@ -421,11 +403,11 @@ fn figure(p: &Params, runs: &[Run], d: usize, samples: usize) -> Figure {
 /// Per (σ_p, trial): a synthetic draw, the dense Hessian at p_T and GD for up to
 /// `max_iterations` steps with every loss kept (all runs are kept for the figure).
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let runs = n(p.sigma_ps.len()) * n(p.trials);
-    let grad = prompt_grad(p.d, p.d, p.samples);
-    let iterations = n(p.max_iterations);
-    synthetic_data("samples, d", 1.0, p.d, p.samples)
-        .dense_hessians("sigma_ps, trials, d", runs, n(p.d), 2.0 * grad)
+    let runs = n(p.sigma_ps.len()) * n(*p.trials);
+    let grad = prompt_grad(*p.d, *p.d, *p.samples);
+    let iterations = n(*p.max_iterations);
+    synthetic_data("samples, d", 1.0, *p.d, *p.samples)
+        .dense_hessians("sigma_ps, trials, d", runs, n(*p.d), 2.0 * grad)
         .work(
             "max_iterations, sigma_ps, trials",
             "GD steps",
@@ -439,7 +421,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         )
         .table(
             "max_iterations, record_every",
-            runs * iterations / n(p.record_every),
+            runs * iterations / n(*p.record_every),
             4.0,
         )
 }

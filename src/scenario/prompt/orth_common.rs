@@ -14,6 +14,7 @@ use crate::instance::prompt::{OrthData, OrthInit};
 use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::prompt::data::{labelled, orthogonal_blocks, PromptData};
 use crate::models::prompt::{Attention, PromptModel, Trained};
+use crate::scenario::cost::{n, Cost};
 use crate::scenario::{InputError, Report, Scenario};
 
 use super::common::file_error;
@@ -161,6 +162,16 @@ pub fn blocks(n_tokens: usize, samples: usize, gaussian: bool, rng: &mut impl Rn
     } else {
         orthogonal_blocks(n_tokens, samples, rng)
     }
+}
+
+/// The cost of the tokens of [`blocks`] (N·n·nN doubles).
+pub fn orth_tokens_cost(tokens: usize, samples: usize) -> Cost {
+    let d = tokens * samples;
+    Cost::new().doubles(
+        "tokens, samples",
+        "the tokens",
+        n(samples) * n(tokens) * n(d),
+    )
 }
 
 pub fn gaussian_vec(rng: &mut impl Rng, len: usize, scale: f64) -> Vec<f64> {

@@ -17,17 +17,20 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::common::prompt_grad;
+use super::params::Open01;
 use crate::flow::{GradientFlow, Method, OdeConfig};
 use crate::models::prompt::data::labelled;
 use crate::models::prompt::pl_theory::{c_sigma, f_sigma_min, Reading, Thm1Inputs};
 use crate::models::prompt::{Attention, PromptModel, Trained};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::orth_common::{
-    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, unit_vec, OrthFiles, A2_TOL,
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, orth_tokens_cost, unit_vec,
+    OrthFiles, A2_TOL,
 };
 use crate::instance::prompt::OrthInit;
 
@@ -45,15 +48,15 @@ pub enum Labels {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// n, N (d = nN; spec: n = 2, N = 5, d = 10).
-    pub tokens: usize,
-    pub samples: usize,
+    pub tokens: AtLeast<2>,
+    pub samples: AtLeast<1>,
     /// α sweep (spec: 1, 10, 1e2, 1e3, 1e4).
     pub alphas: Vec<f64>,
     /// c₁, c₂ (spec: 0.5, 1).
-    pub c1: f64,
+    pub c1: Open01,
     pub c2: f64,
     /// Teacher p_T ~ N(0, teacher_scale² I) at v = u (α = 1); student p₀ ~ N(0, I/d).
-    pub teacher_scale: f64,
+    pub teacher_scale: Positive,
     pub labels: Labels,
     /// Tokens, unit direction u and teacher (layout `instance::prompt::OrthData`: X, u,
     /// p_teacher), replacing the drawn data (then tokens and samples are not used).
@@ -68,7 +71,7 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// |q(α_max)/q(α_prev) − 1| ≤ tol for q = L₀/α² and margin/α (convergence of the scaling).
-    pub scaling_rel_tol: f64,
+    pub scaling_rel_tol: Positive,
     /// Number of α with a positive margin, per reading, must be ≤ this (the instance's
     /// counterexample: 0).
     pub max_positive: usize,
@@ -76,25 +79,19 @@ pub struct Checks {
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<OrthFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    let d = p.tokens * p.samples;
+    let d = *p.tokens * *p.samples;
     OrthFiles::read(sc, data, init, &["u", "p_teacher"], false, d)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.tokens < 2 || p.samples == 0 {
-        return Err(sc.invalid("params.tokens", "need n ≥ 2 and N ≥ 1"));
-    }
     if p.alphas.len() < 3 || p.alphas.windows(2).any(|w| !(w[1] > w[0] && w[0] > 0.0)) {
         return Err(sc.invalid("params.alphas", "need ≥ 3 increasing positive α"));
     }
-    if !(p.c1 > 0.0 && p.c1 < 1.0 && p.c2 > 0.0 && p.c2 < 2.0f64.min(1.0 / p.c1)) {
-        return Err(sc.invalid("params.c1", "need 0 < c₁ < 1 and 0 < c₂ < min(2, 1/c₁)"));
+    if !(p.c2 > 0.0 && p.c2 < 2.0f64.min(1.0 / *p.c1)) {
+        return Err(sc.invalid("params.c2", "need 0 < c₂ < min(2, 1/c₁)"));
     }
-    sc.require_positive(&[
-        ("params.teacher_scale", p.teacher_scale),
-        ("checks.scaling_rel_tol", c.scaling_rel_tol),
-    ])
+    Ok(())
 }
 
 struct Row {
@@ -117,17 +114,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             (tokens, u, pt, Some(a2))
         }
         None => {
-            let data = blocks(p.tokens, p.samples, false, &mut rng);
+            let data = blocks(*p.tokens, *p.samples, false, &mut rng);
             let u = unit_vec(&mut rng, data.d);
-            let pt = gaussian_vec(&mut rng, data.d, p.teacher_scale);
+            let pt = gaussian_vec(&mut rng, data.d, *p.teacher_scale);
             (data, u, pt, None)
         }
     };
     let d = data.d;
-    let p0 = match files.init().and_then(|i| i.p0.clone()) {
-        Some(p0) => p0,
-        None => gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt()),
-    };
+    let p0 = (files.init().and_then(|i| i.p0.clone()))
+        .unwrap_or_else(|| gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt()));
     let teacher_labels = labelled(data.clone(), Attention::Softmax, &p_teacher, &u).y;
     let at_one = PromptModel::new(data.clone(), Attention::Softmax, Trained::PV).outputs(&p0, &u);
     let residual: Vec<f64> = at_one
@@ -160,7 +155,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             v_norm: norm(&v),
             p0_norm: norm(&p0),
             sigma_min_f0: sigma0,
-            c1: p.c1,
+            c1: *p.c1,
             c2: p.c2,
             m: 1.0,
             ell_smooth: 1.0,
@@ -192,7 +187,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "l0-alpha2-converges-l0-theta-alpha2",
             "L₀/α² converges (L₀ = Θ(α²) with fixed labels): relative change over the last α step",
             loss_change,
-            c.scaling_rel_tol,
+            *c.scaling_rel_tol,
         )
         .note(format!(
             "L₀ = {:.4e} at α = {}, {:.4e} at α = {}",
@@ -216,7 +211,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             Check::at_most(
                 &format!("margin-alpha-converges-relative-change-over.{}", reading.name()), &format!("{}: margin/α converges (relative change over the last α step)", reading.name()),
                 conv,
-                c.scaling_rel_tol,
+                *c.scaling_rel_tol,
             )
             .note(format!(
                 "margin/α = {:.4} at α = {} → {limit:.4} at α = {} (σ_min(F(p₀))/α = {:.4}, γ/α = {:.4}, √(μ/2m)/α = {:.3e})",
@@ -283,7 +278,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             },
             data.samples,
             p.labels,
-            p.c1,
+            *p.c1,
             p.c2
         ),
         "α = ‖v‖",
@@ -344,20 +339,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// The C-orth data and, per α, the constants of Proposition 1 from a few gradients and a
 /// singular value decomposition of F (N × d).
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let d = p.tokens * p.samples;
-    let grad = prompt_grad(p.tokens, d, p.samples);
-    Cost::new()
-        .doubles(
-            "tokens, samples",
-            "the tokens",
-            n(p.samples) * n(p.tokens) * n(d),
-        )
-        .work(
-            "alphas",
-            "constants per α",
-            n(p.alphas.len()),
-            10.0 * grad + 10.0 * n(p.samples).powi(2) * n(d),
-        )
+    let d = *p.tokens * *p.samples;
+    let grad = prompt_grad(*p.tokens, d, *p.samples);
+    orth_tokens_cost(*p.tokens, *p.samples).work(
+        "alphas",
+        "constants per α",
+        n(p.alphas.len()),
+        10.0 * grad + 10.0 * n(*p.samples).powi(2) * n(d),
+    )
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

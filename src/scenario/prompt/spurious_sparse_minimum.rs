@@ -20,11 +20,13 @@ use serde::{Deserialize, Serialize};
 use super::common::{
     prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
+use super::params::AboveOne;
 use crate::analysis::stationary::{find_stationary, NewtonOptions, StationaryPoint, Target};
 use crate::flow::{integrate_flow, norm, Method, OdeConfig, TimeGrid, Trajectory};
 use crate::models::prompt::Attention;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -35,20 +37,20 @@ use super::hessian_common::{hessian_eigenvalues, kappa};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// d = n (spec: 20), N (spec: 100), teacher scale σ_p (spec: 1).
-    pub d: usize,
-    pub samples: usize,
-    pub sigma_p: f64,
+    pub d: AtLeast<2>,
+    pub samples: AtLeast<1>,
+    pub sigma_p: Positive,
     /// Which trial of the synthetic data (a run that stalls; see the TOML).
     pub trial: usize,
     /// Horizon of the (p, v) gradient flow (spec: 10⁶) and number of log-spaced samples.
-    pub t_end: f64,
-    pub samples_t: usize,
+    pub t_end: AboveOne,
+    pub samples_t: AtLeast<2>,
     /// Newton polish: stop at ‖∇L‖ ≤ grad_tol (spec: 1e−12) or after max_newton steps.
-    pub grad_tol: f64,
-    pub max_newton: usize,
+    pub grad_tol: Positive,
+    pub max_newton: AtLeast<1>,
     /// The independent minimum θ*_s: Newton from the last sampled flow state at
     /// t ≤ min(newton_from_t, t_end/10) (a time before the flow has converged, never its end).
-    pub newton_from_t: f64,
+    pub newton_from_t: Positive,
     /// One trial's tokens and teacher directions (layout `instance::prompt::TeacherData`),
     /// replacing the draw of `trial`; d, n, N are the file's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,66 +64,47 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// ‖∇L‖ at the polished point (spec: < 1e−10).
-    pub grad_max: f64,
+    pub grad_max: Positive,
     /// λ_min/λ_max of the Hessian there: > 0 beyond rounding (strict local minimum).
-    pub min_eig_rel: f64,
+    pub min_eig_rel: Positive,
     /// Loss at the spurious minimum (spec: > 0.1) and the teacher's (0 up to rounding).
-    pub loss_min: f64,
-    pub teacher_loss_max: f64,
+    pub loss_min: Positive,
+    pub teacher_loss_max: Positive,
     /// Geometric-mean log10 R at the minimum (spec: > 10).
     pub log10_r_min: f64,
     /// The flow's end point is the independently located minimum: ‖θ(t_end) − θ*_s‖ / ‖θ*_s‖
     /// (the solver's accuracy, rtol 1e−8, times a margin).
-    pub flow_end_rel_max: f64,
+    pub flow_end_rel_max: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    TeacherFiles::read(sc, data, init, p.d, true, true)
+    TeacherFiles::read(sc, data, init, *p.d, true, true)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    read_files(p, sc)?;
-    if p.d < 2 || p.samples == 0 {
-        return Err(sc.invalid("params.d", "need d ≥ 2 and samples ≥ 1"));
-    }
-    if p.samples_t < 2 || p.max_newton == 0 {
-        return Err(sc.invalid("params.samples_t", "need samples_t ≥ 2 and max_newton ≥ 1"));
-    }
-    if p.t_end.is_nan() || p.t_end <= 1.0 {
-        return Err(sc.invalid("params.t_end", "must exceed 1"));
-    }
-    sc.require_positive(&[
-        ("params.sigma_p", p.sigma_p),
-        ("params.grad_tol", p.grad_tol),
-        ("params.newton_from_t", p.newton_from_t),
-        ("checks.grad_max", c.grad_max),
-        ("checks.min_eig_rel", c.min_eig_rel),
-        ("checks.loss_min", c.loss_min),
-        ("checks.teacher_loss_max", c.teacher_loss_max),
-        ("checks.flow_end_rel_max", c.flow_end_rel_max),
-    ])
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    read_files(p, sc).map(|_| ())
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let draw = files.draw(ctx, p.d, p.samples, p.sigma_p, p.trial);
+    let draw = files.draw(ctx, *p.d, *p.samples, *p.sigma_p, p.trial);
     let (d, samples) = (draw.data.d, draw.data.samples);
     let (model, theta0) = student(&draw, Attention::Softmax, TrainName::Pv);
     let teacher = teacher_state(&model, &draw);
     let cfg = ctx.ode;
     let times = TimeGrid::Log {
         t_first: 1e-2,
-        t1: p.t_end,
-        n: p.samples_t,
+        t1: *p.t_end,
+        n: *p.samples_t,
     }
     .times();
     let traj = integrate_flow(&model, &theta0, &times, &cfg)?;
     let end = traj.last_state().to_vec();
     let options = NewtonOptions {
         target: Target::Minimum,
-        grad_tol: p.grad_tol,
-        max_iterations: p.max_newton,
+        grad_tol: *p.grad_tol,
+        max_iterations: *p.max_newton,
         zero_rel_tol: 1e-14,
     };
     let polish = |from: &[f64]| match find_stationary(&model, from, &options) {
@@ -131,10 +114,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     let point = polish(&end)?;
     // the independent minimum: Newton from the last sample at t ≤ min(newton_from_t, t_end/10)
-    let t_s = p.newton_from_t.min(0.1 * p.t_end);
+    let t_s = p.newton_from_t.min(0.1 * *p.t_end);
     let k_s = traj.t.iter().rposition(|&t| t <= t_s).unwrap_or(0);
     let indep = polish(traj.state(k_s))?;
-    let stall = Stall::measure(&traj, k_s, &indep, c.flow_end_rel_max);
+    let stall = Stall::measure(&traj, k_s, &indep, *c.flow_end_rel_max);
     let eig = point.hessian_eigenvalues.clone();
     let eig_teacher = hessian_eigenvalues(&model, &teacher)?;
     let (lmin, lmax) = (eig[0], *eig.last().unwrap());
@@ -149,18 +132,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "d = {}, N = {}, σ_p = {}, trial {}, (p, v) flow by {} (rtol {:e}) to t = {:e}",
         d,
         samples,
-        p.sigma_p,
+        *p.sigma_p,
         p.trial,
         cfg.method.name(),
         cfg.rtol,
-        p.t_end
+        *p.t_end
     );
     rep.check(
         Check::at_most(
             "stationary-after-newton-polish",
             "stationary: ‖∇L‖ after the Newton polish",
             point.grad_norm,
-            c.grad_max,
+            *c.grad_max,
         )
         .note(format!(
             "{} Newton steps on the exact Hessian from the flow's end point (‖∇L‖ = {:.2e} \
@@ -173,7 +156,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_least(
             "strict-local-minimum-lambda-lambda-2l", "strict local minimum: λ_min/λ_max of ∇²L",
             lmin / lmax,
-            c.min_eig_rel,
+            *c.min_eig_rel,
         )
         .note(format!(
             "{} eigenvalues of the (p, v) Hessian: λ_min = {:.3e}, λ₂ = {:.3e}, λ_max = {:.3}, κ = \
@@ -196,7 +179,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "spurious-loss-minimum",
             "spurious: loss at the minimum",
             point.loss,
-            c.loss_min,
+            *c.loss_min,
         )
         .note(format!(
             "global minimum 0 (realizable teacher); ‖θ* − θ_T‖ = {:.3}; [proto] 1.360409",
@@ -208,7 +191,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "teacher-loss",
             "teacher loss",
             teacher_loss,
-            c.teacher_loss_max,
+            *c.teacher_loss_max,
         )
         .note("the labels are the teacher's outputs: L(p_T, v_T) = 0 up to rounding"),
     );
@@ -234,7 +217,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "stalled-at-independent-minimum",
             "the flow stalled at an independently located minimum: ‖θ(t_end) − θ*_s‖/‖θ*_s‖",
             stall.end_rel,
-            c.flow_end_rel_max,
+            *c.flow_end_rel_max,
         )
         .note(format!(
             "θ*_s: {} Newton steps from θ(t = {:.4e}) (‖θ(t) − θ*_s‖/‖θ*_s‖ = {:.3e} there, \
@@ -304,7 +287,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let idx: Vec<f64> = (1..=eig.len()).map(|k| k as f64).collect();
     let spectrum = LinePanel::new(
-        format!("Hessian spectrum, (p, v), d = {d}, σ_p = {}", p.sigma_p),
+        format!("Hessian spectrum, (p, v), d = {d}, σ_p = {}", *p.sigma_p),
         "eigenvalue index k",
         "λ_k(∇²L)",
     )
@@ -338,7 +321,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ))
         .series(Series::theory(
             "polished minimum",
-            vec![traj.t[1], p.t_end],
+            vec![traj.t[1], *p.t_end],
             vec![point.loss; 2],
         ));
     rep.figure = Some(
@@ -413,14 +396,14 @@ impl Stall {
 /// A synthetic draw, one (p, v) flow (dimension 2d) keeping `samples_t` states, two Newton
 /// solves on the exact Hessian and two dense spectra.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let dim = 2.0 * n(p.d);
-    let grad = prompt_grad(p.d, p.d, p.samples);
-    synthetic_data("samples, d", 1.0, p.d, p.samples)
+    let dim = 2.0 * n(*p.d);
+    let grad = prompt_grad(*p.d, *p.d, *p.samples);
+    synthetic_data("samples, d", 1.0, *p.d, *p.samples)
         .ode("d, samples", 1.0, dim, grad, ctx.ode.method)
-        .records("samples_t, d", 1.0, n(p.samples_t), dim)
+        .records("samples_t, d", 1.0, n(*p.samples_t), dim)
         .dense_hessians(
             "max_newton, d",
-            2.0 * n(p.max_newton) + 2.0,
+            2.0 * n(*p.max_newton) + 2.0,
             dim,
             2.0 * grad,
         )

@@ -21,11 +21,13 @@ use serde::{Deserialize, Serialize};
 use super::common::{
     prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
+use super::params::Open01;
 use crate::analysis::fit::{line_fit, log_slope_fit, Window};
 use crate::flow::{integrate, Descent, Events, FlowError, GradientFlow, Method, OdeConfig};
 use crate::models::prompt::{Attention, SyntheticDraw};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost as SizeCost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -36,25 +38,25 @@ use super::hessian_common::{gd_until, hessian_eigenvalues};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// d = n (spec: 20), N (spec: 100), trial of the synthetic data (spec: seed 0).
-    pub d: usize,
-    pub samples: usize,
+    pub d: AtLeast<2>,
+    pub samples: AtLeast<1>,
     pub trial: usize,
     /// Teacher scales σ_p; κ(∇²L(p_T)) grows with σ_p beyond ≈ 0.5.
-    pub sigma_ps: Vec<f64>,
+    pub sigma_ps: NonEmpty<Positive>,
     /// Every solver stops at the first L < loss_tol (spec's time-to-tolerance event: 1e−12) …
-    pub loss_tol: f64,
+    pub loss_tol: Positive,
     /// … or at t = horizon_factor/λ_min (then it did not converge).
-    pub horizon_factor: f64,
+    pub horizon_factor: Positive,
     /// Tolerances of the adaptive solvers (spec [proto]: rtol 1e−6, atol 1e−9).
-    pub rtol: f64,
-    pub atol: f64,
+    pub rtol: Open01,
+    pub atol: Positive,
     /// Implicit methods (exact HVP Jacobian).
-    pub implicit: Vec<Method>,
+    pub implicit: NonEmpty<Method>,
     /// Step cap of the explicit Tsit45 run (beyond it the run is recorded as capped).
-    pub explicit_max_steps: usize,
+    pub explicit_max_steps: AtLeast<1>,
     /// GD step η = gd_step_factor/λ_max(∇²L(p_T)) (stable below 2), and its iteration cap.
     pub gd_step_factor: f64,
-    pub gd_max_iterations: usize,
+    pub gd_max_iterations: AtLeast<1>,
     /// One trial's tokens and teacher directions (layout `instance::prompt::TeacherData`),
     /// replacing the draw; d, n, N are the file's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,37 +70,34 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Log–log slope of explicit RHS evaluations vs κ (theory 1, spec §7.2).
-    pub explicit_slope_min: f64,
+    pub explicit_slope_min: Positive,
     /// Log–log slope of GD iterations vs κ (theory 1).
-    pub gd_slope_min: f64,
+    pub gd_slope_min: Positive,
     /// Log–log slope of the implicit cost (RHS + HVP) vs κ (theory: O(log κ), sub-linear).
-    pub implicit_slope_max: f64,
+    pub implicit_slope_max: Positive,
     /// Explicit slope minus each implicit slope (explicit ∝ κ, implicit ~ log κ).
-    pub slope_gap_min: f64,
+    pub slope_gap_min: Positive,
     /// GD's tail: the fitted slope of ln L_k on loss_tol ≤ L_k ≤ gd_rate_window·loss_tol vs the
     /// linearization at p_T, 2 ln max_k|1 − ηλ_k| (= 2 ln(1 − f/κ) at η = f/λ_max, f ≤ 1):
     /// max over σ_p of |slope/predicted − 1|.
-    pub gd_rate_rel_tol: f64,
-    pub gd_rate_window: f64,
+    pub gd_rate_rel_tol: Positive,
+    pub gd_rate_window: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    TeacherFiles::read(sc, data, init, p.d, false, true)
+    TeacherFiles::read(sc, data, init, *p.d, false, true)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.d < 2 || p.samples == 0 {
-        return Err(sc.invalid("params.d", "need d ≥ 2 and samples ≥ 1"));
-    }
-    if p.sigma_ps.len() < 2 || p.sigma_ps.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
+    if p.sigma_ps.len() < 2 {
         return Err(sc.invalid(
             "params.sigma_ps",
             "at least two positive σ_p (a slope needs two)",
         ));
     }
-    if p.implicit.is_empty() || p.implicit.iter().any(|m| !m.is_implicit()) {
+    if p.implicit.iter().any(|m| !m.is_implicit()) {
         return Err(sc.invalid("params.implicit", "a non-empty list of implicit methods"));
     }
     if !(p.gd_step_factor > 0.0 && p.gd_step_factor < 2.0) {
@@ -107,23 +106,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "GD is stable for η·λ_max in (0, 2)",
         ));
     }
-    if p.explicit_max_steps == 0 || p.gd_max_iterations == 0 {
-        return Err(sc.invalid("params.explicit_max_steps", "caps must be ≥ 1"));
-    }
-    if !(p.rtol > 0.0 && p.rtol < 1.0) {
-        return Err(sc.invalid("params.rtol", "must lie in (0, 1)"));
-    }
-    sc.require_positive(&[
-        ("params.loss_tol", p.loss_tol),
-        ("params.horizon_factor", p.horizon_factor),
-        ("params.atol", p.atol),
-        ("checks.explicit_slope_min", c.explicit_slope_min),
-        ("checks.gd_slope_min", c.gd_slope_min),
-        ("checks.implicit_slope_max", c.implicit_slope_max),
-        ("checks.slope_gap_min", c.slope_gap_min),
-        ("checks.gd_rate_rel_tol", c.gd_rate_rel_tol),
-        ("checks.gd_rate_window", c.gd_rate_window),
-    ])
+    Ok(())
 }
 
 /// One solver's work to L < tol at one σ_p.
@@ -166,7 +149,7 @@ fn one_point(
     let (model, theta0) = student(draw, Attention::Softmax, TrainName::P);
     let eig = hessian_eigenvalues(&model, &teacher_state(&model, draw))?;
     let (lambda_min, lambda_max) = (eig[0], *eig.last().unwrap());
-    let t_end = p.horizon_factor / lambda_min;
+    let t_end = *p.horizon_factor / lambda_min;
     let ln_tol = p.loss_tol.ln();
     let func = |_t: f64, z: &[f64], g: &mut [f64]| g[0] = model.loss(z).ln() - ln_tol;
     let events = Events {
@@ -182,9 +165,9 @@ fn one_point(
         .chain(std::iter::once(Method::Tsit45))
         .collect();
     for m in methods {
-        let mut cfg = OdeConfig::new(m, p.rtol, p.atol);
+        let mut cfg = OdeConfig::new(m, *p.rtol, *p.atol);
         if !m.is_implicit() {
-            cfg.max_steps = p.explicit_max_steps;
+            cfg.max_steps = *p.explicit_max_steps;
         }
         match integrate(
             &Descent(&model),
@@ -210,7 +193,7 @@ fn one_point(
                 t_reached, reason, ..
             }) if !m.is_implicit() && reason.contains("maximum") => costs.push(Cost {
                 solver: m.name().into(),
-                steps: p.explicit_max_steps,
+                steps: *p.explicit_max_steps,
                 rhs: 0,
                 hvp: 0,
                 lu: 0,
@@ -227,11 +210,11 @@ fn one_point(
         }
     }
     let eta = p.gd_step_factor / lambda_max;
-    let gd = gd_until(&model, &theta0, eta, p.loss_tol, p.gd_max_iterations)?;
+    let gd = gd_until(&model, &theta0, eta, *p.loss_tol, *p.gd_max_iterations)?;
     let iters: Vec<f64> = (0..gd.loss.len()).map(|k| k as f64).collect();
     let window = Window::Value {
-        low: p.loss_tol,
-        high: c.gd_rate_window * p.loss_tol,
+        low: *p.loss_tol,
+        high: *c.gd_rate_window * *p.loss_tol,
     };
     // too few tail points (GD stopped before the window): NaN, which fails the check
     let gd_slope = log_slope_fit(&iters, &gd.loss, window).map_or(f64::NAN, |f| f.slope);
@@ -244,7 +227,7 @@ fn one_point(
         lu: 0,
         t: gd.iterations as f64 * eta,
         final_loss: *gd.loss.last().unwrap(),
-        capped: gd.iterations >= p.gd_max_iterations,
+        capped: gd.iterations >= *p.gd_max_iterations,
     });
     Ok(Point {
         sigma_p,
@@ -277,13 +260,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let draws: Vec<SyntheticDraw> = p
         .sigma_ps
         .iter()
-        .map(|&s| files.draw(ctx, p.d, p.samples, s, p.trial))
+        .map(|&s| files.draw(ctx, *p.d, *p.samples, *s, p.trial))
         .collect();
     let points: Vec<Point> = p
         .sigma_ps
         .iter()
         .zip(&draws)
-        .map(|(&s, draw)| one_point(p, c, draw, s))
+        .map(|(&s, draw)| one_point(p, c, draw, *s))
         .collect::<Result<_, _>>()?;
     let mut rep = Report::default();
     let kappas: Vec<String> = points
@@ -311,12 +294,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "explicit-tsit45-log-log-slope-rhs",
             "explicit Tsit45: log–log slope of RHS evaluations vs κ",
             s_exp,
-            c.explicit_slope_min,
+            *c.explicit_slope_min,
         )
         .note(format!(
             "theory 1 (step pinned at ≈ 3.3/λ_max over a horizon ∝ 1/λ_min); {n_exp} uncapped \
              points (cap {} steps); RHS: {}; {kappas}",
-            p.explicit_max_steps,
+            *p.explicit_max_steps,
             costs_of("tsit45")
         )),
     );
@@ -326,7 +309,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "gd-log-log-slope-iterations-vs",
             "GD: log–log slope of iterations vs κ",
             s_gd,
-            c.gd_slope_min,
+            *c.gd_slope_min,
         )
         .note(format!(
             "η = {}/λ_max(∇²L(p_T)); theory 1 (ln(1/tol)/(ηλ_min) iterations); {n_gd} points; \
@@ -335,7 +318,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             costs_of("gd")
         )),
     );
-    for m in &p.implicit {
+    for m in p.implicit.iter() {
         let (s_imp, n_imp) = slope(&points, m.name());
         rep.check(
             Check::at_most(
@@ -344,7 +327,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     m.name()
                 ),
                 s_imp,
-                c.implicit_slope_max,
+                *c.implicit_slope_max,
             )
             .note(format!(
                 "exact-HVP Jacobian (one HVP per column, counted); accuracy-limited steps, O(log T) \
@@ -361,7 +344,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     m.name()
                 ),
                 s_exp - s_imp,
-                c.slope_gap_min,
+                *c.slope_gap_min,
             )
             .note("theory ≈ 1 − 1/ln κ: explicit work ∝ κ, implicit ∝ log κ"),
         );
@@ -372,7 +355,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         q.costs
             .iter()
             .filter(|c| !c.capped)
-            .map(|c| c.final_loss / p.loss_tol)
+            .map(|c| c.final_loss / *p.loss_tol)
     }));
     rep.derive("max_final_loss_over_tol", reached);
     let rate_err = stats::max(
@@ -394,15 +377,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "gd-tail-rate",
             "GD tail vs the linearization at p_T: max |slope of ln L_k / 2 ln max|1 − ηλ_k| − 1|",
             rate_err,
-            c.gd_rate_rel_tol,
+            *c.gd_rate_rel_tol,
         )
         .note(format!(
             "η = {}/λ_max, so the slowest mode contracts by (1 − {}/κ)² per step: the ∝ κ \
              iteration count; slope fitted on {:e} ≤ L_k ≤ {:e}; {}",
             p.gd_step_factor,
             p.gd_step_factor,
-            p.loss_tol,
-            c.gd_rate_window * p.loss_tol,
+            *p.loss_tol,
+            *c.gd_rate_window * *p.loss_tol,
             per_sigma.join("; ")
         )),
     );
@@ -463,7 +446,7 @@ fn figure(p: &Params, (d, samples): (usize, usize), points: &[Point]) -> Figure 
     let mut panel = LinePanel::new(
         format!(
             "d = {d}, N = {samples}, p only, trial {}: L < {:e}",
-            p.trial, p.loss_tol
+            p.trial, *p.loss_tol
         ),
         "stiffness κ = λ_max/λ_min of ∇²L(p_T)",
         "evaluations (gradients + HVPs)",
@@ -506,26 +489,30 @@ fn figure(p: &Params, (d, samples): (usize, usize), points: &[Point]) -> Figure 
 /// `explicit_max_steps` steps and GD for up to `gd_max_iterations` (every loss kept).
 fn cost(p: &Params, _: &RunContext) -> SizeCost {
     let runs = n(p.sigma_ps.len());
-    let (dim, grad) = (n(p.d), prompt_grad(p.d, p.d, p.samples));
+    let (dim, grad) = (n(*p.d), prompt_grad(*p.d, *p.d, *p.samples));
     let implicit = p.implicit.iter().fold(SizeCost::new(), |c, &m| {
         c.ode("d, samples", runs, dim, grad, m)
     });
-    synthetic_data("samples, d", 1.0, p.d, p.samples)
+    synthetic_data("samples, d", 1.0, *p.d, *p.samples)
         .dense_hessians("sigma_ps, d", runs, dim, 2.0 * grad)
         .and(implicit)
         .work(
             "explicit_max_steps",
             "Tsit45 steps",
-            runs * 6.0 * n(p.explicit_max_steps),
+            runs * 6.0 * n(*p.explicit_max_steps),
             grad,
         )
         .work(
             "gd_max_iterations",
             "GD steps",
-            runs * n(p.gd_max_iterations),
+            runs * n(*p.gd_max_iterations),
             2.0 * grad,
         )
-        .doubles("gd_max_iterations", "the GD losses", n(p.gd_max_iterations))
+        .doubles(
+            "gd_max_iterations",
+            "the GD losses",
+            n(*p.gd_max_iterations),
+        )
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

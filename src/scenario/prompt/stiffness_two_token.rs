@@ -15,11 +15,13 @@ use std::cell::Cell;
 
 use serde::{Deserialize, Serialize};
 
+use super::params::AboveOne;
 use crate::analysis::fit::line_fit;
 use crate::flow::{integrate, FlowError, Method, OdeConfig, VectorField};
 use crate::models::prompt::two_token::{s_star_from_ratio, stiffness_ratio, TwoToken};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -28,27 +30,27 @@ use crate::stats;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Equilibrium ratio of the fast sample (spec: 2, not 1, so that u₁* ≠ 0 in floating point).
-    pub r1: f64,
+    pub r1: AboveOne,
     /// Equilibrium ratios of the slow sample (spec: 10, 1e2, 1e3, 1e4).
     pub r2s: Vec<f64>,
     /// δ = a₁ − a₂ of both samples and N (spec: δ = 1, N = 2, so c = 2δ²/N = 1).
-    pub delta: f64,
-    pub samples: usize,
+    pub delta: Positive,
+    pub samples: AtLeast<1>,
     /// Horizon T = horizon_factor/λ_slow (spec: 25).
-    pub horizon_factor: f64,
+    pub horizon_factor: Positive,
     /// Initial logit differences (spec: u(0) = 0).
     pub u0: f64,
     /// Integrators (implicit ones with the exact Jacobian) and their tolerances (spec: rtol
     /// 1e−8, atol 1e−10).
-    pub methods: Vec<Method>,
+    pub methods: NonEmpty<Method>,
     pub rtol: f64,
     pub atol: f64,
     /// Step cap of the explicit integrator (spec: 5e6; lowered for the run budget).
-    pub explicit_max_steps: usize,
+    pub explicit_max_steps: AtLeast<1>,
     /// GD: η = gd_factor/λ_max (spec: 1.9), run until ‖u − u*‖∞ ≤ gd_tol or gd_max_iters.
     pub gd_factor: f64,
-    pub gd_tol: f64,
-    pub gd_max_iters: usize,
+    pub gd_tol: Positive,
+    pub gd_max_iters: AtLeast<1>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,7 +58,7 @@ pub struct Params {
 pub struct Checks {
     /// Every implicit method: rhs evaluations at the largest κ ≤ this × at the smallest (spec:
     /// BDF at R₂ = 1e3 ≤ 4 × BDF at R₂ = 10).
-    pub implicit_growth_max: f64,
+    pub implicit_growth_max: Positive,
     /// Every implicit method: log–log slope of rhs evaluations vs κ ≤ this (theory ≈ 0).
     pub implicit_slope_max: f64,
     /// Tsit45 steps vs κ over the uncapped runs with κ ≥ stiff_kappa: log–log slope in [lo, hi]
@@ -68,24 +70,18 @@ pub struct Checks {
     pub gd_slope_hi: f64,
     pub stiff_kappa: f64,
     /// For κ ≥ advantage_kappa, Tsit45 rhs evaluations ≥ this × BDF's (spec: 10× at κ ≥ 1e3).
-    pub advantage_min: f64,
+    pub advantage_min: Positive,
     pub advantage_kappa: f64,
     /// Every uncapped integration ends with ‖u(T) − u*‖∞ ≤ this (spec: 1e−6).
-    pub final_error_max: f64,
+    pub final_error_max: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if !(p.r1 > 1.0 && p.r1.is_finite()) {
-        return Err(sc.invalid("params.r1", "need R₁ > 1"));
-    }
-    if p.r2s.len() < 2 || p.r2s.iter().any(|&r| !(r > p.r1 && r.is_finite())) {
+    if p.r2s.len() < 2 || p.r2s.iter().any(|&r| r <= *p.r1) {
         return Err(sc.invalid("params.r2s", "need at least 2 ratios R₂ > R₁"));
     }
     if p.r2s.windows(2).any(|w| w[1] <= w[0]) {
         return Err(sc.invalid("params.r2s", "must increase"));
-    }
-    if p.methods.is_empty() {
-        return Err(sc.invalid("params.methods", "need at least one integrator"));
     }
     if !p.methods.contains(&Method::Bdf) || !p.methods.contains(&Method::Tsit45) {
         return Err(sc.invalid("params.methods", "the advantage check needs bdf and tsit45"));
@@ -93,26 +89,13 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     OdeConfig::new(Method::Bdf, p.rtol, p.atol)
         .validate()
         .map_err(|r| sc.invalid("params.rtol", r))?;
-    if p.samples == 0 || p.explicit_max_steps == 0 || p.gd_max_iters == 0 {
-        return Err(sc.invalid(
-            "params.samples",
-            "samples, explicit_max_steps and gd_max_iters must be ≥ 1",
-        ));
-    }
     if !(p.gd_factor > 0.0 && p.gd_factor < 2.0) {
         return Err(sc.invalid("params.gd_factor", "GD is stable only for η·λ_max < 2"));
     }
     if c.explicit_slope_lo >= c.explicit_slope_hi || c.gd_slope_lo >= c.gd_slope_hi {
         return Err(sc.invalid("checks.explicit_slope_lo", "each lo must be below its hi"));
     }
-    sc.require_positive(&[
-        ("params.delta", p.delta),
-        ("params.horizon_factor", p.horizon_factor),
-        ("params.gd_tol", p.gd_tol),
-        ("checks.implicit_growth_max", c.implicit_growth_max),
-        ("checks.advantage_min", c.advantage_min),
-        ("checks.final_error_max", c.final_error_max),
-    ])
+    Ok(())
 }
 
 /// The field with evaluation counters (they survive a capped, failed solve).
@@ -170,7 +153,7 @@ fn integrate_one(
 ) -> Result<Work, RunError> {
     let mut cfg = OdeConfig::new(method, p.rtol, p.atol);
     if !method.is_implicit() {
-        cfg.max_steps = p.explicit_max_steps;
+        cfg.max_steps = *p.explicit_max_steps;
     }
     let counted = Counted {
         field: model,
@@ -204,7 +187,7 @@ fn integrate_one(
         Err(FlowError::SolverFailed { t_reached, .. })
             if !method.is_implicit() && t_reached > 0.0 =>
         {
-            let steps = p.explicit_max_steps;
+            let steps = *p.explicit_max_steps;
             Ok(Work {
                 steps,
                 capped: true,
@@ -231,12 +214,12 @@ fn gradient_descent(
     let mut u = vec![p.u0; model.dim()];
     let mut iters = 0usize;
     let mut err = max_deviation(model, &u);
-    while err > p.gd_tol && iters < p.gd_max_iters {
+    while err > *p.gd_tol && iters < *p.gd_max_iters {
         model.gd_step(&mut u, eta);
         iters += 1;
         // the deviation is checked every 64 iterations (and at the cap): cheap, and the
         // count is exact to within 64
-        if iters.is_multiple_of(64) || iters == p.gd_max_iters {
+        if iters.is_multiple_of(64) || iters == *p.gd_max_iters {
             err = max_deviation(model, &u);
             if !err.is_finite() || err > 1e6 {
                 return Err(RunError::Other(format!(
@@ -245,11 +228,11 @@ fn gradient_descent(
             }
         }
     }
-    let capped = err > p.gd_tol;
+    let capped = err > *p.gd_tol;
     // at the cap: extrapolate with the slow mode's contraction 1 − ηλ_slow
     let lambda_slow = lambda_max / kappa;
     let remaining = if capped {
-        (err / p.gd_tol).ln() / -(1.0 - eta * lambda_slow).ln()
+        (err / *p.gd_tol).ln() / -(1.0 - eta * lambda_slow).ln()
     } else {
         0.0
     };
@@ -284,15 +267,15 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     for &r2 in &p.r2s {
         let model = TwoToken::from_values(
-            &[p.delta, p.delta],
-            vec![s_star_from_ratio(p.r1), s_star_from_ratio(r2)],
-            p.samples,
+            &[*p.delta, *p.delta],
+            vec![s_star_from_ratio(*p.r1), s_star_from_ratio(r2)],
+            *p.samples,
         );
         let rates = model.rates();
         let (lmin, lmax) = stats::range(&rates);
         let kappa = lmax / lmin;
-        let horizon = p.horizon_factor / lmin;
-        for &m in &p.methods {
+        let horizon = *p.horizon_factor / lmin;
+        for &m in p.methods.iter() {
             all.push(integrate_one(&model, m, r2, kappa, horizon, p)?);
         }
         all.push(gradient_descent(&model, r2, kappa, lmax, p)?);
@@ -339,7 +322,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             "implicit-rhs-evaluations-largest-kappa-smallest",
             "implicit: rhs evaluations at the largest κ / at the smallest (max over methods)",
             growth,
-            c.implicit_growth_max,
+            *c.implicit_growth_max,
         )
         .note(format!("{}; {kappas}", implicit_note.join("; "))),
     );
@@ -366,7 +349,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
         .filter(|w| w.kappa >= c.stiff_kappa)
         .map(|w| {
             // mean step over the run × λ_max: ≈ 3.3 when pinned at the stability limit
-            let lmax = p.horizon_factor * w.kappa / w.horizon;
+            let lmax = *p.horizon_factor * w.kappa / w.horizon;
             format!(
                 "κ = {:.2e}: {}{} steps, mean h·λ_max = {:.2}",
                 w.kappa,
@@ -431,7 +414,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             "kappa-advantage-kappa-tsit45-rhs-evaluations",
             "κ ≥ advantage_kappa: Tsit45 rhs evaluations / BDF rhs evaluations (min)",
             advantage,
-            c.advantage_min,
+            *c.advantage_min,
         )
         .note("cost in rhs evaluations, not wall time: outputs stay reproducible"),
     );
@@ -446,19 +429,19 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             "uncapped-integrations-inf",
             "uncapped integrations: max ‖u(T) − u*‖∞",
             final_error,
-            c.final_error_max,
+            *c.final_error_max,
         )
         .note(format!(
             "T = {}/λ_slow; rtol {:e}, atol {:e}; {capped} capped runs (explicit_max_steps = {}, \
              gd_max_iters = {})",
-            p.horizon_factor, p.rtol, p.atol, p.explicit_max_steps, p.gd_max_iters
+            *p.horizon_factor, p.rtol, p.atol, *p.explicit_max_steps, *p.gd_max_iters
         )),
     );
     let formula = stats::max(
         p.r2s
             .iter()
             .zip(&bdf)
-            .map(|(&r2, w)| (stiffness_ratio(p.r1, r2) / w.kappa - 1.0).abs()),
+            .map(|(&r2, w)| (stiffness_ratio(*p.r1, r2) / w.kappa - 1.0).abs()),
     );
     rep.derive("kappa_formula_rel_error", formula);
 
@@ -556,19 +539,19 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
 /// `explicit_max_steps`) and GD for up to `gd_max_iters`, O(N) per evaluation.
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let runs = n(p.r2s.len());
-    let eval = 20.0 * n(p.samples);
+    let eval = 20.0 * n(*p.samples);
     Cost::new()
         .work(
             "explicit_max_steps, r2s",
             "Tsit45 steps",
-            runs * 6.0 * n(p.explicit_max_steps),
+            runs * 6.0 * n(*p.explicit_max_steps),
             eval,
         )
         .ode("r2s", runs * n(p.methods.len()), 2.0, eval, Method::Bdf)
         .work(
             "gd_max_iters, r2s",
             "GD steps",
-            runs * n(p.gd_max_iters),
+            runs * n(*p.gd_max_iters),
             eval,
         )
 }

@@ -30,12 +30,16 @@ use crate::models::prompt::pl_theory::{
 use crate::models::prompt::PromptModel;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
+
+use super::params::Open01;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::orth_common::{
-    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, p_model, unit_vec, OrthFiles,
+    a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, orth_tokens_cost, p_model,
+    unit_vec, OrthFiles,
 };
 use crate::instance::prompt::OrthInit;
 
@@ -43,26 +47,26 @@ use crate::instance::prompt::OrthInit;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// n, N (d = nN; spec: n = 2, N = 5, d = 10).
-    pub tokens: usize,
-    pub samples: usize,
+    pub tokens: AtLeast<2>,
+    pub samples: AtLeast<1>,
     /// ‖v‖ = α (spec: 10).
-    pub alpha: f64,
+    pub alpha: Positive,
     /// Teacher distances p_T = p₀ + εξ/√d (spec: the hypothesis needs ε ≈ 1e−6 in the intended
     /// reading, holds up to ε = 0.1 in the literal one).
-    pub epsilons: Vec<f64>,
+    pub epsilons: NonEmpty<Positive>,
     /// c₁ values (spec: 1e−4, 5e−5, 1e−5, and 0.5) and c₂ (spec: 1; E4 needs c₂ ≤ 1).
-    pub c1s: Vec<f64>,
+    pub c1s: NonEmpty<Open01>,
     pub c2: f64,
     /// GD steps (spec: 2000).
-    pub steps: usize,
+    pub steps: AtLeast<10>,
     /// Gaussian tokens instead of C-orth (A2 fails; the closed form of σ_min(F) then fails).
     pub gaussian_tokens: bool,
     /// The measured GD rate is fitted on the steps with L_t ≥ rate_floor (above rounding).
-    pub rate_floor: f64,
+    pub rate_floor: Positive,
     /// GD runs at η = gd_step_scale·c₂/L′ while the theory (bound (14), the linearization) keeps
     /// η = c₂/L′: 1 is the theorem's GD; any other value mimics a step-size bug, which the
     /// linearization check must catch and (14) does not.
-    pub gd_step_scale: f64,
+    pub gd_step_scale: Positive,
     /// Check ‖p_t‖ ≤ M_p only in the corrected reading (μ = c₁L′, E2, and C_p × √N, E3) and
     /// record the printed C_p's as paper_claim, with a demonstration check that the literal
     /// reading with the printed C_p fails; false (default): one check over every holding
@@ -82,46 +86,30 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// (14) at every t: max L_t/((1 − ημ)^t L₀) ≤ 1 + tol (spec: rel 1e−9).
-    pub bound_rel_tol: f64,
+    pub bound_rel_tol: Positive,
     /// Minimum number of (ε, c₁, C_p) instances with the hypothesis holding, per reading.
     pub min_holding: usize,
     /// σ_min(F(p₀)) SVD vs the A2 closed form (spec: rel 1e−10).
-    pub closed_form_rel_tol: f64,
+    pub closed_form_rel_tol: Positive,
     /// |ln(L_T/L₀) / ln(L^lin_T/L^lin_0) − 1| at the smallest ε: GD vs the linearization at p_T,
     /// whose neglected terms are O(ε) relative.
-    pub linearization_rel_tol: f64,
+    pub linearization_rel_tol: Positive,
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<OrthFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    let d = p.tokens * p.samples;
+    let d = *p.tokens * *p.samples;
     OrthFiles::read(sc, data, init, &["u", "xi"], false, d)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.tokens < 2 || p.samples == 0 || p.steps < 10 {
-        return Err(sc.invalid("params.tokens", "need n ≥ 2, N ≥ 1, steps ≥ 10"));
-    }
-    if p.epsilons.is_empty() || p.epsilons.iter().any(|&e| !(e > 0.0 && e.is_finite())) {
-        return Err(sc.invalid("params.epsilons", "a non-empty list of positive ε"));
-    }
-    if p.c1s.is_empty() || p.c1s.iter().any(|&c| !(c > 0.0 && c < 1.0)) {
-        return Err(sc.invalid("params.c1s", "Theorem 1 needs 0 < c₁ < 1"));
-    }
-    for &c1 in &p.c1s {
-        if !(p.c2 > 0.0 && p.c2 < 2.0f64.min(1.0 / c1)) {
+    for c1 in p.c1s.iter() {
+        if !(p.c2 > 0.0 && p.c2 < 2.0f64.min(1.0 / **c1)) {
             return Err(sc.invalid("params.c2", "Theorem 1 needs 0 < c₂ < min(2, 1/c₁)"));
         }
     }
-    sc.require_positive(&[
-        ("params.alpha", p.alpha),
-        ("params.rate_floor", p.rate_floor),
-        ("params.gd_step_scale", p.gd_step_scale),
-        ("checks.bound_rel_tol", c.bound_rel_tol),
-        ("checks.closed_form_rel_tol", c.closed_form_rel_tol),
-        ("checks.linearization_rel_tol", c.linearization_rel_tol),
-    ])
+    Ok(())
 }
 
 /// One GD run at one ε.
@@ -231,7 +219,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             (tokens, u, p0, xi, Some(a2))
         }
         None => {
-            let data = blocks(p.tokens, p.samples, p.gaussian_tokens, &mut rng);
+            let data = blocks(*p.tokens, *p.samples, p.gaussian_tokens, &mut rng);
             let d = data.d;
             let u = unit_vec(&mut rng, d);
             let p0 = gaussian_vec(&mut rng, d, 1.0 / (d as f64).sqrt());
@@ -240,15 +228,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     };
     let d = data.d;
-    let p0 = match files.init().and_then(|i| i.p0.clone()) {
-        Some(p0) => p0,
-        None => drawn_p0,
-    };
-    let v: Vec<f64> = u.iter().map(|x| p.alpha * x).collect();
+    let p0 = files.init().and_then(|i| i.p0.clone()).unwrap_or(drawn_p0);
+    let v: Vec<f64> = u.iter().map(|x| *p.alpha * x).collect();
     let mut runs = Vec::new();
     let mut instances = Vec::new();
     let mut closed_err = 0.0f64;
-    for &eps in &p.epsilons {
+    for &eps in p.epsilons.iter() {
+        let eps = *eps;
         let p_teacher: Vec<f64> = p0.iter().zip(&xi).map(|(a, b)| a + eps * b).collect();
         let model = p_model(data.clone(), &v, &p_teacher, &v);
         let sigma0 = f_sigma_min(&model, &p0);
@@ -262,26 +248,26 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             v_norm: norm(&v),
             p0_norm: norm(&p0),
             sigma_min_f0: sigma0,
-            c1: p.c1s[0],
+            c1: *p.c1s[0],
             c2: p.c2,
             m: 1.0,
             ell_smooth: 1.0,
         };
         // η = c₂/L′ does not depend on c₁ or the reading: one GD run per ε
         let eta = base.constants(Reading::Literal, false).eta;
-        let eta_gd = p.gd_step_scale * eta;
+        let eta_gd = *p.gd_step_scale * eta;
         let mut run = gd(
             &model,
             &p0,
             eta_gd,
-            p.steps,
+            *p.steps,
             eps,
-            p.rate_floor * base.loss_gap,
+            *p.rate_floor * base.loss_gap,
         );
-        let measured = (run.loss[p.steps] / run.loss[0]).ln();
-        let predicted = linearized_log_decrease(&model, &p0, &p_teacher, eta, p.steps)?;
+        let measured = (run.loss[*p.steps] / run.loss[0]).ln();
+        let predicted = linearized_log_decrease(&model, &p0, &p_teacher, eta, *p.steps)?;
         run.lin_err = (measured / predicted - 1.0).abs();
-        for &c1 in &p.c1s {
+        for c1 in p.c1s.iter().map(|c1| **c1) {
             for reading in [Reading::Literal, Reading::Intended] {
                 for fix in [false, true] {
                     let k = Thm1Inputs { c1, ..base }.constants(reading, fix);
@@ -318,7 +304,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let eps_ok: Vec<String> = p
             .epsilons
             .iter()
-            .filter(|&&e| holding.iter().any(|i| i.reading == reading && i.eps == e))
+            .filter(|&&e| holding.iter().any(|i| i.reading == reading && i.eps == *e))
             .map(|e| format!("{e:e}"))
             .collect();
         rep.derive(&format!("{}_holding", reading.name()), count);
@@ -361,7 +347,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "14-where-hypothesis-holds-etamu-l0",
             "(14) where the hypothesis holds: max_{t≥1} (L_t − L*)/((1 − ημ)^t(L₀ − L*))",
             worst_bound,
-            1.0 + c.bound_rel_tol,
+            1.0 + *c.bound_rel_tol,
         )
         .note(format!(
             "{} holding instances, {} GD steps at η = c₂/L′, c₂ = {}",
@@ -461,7 +447,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_most(
             "gd-vs-linearization", "GD vs the linearization at p_T: |ln(L_T/L₀)/ln(L^lin_T/L^lin_0) − 1| at the smallest ε",
             closest.lin_err,
-            c.linearization_rel_tol,
+            *c.linearization_rel_tol,
         )
         .note(format!(
             "ε = {:e}, {} steps at η = c₂/L′{}; L^lin = ½eᵀ∇²L(p_T)e, e_{{t+1}} = (I − η∇²L(p_T))e_t; \
@@ -469,12 +455,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              factor / (1 − ημ) ≤ {rate_gap:.6}); other ε: [{}]",
             closest.eps,
             p.steps,
-            if p.gd_step_scale == 1.0 {
+            if *p.gd_step_scale == 1.0 {
                 String::new()
             } else {
                 format!(" (GD ran at {}× that step)", p.gd_step_scale)
             },
-            closest.loss[p.steps] / closest.loss[0],
+            closest.loss[*p.steps] / closest.loss[0],
             runs.iter()
                 .map(|r| format!("{:e}: {:.2e}", r.eps, r.lin_err))
                 .collect::<Vec<_>>()
@@ -496,7 +482,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let closed = "σ_min(F(p₀)): max |SVD / ((1/N)min_i‖J(z_i)a_i‖) − 1|";
     if_a2(&mut rep, user_a2, ("a2-closed-form", closed), |rep| {
         rep.check(
-            Check::at_most("a2-closed-form", closed, closed_err, c.closed_form_rel_tol)
+            Check::at_most("a2-closed-form", closed, closed_err, *c.closed_form_rel_tol)
                 .note("A2 closed form (spec §2.2)"),
         )
     });
@@ -607,7 +593,7 @@ fn corrected_m_p_checks(
     let (measured, bound, note) = match excess {
         Some((excess, m_p, c1)) => (
             excess,
-            10.0 * p.steps as f64 * f64::EPSILON * m_p,
+            10.0 * *p.steps as f64 * f64::EPSILON * m_p,
             format!("worst at c₁ = {c1:e}: max_t ‖p_t‖ = M_p + {excess:.3e}, M_p = {m_p:.6}"),
         ),
         None => (
@@ -689,7 +675,7 @@ fn figure(p: &Params, runs: &[GdRun], instances: &[Instance]) -> Figure {
                     stats::max(
                         instances
                             .iter()
-                            .filter(|i| i.eps == e && i.reading == reading && i.fix == fix)
+                            .filter(|i| i.eps == *e && i.reading == reading && i.fix == fix)
                             .map(|i| i.k.margin / (i.k.margin + i.k.gamma + (i.k.mu / 2.0).sqrt())),
                     )
                 })
@@ -701,7 +687,7 @@ fn figure(p: &Params, runs: &[GdRun], instances: &[Instance]) -> Figure {
                         reading.name(),
                         if fix { "×√N" } else { "printed" }
                     ),
-                    p.epsilons.clone(),
+                    p.epsilons.iter().map(|e| **e).collect(),
                     y,
                     if fix {
                         LineStyle::Dashed
@@ -723,20 +709,15 @@ fn figure(p: &Params, runs: &[GdRun], instances: &[Instance]) -> Figure {
 /// The C-orth data and per ε one GD run of `steps` steps keeping the loss, ‖p‖ and ‖p − p₀‖ of
 /// every step (all runs are kept for the figure).
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let d = p.tokens * p.samples;
+    let d = *p.tokens * *p.samples;
     let runs = n(p.epsilons.len());
-    let steps = n(p.steps);
-    Cost::new()
-        .doubles(
-            "tokens, samples",
-            "the tokens",
-            n(p.samples) * n(p.tokens) * n(d),
-        )
+    let steps = n(*p.steps);
+    orth_tokens_cost(*p.tokens, *p.samples)
         .work(
             "steps, epsilons",
             "GD steps",
             runs * steps,
-            2.0 * prompt_grad(p.tokens, d, p.samples),
+            2.0 * prompt_grad(*p.tokens, d, *p.samples),
         )
         .doubles(
             "steps, epsilons",

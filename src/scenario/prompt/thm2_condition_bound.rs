@@ -21,6 +21,7 @@ use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use super::params::{AboveOne, AtLeastOne};
 use crate::analysis::fit::{log_log_slope_fit, Window};
 use crate::flow::{logspace, Method, OdeConfig};
 use crate::instance::prompt::{ConditionCurves, ConditionInstances, StationaryPoint};
@@ -30,6 +31,7 @@ use crate::models::prompt::jacobian_spectrum::secular_eigenvalues;
 use crate::models::prompt::simplex::random_spd;
 use crate::models::prompt::simplex_linearization::ConditionReport;
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::report::fmt_num;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
@@ -48,45 +50,45 @@ pub struct Params {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<PathBuf>,
     /// Random sweep: instances, n range, logit-scale range and κ_H range (log-uniform).
-    pub sweep_instances: usize,
+    pub sweep_instances: AtLeast<1>,
     pub sweep_n: [usize; 2],
     pub sweep_scale: [f64; 2],
     pub sweep_h_condition: [f64; 2],
     /// Instances count as numerically valid (eigvalsh-resolvable) when κ ≤ this (spec 1e10).
-    pub kappa_max: f64,
+    pub kappa_max: Positive,
     /// Gaussian-logit curves: n, draws, logit scales (log-spaced, count), the R range of the
     /// slope fit.
-    pub gaussian_n: usize,
-    pub gaussian_draws: usize,
+    pub gaussian_n: AtLeast<3>,
+    pub gaussian_draws: AtLeast<1>,
     pub gaussian_scales: [f64; 2],
-    pub gaussian_points: usize,
-    pub slope_r_max: f64,
+    pub gaussian_points: AtLeast<2>,
+    pub slope_r_max: Positive,
     /// Dominant-token curve: n, R range (log-spaced, count), R from which κ ≈ n² is checked.
-    pub tail_n: usize,
-    pub tail_r_max: f64,
-    pub tail_points: usize,
-    pub tail_r_min: f64,
+    pub tail_n: AtLeast<3>,
+    pub tail_r_max: AboveOne,
+    pub tail_points: AtLeast<2>,
+    pub tail_r_min: AtLeastOne,
     /// κ_H of the fixed random H of the curves (the H = I curves are drawn as well).
-    pub curve_h_condition: f64,
+    pub curve_h_condition: AtLeastOne,
     /// Curve points with H ≠ I are checked and drawn up to this κ (SVD route: relative
     /// error ~ε√κ, 1e−8 at 1e16; it returns ∞ past ~1e30).
-    pub curve_kappa_max: f64,
+    pub curve_kappa_max: Positive,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// |κ − 1| at the counterexample (κ = 1 exactly: T is one-dimensional).
-    pub counterexample_tol: f64,
+    pub counterexample_tol: Positive,
     /// Relative slack of the corrected bounds, of ρ ∈ [z̃_{n−1}/z̃₂, R], and of μ ≤ μ_T, L_T ≤ L
     /// (spec rel 1e−7).
-    pub bound_rel_tol: f64,
+    pub bound_rel_tol: Positive,
     /// |κ_eigvalsh/κ_SVD − 1| where κ ≤ kappa_max (eigvalsh loses ~ε·κ relative).
-    pub route_rel_tol: f64,
+    pub route_rel_tol: Positive,
     /// Fitted log–log slope of κ(R), Gaussian logits, H = I, R ≤ slope_r_max (spec [1.6, 2.0]).
     pub gaussian_slope: [f64; 2],
     /// max |κ − n²|/n², dominant token, H = I, R ≥ tail_r_min (spec 0.05).
-    pub tail_rel_tol: f64,
+    pub tail_rel_tol: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
@@ -103,48 +105,25 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "a point of the open simplex, n ≥ 2",
         ));
     }
-    if p.sweep_instances == 0 || p.sweep_n[0] < 2 || p.sweep_n[1] < p.sweep_n[0] {
-        return Err(sc.invalid("params.sweep_n", "need instances ≥ 1 and 2 ≤ n_lo ≤ n_hi"));
+    if p.sweep_n[0] < 2 || p.sweep_n[1] < p.sweep_n[0] {
+        return Err(sc.invalid("params.sweep_n", "need 2 ≤ n_lo ≤ n_hi"));
     }
     for (key, [lo, hi], floor) in [
         ("params.sweep_scale", p.sweep_scale, 0.0),
         ("params.sweep_h_condition", p.sweep_h_condition, 1.0),
         ("params.gaussian_scales", p.gaussian_scales, 0.0),
     ] {
-        if !(lo > 0.0 && lo >= floor && hi >= lo && hi.is_finite()) {
-            return Err(sc.invalid(key, format!("need 0 < lo, {floor} ≤ lo ≤ hi (finite)")));
+        if !(lo > 0.0 && lo >= floor && hi >= lo) {
+            return Err(sc.invalid(key, format!("need 0 < lo, {floor} ≤ lo ≤ hi")));
         }
     }
-    if p.gaussian_n < 3 || p.tail_n < 3 || p.gaussian_draws == 0 {
-        return Err(sc.invalid(
-            "params.gaussian_n",
-            "need gaussian_n, tail_n ≥ 3 and draws ≥ 1",
-        ));
-    }
-    if p.gaussian_points < 2 || p.tail_points < 2 {
-        return Err(sc.invalid("params.tail_points", "need ≥ 2 points per curve"));
-    }
-    if !(p.tail_r_max > 1.0 && p.tail_r_min >= 1.0 && p.tail_r_min <= p.tail_r_max) {
-        return Err(sc.invalid(
-            "params.tail_r_min",
-            "need 1 ≤ tail_r_min ≤ tail_r_max, tail_r_max > 1",
-        ));
-    }
-    if p.curve_h_condition < 1.0 {
-        return Err(sc.invalid("params.curve_h_condition", "a condition number is ≥ 1"));
+    if *p.tail_r_min > *p.tail_r_max {
+        return Err(sc.invalid("params.tail_r_min", "need tail_r_min ≤ tail_r_max"));
     }
     if c.gaussian_slope[0] > c.gaussian_slope[1] {
         return Err(sc.invalid("checks.gaussian_slope", "[low, high] with low ≤ high"));
     }
-    sc.require_positive(&[
-        ("params.kappa_max", p.kappa_max),
-        ("params.slope_r_max", p.slope_r_max),
-        ("params.curve_kappa_max", p.curve_kappa_max),
-        ("checks.counterexample_tol", c.counterexample_tol),
-        ("checks.bound_rel_tol", c.bound_rel_tol),
-        ("checks.route_rel_tol", c.route_rel_tol),
-        ("checks.tail_rel_tol", c.tail_rel_tol),
-    ])
+    Ok(())
 }
 
 /// Worst relative violation of the corrected statement at one z*: both bounds on κ, the
@@ -168,7 +147,7 @@ fn log_uniform<R: Rng + ?Sized>(rng: &mut R, [lo, hi]: [f64; 2]) -> f64 {
 /// The random sweep's instances (z* = φ(s·g), random SPD H), drawn from stream 1.
 fn draw_sweep(p: &Params, ctx: &RunContext) -> Vec<StationaryPoint> {
     let mut rng = ctx.rng(1);
-    (0..p.sweep_instances)
+    (0..*p.sweep_instances)
         .map(|_| {
             let n = rng.random_range(p.sweep_n[0]..=p.sweep_n[1]);
             let scale = log_uniform(&mut rng, p.sweep_scale);
@@ -183,10 +162,10 @@ fn draw_sweep(p: &Params, ctx: &RunContext) -> Vec<StationaryPoint> {
 /// The curves' random numbers, drawn from stream 2: the two H, then the draws g.
 fn draw_curves(p: &Params, ctx: &RunContext) -> ConditionCurves {
     let mut rng = ctx.rng(2);
-    let h_gauss = random_spd(p.gaussian_n, p.curve_h_condition, &mut rng);
-    let h_tail = random_spd(p.tail_n, p.curve_h_condition, &mut rng);
-    let g = (0..p.gaussian_draws)
-        .map(|_| Attention::standard_normal(p.gaussian_n, &mut rng))
+    let h_gauss = random_spd(*p.gaussian_n, *p.curve_h_condition, &mut rng);
+    let h_tail = random_spd(*p.tail_n, *p.curve_h_condition, &mut rng);
+    let g = (0..*p.gaussian_draws)
+        .map(|_| Attention::standard_normal(*p.gaussian_n, &mut rng))
         .collect();
     ConditionCurves { g, h_gauss, h_tail }
 }
@@ -231,7 +210,7 @@ fn given_point_checks(
                 &name,
                 r.kappa,
                 1.0,
-                c.counterexample_tol,
+                *c.counterexample_tol,
             )
             .note(format!(
                 "n = 2: T is 1-dimensional and κ = {:.15}; (18) would need κ ≥ {:.6}",
@@ -259,7 +238,7 @@ fn given_point_checks(
         Check::at_most(
             "given-point-corrected-bound-mu-rho2", "given point: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
             corrected_violation(&r),
-            c.bound_rel_tol,
+            *c.bound_rel_tol,
         )
         .note(format!(
             "n = {n0}: κ = {}, ρ = {}, R = {}, μ_T/L_T = {}",
@@ -312,7 +291,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .iter()
         .map(|pt| ConditionReport::new(&pt.z_star, &pt.h).map_err(err))
         .collect::<Result<_, _>>()?;
-    let valid: Vec<&ConditionReport> = sweep.iter().filter(|r| r.kappa <= p.kappa_max).collect();
+    let valid: Vec<&ConditionReport> = sweep.iter().filter(|r| r.kappa <= *p.kappa_max).collect();
     let violations = valid.iter().filter(|r| r.kappa < r.paper_bound()).count();
     let proof_violations = valid
         .iter()
@@ -322,19 +301,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         true => format!(
             "{} instances: n ∈ {:?}, z* = φ(s·g) with s log-uniform in {:?}, random SPD H with \
              κ_H log-uniform in {:?}",
-            p.sweep_instances, p.sweep_n, p.sweep_scale, p.sweep_h_condition
+            *p.sweep_instances, p.sweep_n, p.sweep_scale, p.sweep_h_condition
         ),
         false => format!(
             "{} instances from data_file, n ∈ [{n_lo}, {n_hi}]",
             instances.len()
         ),
     };
-    let sweep_setting = format!("{source}; {} with κ ≤ {:e} count", valid.len(), p.kappa_max);
+    let sweep_setting = format!(
+        "{source}; {} with κ ≤ {:e} count",
+        valid.len(),
+        *p.kappa_max
+    );
     rep.check(
         Check::at_most(
             "sweep-corrected-bound-mu-rho2-kappa", "sweep: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
             stats::max(valid.iter().map(|r| corrected_violation(r))),
-            c.bound_rel_tol,
+            *c.bound_rel_tol,
         )
         .note(format!("also μ ≤ μ_T and L_T ≤ L; {sweep_setting}")),
     );
@@ -347,7 +330,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .iter()
                     .map(|r| ((r.proof_lower() - r.kappa) / r.kappa).max(0.0)),
             ),
-            c.bound_rel_tol,
+            *c.bound_rel_tol,
         )
         .note(format!(
             "(47) gives λ_max ≥ L_T λ₂², λ_min ≤ μ_T λ_n²: the ratio inverts (18); with the full \
@@ -387,9 +370,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "sweep-kappa-eigvalsh-btjhjb-vs-svd",
             "sweep: κ by eigvalsh(BᵀJHJB) vs by the SVD of CᵀJB: max rel. difference",
             stats::max(valid.iter().map(|r| (r.kappa_eigh / r.kappa - 1.0).abs())),
-            c.route_rel_tol,
+            *c.route_rel_tol,
         )
-        .note(format!("instances with κ ≤ {:e}", p.kappa_max)),
+        .note(format!("instances with κ ≤ {:e}", *p.kappa_max)),
     );
     rep.derive("sweep_valid", valid.len());
     rep.derive("sweep_paper_violations", violations);
@@ -406,18 +389,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
         None => (drawn, true, true),
     };
-    // the file's curves set their sizes
+    // the file's curves set their sizes (its reader checks ≥ 1 draw and n ≥ 3)
+    let checked = "sizes checked by ConditionInstances";
     let p = &Params {
-        gaussian_n: curve_draws.g[0].len(),
-        gaussian_draws: curve_draws.g.len(),
-        tail_n: curve_draws.h_tail.nrows(),
+        gaussian_n: curve_draws.g[0].len().try_into().expect(checked),
+        gaussian_draws: curve_draws.g.len().try_into().expect(checked),
+        tail_n: curve_draws.h_tail.nrows().try_into().expect(checked),
         ..p.clone()
     };
     let (h_gauss, h_tail) = (&curve_draws.h_gauss, &curve_draws.h_tail);
     let scales = logspace(
         p.gaussian_scales[0],
         p.gaussian_scales[1],
-        p.gaussian_points,
+        *p.gaussian_points,
     );
     let mut gaussian: Vec<Vec<CurvePoint>> = Vec::new();
     for g in &curve_draws.g {
@@ -428,12 +412,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .collect::<Result<_, _>>()?,
         );
     }
-    let ratios = logspace(1.0 + 1e-3, p.tail_r_max, p.tail_points);
+    let ratios = logspace(1.0 + 1e-3, *p.tail_r_max, *p.tail_points);
     let tail: Vec<CurvePoint> = ratios
         .iter()
         .map(|&r| {
             let att =
-                Attention::dominant_token(p.tail_n, Attention::dominant_token_tail(p.tail_n, r));
+                Attention::dominant_token(*p.tail_n, Attention::dominant_token_tail(*p.tail_n, r));
             curve_point(&att.z, h_tail)
         })
         .collect::<Result<_, _>>()?;
@@ -441,7 +425,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut pairs: Vec<(f64, f64)> = gaussian
         .iter()
         .flatten()
-        .filter(|q| q.report.r <= p.slope_r_max)
+        .filter(|q| q.report.r <= *p.slope_r_max)
         .map(|q| (q.report.r, q.kappa_identity))
         .collect();
     pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -459,7 +443,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let slope_name = "Gaussian logits (H = I): fitted slope of ln κ vs ln R";
     let slope_note = format!(
         "n = {}, {} draws × {} scales, R ≤ {:e} ({} points, r² = {:.4}); κ = (λ_n/λ₂)² exactly",
-        p.gaussian_n, p.gaussian_draws, p.gaussian_points, p.slope_r_max, fit.points, fit.r_squared
+        *p.gaussian_n,
+        *p.gaussian_draws,
+        *p.gaussian_points,
+        *p.slope_r_max,
+        fit.points,
+        fit.r_squared
     );
     if g_builtin {
         rep.check(
@@ -483,25 +472,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ),
         );
     }
-    let n_sq = (p.tail_n * p.tail_n) as f64;
+    let n_sq = (*p.tail_n * *p.tail_n) as f64;
     let tail_dev = stats::max(
         tail.iter()
-            .filter(|q| q.report.r >= p.tail_r_min)
+            .filter(|q| q.report.r >= *p.tail_r_min)
             .map(|q| (q.kappa_identity / n_sq - 1.0).abs()),
     );
     rep.check(
         Check::at_most(
-            &format!("dominant-token-kappa-n2-n2.{:e}", p.tail_r_min),
+            &format!("dominant-token-kappa-n2-n2.{:e}", *p.tail_r_min),
             &format!(
                 "dominant token (H = I): max |κ − n²|/n² for R ≥ {:e}",
-                p.tail_r_min
+                *p.tail_r_min
             ),
             tail_dev,
-            c.tail_rel_tol,
+            *c.tail_rel_tol,
         )
         .note(format!(
             "n = {}: λ = ε (n − 2 times) and nεz₁, so κ → n² = {n_sq} whatever R (up to {:e})",
-            p.tail_n, p.tail_r_max
+            *p.tail_n, *p.tail_r_max
         ))
         .paper_claim("κ grows like R² (abstract: softmax multiplies κ_H by a factor equal to R²)"),
     );
@@ -510,19 +499,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .iter()
             .flatten()
             .chain(tail.iter())
-            .filter(|q| q.report.kappa <= p.curve_kappa_max)
+            .filter(|q| q.report.kappa <= *p.curve_kappa_max)
     };
     rep.check(
         Check::at_most(
             "curves-kappa-fixed-corrected-bound-rel",
             "curves (H with κ_H fixed): corrected bound, max rel. violation",
             stats::max(curve_points().map(|q| corrected_violation(&q.report))),
-            c.bound_rel_tol,
+            *c.bound_rel_tol,
         )
         .note(format!(
             "{} curve points with κ ≤ {:e} (SVD route, rel. error ~ε√κ)",
             curve_points().count(),
-            p.curve_kappa_max
+            *p.curve_kappa_max
         )),
     );
     rep.derive("gaussian_slope_fit", fit.slope);
@@ -623,9 +612,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// Dense n × n condition numbers (O(n³)) for the random sweep, the Gaussian-logit curves and
 /// the dominant-token curve.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let sweep = n(p.sweep_instances) * n(p.sweep_n[1]).powi(3);
-    let gaussian = n(p.gaussian_draws) * n(p.gaussian_points) * n(p.gaussian_n).powi(3);
-    let tail = n(p.tail_points) * n(p.tail_n).powi(3);
+    let sweep = n(*p.sweep_instances) * n(p.sweep_n[1]).powi(3);
+    let gaussian = n(*p.gaussian_draws) * n(*p.gaussian_points) * n(*p.gaussian_n).powi(3);
+    let tail = n(*p.tail_points) * n(*p.tail_n).powi(3);
     Cost::new()
         .work(
             "sweep_instances, sweep_n",
@@ -648,7 +637,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         .doubles(
             "sweep_instances, gaussian_points",
             "the kept points",
-            8.0 * (n(p.sweep_instances) + n(p.gaussian_draws) * n(p.gaussian_points)),
+            8.0 * (n(*p.sweep_instances) + n(*p.gaussian_draws) * n(*p.gaussian_points)),
         )
         .doubles(
             "sweep_n",

@@ -20,7 +20,7 @@ fn family_panel(
     let col = |f: &dyn Fn(&CurvePoint) -> f64| {
         points
             .iter()
-            .filter(|q| q.report.kappa <= p.curve_kappa_max)
+            .filter(|q| q.report.kappa <= *p.curve_kappa_max)
             .map(f)
             .collect::<Vec<f64>>()
     };
@@ -132,7 +132,7 @@ pub(super) fn figure(
         .iter()
         .map(|r| (fit.intercept + fit.slope * r.ln()).exp())
         .collect();
-    let n_sq = (p.tail_n * p.tail_n) as f64;
+    let n_sq = (*p.tail_n * *p.tail_n) as f64;
     slope = slope
         .series(
             Series::theory(
@@ -153,7 +153,7 @@ pub(super) fn figure(
         .series(
             Series::theory(
                 format!("n² = {n_sq}"),
-                vec![1.0, p.tail_r_max],
+                vec![1.0, *p.tail_r_max],
                 vec![n_sq, n_sq],
             )
             .color(4),
@@ -161,7 +161,7 @@ pub(super) fn figure(
         .series(
             Series::theory(
                 "κ = R²",
-                vec![1.0, p.tail_r_max],
+                vec![1.0, *p.tail_r_max],
                 vec![1.0, p.tail_r_max.powi(2)],
             )
             .color(6),

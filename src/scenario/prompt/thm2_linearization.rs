@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
+use super::params::{AtLeastOne, Open01};
 use crate::analysis::linearize::jacobian;
 use crate::analysis::linearize::symmetric_eigenvalues;
 use crate::flow::{norm, Method, OdeConfig, VectorField};
@@ -35,6 +36,7 @@ use crate::models::prompt::simplex_linearization::{
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -47,23 +49,23 @@ use super::thm2_condition_bound::corrected_violation;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Token counts n (spec: 3, 6, 20).
-    pub sizes: Vec<usize>,
+    pub sizes: NonEmpty<AtLeast<2>>,
     /// Linear terms c of (C-quad) (spec: 0, 2.5).
-    pub cs: Vec<f64>,
+    pub cs: NonEmpty<f64>,
     /// GD step sizes η (spec: 0.1, 0.7).
-    pub etas: Vec<f64>,
+    pub etas: NonEmpty<Positive>,
     /// Samples N (spec: 3).
-    pub samples: usize,
+    pub samples: AtLeast<1>,
     /// Condition number of the random SPD A, and the logit scale of z* = φ(s·g).
-    pub condition: f64,
-    pub zstar_scale: f64,
+    pub condition: AtLeastOne,
+    pub zstar_scale: Positive,
     /// Central-difference step (spec: 1e−6).
-    pub fd_step: f64,
+    pub fd_step: Positive,
     /// ‖ζ₀‖ of the contraction runs (spec: 1e−6) and the decay factor at which a run stops.
-    pub zeta0: f64,
-    pub decay: f64,
+    pub zeta0: Positive,
+    pub decay: Open01,
     /// Iteration cap of a contraction run.
-    pub max_steps: usize,
+    pub max_steps: AtLeast<10>,
     /// z* and H of one (C-quad) loss (layout `instance::prompt::StationaryPoint`), replacing
     /// the draw and `sizes` (the file's n).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,7 +85,7 @@ pub struct Params {
 pub struct Ripple {
     /// a, b, φ.
     pub amplitude: f64,
-    pub frequency: f64,
+    pub frequency: Positive,
     pub phase: f64,
     /// The linear term that cancels the ripple's slope at z*; false mimics forgetting it (z*
     /// is then not stationary and the checks must fail).
@@ -99,24 +101,24 @@ fn tilt_default() -> bool {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Central-difference Jacobians against the closed forms, max-entry relative (spec 1e−8).
-    pub fd_rel_tol: f64,
+    pub fd_rel_tol: Positive,
     /// Exact-JVP Jacobians against the closed forms (rounding only).
-    pub exact_rel_tol: f64,
+    pub exact_rel_tol: Positive,
     /// |measured asymptotic ratio / max|1 − (η/N)λ| − 1| (spec 1e−4).
-    pub rate_rel_tol: f64,
+    pub rate_rel_tol: Positive,
     /// max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1| against the linearized iteration from the same ζ₀ (the
     /// nonlinear terms are O(‖ζ‖) relative per step and accumulate over slow runs).
-    pub linear_rel_tol: f64,
+    pub linear_rel_tol: Positive,
     /// With a ripple: relative slack of the corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ² at z*
     /// (as thm2-condition-bound's bound_rel_tol).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bound_rel_tol: Option<f64>,
+    pub bound_rel_tol: Option<Positive>,
 }
 
 /// The files; an init file alone (one ζ₀ direction of one length) needs one n in `sizes`.
 fn read_files(p: &Params, sc: &Scenario) -> Result<SimplexFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    let n = (p.sizes.len() == 1).then(|| p.sizes[0]);
+    let n = (p.sizes.len() == 1).then(|| *p.sizes[0]);
     let files = SimplexFiles::read(sc, data, init, n)?;
     if data.is_none() && init.is_some() && p.sizes.len() != 1 {
         return Err(sc.invalid(
@@ -126,7 +128,7 @@ fn read_files(p: &Params, sc: &Scenario) -> Result<SimplexFiles, InputError> {
     }
     if let (Some(init), Some(f)) = (&files.init, init) {
         let start = init.require_zeta_dir().and_then(|dir| match &files.point {
-            Some(pt) => start_inside(&pt.z_star, dir, p.zeta0),
+            Some(pt) => start_inside(&pt.z_star, dir, *p.zeta0),
             None => Ok(()),
         });
         start.map_err(|e| file_error(&sc.input_path("init_file", f), "init_file", e))?;
@@ -170,7 +172,7 @@ struct Instance {
 /// mapped into T by the tangent basis, or the file's direction.
 fn instance(n: usize, files: &SimplexFiles, p: &Params, ctx: &RunContext) -> Instance {
     let mut rng = ctx.rng(n as u64);
-    let drawn = quad_instance(n, 0.0, p.condition, p.zstar_scale, &mut rng);
+    let drawn = quad_instance(n, 0.0, *p.condition, *p.zstar_scale, &mut rng);
     let (loss, builtin) = files.quad_or(drawn);
     let xi = crate::models::prompt::attention_families::Attention::standard_normal(n - 1, &mut rng);
     let dir = match files.init.as_ref().and_then(|i| i.zeta_dir.as_ref()) {
@@ -189,48 +191,13 @@ fn instance(n: usize, files: &SimplexFiles, p: &Params, ctx: &RunContext) -> Ins
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.sizes.is_empty() || p.sizes.iter().any(|&n| n < 2) {
-        return Err(sc.invalid("params.sizes", "a non-empty list of n ≥ 2"));
+    if p.ripple.is_some() && c.bound_rel_tol.is_none() {
+        return Err(sc.invalid(
+            "checks.bound_rel_tol",
+            "needed with params.ripple (the corrected bound is checked at z*)",
+        ));
     }
-    if p.cs.is_empty() || p.cs.iter().any(|c| !c.is_finite()) {
-        return Err(sc.invalid("params.cs", "a non-empty list of finite numbers"));
-    }
-    if p.etas.is_empty() || p.etas.iter().any(|&e| !(e.is_finite() && e > 0.0)) {
-        return Err(sc.invalid("params.etas", "a non-empty list of positive step sizes"));
-    }
-    if p.samples == 0 || p.max_steps < 10 {
-        return Err(sc.invalid("params.samples", "need samples ≥ 1 and max_steps ≥ 10"));
-    }
-    if !(p.decay > 0.0 && p.decay < 1.0) {
-        return Err(sc.invalid("params.decay", "must lie in (0, 1)"));
-    }
-    if p.condition < 1.0 {
-        return Err(sc.invalid("params.condition", "a condition number is ≥ 1"));
-    }
-    if let Some(r) = &p.ripple {
-        if !(r.amplitude.is_finite() && r.phase.is_finite()) {
-            return Err(sc.invalid("params.ripple.phase", "amplitude and phase must be finite"));
-        }
-        let tol = c.bound_rel_tol.ok_or_else(|| {
-            sc.invalid(
-                "checks.bound_rel_tol",
-                "needed with params.ripple (the corrected bound is checked at z*)",
-            )
-        })?;
-        sc.require_positive(&[
-            ("params.ripple.frequency", r.frequency),
-            ("checks.bound_rel_tol", tol),
-        ])?;
-    }
-    sc.require_positive(&[
-        ("params.zstar_scale", p.zstar_scale),
-        ("params.fd_step", p.fd_step),
-        ("params.zeta0", p.zeta0),
-        ("checks.fd_rel_tol", c.fd_rel_tol),
-        ("checks.exact_rel_tol", c.exact_rel_tol),
-        ("checks.rate_rel_tol", c.rate_rel_tol),
-        ("checks.linear_rel_tol", c.linear_rel_tol),
-    ])
+    Ok(())
 }
 
 /// Central-difference Jacobian of `f` at x along the columns of `dirs`.
@@ -286,12 +253,12 @@ fn contraction(
         norm((basis.transpose() * zeta).as_slice())
     };
     let mut norms = vec![tangent_norm(&z)];
-    let stop = norms[0] * p.decay;
+    let stop = norms[0] * *p.decay;
     // the linearized iteration ξ ↦ Bᵀ(I − (η/N)J²H)B ξ from the same start
     let m = linear_map;
     let mut xi = basis.transpose() * nalgebra::DVector::from_column_slice(zeta0);
     let mut linear = vec![xi.norm()];
-    while norms.len() <= p.max_steps && *norms.last().unwrap() > stop {
+    while norms.len() <= *p.max_steps && *norms.last().unwrap() > stop {
         flow.gd_map(&z, eta, &mut next);
         z.copy_from_slice(&next);
         norms.push(tangent_norm(&z));
@@ -412,13 +379,13 @@ fn run_case(inst: &Instance, c: f64, p: &Params) -> Result<Case, RunError> {
     let rippled = p
         .ripple
         .as_ref()
-        .map(|r| RippledLoss::new(quad.clone(), r.amplitude, r.frequency, r.phase, r.tilt));
+        .map(|r| RippledLoss::new(quad.clone(), r.amplitude, *r.frequency, r.phase, r.tilt));
     let loss: &dyn SimplexLoss = match &rippled {
         Some(r) => r,
         None => &quad,
     };
     let z_star = inst.z_star.clone();
-    let flow = SimplexFlow::new(loss, p.samples);
+    let flow = SimplexFlow::new(loss, *p.samples);
     let inv_n = flow.inv_samples();
     let h = loss.hessian(&z_star);
     let j = jacobian_matrix(&z_star);
@@ -432,29 +399,29 @@ fn run_case(inst: &Instance, c: f64, p: &Params) -> Result<Case, RunError> {
         |x, out| flow.rhs(0.0, x, out),
         &z_star,
         &DMatrix::identity(n, n),
-        p.fd_step,
+        *p.fd_step,
     );
     let exact = jacobian(&flow, 0.0, &z_star).map_err(err)?;
     let jz = &j * nalgebra::DVector::from_column_slice(&z_star);
     let closed = -(&j2h - (jz * nalgebra::RowDVector::from_element(n, 1.0)) * c) * inv_n;
 
     // the logit flow at w* = ln z*: −(1/N)JHJ on T
-    let logit_flow = LogitFlow::new(loss, p.samples);
+    let logit_flow = LogitFlow::new(loss, *p.samples);
     let w_star: Vec<f64> = z_star.iter().map(|x| x.ln()).collect();
     let logit_jac = jacobian(&logit_flow, 0.0, &w_star).map_err(err)?;
     let logit_closed = -(basis.transpose() * &j * &h * &j * &basis) * inv_n;
 
     let lambdas = tangent_eigenvalues_svd(&z_star, &h).map_err(err)?;
-    let flow_on_t = tangent_linearization(&z_star, &h, p.samples);
-    let zeta0 = scaled_start(&inst.dir, p.zeta0);
+    let flow_on_t = tangent_linearization(&z_star, &h, *p.samples);
+    let zeta0 = scaled_start(&inst.dir, *p.zeta0);
     let mut fd_map = Vec::new();
     let mut runs = Vec::new();
-    for &eta in &p.etas {
+    for eta in p.etas.iter().map(|e| **e) {
         let map_fd = central_difference(
             |x, out| flow.gd_map(x, eta, out),
             &z_star,
             &basis,
-            p.fd_step,
+            *p.fd_step,
         );
         // I − (η/N)BᵀJ²HB = I + η·(the flow's linearization on T)
         let expected = DMatrix::identity(n - 1, n - 1) + &flow_on_t * eta;
@@ -491,7 +458,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
     let sizes = match &files.point {
         Some(pt) => vec![pt.z_star.len()],
-        None => p.sizes.clone(),
+        None => p.sizes.iter().map(|n| **n).collect(),
     };
     let mut cases = Vec::new();
     let mut written = Vec::new();
@@ -499,9 +466,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for &n in &sizes {
         let inst = instance(n, &files, p, ctx);
         builtin &= inst.builtin;
-        start_inside(&inst.z_star, &inst.dir, p.zeta0)
+        start_inside(&inst.z_star, &inst.dir, *p.zeta0)
             .map_err(|e| RunError::Other(format!("init_file: {}: {}", e.key, e.reason)))?;
-        for &cc in &p.cs {
+        for &cc in p.cs.iter() {
             cases.push(run_case(&inst, cc, p)?);
         }
         let loss = QuadLoss::new(inst.a, inst.z_star, 0.0).expect("checked above");
@@ -521,9 +488,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setting = format!(
         "n ∈ {sizes:?}, c ∈ {:?}, N = {}, {}",
         p.cs,
-        p.samples,
+        *p.samples,
         match builtin {
-            true => format!("z* = φ({}·g), κ(A) = {}", p.zstar_scale, p.condition),
+            true => format!("z* = φ({}·g), κ(A) = {}", *p.zstar_scale, *p.condition),
             false => "z*, A = H from data_file".to_string(),
         }
     );
@@ -533,11 +500,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "flow-dv-central-differences-vs-j2hp",
             "flow: DV(z*)P (central differences) vs −(1/N)J²HP",
             over(&|k| k.fd_flow),
-            c.fd_rel_tol,
+            *c.fd_rel_tol,
         )
         .note(format!(
             "max-entry relative, h = {:e}; {setting}",
-            p.fd_step
+            *p.fd_step
         )),
     );
     rep.check(
@@ -545,7 +512,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "flow-dv-exact-jvp-vs-j2h",
             "flow: DV(z*) (exact JVP) vs −(1/N)(J²H − c·Jz*𝟙ᵀ)",
             over(&|k| k.exact_flow),
-            c.exact_rel_tol,
+            *c.exact_rel_tol,
         )
         .note(format!(
             "the off-T term c·Jz*𝟙ᵀ/N is why P is needed: without it the mismatch is ≥ \
@@ -557,7 +524,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "logit-flow-jacobian-exact-jvp-vs",
             "logit flow: Jacobian on T (exact JVP) vs −(1/N)BᵀJHJB",
             over(&|k| k.logit),
-            c.exact_rel_tol,
+            *c.exact_rel_tol,
         )
         .note("symmetric on T: the z-space linearization −(1/N)J²H is J·(−(1/N)JHJ)·J⁻¹"),
     );
@@ -566,7 +533,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "gd-map-jacobian-central-differences-vs",
             "GD map: Jacobian on T (central differences) vs I − (η/N)J²H",
             stats::max(cases.iter().flat_map(|k| k.fd_map.iter().copied())),
-            c.fd_rel_tol,
+            *c.fd_rel_tol,
         )
         .note(format!(
             "η ∈ {:?}: exact at the fixed point, no O(η²) term (Thm 2.1, eq. 42)",
@@ -580,22 +547,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let runs = || cases.iter().flat_map(|k| k.runs.iter());
     let log_rate_error = stats::max(runs().map(|r| (r.ratio.ln() / r.predicted.ln() - 1.0).abs()));
-    let capped = runs().filter(|r| r.steps >= p.max_steps).count();
+    let capped = runs().filter(|r| r.steps >= *p.max_steps).count();
     rep.derive("log_rate_rel_error", log_rate_error);
     rep.check(
         Check::at_most(
             "contraction-ratio-eta-lambda-j2h",
             "contraction: |ratio / max|1 − (η/N)λ(J²H)| − 1|",
             rate_error,
-            c.rate_rel_tol,
+            *c.rate_rel_tol,
         )
         .note(format!(
             "‖Bᵀζ_t‖ from ‖ζ₀‖ = {:e} until it decays by {:e} (≤ {} steps; {capped} of {} runs \
              hit the cap, pre-asymptotic), geometric mean of the last tenth; as decay rates, \
              |ln ratio/ln prediction − 1| ≤ {log_rate_error:.2e}",
-            p.zeta0,
-            p.decay,
-            p.max_steps,
+            *p.zeta0,
+            *p.decay,
+            *p.max_steps,
             runs().count()
         )),
     );
@@ -604,7 +571,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "contraction-btzeta-xi-xi-bt-eta",
             "contraction: max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1|, ξ_t+1 = Bᵀ(I − (η/N)J²H)Bξ_t",
             stats::max(runs().map(|r| r.linear_dev)),
-            c.linear_rel_tol,
+            *c.linear_rel_tol,
         )
         .note(
             "the GD map against its linearization along the whole run (every mode, also \
@@ -635,7 +602,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             rep.series.push(vec![
                 k.n.into(),
                 k.c.into(),
-                p.etas[i].into(),
+                (*p.etas[i]).into(),
                 r.steps.into(),
                 r.ratio.into(),
                 r.predicted.into(),
@@ -647,7 +614,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 k.fd_map[i].into(),
             ]);
             curves.push_columns(
-                &[k.n.into(), k.c.into(), p.etas[i].into()],
+                &[k.n.into(), k.c.into(), (*p.etas[i]).into()],
                 &[&r.t, &r.norm, &r.linear],
             );
         }
@@ -672,7 +639,7 @@ fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
         r.amplitude,
         r.frequency,
         r.phase,
-        r.amplitude * r.frequency * r.frequency,
+        r.amplitude * *r.frequency * *r.frequency,
         if r.tilt { "" } else { ", without the tilt" }
     );
     rep.check(
@@ -680,7 +647,7 @@ fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
             "ripple-zstar-stationary",
             "rippled ℓ̃: ‖P∇ℓ̃(z*)‖_∞ / (‖∇ℓ̃(z*)‖_∞ + ab + max|A_ij|) (z* an interior equilibrium)",
             over(&|q| q.stationarity),
-            c.exact_rel_tol,
+            *c.exact_rel_tol,
         )
         .note(format!(
             "V(z*) = 0 iff ∇ℓ̃(z*) ∈ span 𝟙 (§2.5); the tilt −ab sin(φ_i)d_i cancels the \
@@ -701,7 +668,7 @@ fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
         .iter()
         .filter(|(_, _, q)| q.condition.kappa < q.condition.paper_bound())
         .count();
-    let tol = c.bound_rel_tol.expect("validated: required with a ripple");
+    let tol = *c.bound_rel_tol.expect("validated: required with a ripple");
     rep.check(
         Check::at_most(
             "ripple-corrected-condition-bound",
@@ -764,7 +731,7 @@ fn figure(p: &Params, sizes: &[usize], cases: &[Case]) -> Figure {
     );
     for &n in sizes {
         let mut panel = LinePanel::new(
-            format!("n = {n}, N = {}", p.samples),
+            format!("n = {n}, N = {}", *p.samples),
             "iteration t",
             "‖Bᵀζ_t‖",
         )
@@ -795,15 +762,16 @@ fn figure(p: &Params, sizes: &[usize], cases: &[Case]) -> Figure {
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let cases = n(p.cs.len()) * n(p.etas.len());
     p.sizes.iter().fold(Cost::new(), |cost, &size| {
-        let step = 4.0 * n(size) * n(size) * n(p.samples);
+        let size = *size;
+        let step = 4.0 * n(size) * n(size) * n(*p.samples);
         cost.dense_hessians("sizes", 3.0 * n(p.cs.len()), n(size), step)
             .work(
                 "max_steps, sizes",
                 "contraction steps",
-                cases * n(p.max_steps),
+                cases * n(*p.max_steps),
                 step,
             )
-            .doubles("max_steps", "norms per step", cases * n(p.max_steps))
+            .doubles("max_steps", "norms per step", cases * n(*p.max_steps))
     })
 }
 

@@ -30,6 +30,7 @@ use crate::flow::{FlowError, Method, OdeConfig};
 use crate::models::prompt::{Attention, PromptModel};
 use crate::plot::{Figure, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -61,17 +62,17 @@ pub struct Params {
     /// Trained parameters: p (v = v_T frozen, A1) | pv (the paper's experiments).
     pub train: TrainName,
     /// Token dimension d (= number of tokens n).
-    pub d: usize,
+    pub d: AtLeast<2>,
     /// Samples N.
-    pub samples: usize,
+    pub samples: AtLeast<1>,
     /// Teacher σ_p (standard deviation of p_T).
-    pub sigma_p: f64,
+    pub sigma_p: Positive,
     /// GD step size η (loss ½-squared, averaged over N).
-    pub eta: f64,
+    pub eta: Positive,
     /// GD iterations.
-    pub iterations: usize,
+    pub iterations: AtLeast<1>,
     /// The loss is written to series.csv every this many iterations (and at the last).
-    pub record_every: usize,
+    pub record_every: AtLeast<1>,
     /// Iterations k whose loss is derived as `loss_at_<k>`.
     #[serde(default)]
     pub loss_at: Vec<usize>,
@@ -80,7 +81,7 @@ pub struct Params {
     #[serde(default)]
     pub rate_window: Option<[usize; 2]>,
     #[serde(default = "default_rate_min_loss")]
-    pub rate_min_loss: f64,
+    pub rate_min_loss: Positive,
     /// Estimate the sharpness λ_max(∇²L) at GD's end point by this many power iterations on
     /// the exact Hessian-vector product (0: skip). The Rayleigh quotient is a lower bound of
     /// λ_max, so η·(it) > 2 proves GD unstable there. Derives `sharpness`, `eta_sharpness`.
@@ -91,7 +92,7 @@ pub struct Params {
     pub floor: bool,
     /// `iterations_to_floor`: the first k with L_k ≤ (1 + floor_within)·L_floor.
     #[serde(default = "default_floor_within")]
-    pub floor_within: f64,
+    pub floor_within: Positive,
     /// One trial's tokens and teacher directions (layout `instance::prompt::TeacherData`),
     /// replacing the draw; d, n, N are the file's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,82 +102,64 @@ pub struct Params {
     pub init_file: Option<PathBuf>,
 }
 
-fn default_rate_min_loss() -> f64 {
-    1e-25
+fn default_rate_min_loss() -> Positive {
+    Positive::try_from(1e-25).expect("positive")
 }
 
-fn default_floor_within() -> f64 {
-    0.02
+fn default_floor_within() -> Positive {
+    Positive::try_from(0.02).expect("positive")
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// GD counts as diverged (an error) once L_k > divergence_factor·L_0 or is not finite.
-    pub divergence_factor: f64,
+    pub divergence_factor: Positive,
     /// The Newton floor point: ‖∇L‖ ≤ this.
     #[serde(default = "default_floor_grad_tol")]
-    pub floor_grad_tol: f64,
+    pub floor_grad_tol: Positive,
     /// The floor point is a local minimum: λ_min(∇²L)/λ_max(∇²L) ≥ −this (zero modes from the
     /// scaling symmetry (p, v) → (cp, v/c) of the bilinear model are exact zeros).
     #[serde(default = "default_floor_eig_tol")]
-    pub floor_eig_tol: f64,
+    pub floor_eig_tol: Positive,
     /// GD never goes below the floor: min_k L_k ≥ (1 − this)·L_floor.
     #[serde(default = "default_floor_eig_tol")]
-    pub floor_below_tol: f64,
+    pub floor_below_tol: Positive,
 }
 
-fn default_floor_grad_tol() -> f64 {
-    1e-10
+fn default_floor_grad_tol() -> Positive {
+    Positive::try_from(1e-10).expect("positive")
 }
 
-fn default_floor_eig_tol() -> f64 {
-    1e-8
+fn default_floor_eig_tol() -> Positive {
+    Positive::try_from(1e-8).expect("positive")
 }
 
 fn read_files(p: &Params, sc: &Scenario) -> Result<TeacherFiles, InputError> {
     let (data, init) = (p.data_file.as_deref(), p.init_file.as_deref());
-    TeacherFiles::read(sc, data, init, p.d, p.train == TrainName::Pv, true)
+    TeacherFiles::read(sc, data, init, *p.d, p.train == TrainName::Pv, true)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     read_files(p, sc)?;
-    if p.d < 2 {
-        return Err(sc.invalid("params.d", format!("need d ≥ 2, got {}", p.d)));
-    }
-    if p.samples == 0 {
-        return Err(sc.invalid("params.samples", "need N ≥ 1"));
-    }
-    if p.iterations == 0 {
-        return Err(sc.invalid("params.iterations", "need at least one iteration"));
-    }
-    if p.record_every == 0 {
-        return Err(sc.invalid("params.record_every", "must be ≥ 1"));
-    }
-    if let Some(&k) = p.loss_at.iter().find(|&&k| k > p.iterations) {
+    if let Some(&k) = p.loss_at.iter().find(|&&k| k > *p.iterations) {
         return Err(sc.invalid(
             "params.loss_at",
-            format!("iteration {k} is past the last ({})", p.iterations),
+            format!("iteration {k} is past the last ({})", *p.iterations),
         ));
     }
     if let Some([a, b]) = p.rate_window {
-        if a >= b || b > p.iterations {
+        if a >= b || b > *p.iterations {
             return Err(sc.invalid(
                 "params.rate_window",
-                format!("need a < b ≤ iterations = {}, got [{a}, {b}]", p.iterations),
+                format!(
+                    "need a < b ≤ iterations = {}, got [{a}, {b}]",
+                    *p.iterations
+                ),
             ));
         }
     }
-    sc.require_positive(&[
-        ("params.sigma_p", p.sigma_p),
-        ("params.eta", p.eta),
-        ("params.rate_min_loss", p.rate_min_loss),
-        ("params.floor_within", p.floor_within),
-        ("checks.divergence_factor", c.divergence_factor),
-        ("checks.floor_grad_tol", c.floor_grad_tol),
-        ("checks.floor_eig_tol", c.floor_eig_tol),
-        ("checks.floor_below_tol", c.floor_below_tol),
-    ])
+    Ok(())
 }
 
 /// GD from θ₀: the loss L_k at k = 0..=iterations and the final iterate. Divergence (a
@@ -244,9 +227,9 @@ fn rayleigh_power(model: &PromptModel, theta: &[f64], steps: usize) -> f64 {
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let draw = files.draw(ctx, p.d, p.samples, p.sigma_p, 0);
+    let draw = files.draw(ctx, *p.d, *p.samples, *p.sigma_p, 0);
     let (model, theta0) = student(&draw, p.attention.model(), p.train);
-    let (losses, theta) = descend(&model, &theta0, p.eta, p.iterations, c.divergence_factor)?;
+    let (losses, theta) = descend(&model, &theta0, *p.eta, *p.iterations, *c.divergence_factor)?;
     let mut rep = Report::default();
     let last = *losses.last().expect("at least one loss");
     rep.derive("initial_loss", losses[0]);
@@ -279,7 +262,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     if p.sharpness_iterations > 0 {
         let lambda = rayleigh_power(&model, &theta, p.sharpness_iterations);
         rep.derive("sharpness", lambda);
-        rep.derive("eta_sharpness", p.eta * lambda);
+        rep.derive("eta_sharpness", *p.eta * lambda);
     }
 
     let iters: Vec<f64> = (0..losses.len()).map(|k| k as f64).collect();
@@ -288,7 +271,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &iters[a..=b],
             &losses[a..=b],
             Window::Value {
-                low: p.rate_min_loss,
+                low: *p.rate_min_loss,
                 high: f64::INFINITY,
             },
         );
@@ -304,7 +287,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut floor = None;
     if p.floor {
         let opts = NewtonOptions {
-            grad_tol: c.floor_grad_tol,
+            grad_tol: *c.floor_grad_tol,
             max_iterations: 200,
             ..NewtonOptions::new(Target::Minimum)
         };
@@ -315,7 +298,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let eig_rel = h.first().copied().unwrap_or(f64::NAN) / top;
         let l_floor = found.loss;
         let min_gd = stats::min(losses.iter());
-        let level = (1.0 + p.floor_within) * l_floor;
+        let level = (1.0 + *p.floor_within) * l_floor;
         let reached = losses.iter().position(|&l| l <= level);
         rep.derive("floor_loss", l_floor);
         rep.derive("floor_grad_norm", found.grad_norm);
@@ -334,7 +317,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "floor-newton-point",
                 "floor: ‖∇L‖ at the Newton point",
                 found.grad_norm,
-                c.floor_grad_tol,
+                *c.floor_grad_tol,
             )
             .note(format!(
                 "damped Newton with the exact Hessian from GD's end point, {} steps",
@@ -346,7 +329,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "floor-lambda-lambda-2l-there-local",
                 "floor: λ_min/λ_max of ∇²L there (a local minimum)",
                 eig_rel,
-                -c.floor_eig_tol,
+                -*c.floor_eig_tol,
             )
             .note(format!(
                 "{} zero, {} negative of {} eigenvalues",
@@ -360,7 +343,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 "floor-floor-gd-stays-above",
                 "floor: min_k L_k / L_floor (GD stays above it)",
                 min_gd / l_floor,
-                1.0 - c.floor_below_tol,
+                1.0 - *c.floor_below_tol,
             )
             .note(format!("L_floor = {l_floor:.10e}")),
         );
@@ -368,9 +351,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     // series.csv and the run's own figure
-    let mut kept: Vec<usize> = (0..=p.iterations).step_by(p.record_every).collect();
-    if *kept.last().unwrap() != p.iterations {
-        kept.push(p.iterations);
+    let mut kept: Vec<usize> = (0..=*p.iterations).step_by(*p.record_every).collect();
+    if *kept.last().unwrap() != *p.iterations {
+        kept.push(*p.iterations);
     }
     let mut headers = vec!["iteration", "loss"];
     if floor.is_some() {
@@ -389,14 +372,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let label = match student_r {
         Some(r) => format!(
             "σ_p = {}: log10 R̄ = {r:.2} (student), {:.2} (teacher)",
-            p.sigma_p, teacher.log10_geometric_mean
+            *p.sigma_p, teacher.log10_geometric_mean
         ),
-        None => format!("σ_p = {}", p.sigma_p),
+        None => format!("σ_p = {}", *p.sigma_p),
     };
     let mut panel = LinePanel::new(
         format!(
             "{:?} attention, d = {}, N = {}, train {:?}, η = {}",
-            p.attention, draw.data.d, draw.data.samples, p.train, p.eta
+            p.attention, draw.data.d, draw.data.samples, p.train, *p.eta
         ),
         "GD iteration k",
         "training loss L_k",
@@ -415,16 +398,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// The synthetic draw (X alone is N·d² doubles), `iterations` GD steps keeping every loss, the
 /// power iterations and the Newton polish to the floor (dimension ≤ 2d).
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let grad = prompt_grad(p.d, p.d, p.samples);
-    let iterations = n(p.iterations);
-    let dim = 2.0 * n(p.d);
+    let grad = prompt_grad(*p.d, *p.d, *p.samples);
+    let iterations = n(*p.iterations);
+    let dim = 2.0 * n(*p.d);
     let floor = if p.floor { 50.0 } else { 0.0 };
-    synthetic_data("d, samples", 1.0, p.d, p.samples)
+    synthetic_data("d, samples", 1.0, *p.d, *p.samples)
         .work("iterations", "GD steps", iterations, grad)
         .doubles("iterations", "the loss of every iteration", iterations)
         .table(
             "iterations, record_every",
-            iterations / n(p.record_every),
+            iterations / n(*p.record_every),
             2.0,
         )
         .work(

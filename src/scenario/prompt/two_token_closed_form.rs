@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::params::{AboveOne, Open01};
 use crate::analysis::fit::{line_fit, log_slope_fit, Window};
 use crate::flow::{integrate, linspace, logspace, Method, OdeConfig, TimeGrid};
 use crate::instance::prompt::TwoTokenCases;
@@ -26,6 +27,7 @@ use crate::models::prompt::two_token::{
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -43,23 +45,23 @@ pub struct Case {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// (s*, s₀, c) samples (spec: (0.9, 0.5, 1), (0.99, 0.3, 2), (0.2, 0.7, 0.5)).
-    pub cases: Vec<Case>,
+    pub cases: NonEmpty<Case>,
     /// Trajectories are compared on t = 0 and a log grid from t_first to t_end (spec t ≤ 1000).
-    pub t_first: f64,
+    pub t_first: Positive,
     pub t_end: f64,
-    pub grid_points: usize,
+    pub grid_points: AtLeast<2>,
     /// Tail fits: integrate to tail_horizon/λ and fit ln|x| on tail_low ≤ |x| ≤ tail_high.
-    pub tail_horizon: f64,
-    pub tail_low: f64,
+    pub tail_horizon: Positive,
+    pub tail_low: Positive,
     pub tail_high: f64,
-    pub tail_points: usize,
+    pub tail_points: AtLeast<10>,
     /// Rate vs R: log-spaced R from ratio_min to ratio_max (spec 1e2–1e4), s* = R/(1 + R),
     /// s₀ = ratio_s0, c = ratio_c.
-    pub ratio_min: f64,
+    pub ratio_min: AboveOne,
     pub ratio_max: f64,
-    pub ratio_count: usize,
-    pub ratio_s0: f64,
-    pub ratio_c: f64,
+    pub ratio_count: AtLeast<2>,
+    pub ratio_s0: Open01,
+    pub ratio_c: Positive,
     /// Samples `s_star`, `c`, `s0` (layout `instance::prompt::TwoTokenCases`), replacing `cases`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file: Option<PathBuf>,
@@ -69,11 +71,11 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max |x_solver − x_cf| / |x_cf| on the grid (spec: rel 1e−6).
-    pub closed_form_rel_tol: f64,
+    pub closed_form_rel_tol: Positive,
     /// Samples with |x_cf| below this are left out of the relative comparison (absolute floor).
-    pub closed_form_floor: f64,
+    pub closed_form_floor: Positive,
     /// |λ_fit/λ − 1| for every tail fit (spec: 1e−3).
-    pub rate_rel_tol: f64,
+    pub rate_rel_tol: Positive,
     /// Least-squares slope of ln λ_fit vs ln R must lie in [lo, hi] (spec: [−2.02, −1.97]).
     pub slope_lo: f64,
     pub slope_hi: f64,
@@ -82,7 +84,7 @@ pub struct Checks {
 /// The samples: the data file's, else `cases`.
 fn cases(p: &Params, sc: &Scenario) -> Result<Vec<Case>, InputError> {
     match &p.data_file {
-        None => Ok(p.cases.clone()),
+        None => Ok(p.cases.to_vec()),
         Some(f) => Ok(sc
             .read_instance::<TwoTokenCases>("data_file", f)?
             .cases
@@ -94,46 +96,28 @@ fn cases(p: &Params, sc: &Scenario) -> Result<Vec<Case>, InputError> {
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     cases(p, sc)?;
-    if p.cases.is_empty() {
-        return Err(sc.invalid("params.cases", "need at least one (s_star, s0, c)"));
-    }
     for (k, case) in p.cases.iter().enumerate() {
         let open = |x: f64| x > 0.0 && x < 1.0;
-        if !(open(case.s_star) && open(case.s0) && case.c > 0.0 && case.c.is_finite()) {
+        if !(open(case.s_star) && open(case.s0) && case.c > 0.0) {
             return Err(sc.invalid(
                 &format!("params.cases[{k}]"),
                 "need s_star, s0 ∈ (0, 1) and c > 0",
             ));
         }
     }
-    if !(p.t_first > 0.0 && p.t_end > p.t_first) {
+    if p.t_end <= *p.t_first {
         return Err(sc.invalid("params.t_end", "need 0 < t_first < t_end"));
     }
-    if p.grid_points < 2 || p.tail_points < 10 || p.ratio_count < 2 {
-        return Err(sc.invalid(
-            "params.grid_points",
-            "need grid_points ≥ 2, tail_points ≥ 10, ratio_count ≥ 2",
-        ));
-    }
-    if !(p.tail_low > 0.0 && p.tail_high > p.tail_low) {
+    if p.tail_high <= *p.tail_low {
         return Err(sc.invalid("params.tail_low", "need 0 < tail_low < tail_high"));
     }
-    if !(p.ratio_min > 1.0 && p.ratio_max > p.ratio_min) {
+    if p.ratio_max <= *p.ratio_min {
         return Err(sc.invalid("params.ratio_min", "need 1 < ratio_min < ratio_max"));
-    }
-    if !(p.ratio_s0 > 0.0 && p.ratio_s0 < 1.0) {
-        return Err(sc.invalid("params.ratio_s0", "must lie in (0, 1)"));
     }
     if c.slope_lo >= c.slope_hi {
         return Err(sc.invalid("checks.slope_lo", "must be below slope_hi"));
     }
-    sc.require_positive(&[
-        ("params.tail_horizon", p.tail_horizon),
-        ("params.ratio_c", p.ratio_c),
-        ("checks.closed_form_rel_tol", c.closed_form_rel_tol),
-        ("checks.closed_form_floor", c.closed_form_floor),
-        ("checks.rate_rel_tol", c.rate_rel_tol),
-    ])
+    Ok(())
 }
 
 /// The tail rate of one sample fitted from a solver trajectory.
@@ -151,14 +135,14 @@ fn tail_fit(
 ) -> Result<TailFit, RunError> {
     let model = TwoToken::new(vec![c], vec![s_star]).deviation();
     let lambda = tail_rate(c, s_star);
-    let times = linspace(0.0, p.tail_horizon / lambda, p.tail_points);
+    let times = linspace(0.0, *p.tail_horizon / lambda, *p.tail_points);
     let tr = integrate(&model, &[logit(s0) - logit(s_star)], &times, cfg, None)?;
     let dev: Vec<f64> = (0..tr.len()).map(|k| tr.state(k)[0].abs()).collect();
     let fit = log_slope_fit(
         &tr.t,
         &dev,
         Window::Value {
-            low: p.tail_low,
+            low: *p.tail_low,
             high: p.tail_high,
         },
     )
@@ -181,9 +165,9 @@ struct CaseRun {
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let cfg = ctx.ode;
     let times = TimeGrid::Log {
-        t_first: p.t_first,
+        t_first: *p.t_first,
         t1: p.t_end,
-        n: p.grid_points,
+        n: *p.grid_points,
     }
     .times();
     let cases = cases(p, ctx.scenario)?;
@@ -206,7 +190,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let us = logit(case.s_star);
         for (k, &t) in tr.t.iter().enumerate() {
             let (x, exact) = (tr.state(k)[0], cf.deviation_at(t));
-            if exact.abs() >= c.closed_form_floor {
+            if exact.abs() >= *c.closed_form_floor {
                 let e = ((x - exact) / exact).abs();
                 rel_error = stats::larger(rel_error, e);
             }
@@ -225,15 +209,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     // rate vs R
-    let ratios = logspace(p.ratio_min, p.ratio_max, p.ratio_count);
+    let ratios = logspace(*p.ratio_min, p.ratio_max, *p.ratio_count);
     let mut measured = Vec::new();
     for &r in &ratios {
-        let fit = tail_fit(p.ratio_c, s_star_from_ratio(r), p.ratio_s0, p, &cfg)?;
+        let fit = tail_fit(*p.ratio_c, s_star_from_ratio(r), *p.ratio_s0, p, &cfg)?;
         measured.push(fit);
     }
     let predicted: Vec<f64> = ratios
         .iter()
-        .map(|&r| tail_rate_from_ratio(p.ratio_c, r))
+        .map(|&r| tail_rate_from_ratio(*p.ratio_c, r))
         .collect();
     let ln_r: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
     let ln_rate: Vec<f64> = measured.iter().map(|m| m.rate.ln()).collect();
@@ -247,17 +231,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "solver-vs-implicit-closed-form-cf",
             "solver vs implicit closed form t(s): max |x − x_cf|/|x_cf|",
             rel_error,
-            c.closed_form_rel_tol,
+            *c.closed_form_rel_tol,
         )
         .note(format!(
             "x = u − u*, {} on t = 0 and {} log-spaced times in [{}, {}], {} cases; \
              |x_cf| ≥ {:e}",
             cfg.method.name(),
-            p.grid_points,
-            p.t_first,
+            *p.grid_points,
+            *p.t_first,
             p.t_end,
             runs.len(),
-            c.closed_form_floor
+            *c.closed_form_floor
         )),
     );
     let rate_errors = runs
@@ -275,11 +259,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "tail-rate-lambda-fit",
             "tail rate: max |λ_fit / c(s*(1 − s*))² − 1|",
             rate_error,
-            c.rate_rel_tol,
+            *c.rate_rel_tol,
         )
         .note(format!(
             "−slope of ln|u − u*| on {:e} ≤ |u − u*| ≤ {:e}; {} cases and {} values of R",
-            p.tail_low,
+            *p.tail_low,
             p.tail_high,
             runs.len(),
             ratios.len()
@@ -296,7 +280,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "R ∈ [{:e}, {:e}] ({} values): λ = cR²/(1 + R)⁴ ≈ c/R²; the local slope \
              2 − 4R/(1 + R) runs from {local_hi:.4} to {local_lo:.4} on this range",
-            p.ratio_min, p.ratio_max, p.ratio_count
+            *p.ratio_min, p.ratio_max, *p.ratio_count
         ))
         .paper_claim(format!(
             "spec §6 item 8 asks for a local slope in [−2.02, −1.97] on R ∈ [1e2, 1e4]; at \
@@ -375,7 +359,7 @@ fn figure(
             )
             .series(Series::theory("", t, r.s_closed[1..].to_vec()).color(k));
     }
-    let c = p.ratio_c;
+    let c = *p.ratio_c;
     let right = LinePanel::new(
         format!("tail rate at u* (c = {c})"),
         "attention ratio R = s*/(1 − s*)",
@@ -414,16 +398,16 @@ fn figure(
 /// One-dimensional solves per case (the grid and the tail fit) and per ratio R, with their
 /// samples.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let solves = 2.0 * n(p.cases.len()) + n(p.ratio_count);
+    let solves = 2.0 * n(p.cases.len()) + n(*p.ratio_count);
     Cost::new()
         .ode("cases, ratio_count", solves, 1.0, 20.0, ctx.ode.method)
         .records(
             "grid_points, tail_points",
             solves,
-            n(p.grid_points.max(p.tail_points)),
+            n(p.grid_points.max(*p.tail_points)),
             1.0,
         )
-        .table("grid_points", n(p.cases.len()) * n(p.grid_points), 6.0)
+        .table("grid_points", n(p.cases.len()) * n(*p.grid_points), 6.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -12,38 +12,6 @@ use std::ops::Deref;
 
 use serde::{Deserialize, Serialize};
 
-/// A number > 0: a threshold, a scale, a rate.
-#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(try_from = "f64", into = "f64")]
-pub struct Positive(f64);
-
-impl TryFrom<f64> for Positive {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
-        if v > 0.0 {
-            Ok(Positive(v))
-        } else {
-            Err(format!("must be positive, got {v}"))
-        }
-    }
-}
-
-/// A fraction of a whole in (0, 1] (e.g. of the runs that must pass).
-#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(try_from = "f64", into = "f64")]
-pub struct Fraction(f64);
-
-impl TryFrom<f64> for Fraction {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
-        if v > 0.0 && v <= 1.0 {
-            Ok(Fraction(v))
-        } else {
-            Err(format!("must lie in (0, 1], got {v}"))
-        }
-    }
-}
-
 /// A number in (10^`LO`, 10^`HI`] (e.g. a horizon of log time, whose margins lose f64
 /// resolution beyond a bound).
 #[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
@@ -138,8 +106,7 @@ macro_rules! plain {
 }
 
 plain! {
-    [] Positive => f64,
-    [] Fraction => f64,
+    [] PositiveRange => [f64; 2],
     [const LO: i32, const HI: i32] Decades<LO, HI> => f64,
     [const N: usize] AtLeast<N> => usize,
     [T] NonEmpty<T> => Vec<T>,
@@ -163,10 +130,66 @@ macro_rules! number {
 }
 
 number! {
-    [] Positive,
-    [] Fraction,
     [const LO: i32, const HI: i32] Decades<LO, HI>,
     [const N: usize] AtLeast<N>,
+}
+
+/// Declares a wrapper of `f64` accepted when `$ok(v)` holds and refused with "must $what, got v";
+/// like every type here it serializes as the plain value and dereferences to it.
+macro_rules! bounded {
+    ($($(#[$doc:meta])* $name:ident: |$v:ident| $ok:expr, $what:literal;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+        #[serde(try_from = "f64", into = "f64")]
+        pub struct $name(f64);
+
+        impl TryFrom<f64> for $name {
+            type Error = String;
+            fn try_from($v: f64) -> Result<Self, String> {
+                if $ok {
+                    Ok($name($v))
+                } else {
+                    Err(format!(concat!("must ", $what, ", got {}"), $v))
+                }
+            }
+        }
+    )*
+    plain! { $([] $name => f64),* }
+    number! { $([] $name),* }
+    };
+}
+
+bounded! {
+    /// A number > 0: a threshold, a scale, a rate.
+    Positive: |v| v > 0.0, "be positive";
+    /// A fraction of a whole in (0, 1] (e.g. of the runs that must pass).
+    Fraction: |v| v > 0.0 && v <= 1.0, "lie in (0, 1]";
+    /// A number in the open interval (0, 1) (a constant c₁ of Theorem 1, a decay, a tolerance).
+    Open01: |v| v > 0.0 && v < 1.0, "lie in (0, 1)";
+    /// A number ≥ 1 (a condition number).
+    AtLeastOne: |v| v >= 1.0, "be ≥ 1";
+    /// A number > 1 (a ratio of scales R₁, a horizon past t = 1).
+    AboveOne: |v| v > 1.0, "exceed 1";
+    /// A number ≥ 0 (a tolerance that may be 0).
+    NonNegative: |v| v >= 0.0, "be ≥ 0";
+    /// A nonzero number (an initial coordinate or shift where 0 is a degenerate start).
+    Nonzero: |v| v != 0.0, "be nonzero";
+}
+
+/// A window [low, high] with 0 < low < high (of loss levels, of fit ratios).
+#[derive(Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "[f64; 2]", into = "[f64; 2]")]
+pub struct PositiveRange([f64; 2]);
+
+impl TryFrom<[f64; 2]> for PositiveRange {
+    type Error = String;
+    fn try_from([low, high]: [f64; 2]) -> Result<Self, String> {
+        if low > 0.0 && low < high {
+            Ok(PositiveRange([low, high]))
+        } else {
+            Err(format!("need 0 < low < high, got [{low}, {high}]"))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -225,6 +248,57 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join("\n");
             let e = parse(&text).unwrap_err();
+            assert!(e.contains(reason), "{bad}: {e}");
+        }
+    }
+
+    #[derive(Debug, Deserialize, Serialize)]
+    struct Q {
+        c1: Open01,
+        kappa: AtLeastOne,
+        r1: AboveOne,
+        tol: NonNegative,
+        x: Nonzero,
+        window: PositiveRange,
+    }
+
+    #[test]
+    fn bounded_numbers_and_windows_parse_plainly_and_refuse_with_the_reason() {
+        let good = [
+            "c1 = 0.5",
+            "kappa = 1",
+            "r1 = 2",
+            "tol = 0",
+            "x = -0.5",
+            "window = [1e-9, 1e-3]",
+        ];
+        let q: Q = toml::from_str(&good.join("\n")).unwrap();
+        assert_eq!(
+            (*q.c1, *q.kappa, *q.r1, *q.tol, *q.x),
+            (0.5, 1.0, 2.0, 0.0, -0.5)
+        );
+        assert_eq!(
+            serde_json::to_value(&q).unwrap(),
+            serde_json::json!({"c1": 0.5, "kappa": 1.0, "r1": 2.0, "tol": 0.0, "x": -0.5,
+                               "window": [1e-9, 1e-3]})
+        );
+        for (bad, reason) in [
+            ("c1 = 1", "must lie in (0, 1), got 1"),
+            ("kappa = 0.5", "must be ≥ 1, got 0.5"),
+            ("r1 = 1", "must exceed 1, got 1"),
+            ("tol = -1", "must be ≥ 0, got -1"),
+            ("x = 0", "must be nonzero, got 0"),
+            ("window = [2, 1]", "need 0 < low < high"),
+            ("window = [0, 1]", "need 0 < low < high"),
+        ] {
+            let key = bad.split(' ').next().unwrap();
+            let text: String = good
+                .into_iter()
+                .filter(|l| !l.starts_with(&format!("{key} ")))
+                .chain([bad])
+                .collect::<Vec<_>>()
+                .join("\n");
+            let e = toml::from_str::<Q>(&text).unwrap_err().to_string();
             assert!(e.contains(reason), "{bad}: {e}");
         }
     }

@@ -8,7 +8,6 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::instance_files::{stacked_df_instance, InstanceFiles};
-use super::params::Nonzero;
 use super::sizes;
 use crate::flow::{integrate_flow, linspace, GradientFlow, Method, OdeConfig, Trajectory};
 use crate::instance::histogram::{task_name, TaskMatrices};
@@ -17,6 +16,7 @@ use crate::models::histogram::theorem2::Imbalance;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow, HistogramError};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::Nonzero;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::instance_files::{df_instance, InstanceFiles};
-use super::params::PositiveRange;
 use super::sizes;
 use crate::flow::{integrate_flow, Method, OdeConfig};
 use crate::instance::histogram::task_name;
@@ -15,6 +14,7 @@ use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Positive;
+use crate::scenario::param::PositiveRange;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;

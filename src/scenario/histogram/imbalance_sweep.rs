@@ -8,7 +8,6 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::instance_files::{df_instance, InstanceFiles};
-use super::params::PositiveRange;
 use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig};
@@ -19,6 +18,7 @@ use crate::models::histogram::theorem2::Imbalance;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::PositiveRange;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -34,7 +34,7 @@ use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 
-use super::params::Nonzero;
+use crate::scenario::param::Nonzero;
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -12,7 +12,6 @@ mod lemma31;
 mod lemma_a2;
 mod limit_kkt;
 mod near_saddle;
-mod params;
 mod phase;
 mod sizes;
 mod small_init_staircase;

@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use rand::Rng;
 
 use super::instance_files::{df_instance, InstanceFiles};
-use super::params::PositiveRange;
 use super::sizes;
 use crate::analysis::fit::{first_crossing, log_slope_fit, Direction, Window};
 use crate::analysis::stages::plateaus;
@@ -23,6 +22,7 @@ use crate::models::histogram::landscape::bad_init_along_m;
 use crate::models::histogram::{DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::PositiveRange;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::instance_files::{df_instance, InstanceFiles};
-use super::params::PositiveRange;
 use super::sizes;
 use crate::analysis::fit::{log_slope_fit, Window};
 use crate::flow::{integrate_flow, linspace, Method, OdeConfig, Trajectory};
@@ -16,6 +15,7 @@ use crate::instance::InstanceError;
 use crate::models::histogram::{layout, DfClosedForm, DfFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::PositiveRange;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -9,7 +9,7 @@ use crate::models::histogram::{Thm2ClosedForm, Thm2System};
 use crate::scenario::param::{NonEmpty, Positive};
 use crate::scenario::{InputError, RunError, Scenario};
 
-use super::params::Nonzero;
+use crate::scenario::param::Nonzero;
 use crate::stats;
 
 /// The grid of spec 000 R8: every c × every c_1 × an n × n grid of (x_0, y_0) on

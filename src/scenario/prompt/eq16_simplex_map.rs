@@ -14,7 +14,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{AtLeastOne, NonNegative};
 use crate::flow::{integrate, norm, Method, OdeConfig, VectorField};
 use crate::instance::prompt::SimplexInit;
 use crate::models::prompt::attention_families::Attention;
@@ -25,6 +24,7 @@ use crate::models::prompt::softmax::{jacobian_apply, softmax_into};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
+use crate::scenario::param::{AtLeastOne, NonNegative};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;

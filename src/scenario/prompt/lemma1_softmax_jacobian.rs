@@ -14,7 +14,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::params::NonNegative;
 use crate::flow::{Method, OdeConfig};
 use crate::instance::prompt::{AttentionFamily, AttentionVectors, LabelledAttention};
 use crate::instance::InstanceFile;
@@ -25,6 +24,7 @@ use crate::models::prompt::jacobian_spectrum::{
 use crate::models::prompt::softmax::softmax_into;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::NonNegative;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

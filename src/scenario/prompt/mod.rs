@@ -9,7 +9,6 @@ mod lemma1_softmax_jacobian;
 mod lemma2_pl_inequality;
 mod local_rate_vs_hessian;
 mod orth_common;
-mod params;
 mod prop1_value_scaling;
 mod simplex_common;
 mod spurious_sparse_minimum;

@@ -17,13 +17,13 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::common::prompt_grad;
-use super::params::Open01;
 use crate::flow::{GradientFlow, Method, OdeConfig};
 use crate::models::prompt::data::labelled;
 use crate::models::prompt::pl_theory::{c_sigma, f_sigma_min, Reading, Thm1Inputs};
 use crate::models::prompt::{Attention, PromptModel, Trained};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -20,12 +20,12 @@ use serde::{Deserialize, Serialize};
 use super::common::{
     prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
-use super::params::AboveOne;
 use crate::analysis::stationary::{find_stationary, NewtonOptions, StationaryPoint, Target};
 use crate::flow::{integrate_flow, norm, Method, OdeConfig, TimeGrid, Trajectory};
 use crate::models::prompt::Attention;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::AboveOne;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

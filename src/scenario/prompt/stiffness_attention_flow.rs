@@ -21,12 +21,12 @@ use serde::{Deserialize, Serialize};
 use super::common::{
     prompt_grad, student, synthetic_data, teacher_instance, teacher_state, TeacherFiles, TrainName,
 };
-use super::params::Open01;
 use crate::analysis::fit::{line_fit, log_slope_fit, Window};
 use crate::flow::{integrate, Descent, Events, FlowError, GradientFlow, Method, OdeConfig};
 use crate::models::prompt::{Attention, SyntheticDraw};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost as SizeCost};
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -15,12 +15,12 @@ use std::cell::Cell;
 
 use serde::{Deserialize, Serialize};
 
-use super::params::AboveOne;
 use crate::analysis::fit::line_fit;
 use crate::flow::{integrate, FlowError, Method, OdeConfig, VectorField};
 use crate::models::prompt::two_token::{s_star_from_ratio, stiffness_ratio, TwoToken};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::AboveOne;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

@@ -33,7 +33,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 
-use super::params::Open01;
+use crate::scenario::param::Open01;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 

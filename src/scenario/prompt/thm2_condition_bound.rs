@@ -21,7 +21,6 @@ use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::params::{AboveOne, AtLeastOne};
 use crate::analysis::fit::{log_log_slope_fit, Window};
 use crate::flow::{logspace, Method, OdeConfig};
 use crate::instance::prompt::{ConditionCurves, ConditionInstances, StationaryPoint};
@@ -31,6 +30,7 @@ use crate::models::prompt::jacobian_spectrum::secular_eigenvalues;
 use crate::models::prompt::simplex::random_spd;
 use crate::models::prompt::simplex_linearization::ConditionReport;
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AboveOne, AtLeastOne};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::report::fmt_num;

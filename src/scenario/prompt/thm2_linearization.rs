@@ -21,7 +21,6 @@ use std::path::PathBuf;
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::params::{AtLeastOne, Open01};
 use crate::analysis::linearize::jacobian;
 use crate::analysis::linearize::symmetric_eigenvalues;
 use crate::flow::{norm, Method, OdeConfig, VectorField};
@@ -37,6 +36,7 @@ use crate::models::prompt::simplex_linearization::{
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
+use crate::scenario::param::{AtLeastOne, Open01};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;

@@ -17,7 +17,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{AboveOne, Open01};
 use crate::analysis::fit::{line_fit, log_slope_fit, Window};
 use crate::flow::{integrate, linspace, logspace, Method, OdeConfig, TimeGrid};
 use crate::instance::prompt::TwoTokenCases;
@@ -27,6 +26,7 @@ use crate::models::prompt::two_token::{
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AboveOne, Open01};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};

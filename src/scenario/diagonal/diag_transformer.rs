@@ -149,7 +149,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.points < 2 {
         return Err(sc.invalid("params.points", "need at least 2 points"));
     }
-    p.algorithm1.validate(sc)?;
     sc.require_positive(&[
         ("checks.max_stationarity", c.max_stationarity),
         ("checks.max_terminal_loss", c.max_terminal_loss),

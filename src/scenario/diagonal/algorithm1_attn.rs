@@ -19,7 +19,7 @@ use crate::models::diagonal::{Activation, DiagonalAttention, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, Check, Report, RunContext, RunError, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,11 +57,6 @@ pub struct Checks {
     /// |T_1 · max|g(0)| − 1|: T_1 = 1/max_r |G_{c_r}(0)| with the closed form of G at 0
     /// (spec §2.2, CF3/CF4); rounding only.
     pub max_t1_rel_error: Positive,
-}
-
-fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    UserFiles::new(&p.data_file, &None).validate_attention(p.instance, "algorithm1-attn", sc)?;
-    Ok(())
 }
 
 /// (rank W_K W_Qᵀ, rank W_V W_Oᵀ) of every stage's β^k (exact zeros off the support).
@@ -419,7 +414,11 @@ pub static KIND: Kind<Params, Checks> = Kind {
               stationarity, ε-independence, gaps and Hessian diagnostics; VO first, one rank \
               per stage, teacher recovered; loss_th, b_th and rank staircase.",
     solver: STAGE_B_SOLVER,
-    validate,
+    validate: |p, _, sc| {
+        UserFiles::new(&p.data_file, &None)
+            .validate_attention(p.instance, "algorithm1-attn", sc)
+            .map(drop)
+    },
     cost,
     quantities: &[
         "kappa_loss",

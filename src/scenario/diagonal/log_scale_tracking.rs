@@ -11,7 +11,7 @@
 //! plateau-0 constant over α, consecutive ratios of Λ·e(α), the sign violations summed) and
 //! draws the panels of every (instance, α).
 
-use super::params::{AboveOne, NegativeLog, Unit};
+use super::params::{AboveOne, Margin, NegativeLog, Unit};
 use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
@@ -38,7 +38,7 @@ pub struct Params {
     /// α of this run as log10 α (a sweep gives `sweep.grid.log10_alpha`, strictly decreasing).
     pub log10_alpha: NegativeLog,
     /// Plateau interiors are [T_k + δΔ_k, T_{k+1} − δΔ_k] with δ = this (spec §4: 0.05).
-    pub interior_fraction: f64,
+    pub interior_fraction: Margin,
     /// How far past T_K the last plateau is followed (its Δ for the interior), in τ.
     pub final_stage_span: Positive,
     /// The plateau-0 constant is checked for τ ≤ this · T_1 (spec §4 eq. 8 row: 0.8).
@@ -69,14 +69,6 @@ pub struct Checks {
     /// window (t̄_k, t̲_{k+1}) of Lemma C.6, where ‖θ_α − θ^k‖ < ρ'). The spec's interiors alone
     /// do not exclude the transitions, which arrive O(1/Λ) late or early.
     pub sign_radius: Positive,
-}
-
-fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if !(p.interior_fraction > 0.0 && p.interior_fraction < 0.5) {
-        return Err(sc.invalid("params.interior_fraction", "must be in (0, 0.5)"));
-    }
-    files(p).validate(p.instance, sc)?;
-    Ok(())
 }
 
 fn files(p: &Params) -> UserFiles {
@@ -150,7 +142,7 @@ fn track(
         let k = schedule.stage_index(tau);
         let stage = &schedule.stages[k];
         let end = schedule.stage_end(k).min(tau_end);
-        let margin = p.interior_fraction
+        let margin = *p.interior_fraction
             * (schedule
                 .stage_end(k)
                 .min(stage.t_start + *p.final_stage_span)
@@ -596,7 +588,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   −ln w0_i per coordinate, eq. 8), and off the support sgn g_i(θ_α) = \
                   sgn g_i(θ^k) (eq. 29).",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-        validate,
+        validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
         cost,
         quantities: &[
             "Lambda",

@@ -1,5 +1,5 @@
 //! Range types of the seed-004 parameters beside those of [`crate::scenario::param`]: an
-//! initialization scale α in (0, 1) (Λ = ln 1/α must be positive), log10 α < 0, a factor > 1
+//! initialization scale α in (0, 1) (Λ = ln 1/α must be positive), a margin in (0, ½), log10 α < 0, a factor > 1
 //! (a horizon beyond the last stage) and a number ≥ 0. Like those, each is refused while the
 //! scenario loads (key path and reason, exit code 2), serializes as the plain value and
 //! dereferences to it.
@@ -59,6 +59,8 @@ macro_rules! ranged {
 ranged! {
     /// A number in the open interval (0, 1): an initialization scale α, a ratio ρ, an ε.
     Unit: |v| v > 0.0 && v < 1.0, "must lie in (0, 1)";
+    /// A margin in (0, ½), cut from each end of an interval (a plateau's interior).
+    Margin: |v| v > 0.0 && v < 0.5, "must lie in (0, 0.5)";
     /// log10 α of an initialization scale α in (0, 1).
     NegativeLog: |v| v < 0.0, "must be < 0 (α in (0, 1))";
     /// A factor > 1 (e.g. a horizon as a multiple of the last stage time).

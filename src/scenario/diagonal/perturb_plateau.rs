@@ -4,7 +4,7 @@
 //! Compared in β space: the noise changes the conserved c_i of the active pairs, so (u, v)
 //! settle O(σ) away while β returns (spec §6 #16).
 
-use super::params::Unit;
+use super::params::{Margin, Unit};
 use crate::scenario::param::{AtLeast, Fraction, Positive};
 use std::path::PathBuf;
 
@@ -16,7 +16,7 @@ use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Check, Report, RunContext, RunError, Table};
 use crate::stats;
 
 use super::figures_common::{alpha_label, instance_label, Toy};
@@ -49,7 +49,7 @@ pub struct Params {
     /// Raw weights with |·| above this are perturbed (the paper: 1e−5, spec §6 #14).
     pub threshold: Positive,
     /// Distance of the checked times from a transition, as a fraction of the plateau length.
-    pub plateau_margin: f64,
+    pub plateau_margin: Margin,
     /// Horizon t_h = min(rates/λ_min^act, fraction·ΔT_k·Λ) (spec §5.2: 20 and 0.45).
     pub horizon_rates: Positive,
     pub horizon_fraction: Fraction,
@@ -77,14 +77,6 @@ pub struct Checks {
 /// The user's files of this run (none: the built-in instance and the seed's θ_0).
 fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
-}
-
-fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    files(p).validate(p.instance, sc)?;
-    if !(p.plateau_margin > 0.0 && p.plateau_margin < 0.5) {
-        return Err(sc.invalid("params.plateau_margin", "must lie in (0, 0.5)"));
-    }
-    Ok(())
 }
 
 /// One perturbation and its outcome.
@@ -157,7 +149,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             Draw::Plateaus => {
                 let k = long_enough[rng.random_range(0..long_enough.len())];
                 let (start, len) = (schedule.stages[k].t_start, plateau_len(k));
-                let tau = rng.random_range(start + p.plateau_margin * len..start + 0.5 * len);
+                let tau = rng.random_range(start + *p.plateau_margin * len..start + 0.5 * len);
                 if below_threshold(k, tau) {
                     taus.push(tau);
                 }
@@ -198,7 +190,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let (tr_p, perturbed) = continue_flow(toy.loss(), &pert.state, &times, &ctx.ode)?;
         rep.stats(format!("unperturbed from τ = {tau:.3}"), &tr_o.stats);
         rep.stats(format!("perturbed from τ = {tau:.3}"), &tr_p.stats);
-        let margin = p.plateau_margin * len;
+        let margin = *p.plateau_margin * len;
         // A4.4 perturbs within the support: a growing pair already above the threshold would be
         // kicked into its own transition (the paper's rule selects by size, not by support)
         let within_support = pert.pairs.iter().all(|i| stage.support.contains(i));
@@ -378,7 +370,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
     summary: "Fig. 3(a)/10, Assumption 4.4: weights perturbed on plateaus of the α = 1e−32 flow \
               return to the unperturbed trajectory (compared in β).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
+    validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
     cost,
     quantities: &[],
     run,

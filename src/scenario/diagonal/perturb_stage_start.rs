@@ -16,7 +16,7 @@ use crate::models::diagonal::{Layout, LogFlow, TransitionEvent, TransitionEvents
 use crate::plot::Figure;
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Check, Report, RunContext, RunError, Table};
 
 use super::figures_common::{
     alpha_label, best_predicted_time, instance_label, predicted_exponent, Toy, PLATEAU_FLOOR,
@@ -64,11 +64,6 @@ pub struct Checks {
 /// The user's files of this run (none: the built-in instance and the seed's θ_0).
 fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
-}
-
-fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    files(p).validate(p.instance, sc)?;
-    Ok(())
 }
 
 /// A coordinate that became non-negligible, the stage it starts and the outcome.
@@ -326,7 +321,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
     summary: "Fig. 3(b)/11, Assumption 4.5: weights perturbed when a coordinate first becomes \
               non-negligible still reach the next plateau point β^(k+1).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
+    validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
     cost,
     quantities: &[],
     run,

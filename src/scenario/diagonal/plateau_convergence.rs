@@ -64,11 +64,6 @@ pub struct Checks {
     pub exponent_rel_band: Positive,
 }
 
-fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    files(p).validate(p.instance, sc)?;
-    Ok(())
-}
-
 fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
 }
@@ -457,7 +452,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   1e−64; fitted power of α vs the predicted exponent min(m_k, λ_act(τ − T_k)). \
                   A sweep: one α per run, the laws across α in the reduction.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-        validate,
+        validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
         cost,
         quantities: &[
             "max_err",

@@ -55,11 +55,6 @@ pub struct Checks {
     pub max_added: NonNegative,
 }
 
-fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    files(p).validate(p.instance, sc)?;
-    Ok(())
-}
-
 fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
 }
@@ -430,7 +425,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   most +1; step plots vs Algorithm 1 (fixed threshold 1e−5 reported). A sweep: \
                   one α per run, every stage eligible at some α in the reduction.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-        validate,
+        validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
         cost,
         quantities: &[
             "eligible_stages",

@@ -98,10 +98,6 @@ fn require_identity(
     }
 }
 
-fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    require_identity(p, files(p).validate(InstanceName::R1, sc)?, sc)
-}
-
 /// One α: sampled τ, β_num and β_exact per coordinate, errors, half times.
 struct AlphaResult {
     taus: Vec<f64>,
@@ -405,7 +401,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               {1e-2, 1e-8, 1e-32} vs its exact Riccati solution (β to 1e-8, half-activation \
               times to 1e-6), and the balanced flow vs the logistic curve.",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-12),
-    validate,
+    validate: |p, _, sc| require_identity(p, files(p).validate(InstanceName::R1, sc)?, sc),
     cost,
     quantities: &[],
     run,

@@ -80,11 +80,6 @@ pub struct Checks {
     pub inactive_factor: Positive,
 }
 
-fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    files(p).validate(p.instance, sc)?;
-    Ok(())
-}
-
 fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
 }
@@ -848,7 +843,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   matches STAGE_B's reduced flow from ρ; at the race time t̲/Λ → T_(k+1), the \
                   other inactive weights are ≤ 10·α^c and sgn β_(i_k) = σ_k.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-        validate,
+        validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
         cost,
         quantities: &[
             "Lambda",

@@ -2,6 +2,8 @@
 //! stagewise dynamics as α → 0 with its per-stage diagnostics (§3.5), the stage table, and the
 //! theory curves loss_th(τ), b_th(τ) and the rank staircase (§3.4, §7).
 
+use super::params::AboveOne;
+use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +19,7 @@ use crate::models::diagonal::{Activation, DiagonalAttention, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, Check, Report, RunContext, RunError, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -26,9 +28,9 @@ pub struct Params {
     /// Attention instance: mini, small or paper (spec §5.1).
     pub instance: InstanceName,
     /// Theory curves are drawn on τ ∈ [0, horizon_factor · T_last] (spec §5.1: 1.2).
-    pub horizon_factor: f64,
+    pub horizon_factor: AboveOne,
     /// τ samples of the theory table.
-    pub samples: usize,
+    pub samples: AtLeast<2>,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
     /// The user's attention data (X with a_star, c_star or Y; README "Your own data") instead
@@ -46,32 +48,15 @@ pub struct Params {
 pub struct Checks {
     /// max_k max_{i∈S_k} |G_i(β^k)|: θ^k is stationary on its support (spec §7 algorithm1-attn,
     /// 1e−10).
-    pub max_stationarity: f64,
+    pub max_stationarity: Positive,
     /// max_k ‖β^k_{ε₁} − β^k_{ε₂}‖_∞ / max(1, ‖β^k‖_∞): the limit (13) does not depend on ε
     /// (spec §3.3, §4 row eq. 13: 1e−8).
-    pub max_eps_difference: f64,
+    pub max_eps_difference: Positive,
     /// L̃(β^K) at the terminal stage: the realizable teacher is recovered (spec §7, 1e−10).
-    pub max_terminal_loss: f64,
+    pub max_terminal_loss: Positive,
     /// |T_1 · max|g(0)| − 1|: T_1 = 1/max_r |G_{c_r}(0)| with the closed form of G at 0
     /// (spec §2.2, CF3/CF4); rounding only.
-    pub max_t1_rel_error: f64,
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    UserFiles::new(&p.data_file, &None).validate_attention(p.instance, "algorithm1-attn", sc)?;
-    if !(p.horizon_factor > 1.0 && p.horizon_factor.is_finite()) {
-        return Err(sc.invalid("params.horizon_factor", "must be finite and > 1"));
-    }
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
-    p.algorithm1.validate(sc)?;
-    sc.require_positive(&[
-        ("checks.max_stationarity", c.max_stationarity),
-        ("checks.max_eps_difference", c.max_eps_difference),
-        ("checks.max_terminal_loss", c.max_terminal_loss),
-        ("checks.max_t1_rel_error", c.max_t1_rel_error),
-    ])
+    pub max_t1_rel_error: Positive,
 }
 
 /// (rank W_K W_Qᵀ, rank W_V W_Oᵀ) of every stage's β^k (exact zeros off the support).
@@ -103,12 +88,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let t_last = s.stages.last().map_or(0.0, |st| st.t_start);
     let tau_end = if t_last > 0.0 {
-        p.horizon_factor * t_last
+        *p.horizon_factor * t_last
     } else {
         1.0
     };
     rep.tables
-        .push(("theory".into(), theory_table(&sched, p.samples, tau_end)));
+        .push(("theory".into(), theory_table(&sched, *p.samples, tau_end)));
     rep.figure = Some(figure(&sched, &ranks, tau_end));
     rep.derive("termination", termination_text(&s.termination));
     rep.derive("stage_times", s.stage_times());
@@ -217,7 +202,7 @@ fn stage_checks(
         "assumption-flags-raised-a4-a4-eq",
         "beta-stationarity",
     ];
-    schedule_checks(rep, s, ids, c.max_stationarity);
+    schedule_checks(rep, s, ids, *c.max_stationarity);
     let eps = stats::max(s.stages.iter().map(|st| {
         let norm = stats::max_with(1.0, st.beta.iter().map(|b| b.abs()));
         st.diagnostics.eps_difference / norm
@@ -227,7 +212,7 @@ fn stage_checks(
             "stage-eps-independence",
             "STAGE_B ε-independence",
             eps,
-            c.max_eps_difference,
+            *c.max_eps_difference,
         )
         .note("max_k ‖β_{ε₁} − β_{ε₂}‖_∞ / max(1, ‖β^k‖_∞) over the ε list (eq. 13 limit exists)"),
     );
@@ -251,7 +236,7 @@ fn stage_checks(
             "t-1-1-g-0-1",
             "|T_1 / (1/max|g(0)|) − 1|",
             (t1 / t1_closed - 1.0).abs(),
-            c.max_t1_rel_error,
+            *c.max_t1_rel_error,
         )
         .note(format!(
             "T_1 = {t1:.9} vs closed form {t1_closed:.9} (G_VO(0), spec §2.2 CF4)"
@@ -288,8 +273,13 @@ fn stage_checks(
     let name = "terminal plateau loss L̃(β^K)";
     if sched.data.realizable() {
         rep.check(
-            Check::at_most("terminal-plateau-loss", name, terminal, c.max_terminal_loss)
-                .note("realizable teacher: the last plateau recovers it"),
+            Check::at_most(
+                "terminal-plateau-loss",
+                name,
+                terminal,
+                *c.max_terminal_loss,
+            )
+            .note("realizable teacher: the last plateau recovers it"),
         );
     } else {
         rep.skip(
@@ -414,7 +404,7 @@ fn figure(sched: &Scheduled, ranks: &[(usize, usize)], tau_end: f64) -> Figure {
 /// sample with every coordinate.
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let coords = p.instance.size().p;
-    schedule_cost("instance", p.instance).table("samples", n(p.samples), coords + 2.0)
+    schedule_cost("instance", p.instance).table("samples", n(*p.samples), coords + 2.0)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {
@@ -424,7 +414,11 @@ pub static KIND: Kind<Params, Checks> = Kind {
               stationarity, ε-independence, gaps and Hessian diagnostics; VO first, one rank \
               per stage, teacher recovered; loss_th, b_th and rank staircase.",
     solver: STAGE_B_SOLVER,
-    validate,
+    validate: |p, _, sc| {
+        UserFiles::new(&p.data_file, &None)
+            .validate_attention(p.instance, "algorithm1-attn", sc)
+            .map(drop)
+    },
     cost,
     quantities: &[
         "kappa_loss",

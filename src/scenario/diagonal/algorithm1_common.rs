@@ -5,11 +5,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::common::{Instance, InstanceName, UserFiles};
+use super::params::Unit;
 use crate::flow::{Method, OdeConfig};
 use crate::instance::diagonal::DiagonalData;
 use crate::models::diagonal::{
     algorithm1, time_until_active, Algorithm1Options, Flag, Schedule, Termination,
 };
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
@@ -19,26 +21,33 @@ use crate::stats;
 #[serde(deny_unknown_fields, default)]
 pub struct Algorithm1Params {
     /// Stop after this many activations (a converged schedule stops by itself).
-    pub max_stages: usize,
+    pub max_stages: AtLeast<1>,
     /// A4.3(ii) tie tolerance: a runner-up with Δ − Δ* ≤ tol_tie·max(1, Δ*) is a tie.
-    pub tol_tie: f64,
+    pub tol_tie: Positive,
     /// STAGE_B initial sizes ε (eq. 13); the limit must not depend on them.
-    pub eps_list: Vec<f64>,
+    pub eps_list: NonEmpty<Unit>,
     /// STAGE_B condition (b): the reduced flow stops at max|G_A| ≤ this × max|G(0)|.
-    pub stationarity_rel: f64,
+    pub stationarity_rel: Positive,
     /// STAGE_B polish: Newton stops at ‖G_F‖ ≤ this × max|G(0)|.
-    pub polish_rel: f64,
+    pub polish_rel: Positive,
 }
 
 impl Default for Algorithm1Params {
     fn default() -> Self {
         let opts = Algorithm1Options::default();
+        let eps: Result<Vec<Unit>, _> = opts
+            .stage_b
+            .eps_list
+            .into_iter()
+            .map(Unit::try_from)
+            .collect();
+        let spec = "the spec §3.2 defaults are in range";
         Algorithm1Params {
-            max_stages: opts.max_stages,
-            tol_tie: opts.tol_tie,
-            eps_list: opts.stage_b.eps_list,
-            stationarity_rel: opts.stage_b.stationarity_rel,
-            polish_rel: opts.stage_b.polish_rel,
+            max_stages: opts.max_stages.try_into().expect(spec),
+            tol_tie: opts.tol_tie.try_into().expect(spec),
+            eps_list: eps.expect(spec).try_into().expect(spec),
+            stationarity_rel: opts.stage_b.stationarity_rel.try_into().expect(spec),
+            polish_rel: opts.stage_b.polish_rel.try_into().expect(spec),
         }
     }
 }
@@ -48,36 +57,17 @@ impl Algorithm1Params {
     /// scenario's `[solver]`) integrating the STAGE_B reduced flow.
     pub fn options(&self, ode: &OdeConfig) -> Algorithm1Options {
         let mut opts = Algorithm1Options {
-            max_stages: self.max_stages,
-            tol_tie: self.tol_tie,
+            max_stages: *self.max_stages,
+            tol_tie: *self.tol_tie,
             ..Default::default()
         };
         opts.stage_b.method = ode.method;
         opts.stage_b.rtol = ode.rtol;
         opts.stage_b.atol = ode.atol;
-        opts.stage_b.eps_list = self.eps_list.clone();
-        opts.stage_b.stationarity_rel = self.stationarity_rel;
-        opts.stage_b.polish_rel = self.polish_rel;
+        opts.stage_b.eps_list = self.eps_list.iter().map(|e| **e).collect();
+        opts.stage_b.stationarity_rel = *self.stationarity_rel;
+        opts.stage_b.polish_rel = *self.polish_rel;
         opts
-    }
-
-    /// Range rules, reported under `params.algorithm1.<key>`.
-    pub fn validate(&self, sc: &Scenario) -> Result<(), InputError> {
-        let key = |k: &str| format!("params.algorithm1.{k}");
-        if self.max_stages == 0 {
-            return Err(sc.invalid(&key("max_stages"), "must be at least 1"));
-        }
-        if self.eps_list.is_empty() {
-            return Err(sc.invalid(&key("eps_list"), "needs at least one ε"));
-        }
-        if let Some(e) = self.eps_list.iter().find(|e| !(**e > 0.0 && **e < 1.0)) {
-            return Err(sc.invalid(&key("eps_list"), format!("ε must lie in (0, 1), got {e}")));
-        }
-        sc.require_positive(&[
-            (&key("tol_tie"), self.tol_tie),
-            (&key("stationarity_rel"), self.stationarity_rel),
-            (&key("polish_rel"), self.polish_rel),
-        ])
     }
 }
 

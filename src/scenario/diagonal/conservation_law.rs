@@ -3,6 +3,8 @@
 //! increase, and the log layout ζ = ln w with the conserved ln c reconstructs the same (u, v)
 //! through eq. (7). Raw layout only at α ∈ {1e−1, 1e−2}, where f64 resolves c = α² c̄ (§8.2).
 
+use super::params::Unit;
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -18,22 +20,22 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::basics_common::{alpha_label, positive_or_nan, stage_times_schedule, validate_alphas};
+use super::basics_common::{alpha_label, positive_or_nan, stage_times_schedule};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Instances to run (spec §7: mini and R2).
-    pub instances: Vec<InstanceName>,
+    pub instances: NonEmpty<InstanceName>,
     /// Initialization scales α (θ(0) = α θ_0); raw f64 is trustworthy for α ≳ 1e−6 only.
-    pub alphas: Vec<f64>,
+    pub alphas: NonEmpty<Unit>,
     /// Horizon t_end = horizon · T_K Λ with T_K the last finite Algorithm-1 stage time (§4 eq. 6/7
     /// row: 1.2).
-    pub horizon: f64,
+    pub horizon: Positive,
     /// Output samples per run.
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// A4.3(i): ||u0_i| − |v0_i|| ≥ this for the shared direction θ_0 (spec §4).
-    pub min_margin: f64,
+    pub min_margin: Positive,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of the
     /// built-in instance; `instances` must then list one (the file replaces it).
     #[serde(default)]
@@ -47,13 +49,13 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Lemma 4.2 (spec §4 row L4.2, §7): max_{i,t} |c_i(t) − c_i(0)| / max_t (u_i² + v_i²).
-    pub drift_tol: f64,
+    pub drift_tol: Positive,
     /// Invariant I4, dL/dt = −Σ(u² + v²)g² ≤ 0 (spec §2.3, §7): the largest increase of L
     /// between consecutive samples, relative to L(0).
-    pub loss_slack: f64,
+    pub loss_slack: Positive,
     /// Eqs. (6)–(7) (spec §4 row eq. 6/7): max_{i,t} of the raw-vs-log difference of (u_i, v_i)
     /// relative to max(|u_i|, |v_i|) at that time.
-    pub reconstruction_tol: f64,
+    pub reconstruction_tol: Positive,
 }
 
 /// The user's files of this run (none: the built-in instances and the seed's θ_0).
@@ -61,10 +63,7 @@ fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.instances.is_empty() {
-        return Err(sc.invalid("params.instances", "need at least one instance"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.instances.contains(&InstanceName::Paper) && p.data_file.is_none() {
         return Err(sc.invalid(
             "params.instances",
@@ -73,23 +72,13 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     }
     files(p).refuse_instance_list("instances", &p.instances, sc)?;
     files(p).validate(p.instances[0], sc)?;
-    validate_alphas(sc, "params.alphas", &p.alphas)?;
-    if let Some(a) = p.alphas.iter().find(|a| **a < 1e-6) {
+    if let Some(a) = p.alphas.iter().find(|a| ***a < 1e-6) {
         return Err(sc.invalid(
             "params.alphas",
             format!("α = {a:e} < 1e-6: raw f64 cannot resolve c = α²c̄ (spec §8.2)"),
         ));
     }
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    sc.require_positive(&[
-        ("params.horizon", p.horizon),
-        ("params.min_margin", p.min_margin),
-        ("checks.drift_tol", c.drift_tol),
-        ("checks.loss_slack", c.loss_slack),
-        ("checks.reconstruction_tol", c.reconstruction_tol),
-    ])
+    Ok(())
 }
 
 /// What one (instance, α) run measured.
@@ -114,7 +103,7 @@ fn audit(
 ) -> Result<RunAudit, RunError> {
     let dim = init.0.len();
     let z0: Vec<f64> = init.0.iter().chain(&init.1).map(|x| alpha * x).collect();
-    let times = linspace(0.0, t_end, p.samples);
+    let times = linspace(0.0, t_end, *p.samples);
     let raw = integrate_flow(net, &z0, &times, cfg)?;
     // per-coordinate scale max_t (u_i² + v_i²)
     let scale: Vec<f64> = (0..dim)
@@ -185,12 +174,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut worst_drift, mut worst_increase, mut worst_rebuild) = (0.0_f64, f64::MIN, 0.0_f64);
     let files = files(p);
     let mut datasets = Vec::new();
-    for name in &p.instances {
+    for name in p.instances.iter() {
         let (_, data, instance) = files.instance(*name, ctx)?;
         let loss = instance.loss();
         let schedule = stage_times_schedule(loss)?;
         let t_last = last_stage_time(&schedule);
-        let init = files.init(loss.p(), p.min_margin, ctx)?;
+        let init = files.init(loss.p(), *p.min_margin, ctx)?;
         let label = files.label_or(format!("{name:?}").to_lowercase());
         datasets.push((label.clone(), instance_arrays(&data, Some(&init))));
         let init = (init.u0, init.v0);
@@ -201,7 +190,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "max_i |c_i(t) − c_i(0)| / max_t(u_i² + v_i²)",
         )
         .log_y()
-        .hline(RefLine::new(c.drift_tol, "check bound"));
+        .hline(RefLine::new(*c.drift_tol, "check bound"));
         let mut loss_panel = LinePanel::new(
             format!("{label}: loss along the raw flow"),
             "τ = t / ln(1/α)",
@@ -218,8 +207,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             headers,
             rows: Vec::new(),
         };
-        for (a, &alpha) in p.alphas.iter().enumerate() {
-            let t_end = p.horizon * t_last * (1.0 / alpha).ln();
+        for (a, alpha) in p.alphas.iter().map(|a| **a).enumerate() {
+            let t_end = *p.horizon * t_last * (1.0 / alpha).ln();
             let run = audit(&net, &init, alpha, t_end, p, &ctx.ode)?;
             rep.stats(format!("{label} raw α={alpha:e}"), &run.raw.stats);
             worst_drift = stats::larger(worst_drift, stats::max(run.drift.iter()));
@@ -264,7 +253,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "lemma-relative-drift-i2-i2",
             "Lemma 4.2: max relative drift of u_i² − v_i²",
             worst_drift,
-            c.drift_tol,
+            *c.drift_tol,
         )
         .note("max over instances, α, i, t of |c_i(t) − c_i(0)| / max_t(u_i² + v_i²), raw layout"),
     );
@@ -273,7 +262,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "i4-largest-loss-increase-between-samples",
             "I4: largest loss increase between samples / L(0)",
             worst_increase,
-            c.loss_slack,
+            *c.loss_slack,
         )
         .note("dL/dt = −Σ(u_i² + v_i²) g_i² ≤ 0 (spec §2.3 I4)"),
     );
@@ -282,7 +271,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "eq-raw-vs-log-layout-relative",
             "eq. (6)–(7): raw vs log-layout (u, v), relative",
             worst_rebuild,
-            c.reconstruction_tol,
+            *c.reconstruction_tol,
         )
         .note("max over i, t of |Δu|, |Δv| / max(|u_i|, |v_i|); log layout ζ = ln w, eq. (7)"),
     );
@@ -304,7 +293,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             "alphas, samples",
             name,
             runs,
-            n(p.samples),
+            n(*p.samples),
             ctx.ode.method,
         ))
     })

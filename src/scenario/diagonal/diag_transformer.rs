@@ -13,6 +13,8 @@
 //! (A4.3(ii) fails) and the corollary cannot hold at stage 1. The scenario measures that tie on
 //! the two-head model with the same data and runs the theorem on H = 1 per layer.
 
+use super::params::AboveOne;
+use crate::scenario::param::{AtLeast, Positive};
 use std::f64::consts::LN_10;
 
 use serde::{Deserialize, Serialize};
@@ -58,15 +60,15 @@ pub struct Params {
     /// L, H, d, n, d'.
     pub shape: TransformerShape,
     /// Training samples N.
-    pub samples: usize,
+    pub samples: AtLeast<1>,
     /// The teacher's nonzero entries (every other entry of β* is 0).
     pub teacher: Vec<TeacherEntry>,
     /// The flows' α as log10 α, strictly decreasing (at least three for the regression).
     pub log10_alphas: Vec<f64>,
     /// Flows run to τ_end = horizon_factor · T_K.
-    pub horizon_factor: f64,
+    pub horizon_factor: AboveOne,
     /// Output samples of each flow (the figure; events and support times are exact).
-    pub points: usize,
+    pub points: AtLeast<2>,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
 }
@@ -75,17 +77,17 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max_k max_{i∈S_k} |G_i(β^k)| (as `algorithm1-attn`).
-    pub max_stationarity: f64,
+    pub max_stationarity: Positive,
     /// L̃(β^K): the realizable teacher's loss 0 is reached.
-    pub max_terminal_loss: f64,
+    pub max_terminal_loss: Positive,
     /// max_k |slope_k / T_k − 1| of the fit t̂_k = slope_k·Λ + a_k (spec §7: 1e−3).
-    pub slope_rel_tol: f64,
+    pub slope_rel_tol: Positive,
     /// max over (ℓ, r) of |g_{ℓ,1,VO r}(0) − g_{ℓ,2,VO r}(0)| / max|g(0)| on the two-head model:
     /// rounding only (the heads are exchangeable).
-    pub max_head_swap_difference: f64,
+    pub max_head_swap_difference: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let sh = &p.shape;
     for (key, v) in [
         ("layers", sh.layers),
@@ -97,9 +99,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         if v == 0 {
             return Err(sc.invalid(&format!("params.shape.{key}"), "must be at least 1"));
         }
-    }
-    if p.samples == 0 {
-        return Err(sc.invalid("params.samples", "must be at least 1"));
     }
     if p.teacher.is_empty() {
         return Err(sc.invalid("params.teacher", "needs at least one nonzero entry"));
@@ -143,22 +142,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "need finite log10 α < 0, strictly decreasing",
         ));
     }
-    if !(p.horizon_factor > 1.0 && p.horizon_factor.is_finite()) {
-        return Err(sc.invalid("params.horizon_factor", "must be finite and > 1"));
-    }
-    if p.points < 2 {
-        return Err(sc.invalid("params.points", "need at least 2 points"));
-    }
-    p.algorithm1.validate(sc)?;
-    sc.require_positive(&[
-        ("checks.max_stationarity", c.max_stationarity),
-        ("checks.max_terminal_loss", c.max_terminal_loss),
-        ("checks.slope_rel_tol", c.slope_rel_tol),
-        (
-            "checks.max_head_swap_difference",
-            c.max_head_swap_difference,
-        ),
-    ])
+    Ok(())
 }
 
 /// β* of the scenario's teacher on a model with `heads` heads per layer.
@@ -182,7 +166,7 @@ fn build(p: &Params, heads: usize, sc: &Scenario) -> Result<DiagTransformer, Run
     let shape = TransformerShape { heads, ..p.shape };
     DiagTransformer::random(
         shape,
-        p.samples,
+        *p.samples,
         &teacher_beta(p, heads),
         &mut sc.rng(DATA_STREAM),
         &mut sc.rng(FIRST_FREE_STREAM),
@@ -282,12 +266,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let kk = schedule.stages.len() - 1;
     let t_last = schedule.stages[kk].t_start;
-    let tau_end = p.horizon_factor * t_last;
+    let tau_end = *p.horizon_factor * t_last;
     // each plateau's best-separated time (the last one within its first (horizon − 1)·T_K)
     let best: Vec<f64> = (0..=kk)
         .map(|k| best_predicted_time(&schedule, k, tau_end - t_last))
         .collect();
-    let mut taus = linspace(0.0, tau_end, p.points);
+    let mut taus = linspace(0.0, tau_end, *p.points);
     taus.extend(&best);
     taus.sort_by(f64::total_cmp);
     taus.dedup();
@@ -328,7 +312,7 @@ fn algorithm1_checks(rep: &mut Report, model: &DiagTransformer, s: &Schedule, c:
         "assumption-flags",
         "beta-stationarity",
     ];
-    schedule_checks(rep, s, ids, c.max_stationarity);
+    schedule_checks(rep, s, ids, *c.max_stationarity);
     let supports: Vec<&[usize]> = s.stages.iter().map(|st| st.support.as_slice()).collect();
     let most_added = supports
         .windows(2)
@@ -364,7 +348,7 @@ fn algorithm1_checks(rep: &mut Report, model: &DiagTransformer, s: &Schedule, c:
             "terminal-plateau-loss",
             "terminal plateau loss L̃(β^K)",
             terminal,
-            c.max_terminal_loss,
+            *c.max_terminal_loss,
         )
         .note(format!(
             "realizable teacher (L̃(0) = {:.4e}): the last plateau recovers it",
@@ -396,7 +380,7 @@ fn head_swap_check(
             "head-swap-tie-at-zero",
             "max_{ℓ,r} |g_{ℓ,H1,VO r}(0) − g_{ℓ,H2,VO r}(0)| / max|g(0)| (two-head model)",
             diff / scale,
-            c.max_head_swap_difference,
+            *c.max_head_swap_difference,
         )
         .note(
             "exchangeable heads at the symmetric β = 0: every VO entry ties with its twin in the \
@@ -497,7 +481,7 @@ fn stage_time_checks(
             "stage-time-slope",
             flow_check_name("stage-time-slope"),
             stats::max(errors.iter()),
-            c.slope_rel_tol,
+            *c.slope_rel_tol,
         )
         .note(format!(
             "τ̂_k → T_k as α → 0 (Thm 4.1(ii)), least squares over {} α; per stage: {}",
@@ -741,7 +725,7 @@ fn figure(
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let sh = &p.shape;
     let pp = n(sh.p());
-    let grad = 6.0 * n(p.samples) * sh.forward_work();
+    let grad = 6.0 * n(*p.samples) * sh.forward_work();
     let stages = n(p.teacher.len()) + 2.0;
     let eps = n(p.algorithm1.eps_list.len());
     Cost::new()
@@ -753,7 +737,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             grad,
             ctx.ode.method,
         )
-        .records("points", n(p.log10_alphas.len()), n(p.points), pp)
+        .records("points", n(p.log10_alphas.len()), n(*p.points), pp)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -8,6 +8,8 @@
 //! e_k(τ) = min(m_k(τ), λ_act·(τ − T_k)) is the predicted exponent: m_k the neglect exponent of
 //! the coordinates still growing, λ_act the slowest stage-B relaxation rate (§3.4).
 
+use super::params::{AboveOne, Margin};
+use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -80,11 +82,11 @@ pub struct Params {
     /// Initialization scales, strictly decreasing; one panel each (spec §4 A_paper).
     pub alphas: Vec<f64>,
     /// Output samples on τ ∈ [0, horizon·T_last].
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// Horizon as a multiple of the last finite stage time T_last (spec §5.1: 1.2).
-    pub horizon: f64,
+    pub horizon: AboveOne,
     /// Plateau interiors: [T_k + δ_k, T_{k+1} − δ_k], δ_k = margin·(T_{k+1} − T_k).
-    pub plateau_margin: f64,
+    pub plateau_margin: Margin,
     /// The error bound is checked for the α ≤ this value (spec §7: 1e−16).
     pub check_below: f64,
     /// Where the relaxation term λ_act (τ − τ_0) of e_k starts: at the measured transition
@@ -107,9 +109,9 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Constant in front of α^{e_k(τ)} (spec §7: 10).
-    pub factor: f64,
+    pub factor: Positive,
     /// Integrator floor added to the bound (spec §7: 1e−8; tolerances 1e−10 on ζ, §8.3).
-    pub floor: f64,
+    pub floor: Positive,
 }
 
 /// The user's files of this run (none: the built-in instance and the seed's θ_0).
@@ -117,18 +119,9 @@ fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     check_alphas(&p.alphas).map_err(|r| sc.invalid("params.alphas", r))?;
     files(p).validate_attention(p.instance, "the KQ/VO entries figure", sc)?;
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    if !(p.horizon > 1.0 && p.horizon.is_finite()) {
-        return Err(sc.invalid("params.horizon", "must exceed 1 (a multiple of T_last)"));
-    }
-    if !(p.plateau_margin > 0.0 && p.plateau_margin < 0.5) {
-        return Err(sc.invalid("params.plateau_margin", "must lie in (0, 0.5)"));
-    }
     if !p.alphas.iter().any(|a| *a <= p.check_below) {
         return Err(sc.invalid("params.check_below", "no α lies at or below it"));
     }
@@ -138,7 +131,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             format!("{a} is not one of params.alphas"),
         ));
     }
-    sc.require_positive(&[("checks.factor", c.factor), ("checks.floor", c.floor)])
+    Ok(())
 }
 
 /// One α: β of the block at every sample, and the plateau errors against their bounds.
@@ -162,9 +155,9 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
         .ok_or_else(|| RunError::Other("not an attention instance".into()))?;
     let schedule = &toy.schedule;
     let indices = block.indices(head.d());
-    let taus = toy.taus(p.horizon, p.samples);
+    let taus = toy.taus(*p.horizon, *p.samples);
     let tau_end = *taus.last().unwrap();
-    let interiors = toy.interiors(tau_end, p.plateau_margin);
+    let interiors = toy.interiors(tau_end, *p.plateau_margin);
     let mut rep = Report::default();
     let mut results = Vec::with_capacity(p.alphas.len());
     let mut overlay = None;
@@ -180,7 +173,7 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
                     .map(|i| (betas[j][i] - schedule.stages[k].beta[i]).abs()),
             )
         };
-        let bound = |e: f64| c.factor * (-e * lambda).exp() + c.floor;
+        let bound = |e: f64| *c.factor * (-e * lambda).exp() + *c.floor;
         let tau_hats: Vec<Option<f64>> = run
             .transitions
             .iter()
@@ -445,7 +438,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         "alphas, samples",
         p.instance,
         runs,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     ))
 }

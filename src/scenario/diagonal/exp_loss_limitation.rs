@@ -5,6 +5,8 @@
 //! logistic loss ‖β(t)‖ keeps growing by a non-vanishing amount per decade of t (≈ log t, no
 //! finite limit), while under the square loss on the same data the flow converges.
 
+use super::params::Unit;
+use crate::scenario::param::{AtLeast, Positive};
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -23,13 +25,13 @@ use crate::stats;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Dimension p of β and number of samples n (x_i ~ N(0, I)).
-    pub p: usize,
-    pub samples: usize,
+    pub p: AtLeast<1>,
+    pub samples: AtLeast<1>,
     /// Labels y_i = sgn⟨β*, x_i⟩ of this sparse teacher (length p): separable by construction.
     pub teacher: Vec<f64>,
     /// θ(0) = (α·1, 0): β(0) = 0 and u² − v² = α² (conserved, Lemma 4.2), so every β_i can take
     /// either sign (a balanced u = v would keep β ≥ 0).
-    pub alpha: f64,
+    pub alpha: Unit,
     /// The flow runs to t = 10^decades; ‖β‖ is recorded at every power of ten.
     pub decades: u32,
     /// The growth is checked over the last this many decades.
@@ -50,26 +52,17 @@ pub enum Tail {
 pub struct Checks {
     /// Main run: every late decade's increment of ‖β‖ is ≥ this × the previous decade's (log
     /// growth gives 1; a convergent flow's increments shrink geometrically, toward 0).
-    pub min_increment_ratio: f64,
+    pub min_increment_ratio: Positive,
     /// Square loss: ‖β(t_end) − β(t_end/10)‖ / ‖β(t_end)‖ ≤ this (converged).
-    pub max_square_change: f64,
+    pub max_square_change: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.p == 0 || p.samples == 0 {
-        return Err(sc.invalid("params.p", "need p ≥ 1 and samples ≥ 1"));
-    }
-    if p.teacher.len() != p.p || p.teacher.iter().all(|b| *b == 0.0) {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if p.teacher.len() != *p.p || p.teacher.iter().all(|b| *b == 0.0) {
         return Err(sc.invalid(
             "params.teacher",
             format!("needs p = {} entries, not all zero", p.p),
         ));
-    }
-    if p.teacher.iter().any(|b| !b.is_finite()) {
-        return Err(sc.invalid("params.teacher", "entries must be finite"));
-    }
-    if !(p.alpha > 0.0 && p.alpha < 1.0) {
-        return Err(sc.invalid("params.alpha", "must be in (0, 1)"));
     }
     if p.checked_decades < 2 || p.checked_decades > p.decades || p.decades > 14 {
         return Err(sc.invalid(
@@ -77,10 +70,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "need 2 ≤ checked_decades ≤ decades ≤ 14",
         ));
     }
-    sc.require_positive(&[
-        ("checks.min_increment_ratio", c.min_increment_ratio),
-        ("checks.max_square_change", c.max_square_change),
-    ])
+    Ok(())
 }
 
 /// L̃(β) = (1/n) Σ_i ln(1 + exp(−y_i⟨β, x_i⟩)): the exponentially tailed loss of the claim.
@@ -170,7 +160,7 @@ fn flow<L: BetaLoss>(
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let (dim, ns) = (p.p, p.samples);
+    let (dim, ns) = (*p.p, *p.samples);
     let mut rng = ctx.rng(0);
     let x: Vec<f64> = (0..ns * dim).map(|_| rng.sample(StandardNormal)).collect();
     let y: Vec<f64> = x
@@ -197,7 +187,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     let square = DiagLinear::from_moments(sigma, r)
         .map_err(|e| RunError::Other(format!("square loss: {e}")))?;
-    let mut theta0 = vec![p.alpha; dim];
+    let mut theta0 = vec![*p.alpha; dim];
     theta0.extend(vec![0.0; dim]);
     // a few samples per decade for the figure, the powers of ten among them
     let per_decade = 4;
@@ -251,7 +241,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             } else {
                 stats::min(increments.iter().copied())
             },
-            c.min_increment_ratio,
+            *c.min_increment_ratio,
         )
         .note(format!(
             "{loss_name} loss, decades 10^{first} … 10^{}: increments Δ_j = [{}], ratios [{}]; \
@@ -275,7 +265,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "square-loss-converges",
             "square loss on the same data: max|β(t_end) − β(t_end/10)| / max|β(t_end)|",
             change,
-            c.max_square_change,
+            *c.max_square_change,
         )
         .note(format!(
             "t_end = 1e{}; ‖β‖ at the last decades [{}]: the finite limit Assumption 4.4 needs",
@@ -327,12 +317,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// gradients over the samples.
 fn cost(p: &Params, _: &RunContext) -> Cost {
     Cost::new()
-        .doubles("samples", "the data", n(p.samples) * n(p.p))
+        .doubles("samples", "the data", n(*p.samples) * n(*p.p))
         .work(
             "decades",
             "two log-clock flows",
             2.0 * 200.0 * n(p.decades as usize),
-            4.0 * n(p.samples) * n(p.p),
+            4.0 * n(*p.samples) * n(*p.p),
         )
         .table("decades", n(4 * p.decades as usize + 1), 4.0)
 }

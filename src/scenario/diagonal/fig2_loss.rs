@@ -6,6 +6,8 @@
 //! A sweep over α: each run integrates one α and writes its loss beside loss_th(τ) and its
 //! plateau errors; the reduction checks the decrease and the smallest α and draws Fig. 2(a).
 
+use super::params::{AboveOne, Margin, Unit};
+use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -34,20 +36,20 @@ pub struct Params {
     /// The toy task (spec §5.1): mini, small (default) or paper (heavy).
     pub instance: InstanceName,
     /// The initialization scale of this run (the sweep's grid `alpha`).
-    pub alpha: f64,
+    pub alpha: Unit,
     /// The α drawn in panel (a) of the sweep's figure (a subset of the grid, at most 7);
     /// empty = all.
     #[serde(default)]
     pub drawn_alphas: Vec<f64>,
     /// Output samples on τ ∈ [0, horizon·T_last].
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// Horizon as a multiple of the last finite stage time T_last (spec §5.1: 1.2).
-    pub horizon: f64,
+    pub horizon: AboveOne,
     /// Plateau interiors: [T_k + δ_k, T_{k+1} − δ_k], δ_k = margin·(T_{k+1} − T_k).
-    pub plateau_margin: f64,
+    pub plateau_margin: Margin,
     /// The sup error must decrease over the α ≤ this value whose transitions lie outside the
     /// interiors (spec §7: 1e−4).
-    pub decrease_below: f64,
+    pub decrease_below: Positive,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`; every run of the sweep uses it.
     #[serde(default)]
@@ -62,7 +64,7 @@ pub struct Params {
 pub struct Checks {
     /// At the smallest α of the sweep, sup over plateau interiors of |L_α − L̃(β^k)| ≤ this ×
     /// L̃(0) (spec §7 `fig2-loss`: 1e−3).
-    pub final_error_rel: f64,
+    pub final_error_rel: Positive,
 }
 
 /// The user's files of this run (none: the built-in instance and the seed's θ_0).
@@ -70,25 +72,12 @@ fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     files(p).validate(p.instance, sc)?;
-    check_alphas(&[p.alpha]).map_err(|r| sc.invalid("params.alpha", r))?;
     if p.drawn_alphas.len() > MAX_DRAWN {
         return Err(sc.invalid("params.drawn_alphas", format!("at most {MAX_DRAWN} values")));
     }
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    if !(p.horizon > 1.0 && p.horizon.is_finite()) {
-        return Err(sc.invalid("params.horizon", "must exceed 1 (a multiple of T_last)"));
-    }
-    if !(p.plateau_margin > 0.0 && p.plateau_margin < 0.5) {
-        return Err(sc.invalid("params.plateau_margin", "must lie in (0, 0.5)"));
-    }
-    sc.require_positive(&[
-        ("params.decrease_below", p.decrease_below),
-        ("checks.final_error_rel", c.final_error_rel),
-    ])
+    Ok(())
 }
 
 /// The grid of α: strictly decreasing in (0, 1); panel (a) draws at most 7 of them.
@@ -117,11 +106,11 @@ fn validate_sweep(
 fn run(p: &Params, _c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let toy = Toy::build(p.instance, &files(p), ctx)?;
     let schedule = &toy.schedule;
-    let taus = toy.taus(p.horizon, p.samples);
+    let taus = toy.taus(*p.horizon, *p.samples);
     let tau_end = *taus.last().unwrap();
-    let interiors = toy.interiors(tau_end, p.plateau_margin);
+    let interiors = toy.interiors(tau_end, *p.plateau_margin);
     let mut rep = Report::default();
-    let run = toy.run(p.alpha, &taus, &ctx.ode)?;
+    let run = toy.run(*p.alpha, &taus, &ctx.ode)?;
     rep.stats(format!("flow α = {:e}", p.alpha), &run.traj.stats);
     let losses: Vec<f64> = (0..run.traj.len())
         .map(|j| toy.loss().loss(&run.beta(j)))
@@ -189,13 +178,13 @@ fn run(p: &Params, _c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ))
             .panel(
                 LinePanel::new(
-                    format!("{}: sup interior error {sup:.3e}", alpha_label(p.alpha)),
+                    format!("{}: sup interior error {sup:.3e}", alpha_label(*p.alpha)),
                     "τ = t / ln(1/α)",
                     "L(θ_α(τ))",
                 )
                 .legend(LegendPosition::LowerLeft)
                 .series(
-                    Series::numerics(alpha_label(p.alpha), taus[..losses.len()].to_vec(), losses)
+                    Series::numerics(alpha_label(*p.alpha), taus[..losses.len()].to_vec(), losses)
                         .color(alpha_color(0, 1)),
                 )
                 .series(Series::theory("Algorithm 1: L̃(β^k)", step.x, step.y)),
@@ -249,11 +238,11 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     // the decrease over the α ≤ decrease_below whose transitions lie outside the interiors
     let eligible: Vec<&AlphaResult> = results
         .iter()
-        .filter(|r| r.alpha <= p.decrease_below && r.separated)
+        .filter(|r| r.alpha <= *p.decrease_below && r.separated)
         .collect();
     let lagging: Vec<String> = results
         .iter()
-        .filter(|r| r.alpha <= p.decrease_below && !r.separated)
+        .filter(|r| r.alpha <= *p.decrease_below && !r.separated)
         .map(|r| format!("{:e}", r.alpha))
         .collect();
     let worst_ratio = if eligible.len() < 2 {
@@ -293,7 +282,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
                 last.alpha
             ),
             last.sup / loss0,
-            c.final_error_rel,
+            *c.final_error_rel,
         )
         .note(format!(
             "L̃(0) = {loss0:.4e}; interiors [T_k + δ_k, T_{{k+1}} − δ_k], \
@@ -370,7 +359,7 @@ fn figure(p: &Params, c: &Checks, results: &[AlphaResult], loss0: f64) -> Result
         .color(1),
     )
     .hline(RefLine::new(
-        c.final_error_rel * loss0,
+        *c.final_error_rel * loss0,
         format!("{:e}·L̃(0)", c.final_error_rel),
     ));
     Ok(Figure::new(2)
@@ -389,7 +378,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         "samples",
         p.instance,
         1.0,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     ))
 }

@@ -37,7 +37,7 @@ pub(super) fn check_convergence(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
             "over-kq-vo",
             "max over s of ‖P(T) − P*‖_F/‖P*‖_F (KQ, VO)",
             error,
-            c.max_teacher_error,
+            *c.max_teacher_error,
         )
         .note(format!(
             "the flow reaches the teacher: {}",
@@ -59,7 +59,7 @@ pub(super) fn check_final_rank(rep: &mut Report, c: &Checks, inst: &Instance, ru
                 &format!("over-sr-delta-sr.{}", p.name()),
                 &format!("{}: max over s of |sr(Δ(T)) − sr(P* − P(0))|", p.name()),
                 error,
-                c.final_rank_tol,
+                *c.final_rank_tol,
             )
             .note(format!(
                 "Fig. 7 analogue, measured {}; predicted {}",
@@ -160,7 +160,7 @@ pub(super) fn check_emergence(
                     smallest.scale
                 ),
                 leak(smallest, p),
-                c.max_leak,
+                *c.max_leak,
             )
             .note(format!(
                 "τ = {:.4}; t_j = {:?}; the leak over all s (∞ = out of order or not \
@@ -202,7 +202,7 @@ pub(super) fn check_emergence(
                 &format!("VO mode {}: g_{} · dt_{}/d ln(1/s)", j + 1, j + 1, j + 1),
                 measured,
                 1.0,
-                c.slope_rel_tol,
+                *c.slope_rel_tol,
             )
             .note(format!(
                 "1/g_{} = {:.3} (g = σ_{}(∇_M L̃(0))), least-squares slope {:.3} over s ≤ {}; \
@@ -295,7 +295,7 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
     for p in Product::BOTH {
         let i = p as usize;
         let qualifying: Vec<&ScaleRun> = small(runs, c.small_scale)
-            .filter(|r| leak(r, p) <= c.max_leak && in_teacher_order(r, p))
+            .filter(|r| leak(r, p) <= *c.max_leak && in_teacher_order(r, p))
             .collect();
         if qualifying.is_empty() {
             continue;
@@ -333,7 +333,7 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
                     c.small_scale
                 ),
                 worst,
-                c.max_rank_drop,
+                *c.max_rank_drop,
             )
             .note(detail)
             .paper_claim(
@@ -356,7 +356,7 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
                 runs[0].t[1]
             ),
             early,
-            c.early_rank_tol,
+            *c.early_rank_tol,
         )
         .note("the t → 0 stable rank is that of the initial velocity Δ̇(0) = V₀V₀ᵀG + G O₀O₀ᵀ"),
     );

@@ -25,6 +25,8 @@
 //! Emergence: t_j is the first time σ_j(Δ) reaches τ = fraction·min_j σ*_j (root-finding events),
 //! i.e. the numerical rank of Δ at level τ steps from j − 1 to j.
 
+use super::params::Unit;
+use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
 use rayon::prelude::*;
@@ -48,13 +50,13 @@ use super::full_matrix_sweep::{run_scale, Instance, Product, RunSpec, ScaleRun};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Token dimension d.
-    pub d: usize,
+    pub d: AtLeast<1>,
     /// Head dimension d_h: W_K, W_Q, W_V, W_O ∈ ℝ^{d×d_h}.
-    pub d_h: usize,
+    pub d_h: AtLeast<1>,
     /// Tokens per sample n.
-    pub tokens: usize,
+    pub tokens: AtLeast<1>,
     /// Training samples N.
-    pub samples: usize,
+    pub samples: AtLeast<1>,
     /// Singular values of the teacher's W_K*W_Q*ᵀ, strictly decreasing (rank = length).
     pub teacher_kq: Vec<f64>,
     /// Singular values of the teacher's W_V*W_O*ᵀ, strictly decreasing.
@@ -62,15 +64,15 @@ pub struct Params {
     /// Init scales s: θ(0) = s·θ_1.
     pub scales: Vec<f64>,
     /// Horizon T of every run.
-    pub t_end: f64,
+    pub t_end: Positive,
     /// First of the log-spaced output times (after t = 0).
-    pub t_first: f64,
+    pub t_first: Positive,
     /// Number of log-spaced output times.
-    pub outputs: usize,
+    pub outputs: AtLeast<2>,
     /// Mode j has emerged once σ_j(Δ) ≥ fraction·σ*_j.
-    pub emergence_fraction: f64,
+    pub emergence_fraction: Unit,
     /// Singular values of Δ recorded per sample.
-    pub top: usize,
+    pub top: AtLeast<1>,
     /// Power iterations for λ_max(∇²L(θ(T))) (the stiffness report).
     pub power_iterations: usize,
     /// The inputs `X` and the low-rank teacher as thin SVDs (`kq_U`, `kq_sigma`, `kq_V`, `vo_U`,
@@ -108,8 +110,8 @@ fn read_files(p: &Params, sc: &Scenario) -> Result<Files, InputError> {
             format!("{} (file given by params.{key})", e.reason),
         )
     };
-    let d = data.as_ref().map_or(p.d, |x| x.d);
-    let d_h = init.as_ref().map_or(p.d_h, |i| i.d_h);
+    let d = data.as_ref().map_or(*p.d, |x| x.d);
+    let d_h = init.as_ref().map_or(*p.d_h, |i| i.d_h);
     if let (Some(init), Some(f)) = (&init, &p.init_file) {
         init.check_dim(d)
             .map_err(|e| file_error("init_file", f, e))?;
@@ -149,7 +151,7 @@ fn read_files(p: &Params, sc: &Scenario) -> Result<Files, InputError> {
             ));
         }
     }
-    if p.top > d {
+    if *p.top > d {
         return Err(sc.invalid("params.top", format!("at most d = {d} values")));
     }
     Ok(Files { data, init })
@@ -166,10 +168,10 @@ pub struct Checks {
     /// left at T is the initialization in the d_h − rank unused directions of the factors,
     /// whose gradient is proportional to its own size, so it decays only algebraically (≈ 1%
     /// at T = 2000 for s = 0.3 and s = 1, far less for small s).
-    pub max_teacher_error: f64,
+    pub max_teacher_error: Positive,
     /// max over s of |sr(Δ(T)) − sr(P* − P(0))|: sr is Lipschitz in P with constant
     /// ≲ 2(1 + sr)/σ_1, so a teacher error of 2% allows a few 1e-2.
-    pub final_rank_tol: f64,
+    pub final_rank_tol: Positive,
     /// The "small" scales s ≤ small_scale are those of the spec's expectations (s ≤ 0.1).
     pub small_scale: f64,
     /// Small s: sr(Δ(T)) ≤ rank P* + rank_excess (spec §7 `tiny-attn-rank`: + 1).
@@ -179,38 +181,27 @@ pub struct Checks {
     /// asks the next singular value to be a quarter of the threshold when one emerges, i.e.
     /// clearly separated steps. Theory: the leak vanishes like a power of s (VO:
     /// s^{2(1 − g_{j+1}/g_j)}).
-    pub max_leak: f64,
+    pub max_leak: Positive,
     /// |g_j · dt_j/d ln(1/s) − 1| for the VO modes, fitted over the small scales. Mode 1's
     /// slope is 1/g_1 up to finite-s offsets (measured 0.5%); a later mode grows at g_j only
     /// until the earlier ones are learned, after which the empirical covariance of the token
     /// means couples them, an O(N^{-1/2}) = 6% change of its rate at N = 256 (measured 3.6%).
     /// A factor-2 error in the rate (g vs 2g) would show as 0.5.
-    pub slope_rel_tol: f64,
+    pub slope_rel_tol: Positive,
     /// Small s with sequential emergence (leak ≤ max_leak for that product): largest relative
     /// drop of sr(Δ) below its running maximum after the first emergence (spec §7: 5% noise).
-    pub max_rank_drop: f64,
+    pub max_rank_drop: Positive,
     /// max over s, products of |sr(Δ(t₀))/sr(Δ̇(0)) − 1| at the first output time t₀: the
     /// relative change of Δ/t over [0, t₀] is O(t₀·‖∇²L‖), ≲ 1e-2 for t₀ = 0.1.
-    pub early_rank_tol: f64,
+    pub early_rank_tol: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    for (key, v) in [
-        ("params.d", p.d),
-        ("params.d_h", p.d_h),
-        ("params.tokens", p.tokens),
-        ("params.samples", p.samples),
-        ("params.top", p.top),
-    ] {
-        if v == 0 {
-            return Err(sc.invalid(key, "must be at least 1"));
-        }
-    }
     for (key, sigma) in [
         ("params.teacher_kq", &p.teacher_kq),
         ("params.teacher_vo", &p.teacher_vo),
     ] {
-        if sigma.is_empty() || sigma.len() > p.d_h.min(p.d) {
+        if sigma.is_empty() || sigma.len() > p.d_h.min(*p.d) {
             return Err(sc.invalid(key, "rank must be between 1 and min(d, d_h)"));
         }
         if sigma.iter().any(|s| !(s.is_finite() && *s > 0.0))
@@ -227,15 +218,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if sorted.windows(2).any(|w| w[0] == w[1]) {
         return Err(sc.invalid("params.scales", "scales must be distinct"));
     }
-    sc.require_positive(&[("params.t_first", p.t_first), ("params.t_end", p.t_end)])?;
     if p.t_first >= p.t_end {
         return Err(sc.invalid("params.t_first", "must be below t_end"));
-    }
-    if p.outputs < 2 {
-        return Err(sc.invalid("params.outputs", "need at least 2 output times"));
-    }
-    if !(p.emergence_fraction > 0.0 && p.emergence_fraction < 1.0) {
-        return Err(sc.invalid("params.emergence_fraction", "must be in (0, 1)"));
     }
     let count_below = |limit: f64| p.scales.iter().filter(|&&s| s <= limit).count();
     if count_below(c.small_scale) < 2 {
@@ -245,23 +229,16 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ));
     }
     read_files(p, sc)?;
-    sc.require_positive(&[
-        ("checks.max_teacher_error", c.max_teacher_error),
-        ("checks.final_rank_tol", c.final_rank_tol),
-        ("checks.max_leak", c.max_leak),
-        ("checks.slope_rel_tol", c.slope_rel_tol),
-        ("checks.max_rank_drop", c.max_rank_drop),
-        ("checks.early_rank_tol", c.early_rank_tol),
-    ])
+    Ok(())
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = read_files(p, ctx.scenario)?;
-    let d_h = files.init.as_ref().map_or(p.d_h, |i| i.d_h);
+    let d_h = files.init.as_ref().map_or(*p.d_h, |i| i.d_h);
     let inst = match &files.data {
         Some(data) => Instance::from_data(data, d_h),
         None => Instance::new(
-            (p.d, d_h, p.tokens, p.samples),
+            (*p.d, d_h, *p.tokens, *p.samples),
             &p.teacher_kq,
             &p.teacher_vo,
             ctx,
@@ -274,13 +251,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     let vo_rates = inst.vo_rates_at_zero(&probe)?;
     let mut times = vec![0.0];
-    times.extend(logspace(p.t_first, p.t_end, p.outputs));
+    times.extend(logspace(*p.t_first, *p.t_end, *p.outputs));
     let spec = RunSpec {
         instance: &inst,
         unit_init: &unit_init,
         times: &times,
-        fraction: p.emergence_fraction,
-        top: p.top,
+        fraction: *p.emergence_fraction,
+        top: *p.top,
         power_iterations: p.power_iterations,
         ode: ctx.ode,
     };
@@ -308,17 +285,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     check_convergence(&mut rep, c, &runs);
     check_final_rank(&mut rep, c, &inst, &runs);
-    check_emergence(&mut rep, c, (&inst, p.emergence_fraction), &runs, &vo_rates);
+    check_emergence(
+        &mut rep,
+        c,
+        (&inst, *p.emergence_fraction),
+        &runs,
+        &vo_rates,
+    );
     check_rank_growth(&mut rep, c, &runs);
     derive(&mut rep, p, &inst, &runs, &vo_rates);
-    rep.series = series(p.top, &runs);
+    rep.series = series(*p.top, &runs);
     rep.tables.push((
         "emergence".into(),
-        emergence_table(&inst, p.emergence_fraction, &runs),
+        emergence_table(&inst, *p.emergence_fraction, &runs),
     ));
     rep.tables
-        .push(("final".into(), final_table(p.t_end, &runs)));
-    rep.figure = Some(figure(&inst, &runs, p.emergence_fraction, c.small_scale));
+        .push(("final".into(), final_table(*p.t_end, &runs)));
+    rep.figure = Some(figure(&inst, &runs, *p.emergence_fraction, c.small_scale));
     Ok(rep)
 }
 
@@ -377,7 +360,7 @@ fn derive(rep: &mut Report, p: &Params, inst: &Instance, runs: &[ScaleRun], vo_r
     rep.derive(
         "stiffness_t_lambda_max",
         runs.iter()
-            .map(|r| p.t_end * r.lambda_max)
+            .map(|r| *p.t_end * r.lambda_max)
             .collect::<Vec<_>>(),
     );
 }
@@ -507,7 +490,7 @@ fn final_table(t_end: f64, runs: &[ScaleRun]) -> Table {
 /// the factorized head (dimension 4·d·d_h, gradient ~3·N·(4n·d·d_h + 2n²(d + d_h))) with every
 /// output kept, and the power iterations at its end.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let (d, d_h, tokens, samples) = (n(p.d), n(p.d_h), n(p.tokens), n(p.samples));
+    let (d, d_h, tokens, samples) = (n(*p.d), n(*p.d_h), n(*p.tokens), n(*p.samples));
     let dim = 4.0 * d * d_h;
     let grad = 3.0 * samples * (4.0 * tokens * d * d_h + 2.0 * tokens * tokens * (d + d_h));
     let runs = n(p.scales.len());
@@ -518,7 +501,12 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             2.0 * samples * tokens * d,
         )
         .ode("d, d_h, samples, tokens", runs, dim, grad, ctx.ode.method)
-        .records("outputs, d, d_h", runs, n(p.outputs) + 1.0, dim + n(p.top))
+        .records(
+            "outputs, d, d_h",
+            runs,
+            n(*p.outputs) + 1.0,
+            dim + n(*p.top),
+        )
         .work(
             "power_iterations",
             "power iterations",

@@ -10,6 +10,8 @@
 //! w̃ = ũ − ṽ of the oriented pairs, one GD step u ← u + ηv⊙g, v ← v + ηu⊙g is exactly
 //! w ← w(1 + ηg), w̃ ← w̃(1 − ηg), i.e. ln w += ln(1 + ηg), ln w̃ += ln(1 − ηg).
 
+use super::params::{AboveOne, Unit};
+use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -32,14 +34,14 @@ pub struct Params {
     /// The instance (spec §7: mini).
     pub instance: InstanceName,
     /// Initialization scale (spec §7: 1e−16).
-    pub alpha: f64,
+    pub alpha: Unit,
     /// Step sizes η = η_max/d for each d (spec §8.6: 4 and 16); the checks compare every pair
     /// (d, 4d) in the list.
     pub eta_divisors: Vec<f64>,
     /// Horizon as a multiple of T_last (spec §5.1: 1.2).
-    pub horizon: f64,
+    pub horizon: AboveOne,
     /// Loss samples per GD run in the figure.
-    pub loss_samples: usize,
+    pub loss_samples: AtLeast<10>,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`.
     #[serde(default)]
@@ -58,7 +60,7 @@ pub struct Checks {
     pub ratio_hi: f64,
     /// max_k |τ̂_k^raw − τ̂_k^log| of raw and log-domain GD at the largest η: raw f64 GD is
     /// trustworthy on the instance (spec §8.2).
-    pub layouts_agree: f64,
+    pub layouts_agree: Positive,
 }
 
 /// The user's files of this run (none: the built-in instance and the seed's θ_0).
@@ -68,12 +70,7 @@ fn files(p: &Params) -> UserFiles {
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     files(p).validate(p.instance, sc)?;
-    if !(p.alpha > 0.0 && p.alpha < 1.0) {
-        return Err(sc.invalid("params.alpha", "must lie in (0, 1)"));
-    }
-    if p.eta_divisors.iter().any(|d| !(*d >= 1.0 && d.is_finite()))
-        || p.eta_divisors.windows(2).any(|w| w[1] <= w[0])
-    {
+    if p.eta_divisors.iter().any(|d| *d < 1.0) || p.eta_divisors.windows(2).any(|w| w[1] <= w[0]) {
         return Err(sc.invalid(
             "params.eta_divisors",
             "increasing divisors d ≥ 1 (η = η_max/d ≤ η_max)",
@@ -85,16 +82,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "needs a pair (d, 4d) for the error-ratio check",
         ));
     }
-    if !(p.horizon > 1.0 && p.horizon.is_finite()) {
-        return Err(sc.invalid("params.horizon", "must exceed 1 (a multiple of T_last)"));
-    }
-    if p.loss_samples < 10 {
-        return Err(sc.invalid("params.loss_samples", "need at least 10"));
-    }
     if !(c.ratio_lo > 1.0 && c.ratio_hi > c.ratio_lo) {
         return Err(sc.invalid("checks.ratio_lo", "need 1 < ratio_lo < ratio_hi"));
     }
-    sc.require_positive(&[("checks.layouts_agree", c.layouts_agree)])
+    Ok(())
 }
 
 /// Index pairs (a, b) of the divisors with d_b = 4 d_a.
@@ -233,8 +224,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let schedule = &toy.schedule;
     let loss = toy.loss();
     let lambda = -p.alpha.ln();
-    let t_end = p.horizon * toy.t_last * lambda;
-    let flow = toy.run(p.alpha, &toy.taus(p.horizon, p.loss_samples), &ctx.ode)?;
+    let t_end = *p.horizon * toy.t_last * lambda;
+    let flow = toy.run(*p.alpha, &toy.taus(*p.horizon, *p.loss_samples), &ctx.ode)?;
     let mut rep = Report::default();
     rep.stats("flow (log layout)", &flow.traj.stats);
     let eta_max = eta_max(schedule);
@@ -254,16 +245,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .0
                 .iter()
                 .chain(&toy.init.1)
-                .map(|x| p.alpha * x)
+                .map(|x| *p.alpha * x)
                 .collect(),
         )
     };
     let etas: Vec<f64> = p.eta_divisors.iter().map(|d| eta_max / d).collect();
     let runs: Vec<GdRun> = etas
         .iter()
-        .map(|&eta| gradient_descent(loss, schedule, raw_start(), eta, t_end, p.loss_samples))
+        .map(|&eta| gradient_descent(loss, schedule, raw_start(), eta, t_end, *p.loss_samples))
         .collect();
-    let log_run = gradient_descent(loss, schedule, log_start(), etas[0], t_end, p.loss_samples);
+    let log_run = gradient_descent(loss, schedule, log_start(), etas[0], t_end, *p.loss_samples);
 
     // errors |τ̂_k^GD − τ̂_k^flow| per η and stage
     let stages = flow.transitions.len();
@@ -315,7 +306,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 p.eta_divisors[0]
             ),
             layout_gap,
-            c.layouts_agree,
+            *c.layouts_agree,
         )
         .note(
             "the two are the same map in exact arithmetic; raw f64 loses the smaller of u ± v \
@@ -423,7 +414,7 @@ fn flow_name(toy: &Toy, k: usize) -> String {
 /// are kept.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let lambda = -p.alpha.ln();
-    let per_divisor = p.horizon * lambda * p.instance.gd_steps_per_unit();
+    let per_divisor = *p.horizon * lambda * p.instance.gd_steps_per_unit();
     let divisors: f64 = p.eta_divisors.iter().sum::<f64>() + p.eta_divisors[0];
     let grad = p.instance.size().grad;
     schedule_cost("instance", p.instance)
@@ -431,7 +422,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             "loss_samples",
             p.instance,
             1.0,
-            n(p.loss_samples),
+            n(*p.loss_samples),
             ctx.ode.method,
         ))
         .work(
@@ -442,7 +433,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         )
         .table(
             "loss_samples",
-            n(p.eta_divisors.len()) * n(p.loss_samples),
+            n(p.eta_divisors.len()) * n(*p.loss_samples),
             4.0,
         )
 }

@@ -5,6 +5,8 @@
 //! (w_K, w_Q) → (λ w_K, w_Q/λ), (w_V, w_O) → (μ w_V, w_O/μ), computed by an independent forward
 //! pass from the four weight vectors.
 
+use super::params::NonNegative;
+use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
 use rand::Rng;
@@ -28,12 +30,12 @@ pub struct Params {
     /// An attention instance (spec §7: mini).
     pub instance: InstanceName,
     /// Number of random β (spec §7: 5); entries i.i.d. N(0, beta_scale²).
-    pub betas: usize,
-    pub beta_scale: f64,
+    pub betas: AtLeast<1>,
+    pub beta_scale: Positive,
     /// Central-difference step h (spec §4 row D3.1: 1e−6).
-    pub fd_step: f64,
+    pub fd_step: Positive,
     /// Input samples X on which the rescaling invariance is tested.
-    pub rescaling_samples: usize,
+    pub rescaling_samples: AtLeast<1>,
     /// The user's attention head (X with a_star, c_star or Y; README "Your own data") instead
     /// of `instance`. Every check applies to it (the random β are drawn from the seed).
     #[serde(default)]
@@ -44,18 +46,18 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Spec §4 row D3.1: max |G − G_FD| ≤ this · max|G| (1e−8).
-    pub fd_tol: f64,
+    pub fd_tol: Positive,
     /// Spec §7: G_VO(0) equals the CF4 closed form 2κ n mean_s(x̄ ȳ) to this, relative to
     /// max|G(0)| (1e−12).
-    pub closed_form_tol: f64,
+    pub closed_form_tol: Positive,
     /// Spec §2.2: max |G_KQ(0)|; the structure makes it exactly 0.
-    pub kq_at_zero_tol: f64,
+    pub kq_at_zero_tol: NonNegative,
     /// Spec §2.2: max |G_VO[r](β)| / max|G(β)| over r off the teacher's VO support with c_r = 0;
     /// exactly 0 (the residual of column r is −Y_r = 0).
-    pub off_support_tol: f64,
+    pub off_support_tol: NonNegative,
     /// Spec §4 row Ex3.2: rescaled weights leave the output unchanged to 1e−12 relative; the
     /// factor-level forward pass equals the β-level one to the same tolerance.
-    pub rescaling_tol: f64,
+    pub rescaling_tol: Positive,
 }
 
 /// The user's data file of this run (none: the built-in instance).
@@ -63,26 +65,13 @@ fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &None)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     files(p).validate_attention(p.instance, "gradient-check", sc)?;
     if p.data_file.is_none() && !matches!(p.instance, InstanceName::Mini | InstanceName::Small) {
         return Err(sc.invalid(
             "params.instance",
             "need an attention instance: mini or small (paper is too heavy for FD)",
         ));
-    }
-    if p.betas == 0 || p.rescaling_samples == 0 {
-        return Err(sc.invalid("params.betas", "need at least one β and one sample"));
-    }
-    sc.require_positive(&[
-        ("params.beta_scale", p.beta_scale),
-        ("params.fd_step", p.fd_step),
-        ("checks.fd_tol", c.fd_tol),
-        ("checks.closed_form_tol", c.closed_form_tol),
-        ("checks.rescaling_tol", c.rescaling_tol),
-    ])?;
-    if c.kq_at_zero_tol < 0.0 || c.off_support_tol < 0.0 {
-        return Err(sc.invalid("checks.kq_at_zero_tol", "tolerances must be ≥ 0"));
     }
     Ok(())
 }
@@ -198,13 +187,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             (0..samples.count()).all(|s| (0..samples.n).all(|m| samples.y_of(s)[m * d + r] == 0.0))
         })
         .collect();
-    for j in 0..p.betas {
+    for j in 0..*p.betas {
         let beta: Vec<f64> = (0..pdim)
-            .map(|_| p.beta_scale * rng.sample::<f64, _>(StandardNormal))
+            .map(|_| *p.beta_scale * rng.sample::<f64, _>(StandardNormal))
             .collect();
         let g = g_vec(loss, &beta);
         // G = −∇L̃: the FD of L̃ is −G
-        let fd: Vec<f64> = fd_gradient(loss, &beta, p.fd_step)
+        let fd: Vec<f64> = fd_gradient(loss, &beta, *p.fd_step)
             .iter()
             .map(|x| -x)
             .collect();
@@ -242,7 +231,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "d3-fd-over-random-beta",
             "D3.1: max |G − G_FD| / max|G| over the random β",
             fd_worst,
-            c.fd_tol,
+            *c.fd_tol,
         )
         .note(format!(
             "{} random β ~ N(0, {}²), central differences h = {:e}",
@@ -254,7 +243,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "kq",
             "§2.2: max |G_KQ(0)| (c = 0 ⇒ F ≡ 0)",
             kq_at_zero,
-            c.kq_at_zero_tol,
+            *c.kq_at_zero_tol,
         )
         .note("stage 1 always activates a VO coordinate"),
     );
@@ -263,7 +252,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "cf4-vo-2kappan-mean",
             "CF4: max |G_VO(0) − 2κn mean_s(x̄ ȳ)| / max|G(0)|",
             cf_error,
-            c.closed_form_tol,
+            *c.closed_form_tol,
         )
         .note(format!(
             "max|G(0)| = {g0_scale:.6e}, T_1 = 1/max|G(0)| = {:.6}",
@@ -275,7 +264,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "vo-off-teacher-vo-support",
             "§2.2: max |G_VO[r]| / max|G| off the teacher's VO support, c_r = 0",
             off_support_worst,
-            c.off_support_tol,
+            *c.off_support_tol,
         )
         .note(format!(
             "VO coordinates {off_support:?}; they never activate (Δ = ∞ at every stage)"
@@ -286,7 +275,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "def-factor-level-output-relative",
             "Def. 3.1: factor-level output = h(X; u ⊙ v), relative",
             vs_beta,
-            c.rescaling_tol,
+            *c.rescaling_tol,
         )
         .note("smax((X diag w_K)(X diag w_Q)ᵀ) X diag(w_V) diag(w_O) vs the β-level head"),
     );
@@ -295,7 +284,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ex-output-under-lambdaw-lambda-muw",
             "Ex. 3.2: output under (λw_K, w_Q/λ), (μw_V, w_O/μ), relative change",
             vs_rescaled,
-            c.rescaling_tol,
+            *c.rescaling_tol,
         )
         .note("λ_r, μ_r = e^{N(0,1)} per entry")
         .paper_claim(
@@ -355,13 +344,13 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         .work(
             "betas",
             "central differences",
-            n(p.betas) * 4.0 * size.p,
+            n(*p.betas) * 4.0 * size.p,
             size.grad,
         )
         .work(
             "rescaling_samples",
             "rescaling tests",
-            n(p.rescaling_samples),
+            n(*p.rescaling_samples),
             size.grad,
         )
 }

@@ -5,6 +5,7 @@
 //! against the exact sign-constrained minimizer of the convex loss (active-set NNLS, §3.3
 //! "KKT characterization"); R2-degenerate must raise the A4.3(iii) flag.
 
+use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -31,10 +32,10 @@ pub struct Params {
     pub instances: Vec<InstanceName>,
     /// Theory curves on [0, `horizon` · T_K] (T_K the last finite stage time), with
     /// `tau_samples` points plus every T_k.
-    pub horizon: f64,
-    pub tau_samples: usize,
+    pub horizon: Positive,
+    pub tau_samples: AtLeast<10>,
     /// Also draw [0, 1.25 T_{K−1}] when T_K > `zoom_ratio` · T_{K−1} (R2's late re-entry).
-    pub zoom_ratio: f64,
+    pub zoom_ratio: Positive,
     /// The user's linear network (Sigma, beta_star; README "Your own data") instead of the
     /// built-in instance; `instances` must then list one (the file replaces it). The spec §3.6
     /// tables of R1 and R2 and the R2-degenerate flag are skipped on it.
@@ -60,13 +61,13 @@ pub struct R2Reference {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Spec §7: T_k, β^k, the drop and the re-entry "as listed, to 1e−6" (absolute).
-    pub reference_tol: f64,
+    pub reference_tol: Positive,
     /// The R2 plateau losses are printed with 5 decimals in spec §3.6.
-    pub loss_tol: f64,
+    pub loss_tol: Positive,
     /// Spec §7: STAGE_B result = the sign-constrained KKT/NNLS minimizer to 1e−10.
-    pub kkt_tol: f64,
+    pub kkt_tol: Positive,
     /// Spec §4 row A4.4(a): λ_min(H_SS)/λ_max(H_SS) > 1e−8 at every stage.
-    pub min_hessian_ratio: f64,
+    pub min_hessian_ratio: Positive,
     pub r2: R2Reference,
 }
 
@@ -98,9 +99,6 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
              holds an attention head (file given by params.data_file)",
         ));
     }
-    if p.tau_samples < 10 {
-        return Err(sc.invalid("params.tau_samples", "need at least 10 samples"));
-    }
     let r2 = &c.r2;
     if r2.times.len() != r2.betas.len()
         || r2.times.len() != r2.plateau_losses.len()
@@ -111,14 +109,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "need one time, one 3-vector β and one loss per reference stage",
         ));
     }
-    sc.require_positive(&[
-        ("params.zoom_ratio", p.zoom_ratio),
-        ("params.horizon", p.horizon),
-        ("checks.reference_tol", c.reference_tol),
-        ("checks.loss_tol", c.loss_tol),
-        ("checks.kkt_tol", c.kkt_tol),
-        ("checks.min_hessian_ratio", c.min_hessian_ratio),
-    ])
+    Ok(())
 }
 
 fn instance_label(name: InstanceName) -> String {
@@ -185,7 +176,7 @@ fn r1_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
             "r1-beta",
             "R1: max |T_k − 1/|β*_(k)||",
             time_err,
-            c.reference_tol,
+            *c.reference_tol,
         )
         .note(format!(
             "expected T = {expected_times:?} (CF1 limit theory, spec §3.6)"
@@ -204,7 +195,7 @@ fn r1_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
         "r1-beta-beta-top-coordinates-inf",
         "R1: max_k ‖β^k − β* on the top-k coordinates‖_∞",
         beta_err,
-        c.reference_tol,
+        *c.reference_tol,
     ));
 }
 
@@ -257,7 +248,7 @@ fn r2_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
             "r2-ref",
             "R2: max |T_k − T_k(ref)|",
             time_err,
-            c.reference_tol,
+            *c.reference_tol,
         )
         .note(format!("reference T = {:?} (spec §3.6)", r2.times)),
     );
@@ -265,13 +256,13 @@ fn r2_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
         "r2-beta-beta-ref-inf",
         "R2: max ‖β^k − β^k(ref)‖_∞",
         beta_err,
-        c.reference_tol,
+        *c.reference_tol,
     ));
     rep.check(Check::at_most(
         "r2-beta-const-ref-printed-decimals",
         "R2: max |L̃(β^k) − const − ref| (5 printed decimals)",
         loss_err,
-        c.loss_tol,
+        *c.loss_tol,
     ));
     rep.check(Check::holds(
         "r2-supports-reference-then-inf",
@@ -283,7 +274,7 @@ fn r2_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
             "r2-dropped-coordinate-vs-reference",
             "R2: s·G of the dropped coordinate vs the reference",
             drop_err,
-            c.reference_tol,
+            *c.reference_tol,
         )
         .note(format!(
             "{drops} drop(s); reference s·G = {} (A4.3(iii) margin)",
@@ -391,9 +382,9 @@ const STAGE_HEADERS: [&str; 18] = [
 /// last stage time dwarfs the previous one (R2: T_4 = 72.6 after T_3 = 4.2).
 fn windows(times: &[f64], p: &Params) -> Vec<(f64, bool)> {
     let last = times.last().copied().unwrap_or(0.0).max(1.0);
-    let mut out = vec![(p.horizon * last, false)];
+    let mut out = vec![(*p.horizon * last, false)];
     if let [.., before, last] = times {
-        if *before > 0.0 && *last > p.zoom_ratio * before {
+        if *before > 0.0 && *last > *p.zoom_ratio * before {
             out.push((1.25 * before, true));
         }
     }
@@ -410,7 +401,7 @@ fn theory_panels(
     series: Option<&mut Table>,
 ) -> (LinePanel, LinePanel) {
     let times = schedule.stage_times();
-    let mut grid = linspace(0.0, tau_end, p.tau_samples);
+    let mut grid = linspace(0.0, tau_end, *p.tau_samples);
     grid.extend(times.iter().copied().filter(|t| *t < tau_end));
     grid.sort_by(f64::total_cmp);
     grid.dedup();
@@ -548,7 +539,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "stage-limit-vs-exact-sign-constrained",
             "STAGE_B limit vs exact sign-constrained minimizer (NNLS), max ‖·‖_∞",
             kkt_worst,
-            c.kkt_tol,
+            *c.kkt_tol,
         )
         .note("every stage of every instance; convex L̃ ⇒ the KKT point is unique (spec §3.3)"),
     );
@@ -557,7 +548,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "a4-over-stages-lambda-ss-lambda",
             "A4.4: min over stages of λ_min(H_SS)/λ_max(H_SS)",
             hessian_ratio,
-            c.min_hessian_ratio,
+            *c.min_hessian_ratio,
         )
         .paper_claim(
             "A4.4 as printed: L(ũ, s^k⊙ũ) ≥ c_k‖u^k − ũ‖², without the reference value L(θ^k) \
@@ -583,7 +574,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         let coords = name.size().p;
         cost.and(schedule_cost("instances", name)).table(
             "tau_samples",
-            n(p.tau_samples),
+            n(*p.tau_samples),
             coords + 2.0,
         )
     })

@@ -7,6 +7,8 @@
 //! (u, v) network by the chain rule, the identity ∇²F_k = D H_SS D (D = diag(2 s_i u_i), §2.5),
 //! c_k = ½λ_min(∇²F_k), and the inequality sampled on random and extremal directions.
 
+use super::params::Unit;
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use std::cell::RefCell;
 use std::path::PathBuf;
 
@@ -34,9 +36,9 @@ pub struct Params {
     pub instances: Vec<InstanceName>,
     /// Random directions per stage and radius (spec §4 A4.4(b): 200); the two directions
     /// ±(eigenvector of λ_min(∇²F_k)), where the bound is tight, are added to them.
-    pub directions: usize,
+    pub directions: AtLeast<1>,
     /// Radii of the sampled ũ, relative to ‖u^k‖ (spec §4: {1e−3, 1e−2}).
-    pub radii: Vec<f64>,
+    pub radii: NonEmpty<Unit>,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of the
@@ -49,13 +51,13 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// max_k κ(H_SS(β^k)) = λ_max/λ_min (spec §4 A4.4(a): < 1e8).
-    pub max_kappa: f64,
+    pub max_kappa: Positive,
     /// max_k ‖∇²F_k − D H_SS D‖_max / ‖D H_SS D‖_max: the §2.5 identity, exact up to the
     /// stationarity residual and rounding.
-    pub max_identity_error: f64,
+    pub max_identity_error: Positive,
     /// min over samples of (L(ũ, s⊙ũ) − L(θ^k)) / (c_k‖u^k − ũ‖²): the inequality must hold
     /// with c = ½c_k (spec §4 A4.4(b)), i.e. this ratio ≥ ½.
-    pub min_growth_ratio: f64,
+    pub min_growth_ratio: Positive,
 }
 
 /// The user's data file of this run (none: the built-in instances).
@@ -63,25 +65,11 @@ fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &None)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_instances(&p.instances, "params.instances", sc)?;
     files(p).refuse_instance_list("instances", &p.instances, sc)?;
     files(p).validate(p.instances[0], sc)?;
-    if p.directions == 0 {
-        return Err(sc.invalid("params.directions", "need at least one direction"));
-    }
-    if p.radii.is_empty() {
-        return Err(sc.invalid("params.radii", "need at least one radius"));
-    }
-    if let Some(r) = p.radii.iter().find(|r| !(**r > 0.0 && **r < 1.0)) {
-        return Err(sc.invalid("params.radii", format!("radii must lie in (0, 1), got {r}")));
-    }
-    p.algorithm1.validate(sc)?;
-    sc.require_positive(&[
-        ("checks.max_kappa", c.max_kappa),
-        ("checks.max_identity_error", c.max_identity_error),
-        ("checks.min_growth_ratio", c.min_growth_ratio),
-    ])
+    Ok(())
 }
 
 struct RestrictionScratch {
@@ -210,13 +198,13 @@ fn examine_stage(
     let u_norm = u.iter().map(|x| x * x).sum::<f64>().sqrt();
     let base = f.loss(&u);
     let mut directions: Vec<Vec<f64>> = vec![softest.clone(), softest.iter().map(|x| -x).collect()];
-    for _ in 0..p.directions {
+    for _ in 0..*p.directions {
         let v: Vec<f64> = (0..m).map(|_| StandardNormal.sample(rng)).collect();
         let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
         directions.push(v.iter().map(|x| x / norm).collect());
     }
     let (mut min_growth, mut paper_form_growth) = (Vec::new(), Vec::new());
-    for &radius in &p.radii {
+    for radius in p.radii.iter().map(|r| **r) {
         let r = radius * u_norm;
         let (mut growth, mut paper) = (f64::INFINITY, f64::INFINITY);
         for dir in &directions {
@@ -298,7 +286,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     r.c_k_algorithm1.into(),
                     r.identity_error.into(),
                     r.asymmetry.into(),
-                    radius.into(),
+                    (*radius).into(),
                     (g / r.c_k).into(),
                     (pg / r.c_k).into(),
                 ]);
@@ -340,14 +328,14 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
         &format!("kappa-ss-beta.{label}"),
         &format!("{label}: max_k κ(H_SS(β^k))"),
         stats::max(over(|r| r.kappa)),
-        c.max_kappa,
+        *c.max_kappa,
     ));
     rep.check(
         Check::at_most(
             &format!("2f-ss-relative.{label}"),
             &format!("{label}: ∇²F_k = D H_SS D (relative)"),
             stats::max(over(|r| r.identity_error)),
-            c.max_identity_error,
+            *c.max_identity_error,
         )
         .note(
             "F_k(ũ) = L(ũ, s⊙ũ) from the raw network vs the β-Hessian, D = diag(2 s_i u_i) (§2.5)",
@@ -370,7 +358,7 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
             &format!("theta.{label}"),
             &format!("{label}: min (L(ũ,s⊙ũ) − L(θ^k)) / (c_k‖u^k − ũ‖²)"),
             growth,
-            c.min_growth_ratio,
+            *c.min_growth_ratio,
         )
         .note(
             "sampled A4.4(b): random and ±softest directions, c_k = ½λ_min(∇²F_k); ≈ 1 means \
@@ -388,7 +376,7 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
 
 /// Row of two panels: eigenvalues of H_SS per stage (bars, log y), and c_k with the sampled
 /// growth and the bound ½c_k.
-fn figure_row(fig: Figure, label: &str, results: &[StageResult], radii: &[f64]) -> Figure {
+fn figure_row(fig: Figure, label: &str, results: &[StageResult], radii: &[Unit]) -> Figure {
     let categories: Vec<String> = results.iter().map(|r| r.k.to_string()).collect();
     let width = results
         .iter()
@@ -454,7 +442,7 @@ fn figure_row(fig: Figure, label: &str, results: &[StageResult], radii: &[f64]) 
 /// Per instance, Algorithm 1 and per stage (at most p) the Hessian on the support and the loss
 /// at every sampled direction and radius.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let samples = (n(p.directions) + 2.0) * n(p.radii.len());
+    let samples = (n(*p.directions) + 2.0) * n(p.radii.len());
     p.instances.iter().fold(Cost::new(), |cost, &name| {
         let size = name.size();
         cost.and(schedule_cost("instances", name))

@@ -15,6 +15,7 @@
 //! set the Lipschitz constant is the sup of the local ones, so every sampled value is a valid
 //! lower bound). R = 2 max_k‖θ^k‖ over the plateau points of Algorithm 1 (spec §4).
 
+use crate::scenario::param::{AtLeast, Positive};
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
@@ -40,12 +41,12 @@ pub struct Params {
     /// there only.
     pub instances: Vec<InstanceName>,
     /// R = this × max_k‖θ^k‖ (spec §4: 2).
-    pub radius_factor: f64,
+    pub radius_factor: Positive,
     /// Random pairs in B(0, R) (spec §4: 1000).
-    pub pairs: usize,
+    pub pairs: AtLeast<1>,
     /// Points at which the exact local constants are evaluated (half uniform in the ball, half
     /// on its sphere).
-    pub points: usize,
+    pub points: AtLeast<2>,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
 }
@@ -55,10 +56,10 @@ pub struct Params {
 pub struct Checks {
     /// The derived constants are multiplied by this before the comparison (1: as derived; a
     /// value < 1 mimics a derivation that lost a factor).
-    pub bound_factor: f64,
+    pub bound_factor: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_instances(&p.instances, "params.instances", sc)?;
     if let Some(name) = p.instances.iter().find(|n| n.is_attention()) {
         return Err(sc.invalid(
@@ -70,14 +71,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             ),
         ));
     }
-    if p.pairs == 0 || p.points < 2 {
-        return Err(sc.invalid("params.pairs", "need pairs ≥ 1 and points ≥ 2"));
-    }
-    p.algorithm1.validate(sc)?;
-    sc.require_positive(&[
-        ("params.radius_factor", p.radius_factor),
-        ("checks.bound_factor", c.bound_factor),
-    ])
+    Ok(())
 }
 
 fn norm(v: &[f64]) -> f64 {
@@ -153,7 +147,7 @@ fn measure(s: &Scheduled, p: &Params, rng: &mut ChaCha20Rng) -> Result<Measured,
             .iter()
             .map(|st| (2.0 * st.beta.iter().map(|b| b.abs()).sum::<f64>()).sqrt()),
     );
-    let radius = p.radius_factor * plateau;
+    let radius = *p.radius_factor * plateau;
     // ∇²L̃ (constant Σ for the linear network) by Hessian-vector products at β = 0
     let mut h_beta = DMatrix::zeros(dim, dim);
     let (zero, mut e, mut col) = (vec![0.0; dim], vec![0.0; dim], vec![0.0; dim]);
@@ -177,7 +171,7 @@ fn measure(s: &Scheduled, p: &Params, rng: &mut ChaCha20Rng) -> Result<Measured,
     ];
 
     let mut ratios = [0.0_f64; 3];
-    for _ in 0..p.pairs {
+    for _ in 0..*p.pairs {
         let a = draw(2 * dim, radius, false, rng);
         let b = draw(2 * dim, radius, false, rng);
         let d = distance(&a, &b);
@@ -192,8 +186,8 @@ fn measure(s: &Scheduled, p: &Params, rng: &mut ChaCha20Rng) -> Result<Measured,
         }
     }
     let mut local = [0.0_f64; 3];
-    let mut local_grad = Vec::with_capacity(p.points);
-    for i in 0..p.points {
+    let mut local_grad = Vec::with_capacity(*p.points);
+    for i in 0..*p.points {
         let theta = draw(2 * dim, radius, i % 2 == 1, rng);
         let (u, v) = theta.split_at(dim);
         // ∂g/∂θ = −∇²L̃(β)[diag v, diag u]
@@ -274,14 +268,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     &format!("lemma-d7-{what}.{label}"),
                     &format!("{label}: sup {title}/‖θ − θ'‖ on B(0, R) (lower estimate) ≤ K_R"),
                     estimate,
-                    c.bound_factor * bound,
+                    *c.bound_factor * bound,
                 )
                 .note(format!(
                     "{formula} = {bound:.5e}{}; estimate = max(largest ratio over {} random \
                      pairs in the ball = {pairs:.5e}, largest exact local constant over {} \
                      points = {local:.5e}), {:.3} of the bound; R = {} max_k‖θ^k‖ = {:.5}, \
                      λ_max(Σ) = {:.5}, G_R = λ_max R²/2 + ‖r‖ = {:.5e}",
-                    if c.bound_factor == 1.0 {
+                    if *c.bound_factor == 1.0 {
                         String::new()
                     } else {
                         format!(" (× {})", c.bound_factor)
@@ -331,10 +325,10 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
             .work(
                 "pairs",
                 "g, ∇L and L at both points of every pair",
-                2.0 * n(p.pairs),
+                2.0 * n(*p.pairs),
                 3.0 * size.grad,
             )
-            .dense_hessians("points", n(p.points), 2.0 * size.p, 2.0 * size.grad)
+            .dense_hessians("points", n(*p.points), 2.0 * size.p, 2.0 * size.grad)
     })
 }
 

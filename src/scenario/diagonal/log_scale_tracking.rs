@@ -11,6 +11,8 @@
 //! plateau-0 constant over α, consecutive ratios of Λ·e(α), the sign violations summed) and
 //! draws the panels of every (instance, α).
 
+use super::params::{AboveOne, Margin, NegativeLog, Unit};
+use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -26,9 +28,7 @@ use crate::scenario::sweep::SweepSpec;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::sweeps_common::{
-    alpha_label, farthest_from_one, ln_alphas, log10_alpha_sweep, validate_ln_alphas, Setup,
-};
+use super::sweeps_common::{alpha_label, farthest_from_one, ln_alphas, log10_alpha_sweep, Setup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,15 +36,15 @@ pub struct Params {
     /// The instance of this run (a sweep gives `sweep.grid.instance`).
     pub instance: InstanceName,
     /// α of this run as log10 α (a sweep gives `sweep.grid.log10_alpha`, strictly decreasing).
-    pub log10_alpha: f64,
+    pub log10_alpha: NegativeLog,
     /// Plateau interiors are [T_k + δΔ_k, T_{k+1} − δΔ_k] with δ = this (spec §4: 0.05).
-    pub interior_fraction: f64,
+    pub interior_fraction: Margin,
     /// How far past T_K the last plateau is followed (its Δ for the interior), in τ.
-    pub final_stage_span: f64,
+    pub final_stage_span: Positive,
     /// The plateau-0 constant is checked for τ ≤ this · T_1 (spec §4 eq. 8 row: 0.8).
-    pub linear_fraction: f64,
+    pub linear_fraction: Unit,
     /// Output samples per run; the sup is taken over them.
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`; every run of the sweep uses it.
     #[serde(default)]
@@ -60,39 +60,15 @@ pub struct Checks {
     /// On plateau 0 up to τ = linear_fraction·T_1: |Λ(b_α − b_th)_i + ln w0_i| ≤ this for every
     /// i (eq. 8: the deviation of ln w from ln w(0) + g(0)t; spec §4: 1e−3). Replaces the spec's
     /// Λ·e(α) ≤ 20·max|ln w0_i| + 20.
-    pub plateau0_tol: f64,
+    pub plateau0_tol: Positive,
     /// Consecutive ratios of Λ·e(α) in [1/x, x] (spec §4: x = 2).
-    pub ratio_max: f64,
+    pub ratio_max: AboveOne,
     /// Eq. (29) is checked for i ∉ S_k with |g_i(θ^k)| > this (spec §4: 1e−6).
-    pub sign_threshold: f64,
+    pub sign_threshold: Positive,
     /// ... at the interior samples where the flow is on plateau k, ‖β_α − β^k‖_∞ ≤ this (the
     /// window (t̄_k, t̲_{k+1}) of Lemma C.6, where ‖θ_α − θ^k‖ < ρ'). The spec's interiors alone
     /// do not exclude the transitions, which arrive O(1/Λ) late or early.
-    pub sign_radius: f64,
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&[p.log10_alpha]), 1)?;
-    if !(p.interior_fraction > 0.0 && p.interior_fraction < 0.5) {
-        return Err(sc.invalid("params.interior_fraction", "must be in (0, 0.5)"));
-    }
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    if !(p.linear_fraction > 0.0 && p.linear_fraction < 1.0) {
-        return Err(sc.invalid("params.linear_fraction", "must be in (0, 1)"));
-    }
-    sc.require_positive(&[
-        ("params.final_stage_span", p.final_stage_span),
-        ("checks.plateau0_tol", c.plateau0_tol),
-        ("checks.sign_threshold", c.sign_threshold),
-        ("checks.sign_radius", c.sign_radius),
-    ])?;
-    if c.ratio_max <= 1.0 {
-        return Err(sc.invalid("checks.ratio_max", "must be > 1"));
-    }
-    files(p).validate(p.instance, sc)?;
-    Ok(())
+    pub sign_radius: Positive,
 }
 
 fn files(p: &Params) -> UserFiles {
@@ -141,7 +117,7 @@ fn track(
 ) -> Tracking {
     let schedule = &setup.schedule;
     let loss = setup.instance.loss();
-    let tau_linear = p.linear_fraction * schedule.stage_end(0);
+    let tau_linear = *p.linear_fraction * schedule.stage_end(0);
     let mut out = Tracking {
         sup_error: 0.0,
         plateau0_deviation: 0.0,
@@ -166,10 +142,10 @@ fn track(
         let k = schedule.stage_index(tau);
         let stage = &schedule.stages[k];
         let end = schedule.stage_end(k).min(tau_end);
-        let margin = p.interior_fraction
+        let margin = *p.interior_fraction
             * (schedule
                 .stage_end(k)
-                .min(stage.t_start + p.final_stage_span)
+                .min(stage.t_start + *p.final_stage_span)
                 - stage.t_start);
         if tau < stage.t_start + margin || tau > end - margin {
             continue;
@@ -182,13 +158,13 @@ fn track(
         let g = g_vec(&loss, &beta);
         let dist = stats::max(beta.iter().zip(&stage.beta).map(|(x, y)| (x - y).abs()));
         out.interior += 1;
-        if dist.is_nan() || dist > c.sign_radius {
+        if dist.is_nan() || dist > *c.sign_radius {
             continue;
         }
         out.on_plateau += 1;
         for i in (0..g.len()).filter(|i| !stage.support.contains(i)) {
             let g_th = stage.drift[i];
-            if g_th.abs() <= c.sign_threshold {
+            if g_th.abs() <= *c.sign_threshold {
                 continue;
             }
             out.sign_tested += 1;
@@ -221,12 +197,12 @@ const SIGN_CLAIM: &str = "spec §4: on all of [T_k + δΔ_k, T_{k+1} − δΔ_k]
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
-    let la = ln_alphas(&[p.log10_alpha])[0];
+    let la = ln_alphas(&[*p.log10_alpha])[0];
     let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let label = setup.label();
     let schedule = &setup.schedule;
-    let tau_end = setup.last_time() + p.final_stage_span;
-    let taus = crate::flow::linspace(0.0, tau_end, p.samples);
+    let tau_end = setup.last_time() + *p.final_stage_span;
+    let taus = crate::flow::linspace(0.0, tau_end, *p.samples);
     let pdim = setup.instance.loss().p();
     // w0 of the normalized θ_0: b_α(0) = 1 − ln(w0)/Λ
     let (_, ln_w0) = LogCoordinates::from_init(&setup.init.0, &setup.init.1, 0.0)
@@ -305,16 +281,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.tables.push(("sign_worst".into(), worst));
     rep.check(
-        Check::at_most("plateau-0-tracking", PLATEAU0_RUN, plateau0, c.plateau0_tol)
-            .note(format!(
-                "{label}, α = {}: eq. (8) makes Λ(b_α − b_th)_i = −ln w0_i exactly on plateau 0 \
+        Check::at_most(
+            "plateau-0-tracking",
+            PLATEAU0_RUN,
+            plateau0,
+            *c.plateau0_tol,
+        )
+        .note(format!(
+            "{label}, α = {}: eq. (8) makes Λ(b_α − b_th)_i = −ln w0_i exactly on plateau 0 \
              (max|ln w0_i| = {max_ln_w0:.3}); {} samples with τ ≤ {}·T_1; Λ·sup‖b_α − b_th‖_∞ over \
              all plateau interiors = {scaled:.3} (reported)",
-                alpha_label(la),
-                t.plateau0_samples,
-                p.linear_fraction
-            ))
-            .paper_claim(BOUND_CLAIM),
+            alpha_label(la),
+            t.plateau0_samples,
+            p.linear_fraction
+        ))
+        .paper_claim(BOUND_CLAIM),
     );
     rep.check(
         Check::at_most(
@@ -506,7 +487,7 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
                 &format!("plateau-0-tracking-over-alpha.{label}"),
                 &format!("{label}: {PLATEAU0_SWEEP}"),
                 stats::max(plateau0.iter()),
-                c.plateau0_tol,
+                *c.plateau0_tol,
             )
             .note(format!(
                 "per α: {}; Λ(b_α − b_th)_i = −ln w0_i on plateau 0 (max|ln w0_i| = \
@@ -521,8 +502,8 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
                 &format!("consecutive-ratio-lambda-alpha-farthest.{label}"),
                 &format!("{label}: consecutive ratio of Λ·e(α) farthest from 1"),
                 farthest_from_one(&ratios),
-                1.0 / c.ratio_max,
-                c.ratio_max,
+                1.0 / *c.ratio_max,
+                *c.ratio_max,
             )
             .note("e(α) = O(1/Λ): Λ·e(α) is Λ-independent"),
         );
@@ -594,7 +575,7 @@ fn loss_name(setup: &Setup, i: usize) -> String {
 }
 
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    sampled_run_cost(p.instance, p.samples, ctx.ode.method)
+    sampled_run_cost(p.instance, *p.samples, ctx.ode.method)
 }
 
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
@@ -607,7 +588,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   −ln w0_i per coordinate, eq. 8), and off the support sgn g_i(θ_α) = \
                   sgn g_i(θ^k) (eq. 29).",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-        validate,
+        validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
         cost,
         quantities: &[
             "Lambda",

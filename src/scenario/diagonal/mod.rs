@@ -23,6 +23,7 @@ mod lipschitz;
 mod log_scale_tracking;
 mod noise_robustness;
 mod nondegeneracy;
+mod params;
 mod perturb_common;
 mod perturb_plateau;
 mod perturb_stage_start;

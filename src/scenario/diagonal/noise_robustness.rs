@@ -4,6 +4,7 @@
 //! coordinate ũ_{i_k} ∈ [1e−6, δ]: every sample must reach ‖β − β^{k+1}‖_∞ ≤ 1e−6, at a hitting
 //! time ≈ ln(1/ũ_{i_k})/|g_{i_k}(θ^k)| + C (the escape from the saddle at its unstable rate).
 
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use std::path::PathBuf;
 
 use std::cell::RefCell;
@@ -30,14 +31,14 @@ pub struct Params {
     /// The instance (spec §7: mini).
     pub instance: InstanceName,
     /// Samples per stage and δ (spec §4: 50).
-    pub samples: usize,
+    pub samples: AtLeast<3>,
     /// Perturbation sizes δ (spec §4: 1e−2, 1e−3).
-    pub deltas: Vec<f64>,
+    pub deltas: NonEmpty<f64>,
     /// Smallest initial size of the new coordinate: ũ_{i_k} is log-uniform on [min_new, δ]
     /// (spec §4: 1e−6).
-    pub min_new: f64,
+    pub min_new: Positive,
     /// Hitting radius ‖β − β^{k+1}‖_∞ (spec §4: 1e−6).
-    pub radius: f64,
+    pub radius: Positive,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance` (the perturbations are drawn from the seed).
     #[serde(default)]
@@ -48,7 +49,7 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// |slope·|g_{i_k}| − 1| of the fitted hitting time vs ln(1/ũ_{i_k}) (spec §4: 10%).
-    pub slope_rel_tol: f64,
+    pub slope_rel_tol: Positive,
 }
 
 /// The user's data file of this run (none: the built-in instance).
@@ -56,19 +57,12 @@ fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &None)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.samples < 3 {
-        return Err(sc.invalid("params.samples", "need at least 3 samples for a fit"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     files(p).validate(p.instance, sc)?;
-    if p.deltas.is_empty() || p.deltas.iter().any(|d| !(*d > p.min_new && *d < 1.0)) {
+    if p.deltas.iter().any(|d| !(*d > *p.min_new && *d < 1.0)) {
         return Err(sc.invalid("params.deltas", "each δ must lie in (min_new, 1)"));
     }
-    sc.require_positive(&[
-        ("params.min_new", p.min_new),
-        ("params.radius", p.radius),
-        ("checks.slope_rel_tol", c.slope_rel_tol),
-    ])
+    Ok(())
 }
 
 /// One sample: the new coordinate's initial size and when (if) the flow hit the radius.
@@ -165,11 +159,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .unwrap_or(rate);
         // escape from the smallest start, then relaxation to the radius, with room to spare
         let t_max =
-            10.0 * ((1.0 / p.min_new).ln() / rate + (1.0 / p.radius).ln() / relax.min(rate));
-        for &delta in &p.deltas {
-            let mut samples = Vec::with_capacity(p.samples);
+            10.0 * ((1.0 / *p.min_new).ln() / rate + (1.0 / *p.radius).ln() / relax.min(rate));
+        for &delta in p.deltas.iter() {
+            let mut samples = Vec::with_capacity(*p.samples);
             let mut work = SolverStats::default();
-            for _ in 0..p.samples {
+            for _ in 0..*p.samples {
                 let mut eta = Vec::with_capacity(active.len());
                 for &i in &stage.support {
                     let xi: f64 = StandardNormal.sample(&mut rng);
@@ -185,7 +179,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 let u_new = (rng.random_range(p.min_new.ln()..delta.ln())).exp();
                 eta.push(2.0 * u_new.ln());
                 let hit = hitting_time(
-                    loss, &flow, &eta, &next.beta, p.radius, t_max, &ctx.ode, &mut work,
+                    loss, &flow, &eta, &next.beta, *p.radius, t_max, &ctx.ode, &mut work,
                 )?;
                 samples.push(Sample { u_new, hit });
             }
@@ -241,7 +235,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "over-stages-delta-slope-theta-hitting",
             "max over stages and δ of |slope·|g_(i_k)(θ^k)| − 1| (hitting time vs ln(1/ũ_(i_k)))",
             worst,
-            c.slope_rel_tol,
+            *c.slope_rel_tol,
         )
         .note(
             batches
@@ -376,7 +370,7 @@ fn figure(p: &Params, schedule: &Schedule, loss: &dyn BetaLoss, batches: &[Batch
 /// Algorithm 1 and, per stage (at most p) and δ, one flow with hitting events per sample.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
     let size = p.instance.size();
-    let solves = size.p * n(p.deltas.len()) * n(p.samples);
+    let solves = size.p * n(p.deltas.len()) * n(*p.samples);
     schedule_cost("instance", p.instance).ode(
         "samples, deltas",
         solves,

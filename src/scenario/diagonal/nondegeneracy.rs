@@ -5,6 +5,8 @@
 //! at that α whose transitions must come in the predicted order. R2-degenerate is the control
 //! that violates (iii) and must be flagged (spec §3.3, §6 #21).
 
+use super::params::{AboveOne, Unit};
+use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
 use super::algorithm1_common::{
@@ -33,17 +35,17 @@ pub struct Params {
     #[serde(default)]
     pub degenerate_control: Option<InstanceName>,
     /// θ_0 is redrawn coordinate-wise until ||u0_i| − |v0_i|| ≥ this (spec §4 A4.3(i)).
-    pub init_redraw_margin: f64,
+    pub init_redraw_margin: Positive,
     /// The order check runs at α = min(α_sep, this), α_sep = the smallest separation α of the
     /// instance's stages.
-    pub max_order_alpha: f64,
+    pub max_order_alpha: Unit,
     /// If set, the order check runs at this α instead (e.g. 1e−2, far above α_sep).
     #[serde(default)]
-    pub order_alpha: Option<f64>,
+    pub order_alpha: Option<Unit>,
     /// The log-layout run covers τ ∈ [0, horizon_factor·T_last] (spec §5.1: 1.2).
-    pub horizon_factor: f64,
+    pub horizon_factor: AboveOne,
     /// Output samples of that run.
-    pub samples: usize,
+    pub samples: AtLeast<2>,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of the
@@ -61,12 +63,12 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// A4.3(i): min_i ||u0_i| − |v0_i|| (spec §4: ≥ 1e−3).
-    pub min_init_margin: f64,
+    pub min_init_margin: Positive,
     /// A4.3(ii): every finite gap_k / max(1, Δ*_k) must exceed this (spec §3.2 tol_tie = 1e−6).
-    pub tol_tie: f64,
+    pub tol_tie: Positive,
     /// A4.3(iii): every dropped j has |G_j(θ^{k+1})| > this × max|G(0)| (spec §3.2
     /// tol_g = 1e−9·max|G(0)|).
-    pub dropped_g_rel: f64,
+    pub dropped_g_rel: Positive,
 }
 
 /// The user's files of this run (none: the built-in instances and the seed's θ_0).
@@ -74,31 +76,11 @@ fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_instances(&p.instances, "params.instances", sc)?;
     files(p).refuse_instance_list("instances", &p.instances, sc)?;
     files(p).validate(p.instances[0], sc)?;
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
-    if !(p.horizon_factor > 1.0 && p.horizon_factor.is_finite()) {
-        return Err(sc.invalid("params.horizon_factor", "must be finite and > 1"));
-    }
-    for (key, alpha) in [
-        ("params.max_order_alpha", Some(p.max_order_alpha)),
-        ("params.order_alpha", p.order_alpha),
-    ] {
-        if let Some(a) = alpha.filter(|a| !(*a > 0.0 && *a < 1.0)) {
-            return Err(sc.invalid(key, format!("α must lie in (0, 1), got {a}")));
-        }
-    }
-    p.algorithm1.validate(sc)?;
-    sc.require_positive(&[
-        ("params.init_redraw_margin", p.init_redraw_margin),
-        ("checks.min_init_margin", c.min_init_margin),
-        ("checks.tol_tie", c.tol_tie),
-        ("checks.dropped_g_rel", c.dropped_g_rel),
-    ])
+    Ok(())
 }
 
 /// Per-activation measurements of one instance.
@@ -136,7 +118,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut datasets = Vec::new();
     for &name in &p.instances {
         let sched = Scheduled::with_files(name, &files(p), &opts, ctx)?;
-        let init = files(p).init(sched.instance.loss().p(), p.init_redraw_margin, ctx)?;
+        let init = files(p).init(sched.instance.loss().p(), *p.init_redraw_margin, ctx)?;
         datasets.push((sched.label(), instance_arrays(&sched.data, Some(&init))));
         all_gaps.push(instance_checks(&mut rep, &sched, &init, p, c, ctx)?);
     }
@@ -204,7 +186,7 @@ fn instance_checks(
             &format!("a4-u0-v0.{name}"),
             &format!("{name}: A4.3(i) min_i ||u0_i| − |v0_i||"),
             margin,
-            c.min_init_margin,
+            *c.min_init_margin,
         )
         .note("θ_0 shared by every α (common::initial_direction)"),
     );
@@ -221,7 +203,7 @@ fn instance_checks(
             &format!("a4-ii-gap-delta.{name}"),
             &format!("{name}: A4.3(ii) min_k gap_k / max(1, Δ*_k)"),
             min_rel_gap,
-            c.tol_tie,
+            *c.tol_tie,
         )
         .note("the argmin of eq. (11) is unique at every stage (∞: never two finite Δ)"),
     );
@@ -251,7 +233,7 @@ fn instance_checks(
                 &format!("a4-iii-over-drops-theta.{name}"),
                 &iii_name,
                 min_drop_g,
-                c.dropped_g_rel * s.scale,
+                *c.dropped_g_rel * s.scale,
             )
             .note(drop_names.join(", ")),
         );
@@ -261,9 +243,9 @@ fn instance_checks(
     let ln_alpha_sep = stats::min(activations.iter().map(|a| a.separation_ln_alpha));
     let ln_alpha = p
         .order_alpha
-        .map_or(ln_alpha_sep.min(p.max_order_alpha.ln()), f64::ln);
+        .map_or(ln_alpha_sep.min(p.max_order_alpha.ln()), |a| a.ln());
     let t_last = s.stages.last().map_or(1.0, |st| st.t_start.max(1.0));
-    let taus = linspace(0.0, p.horizon_factor * t_last, p.samples);
+    let taus = linspace(0.0, *p.horizon_factor * t_last, *p.samples);
     let run = alpha_run(
         &loss,
         &(init.u0.clone(), init.v0.clone()),
@@ -344,7 +326,7 @@ fn instance_checks(
             first[k].into(),
         ]);
         out.gaps.push(a.gap);
-        out.tie_tol.push(c.tol_tie * a.delta.max(1.0));
+        out.tie_tol.push(*c.tol_tie * a.delta.max(1.0));
         out.log10_alpha_sep.push(log10_sep);
     }
     Ok(out)
@@ -413,7 +395,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             "samples",
             name,
             1.0,
-            n(p.samples),
+            n(*p.samples),
             ctx.ode.method,
         ))
     })

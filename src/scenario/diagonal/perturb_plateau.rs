@@ -4,6 +4,8 @@
 //! Compared in β space: the noise changes the conserved c_i of the active pairs, so (u, v)
 //! settle O(σ) away while β returns (spec §6 #16).
 
+use super::params::{Margin, Unit};
+use crate::scenario::param::{AtLeast, Fraction, Positive};
 use std::path::PathBuf;
 
 use rand::Rng;
@@ -14,7 +16,7 @@ use crate::flow::{linspace, Method, OdeConfig};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Check, Report, RunContext, RunError, Table};
 use crate::stats;
 
 use super::figures_common::{alpha_label, instance_label, Toy};
@@ -38,24 +40,24 @@ pub struct Params {
     /// The toy task (spec §5.1).
     pub instance: InstanceName,
     /// Initialization scale of the perturbed run (the paper: 1e−32).
-    pub alpha: f64,
+    pub alpha: Unit,
     /// Number of perturbation times (the paper: 5).
-    pub perturbations: usize,
+    pub perturbations: AtLeast<1>,
     pub draw: Draw,
     /// Noise standard deviation (the paper: 0.05).
-    pub sigma: f64,
+    pub sigma: Positive,
     /// Raw weights with |·| above this are perturbed (the paper: 1e−5, spec §6 #14).
-    pub threshold: f64,
+    pub threshold: Positive,
     /// Distance of the checked times from a transition, as a fraction of the plateau length.
-    pub plateau_margin: f64,
+    pub plateau_margin: Margin,
     /// Horizon t_h = min(rates/λ_min^act, fraction·ΔT_k·Λ) (spec §5.2: 20 and 0.45).
-    pub horizon_rates: f64,
-    pub horizon_fraction: f64,
+    pub horizon_rates: Positive,
+    pub horizon_fraction: Fraction,
     /// Only plateaus whose horizon spans at least this many relaxation times 1/λ_min^act are
     /// drawn and checked: on a shorter plateau the perturbation cannot have decayed by t_h.
-    pub min_relaxations: f64,
+    pub min_relaxations: Positive,
     /// Samples per window.
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`.
     #[serde(default)]
@@ -69,38 +71,12 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// ‖β_pert − β_orig‖_∞ at the horizon (spec §5.2: 1e−3).
-    pub max_beta_distance: f64,
+    pub max_beta_distance: Positive,
 }
 
 /// The user's files of this run (none: the built-in instance and the seed's θ_0).
 fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    files(p).validate(p.instance, sc)?;
-    if !(p.alpha > 0.0 && p.alpha < 1.0) {
-        return Err(sc.invalid("params.alpha", "must lie in (0, 1)"));
-    }
-    if p.perturbations == 0 {
-        return Err(sc.invalid("params.perturbations", "need at least one"));
-    }
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    if !(p.plateau_margin > 0.0 && p.plateau_margin < 0.5) {
-        return Err(sc.invalid("params.plateau_margin", "must lie in (0, 0.5)"));
-    }
-    if !(p.horizon_fraction > 0.0 && p.horizon_fraction <= 1.0) {
-        return Err(sc.invalid("params.horizon_fraction", "must lie in (0, 1]"));
-    }
-    sc.require_positive(&[
-        ("params.sigma", p.sigma),
-        ("params.threshold", p.threshold),
-        ("params.horizon_rates", p.horizon_rates),
-        ("params.min_relaxations", p.min_relaxations),
-        ("checks.max_beta_distance", c.max_beta_distance),
-    ])
 }
 
 /// One perturbation and its outcome.
@@ -139,16 +115,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // t_h = min(rates/λ_min^act, fraction·ΔT_k·Λ), and λ_min^act·t_h: how many relaxation
     // times of the plateau it spans (stage 0 has no active pair: nothing to perturb)
     let horizon_of = |k: usize| {
-        let by_length = p.horizon_fraction * plateau_len(k) * lambda;
+        let by_length = *p.horizon_fraction * plateau_len(k) * lambda;
         match schedule.stages[k].diagnostics.active_rates.first() {
             Some(&rate) => {
-                let t_h = (p.horizon_rates / rate).min(by_length);
+                let t_h = (*p.horizon_rates / rate).min(by_length);
                 (t_h, rate * t_h)
             }
             None => (by_length, 0.0),
         }
     };
-    let resolved = |k: usize| horizon_of(k).1 >= p.min_relaxations;
+    let resolved = |k: usize| horizon_of(k).1 >= *p.min_relaxations;
     let long_enough: Vec<usize> = (1..schedule.stages.len())
         .filter(|&k| resolved(k))
         .collect();
@@ -160,20 +136,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     // on a plateau draw, the pairs still growing (weights ≈ α^{m_k(τ)/2}) must be below the
     // threshold, or the paper's rule would perturb a pair outside the support
-    let negligible = (1.0 / p.threshold).ln();
+    let negligible = (1.0 / *p.threshold).ln();
     let below_threshold =
         |k: usize, tau: f64| schedule.stages[k].neglect_exponent(tau) * lambda > 2.0 * negligible;
     let mut rng = ctx.rng(FIRST_FREE_STREAM);
-    let mut taus = Vec::with_capacity(p.perturbations);
-    for _ in 0..100 * p.perturbations {
-        if taus.len() == p.perturbations {
+    let mut taus = Vec::with_capacity(*p.perturbations);
+    for _ in 0..100 * *p.perturbations {
+        if taus.len() == *p.perturbations {
             break;
         }
         match p.draw {
             Draw::Plateaus => {
                 let k = long_enough[rng.random_range(0..long_enough.len())];
                 let (start, len) = (schedule.stages[k].t_start, plateau_len(k));
-                let tau = rng.random_range(start + p.plateau_margin * len..start + 0.5 * len);
+                let tau = rng.random_range(start + *p.plateau_margin * len..start + 0.5 * len);
                 if below_threshold(k, tau) {
                     taus.push(tau);
                 }
@@ -181,7 +157,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             Draw::Uniform => taus.push(rng.random_range(0.0..1.1 * t_last)),
         }
     }
-    if taus.len() < p.perturbations {
+    if taus.len() < *p.perturbations {
         return Err(RunError::Other(format!(
             "at α = {:e} the growing pairs exceed the threshold {:e} on the first halves of \
              the resolved plateaus",
@@ -192,7 +168,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut grid = vec![0.0];
     grid.extend(taus.iter().copied());
     grid.dedup();
-    let main = toy.run(p.alpha, &grid, &ctx.ode)?;
+    let main = toy.run(*p.alpha, &grid, &ctx.ode)?;
     let mut rep = Report::default();
     rep.stats("flow to the perturbation times", &main.traj.stats);
 
@@ -208,13 +184,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let len = plateau_len(k);
         let (t_h, _) = horizon_of(k);
         let t0 = tau * lambda;
-        let times: Vec<f64> = linspace(t0, t0 + t_h, p.samples);
-        let pert = perturb(&state, p.sigma, p.threshold, &[], &mut rng)?;
+        let times: Vec<f64> = linspace(t0, t0 + t_h, *p.samples);
+        let pert = perturb(&state, *p.sigma, *p.threshold, &[], &mut rng)?;
         let (tr_o, original) = continue_flow(toy.loss(), &state, &times, &ctx.ode)?;
         let (tr_p, perturbed) = continue_flow(toy.loss(), &pert.state, &times, &ctx.ode)?;
         rep.stats(format!("unperturbed from τ = {tau:.3}"), &tr_o.stats);
         rep.stats(format!("perturbed from τ = {tau:.3}"), &tr_p.stats);
-        let margin = p.plateau_margin * len;
+        let margin = *p.plateau_margin * len;
         // A4.4 perturbs within the support: a growing pair already above the threshold would be
         // kicked into its own transition (the paper's rule selects by size, not by support)
         let within_support = pert.pairs.iter().all(|i| stage.support.contains(i));
@@ -256,7 +232,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 p.alpha, p.sigma
             ),
             worst,
-            c.max_beta_distance,
+            *c.max_beta_distance,
         )
         .note(format!(
             "A4.4: θ^k is a strict local minimum on its support, so the perturbed flow returns; \
@@ -324,7 +300,7 @@ fn figure(p: &Params, toy: &Toy, outcomes: &[Outcome]) -> Figure {
         p.sigma,
         p.threshold,
         outcomes.len(),
-        alpha_label(p.alpha),
+        alpha_label(*p.alpha),
         instance_label(p.instance, &files(p))
     ));
     let mut distances = LinePanel::new(
@@ -378,12 +354,12 @@ fn figure(p: &Params, toy: &Toy, outcomes: &[Outcome]) -> Figure {
 /// Algorithm 1, the unperturbed run and one perturbed window per perturbation time, `samples`
 /// each.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let runs = n(p.perturbations) + 1.0;
+    let runs = n(*p.perturbations) + 1.0;
     schedule_cost("instance", p.instance).and(flow_cost(
         "perturbations, samples",
         p.instance,
         runs,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     ))
 }
@@ -394,7 +370,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
     summary: "Fig. 3(a)/10, Assumption 4.4: weights perturbed on plateaus of the α = 1e−32 flow \
               return to the unperturbed trajectory (compared in β).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
+    validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
     cost,
     quantities: &[],
     run,

@@ -4,6 +4,8 @@
 //! non-negligible weight, continue to the best-separated time τ*_{k+1} of the stage being
 //! entered, and compare β with the plateau point β^{k+1} of Algorithm 1.
 
+use super::params::{AboveOne, Unit};
+use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +16,7 @@ use crate::models::diagonal::{Layout, LogFlow, TransitionEvent, TransitionEvents
 use crate::plot::Figure;
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Check, Report, RunContext, RunError, Table};
 
 use super::figures_common::{
     alpha_label, best_predicted_time, instance_label, predicted_exponent, Toy, PLATEAU_FLOOR,
@@ -29,20 +31,20 @@ pub struct Params {
     /// The toy task (spec §5.1).
     pub instance: InstanceName,
     /// Initialization scale (the paper: 1e−32).
-    pub alpha: f64,
+    pub alpha: Unit,
     /// Noise standard deviation (the paper: 1e−2).
-    pub sigma: f64,
+    pub sigma: Positive,
     /// Non-negligibility threshold on the raw weights (the paper: 1e−5, spec §6 #14).
-    pub threshold: f64,
+    pub threshold: Unit,
     /// Horizon of the run as a multiple of T_last (τ*_K of the last stage is sought on
     /// [T_K, horizon·T_last]; spec §5.1: 1.2).
-    pub horizon: f64,
+    pub horizon: AboveOne,
     /// Samples per window.
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// A stage start is checked when Theorem 4.1 puts even the unperturbed flow within the
     /// tolerance at τ*_{k+1}: factor·α^{e_{k+1}(τ*)} + 1e−8 ≤ max_beta_distance (spec §7
     /// `fig8-kq-entries`: factor 10).
-    pub resolution_factor: f64,
+    pub resolution_factor: Positive,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`.
     #[serde(default)]
@@ -56,33 +58,12 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// ‖β_pert(τ*_{k+1}) − β^{k+1}‖_∞ (spec §5.2: 1e−3).
-    pub max_beta_distance: f64,
+    pub max_beta_distance: Positive,
 }
 
 /// The user's files of this run (none: the built-in instance and the seed's θ_0).
 fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    files(p).validate(p.instance, sc)?;
-    if !(p.alpha > 0.0 && p.alpha < 1.0) {
-        return Err(sc.invalid("params.alpha", "must lie in (0, 1)"));
-    }
-    if !(p.threshold > 0.0 && p.threshold < 1.0) {
-        return Err(sc.invalid("params.threshold", "must lie in (0, 1)"));
-    }
-    if !(p.horizon > 1.0 && p.horizon.is_finite()) {
-        return Err(sc.invalid("params.horizon", "must exceed 1 (a multiple of T_last)"));
-    }
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    sc.require_positive(&[
-        ("params.sigma", p.sigma),
-        ("params.resolution_factor", p.resolution_factor),
-        ("checks.max_beta_distance", c.max_beta_distance),
-    ])
 }
 
 /// A coordinate that became non-negligible, the stage it starts and the outcome.
@@ -106,7 +87,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let schedule = &toy.schedule;
     let loss = toy.loss();
     let lambda = -p.alpha.ln();
-    let tau_end = p.horizon * toy.t_last;
+    let tau_end = *p.horizon * toy.t_last;
     let (coords, zeta0) = LogCoordinates::from_init(&toy.init.0, &toy.init.1, p.alpha.ln())
         .map_err(|e| RunError::Other(format!("initial state: {e}")))?;
     // every coordinate's weights crossing the threshold (either way; the first crossing of
@@ -158,7 +139,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             continue;
         };
         let tau_star = best_predicted_time(schedule, next, tau_end - toy.t_last);
-        let predicted = p.resolution_factor
+        let predicted = *p.resolution_factor
             * (-predicted_exponent(schedule, next, tau_star, schedule.stages[next].t_start)
                 * lambda)
                 .exp()
@@ -167,8 +148,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             coords: coords.clone(),
             zeta: event.state.clone(),
         };
-        let pert = perturb(&state, p.sigma, p.threshold, &[event.index], &mut rng)?;
-        let times = linspace(event.t, tau_star * lambda, p.samples);
+        let pert = perturb(&state, *p.sigma, *p.threshold, &[event.index], &mut rng)?;
+        let times = linspace(event.t, tau_star * lambda, *p.samples);
         let (tr_o, original) = continue_flow(loss, &state, &times, &ctx.ode)?;
         let (tr_p, perturbed) = continue_flow(loss, &pert.state, &times, &ctx.ode)?;
         rep.stats(format!("unperturbed from τ = {tau_event:.3}"), &tr_o.stats);
@@ -191,7 +172,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     let resolved: Vec<&Outcome> = outcomes
         .iter()
-        .filter(|o| o.predicted <= c.max_beta_distance)
+        .filter(|o| o.predicted <= *c.max_beta_distance)
         .collect();
     let worst = if resolved.is_empty() {
         f64::INFINITY
@@ -211,7 +192,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 p.alpha, p.sigma
             ),
             worst,
-            c.max_beta_distance,
+            *c.max_beta_distance,
         )
         .paper_claim(
             "spec §5.2: every stage start, at τ*_(k+1) = argmax m_(k+1); that is T_(k+1) itself \
@@ -288,7 +269,7 @@ fn figure(p: &Params, c: &Checks, toy: &Toy, outcomes: &[Outcome]) -> Figure {
          instance)",
         p.sigma,
         p.threshold,
-        alpha_label(p.alpha),
+        alpha_label(*p.alpha),
         instance_label(p.instance, &files(p))
     ));
     for (n, o) in outcomes.iter().enumerate() {
@@ -304,7 +285,7 @@ fn figure(p: &Params, c: &Checks, toy: &Toy, outcomes: &[Outcome]) -> Figure {
                 toy.loss().coordinate_name(o.index),
                 o.tau_event,
                 o.next,
-                if o.predicted <= c.max_beta_distance {
+                if o.predicted <= *c.max_beta_distance {
                     ""
                 } else {
                     " (unresolved)"
@@ -329,7 +310,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         "samples",
         p.instance,
         runs,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     ))
 }
@@ -340,7 +321,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
     summary: "Fig. 3(b)/11, Assumption 4.5: weights perturbed when a coordinate first becomes \
               non-negligible still reach the next plateau point β^(k+1).",
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-    validate,
+    validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
     cost,
     quantities: &[],
     run,

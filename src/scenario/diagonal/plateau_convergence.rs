@@ -10,6 +10,8 @@
 //! err_k ≤ 1e−3 when it is the reference α); the reduction states the laws across α (strict
 //! decrease to the floor, fitted exponents) and draws the figure from the runs' tables.
 
+use super::params::NegativeLog;
+use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -26,7 +28,7 @@ use crate::stats;
 
 use super::sweeps_common::{
     alpha_label, best_separated_time, decreases, grid_with_points, log10_alpha_sweep,
-    predicted_exponent, runs_by_lambda, validate_ln_alphas, Setup,
+    predicted_exponent, runs_by_lambda, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,11 +36,11 @@ use super::sweeps_common::{
 pub struct Params {
     pub instance: InstanceName,
     /// log10 α of this run (the sweep sets it from `sweep.grid.log10_alpha`, A_conv).
-    pub log10_alpha: f64,
+    pub log10_alpha: NegativeLog,
     /// How far past T_K the last (infinite) plateau is followed, in τ.
-    pub final_stage_span: f64,
+    pub final_stage_span: Positive,
     /// Output samples of each run (for the trajectories in `trajectories.csv`).
-    pub samples: usize,
+    pub samples: AtLeast<2>,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`; every run of the sweep uses it.
     #[serde(default)]
@@ -54,32 +56,12 @@ pub struct Checks {
     /// Integrator floor of err_k: below it the decrease is no longer required, and the
     /// exponent fit uses the values above it (spec §4 T4.1(i): "about 1e−9"; converged values
     /// of 1.6e−10 … 1.9e−9 were measured at rtol = atol = 1e−10, so 1e−8 by default).
-    pub floor: f64,
+    pub floor: Positive,
     /// α (log10) at which every err_k must be ≤ `max_error_at_reference` (spec: 1e−64, 1e−3).
     pub reference_log10_alpha: f64,
-    pub max_error_at_reference: f64,
+    pub max_error_at_reference: Positive,
     /// Half-width of the soft exponent band, relative (spec: ±25%; reported, not asserted).
-    pub exponent_rel_band: f64,
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_ln_alphas(
-        sc,
-        "params.log10_alpha",
-        &[p.log10_alpha * std::f64::consts::LN_10],
-        1,
-    )?;
-    sc.require_positive(&[
-        ("params.final_stage_span", p.final_stage_span),
-        ("checks.floor", c.floor),
-        ("checks.max_error_at_reference", c.max_error_at_reference),
-        ("checks.exponent_rel_band", c.exponent_rel_band),
-    ])?;
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
-    files(p).validate(p.instance, sc)?;
-    Ok(())
+    pub exponent_rel_band: Positive,
 }
 
 fn files(p: &Params) -> UserFiles {
@@ -110,14 +92,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let schedule = &setup.schedule;
     let stages = schedule.stages.len();
-    let tau_end = setup.last_time() + p.final_stage_span;
+    let tau_end = setup.last_time() + *p.final_stage_span;
     // the best-separated time of every plateau k ≥ 1 (stage 0 is exact: β = O(α²) ≈ 0)
     let best: Vec<(f64, f64)> = (1..stages)
         .map(|k| best_separated_time(schedule, k, tau_end))
         .collect();
     let points: Vec<f64> = best.iter().map(|b| b.0).collect();
-    let (taus, index) = grid_with_points(tau_end, p.samples, &points);
-    let la = p.log10_alpha * std::f64::consts::LN_10;
+    let (taus, index) = grid_with_points(tau_end, *p.samples, &points);
+    let la = *p.log10_alpha * std::f64::consts::LN_10;
     let mut rep = Report {
         series: Table::new(&[
             "k",
@@ -151,13 +133,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let max_err = stats::max(err.iter());
     rep.derive("max_err", max_err);
-    if p.log10_alpha == c.reference_log10_alpha {
+    if *p.log10_alpha == c.reference_log10_alpha {
         rep.check(
             Check::at_most(
                 &format!("err-alpha-1e.{}", c.reference_log10_alpha),
                 &format!("max_k err_k at α = 1e{}", c.reference_log10_alpha),
                 max_err,
-                c.max_error_at_reference,
+                *c.max_error_at_reference,
             )
             .note("Theorem 4.1(i): θ_α(τ) → θ^k on every plateau"),
         );
@@ -191,7 +173,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables.push(("trajectories".into(), trajectories));
     rep.tables.push(("exponents".into(), exponents));
     rep.figure = Some(run_figure(
-        &setup, la, &tau, &distance, &best, &err, c.floor,
+        &setup, la, &tau, &distance, &best, &err, *c.floor,
     ));
     rep.instance = Some(setup.instance_arrays());
     Ok(rep)
@@ -303,9 +285,9 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
         let e = &pl.err;
         not_decreasing += e
             .windows(2)
-            .filter(|w| !(decreases(w[0], w[1]) || w[0] <= c.floor))
+            .filter(|w| !(decreases(w[0], w[1]) || w[0] <= *c.floor))
             .count();
-        let above: Vec<usize> = (0..e.len()).filter(|&j| e[j] > c.floor).collect();
+        let above: Vec<usize> = (0..e.len()).filter(|&j| e[j] > *c.floor).collect();
         let fitted = if above.len() >= 2 {
             let x: Vec<f64> = above.iter().map(|&j| ln_alpha[j]).collect();
             let y: Vec<f64> = above.iter().map(|&j| e[j].ln()).collect();
@@ -314,7 +296,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
             f64::NAN
         };
         let predicted = pl.predicted;
-        let in_band = (fitted / predicted - 1.0).abs() <= c.exponent_rel_band;
+        let in_band = (fitted / predicted - 1.0).abs() <= *c.exponent_rel_band;
         within_band += usize::from(in_band);
         exponent_lines.push(if fitted.is_nan() {
             format!(
@@ -362,7 +344,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
         format!(
             "{within_band}/{} stages within ±{:.0}%: {}",
             stages - 1,
-            100.0 * c.exponent_rel_band,
+            100.0 * *c.exponent_rel_band,
             exponent_lines.join("; ")
         ),
     );
@@ -376,7 +358,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
         &log10_alpha,
         &plateaus,
         &exponents,
-        c.floor,
+        *c.floor,
     )?);
     Ok(rep)
 }
@@ -458,7 +440,7 @@ fn figure(
 }
 
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    sampled_run_cost(p.instance, p.samples, ctx.ode.method)
+    sampled_run_cost(p.instance, *p.samples, ctx.ode.method)
 }
 
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
@@ -470,7 +452,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   1e−64; fitted power of α vs the predicted exponent min(m_k, λ_act(τ − T_k)). \
                   A sweep: one α per run, the laws across α in the reduction.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-        validate,
+        validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
         cost,
         quantities: &[
             "max_err",

@@ -4,6 +4,8 @@
 //! entries of β above the α-adaptive threshold thr_k = α^{m_k(τ†_k)/2} are exactly S_k; the
 //! paper-style fixed threshold 1e−5 is reported beside it.
 
+use super::params::{NegativeLog, NonNegative};
+use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -20,8 +22,7 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, best_separated_time, grid_with_points, log10_alpha_sweep, runs_by_lambda,
-    validate_ln_alphas, Setup,
+    alpha_label, best_separated_time, grid_with_points, log10_alpha_sweep, runs_by_lambda, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -29,13 +30,13 @@ use super::sweeps_common::{
 pub struct Params {
     pub instance: InstanceName,
     /// log10 α of this run (the sweep sets it from `sweep.grid.log10_alpha`).
-    pub log10_alpha: f64,
+    pub log10_alpha: NegativeLog,
     /// How far past T_K the last plateau is followed, in τ.
-    pub final_stage_span: f64,
+    pub final_stage_span: Positive,
     /// Output samples per run (the step plots).
-    pub samples: usize,
+    pub samples: AtLeast<2>,
     /// The paper-style fixed threshold (Fig. 11 protocol "non-negligible"), reported only.
-    pub fixed_threshold: f64,
+    pub fixed_threshold: Positive,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`; every run of the sweep uses it.
     #[serde(default)]
@@ -49,31 +50,9 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// α is eligible for stage k when thr_k ≤ this · min_{i∈S_k}|β^k_i| (spec §4: 1e−3).
-    pub eligibility: f64,
+    pub eligibility: Positive,
     /// Largest number of indices a stage may add to the counted set (Theorem 1.1: 1).
-    pub max_added: f64,
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_ln_alphas(
-        sc,
-        "params.log10_alpha",
-        &[p.log10_alpha * std::f64::consts::LN_10],
-        1,
-    )?;
-    sc.require_positive(&[
-        ("params.final_stage_span", p.final_stage_span),
-        ("params.fixed_threshold", p.fixed_threshold),
-        ("checks.eligibility", c.eligibility),
-    ])?;
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
-    if c.max_added < 0.0 {
-        return Err(sc.invalid("checks.max_added", "must be ≥ 0"));
-    }
-    files(p).validate(p.instance, sc)?;
-    Ok(())
+    pub max_added: NonNegative,
 }
 
 fn files(p: &Params) -> UserFiles {
@@ -116,7 +95,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let schedule = &setup.schedule;
     let stages = schedule.stages.len();
-    let tau_end = setup.last_time() + p.final_stage_span;
+    let tau_end = setup.last_time() + *p.final_stage_span;
     let best: Vec<(f64, f64)> = (0..stages)
         .map(|k| best_separated_time(schedule, k, tau_end))
         .collect();
@@ -127,9 +106,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .map(|b| schedule.neglect_exponent(b.0))
         .collect();
     let points: Vec<f64> = best.iter().map(|b| b.0).collect();
-    let (taus, index) = grid_with_points(tau_end, p.samples, &points);
+    let (taus, index) = grid_with_points(tau_end, *p.samples, &points);
     let is_attention = setup.instance.attention().is_some();
-    let la = p.log10_alpha * std::f64::consts::LN_10;
+    let la = *p.log10_alpha * std::f64::consts::LN_10;
     let mut rep = Report {
         series: Table::new(&[
             "tau",
@@ -167,10 +146,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             f64::INFINITY,
             stage.support.iter().map(|&i| stage.beta[i].abs()),
         );
-        let eligible = thresholds[k] <= c.eligibility * smallest;
+        let eligible = thresholds[k] <= *c.eligibility * smallest;
         let beta = run.beta(index[k]);
         let set = counted(&beta, thresholds[k]);
-        let fixed = counted(&beta, p.fixed_threshold);
+        let fixed = counted(&beta, *p.fixed_threshold);
         fixed_mismatches += usize::from(fixed != stage.support);
         let flag = |b: bool| -> Cell { f64::from(u8::from(b)).into() };
         counts.push(vec![
@@ -193,7 +172,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         if let Some(prev) = previous.as_ref() {
             let added = set.iter().filter(|i| !prev.contains(i)).count();
             max_added = max_added.max(added);
-            too_many_added += usize::from(added as f64 > c.max_added);
+            too_many_added += usize::from(added as f64 > *c.max_added);
             let (a, b) = (ranks(&setup, prev), ranks(&setup, &set));
             let changed = usize::from(a.0 != b.0) + usize::from(a.1 != b.1);
             let grew_too_much = b.0 > a.0 + 1 || b.1 > a.1 + 1;
@@ -210,7 +189,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let beta = run.beta(s);
         let threshold = (0.5 * schedule.neglect_exponent(t) * la).exp();
         let num = ranks(&setup, &counted(&beta, threshold));
-        let fixed = ranks(&setup, &counted(&beta, p.fixed_threshold));
+        let fixed = ranks(&setup, &counted(&beta, *p.fixed_threshold));
         let th = ranks(&setup, &schedule.stages[k].support);
         let values = [num.0, num.1, fixed.0, fixed.1, th.0, th.1].map(|v| v as f64);
         let mut row = vec![t.into()];
@@ -433,7 +412,7 @@ fn panel(
 }
 
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    sampled_run_cost(p.instance, p.samples, ctx.ode.method)
+    sampled_run_cost(p.instance, *p.samples, ctx.ode.method)
 }
 
 pub static KIND: SweptKind<Params, Checks> = SweptKind {
@@ -446,7 +425,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   most +1; step plots vs Algorithm 1 (fixed threshold 1e−5 reported). A sweep: \
                   one α per run, every stage eligible at some α in the reduction.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-        validate,
+        validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
         cost,
         quantities: &[
             "eligible_stages",

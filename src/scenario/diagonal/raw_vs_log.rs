@@ -11,6 +11,8 @@
 //! offsets |g|·(t̂_k − T_kΛ) of the small α agree (their spread), collects the raw discrepancy per
 //! α and draws one panel per α.
 
+use super::params::{NegativeLog, NonNegative};
+use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -28,8 +30,7 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, ln_alphas, log10_alpha_sweep, require_two_small_alphas, spread,
-    validate_ln_alphas, Setup,
+    alpha_label, ln_alphas, log10_alpha_sweep, require_two_small_alphas, spread, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -38,15 +39,15 @@ pub struct Params {
     /// R2 by default: its coordinate 2 drops at T_3 and re-enters with the opposite sign.
     pub instance: InstanceName,
     /// log10 α of this run (the sweep's grid: spec §7: 1e−4, 1e−8, 1e−16, 1e−32).
-    pub log10_alpha: f64,
+    pub log10_alpha: NegativeLog,
     /// Horizon t_end = horizon_factor · T_K Λ + horizon_extra (spec §7: 1.2, 200).
-    pub horizon_factor: f64,
-    pub horizon_extra: f64,
+    pub horizon_factor: Positive,
+    pub horizon_extra: NonNegative,
     /// Raw layout: rtol as the log layout's, atol = raw_atol_factor · α · min_i √c̄_i
     /// (spec §8.3: 1e−6; |u_i| ≥ α√c̄_i always).
-    pub raw_atol_factor: f64,
+    pub raw_atol_factor: Positive,
     /// Output samples per run.
-    pub samples: usize,
+    pub samples: AtLeast<2>,
     /// The coordinate shown in the figure (R2: 2, the one that re-enters).
     pub shown_coordinate: usize,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
@@ -64,29 +65,16 @@ pub struct Checks {
     /// At this α (log10) raw and log trajectories agree: max |β_raw − β_log| ≤ `agreement`
     /// (spec §7: 1e−4, 1e−6). A sweep's grid must contain it.
     pub agreement_log10_alpha: f64,
-    pub agreement: f64,
+    pub agreement: Positive,
     /// Over the α ≤ 10^this (spec §7: 1e−8), the signed normalized offsets
     /// |g_(i_(k−1))|·(t̂_k − T_kΛ) of the log layout's transitions (R2: with the re-entry τ̂_4)
     /// are α-independent: their spread (max − min) is ≤ `offset_spread_max` for every k
     /// (spec §4 T4.1(ii): 0.05). Replaces the spec's single-α "≤ 10".
     pub offset_log10_alpha_max: f64,
-    pub offset_spread_max: f64,
+    pub offset_spread_max: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&[p.log10_alpha]), 1)?;
-    sc.require_positive(&[
-        ("params.horizon_factor", p.horizon_factor),
-        ("params.raw_atol_factor", p.raw_atol_factor),
-        ("checks.agreement", c.agreement),
-        ("checks.offset_spread_max", c.offset_spread_max),
-    ])?;
-    if p.horizon_extra < 0.0 || !p.horizon_extra.is_finite() {
-        return Err(sc.invalid("params.horizon_extra", "must be ≥ 0"));
-    }
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     let data = files(p).validate(p.instance, sc)?;
     let dim = data.as_ref().map_or(p.instance.p(), |d| d.p());
     if p.shown_coordinate >= dim {
@@ -201,11 +189,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     let mut timing = Table::new(&["k", "T_k", "tau_hat_log", "tau_hat_raw", "escape_rate"]);
     let mut offsets = Vec::new();
-    let la = ln_alphas(&[p.log10_alpha])[0];
+    let la = ln_alphas(&[*p.log10_alpha])[0];
     let lambda = -la;
     let alpha = la.exp();
-    let tau_end = p.horizon_factor * setup.last_time() + p.horizon_extra / lambda;
-    let taus = linspace(0.0, tau_end, p.samples);
+    let tau_end = *p.horizon_factor * setup.last_time() + *p.horizon_extra / lambda;
+    let taus = linspace(0.0, tau_end, *p.samples);
     let log = alpha_run(loss, &setup.init, la, schedule, &taus, &ctx.ode)?;
     // raw layout from α θ_0 with the spec's per-scale absolute tolerance
     let raw0: Vec<f64> = setup
@@ -224,7 +212,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .map(|(u, v)| (u - v).abs() * (u + v).abs()),
     );
     let raw_cfg = OdeConfig {
-        atol: p.raw_atol_factor * alpha * c_bar_min.sqrt(),
+        atol: *p.raw_atol_factor * alpha * c_bar_min.sqrt(),
         ..ctx.ode
     };
     let times: Vec<f64> = taus.iter().map(|t| t * lambda).collect();
@@ -263,13 +251,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         row.extend(bl.iter().chain(&br).chain(bt.iter()).map(|&x| x.into()));
         rep.series.push(row);
     }
-    if p.log10_alpha == c.agreement_log10_alpha {
+    if *p.log10_alpha == c.agreement_log10_alpha {
         rep.check(
             Check::at_most(
                 &format!("beta-raw-beta-log-alpha-1e.{}", c.agreement_log10_alpha),
                 &format!("max |β_raw − β_log| at α = 1e{}", c.agreement_log10_alpha),
                 diff,
-                c.agreement,
+                *c.agreement,
             )
             .note("over all samples and coordinates of the horizon 1.2·T_KΛ + 200"),
         );
@@ -398,7 +386,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
                 c.offset_log10_alpha_max
             ),
             stats::max(spreads.iter()),
-            c.offset_spread_max,
+            *c.offset_spread_max,
         )
         .note(format!(
             "T4.1(ii): t̂_k = T_kΛ + a_k with a_k independent of α, including the opposite-sign \
@@ -433,7 +421,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         "samples",
         p.instance,
         2.0,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     ))
 }

@@ -4,6 +4,8 @@
 //! against eq. (7) written out in plain f64 and against the three lemmas; and the raw ↔ log
 //! round trip (orientation, ζ = ln w, ln c and back) on random pairs.
 
+use super::params::Unit;
+use crate::scenario::param::{AtLeast, Positive};
 use rand::Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
@@ -33,11 +35,11 @@ pub struct Params {
     pub b_max: f64,
     pub b_points: usize,
     /// Random raw pairs (u, v) = 10^{−e}(a, b), a, b ~ N(0, 1), e uniform in [0, max_exponent].
-    pub round_trip_pairs: usize,
+    pub round_trip_pairs: AtLeast<1>,
     pub max_exponent: f64,
     /// The figure's α and c̄.
-    pub plot_alpha: f64,
-    pub plot_c_bar: f64,
+    pub plot_alpha: Unit,
+    pub plot_c_bar: Positive,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,19 +47,18 @@ pub struct Params {
 pub struct Checks {
     /// Spec §7: raw → log → raw round trip ≤ 1e−14 relative to max(|u|, |v|), for pairs whose
     /// logarithms are O(1) (|ζ| + |ln c − ζ| ≤ `round_trip_small_logs`).
-    pub round_trip_tol: f64,
-    pub round_trip_small_logs: f64,
+    pub round_trip_tol: Positive,
+    pub round_trip_small_logs: Positive,
     /// For all pairs: e^x has relative condition |x|, so the round trip can only be accurate to
     /// ≈ ε(1 + |ζ| + |ln c − ζ|); the error in these units must stay ≤ this.
-    pub round_trip_units: f64,
+    pub round_trip_units: Positive,
     /// Eq. (7) in plain f64, u = ½(w + c/w), v = ½(w − c/w), vs the log-domain conversion,
     /// relative to max(|u|, |v|), in the same units ε(1 + |ln w| + |ln c|).
-    pub eq7_units: f64,
+    pub eq7_units: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     validate_alphas(sc, "params.alphas", &p.alphas)?;
-    validate_alphas(sc, "params.plot_alpha", &[p.plot_alpha])?;
     if p.c_bars.is_empty() || p.c_bars.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
         return Err(sc.invalid("params.c_bars", "need positive values of c̄"));
     }
@@ -67,22 +68,13 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.b_min.partial_cmp(&p.b_max) != Some(std::cmp::Ordering::Less) || p.b_points < 2 {
         return Err(sc.invalid("params.b_points", "need b_min < b_max and ≥ 2 points"));
     }
-    if p.round_trip_pairs == 0 {
-        return Err(sc.invalid("params.round_trip_pairs", "need at least one pair"));
-    }
     if !(p.max_exponent >= 0.0 && p.max_exponent <= 150.0) {
         return Err(sc.invalid(
             "params.max_exponent",
             "must lie in [0, 150] (u v must stay in the f64 range)",
         ));
     }
-    sc.require_positive(&[
-        ("params.plot_c_bar", p.plot_c_bar),
-        ("checks.round_trip_tol", c.round_trip_tol),
-        ("checks.round_trip_small_logs", c.round_trip_small_logs),
-        ("checks.round_trip_units", c.round_trip_units),
-        ("checks.eq7_units", c.eq7_units),
-    ])
+    Ok(())
 }
 
 /// One grid point's (u, v) in the normalized orientation (u > |v|) from the log layout.
@@ -238,7 +230,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "eq-plain-f64-vs-log-domain",
             "eq. (7) in plain f64 vs the log-domain (u, v), units ε(1+|ln w|+|ln c|)",
             eq7_worst,
-            c.eq7_units,
+            *c.eq7_units,
         )
         .note("relative to max(|u|, |v|); e^x has relative condition |x|"),
     );
@@ -253,7 +245,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
     let mut table = Table::new(&["u", "v", "ln_scale", "rel_error", "error_units"]);
     let (mut small_worst, mut units_worst) = (0.0_f64, 0.0_f64);
     let (mut small_count, mut product_kept, mut paper_flips) = (0usize, 0usize, 0usize);
-    for _ in 0..p.round_trip_pairs {
+    for _ in 0..*p.round_trip_pairs {
         let scale = 10f64.powf(-rng.random_range(0.0..=p.max_exponent));
         let u = scale * rng.sample::<f64, _>(StandardNormal);
         let v = scale * rng.sample::<f64, _>(StandardNormal);
@@ -272,7 +264,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
         let logs = zeta[0].abs() + (coords.ln_c()[0] - zeta[0]).abs();
         let units = rel / (f64::EPSILON * (1.0 + logs));
         units_worst = stats::larger(units_worst, units);
-        if logs <= c.round_trip_small_logs {
+        if logs <= *c.round_trip_small_logs {
             small_worst = stats::larger(small_worst, rel);
             small_count += 1;
         }
@@ -291,7 +283,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
             "raw-log-raw-round-trip-logarithms",
             "raw → log → raw round trip (O(1) logarithms), relative",
             small_worst,
-            c.round_trip_tol,
+            *c.round_trip_tol,
         )
         .note(format!(
             "{small_count} of {tested} pairs with |ζ| + |ln c − ζ| ≤ {}",
@@ -303,7 +295,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
             "raw-log-raw-round-trip-scales",
             "raw → log → raw round trip (all scales), units ε(1+|ζ|+|ln c−ζ|)",
             units_worst,
-            c.round_trip_units,
+            *c.round_trip_units,
         )
         .note(format!(
             "{tested} pairs of scale 10^-e, e ≤ {}",
@@ -331,7 +323,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
 /// log_α max(|u|, |v|) vs their α → 0 limit min(b, 2 − b) for every α of the grid.
 fn figure(p: &Params) -> Result<Figure, RunError> {
     let (ln_alpha, lambda) = (p.plot_alpha.ln(), -p.plot_alpha.ln());
-    let coords = coordinate(ln_alpha, p.plot_c_bar)?;
+    let coords = coordinate(ln_alpha, *p.plot_c_bar)?;
     let bs = linspace(p.b_min, p.b_max, 4 * p.b_points);
     let points: Vec<GridPoint> = bs.iter().map(|&b| grid_point(&coords, lambda, b)).collect();
     let abs_u: Vec<f64> = points.iter().map(|q| q.u).collect();
@@ -356,7 +348,7 @@ fn figure(p: &Params) -> Result<Figure, RunError> {
     let mut magnitudes = LinePanel::new(
         format!(
             "|u|, |v| at {}, c̄ = {} (|u| ≈ |v| away from b = 1)",
-            alpha_label(p.plot_alpha),
+            alpha_label(*p.plot_alpha),
             p.plot_c_bar
         ),
         "b = log_α w",
@@ -395,7 +387,7 @@ fn figure(p: &Params) -> Result<Figure, RunError> {
     .legend(LegendPosition::LowerLeft);
     for (a, &alpha) in p.alphas.iter().enumerate() {
         let lam = -alpha.ln();
-        let coords = coordinate(alpha.ln(), p.plot_c_bar)?;
+        let coords = coordinate(alpha.ln(), *p.plot_c_bar)?;
         let e: Vec<f64> = bs
             .iter()
             .map(|&b| -grid_point(&coords, lam, b).ln_u / lam)
@@ -425,7 +417,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         .work(
             "round_trip_pairs",
             "round trips",
-            n(p.round_trip_pairs),
+            n(*p.round_trip_pairs),
             100.0,
         )
 }

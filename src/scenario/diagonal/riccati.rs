@@ -3,6 +3,8 @@
 //! against its exact Riccati solution, with the half-activation times found by root events
 //! against their closed form; and the balanced reduced flow against the logistic curve (CF2).
 
+use super::params::Unit;
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -20,23 +22,23 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::basics_common::{alpha_label, logistic_half_offset, positive_or_nan, validate_alphas};
+use super::basics_common::{alpha_label, logistic_half_offset, positive_or_nan};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Initialization scales α (spec §7: 1e−2, 1e−8, 1e−32).
-    pub alphas: Vec<f64>,
+    pub alphas: NonEmpty<Unit>,
     /// Horizon in rescaled time τ = t/Λ (R1's last stage time is T_4 = 8).
-    pub tau_end: f64,
+    pub tau_end: Positive,
     /// Output samples per α.
-    pub samples: usize,
+    pub samples: AtLeast<10>,
     /// A4.3(i) margin of the shared direction θ_0.
-    pub min_margin: f64,
+    pub min_margin: Positive,
     /// CF2: the balanced flow of each nonzero coordinate starts at β = sgn(β*) ε².
-    pub logistic_eps: f64,
+    pub logistic_eps: Unit,
     /// CF2 horizon (unrescaled time).
-    pub logistic_t_end: f64,
+    pub logistic_t_end: Positive,
     /// The user's linear network (README "Your own data") instead of R1: Sigma must be the
     /// identity (the Riccati closed form CF1 is for decoupled coordinates), beta_star any.
     #[serde(default)]
@@ -50,9 +52,9 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Spec §7: ‖β_num(t) − β_exact(t)‖_∞ ≤ 1e−8 over the whole run (CF1 and CF2).
-    pub beta_tol: f64,
+    pub beta_tol: Positive,
     /// Spec §7: event half-times t_h match the closed form to 1e−6 relative.
-    pub half_time_rtol: f64,
+    pub half_time_rtol: Positive,
 }
 
 /// The user's files of this run (none: R1 and the seed's θ_0).
@@ -96,24 +98,6 @@ fn require_identity(
     }
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_alphas(sc, "params.alphas", &p.alphas)?;
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    require_identity(p, files(p).validate(InstanceName::R1, sc)?, sc)?;
-    if !(p.logistic_eps > 0.0 && p.logistic_eps < 1.0) {
-        return Err(sc.invalid("params.logistic_eps", "must lie in (0, 1)"));
-    }
-    sc.require_positive(&[
-        ("params.tau_end", p.tau_end),
-        ("params.min_margin", p.min_margin),
-        ("params.logistic_t_end", p.logistic_t_end),
-        ("checks.beta_tol", c.beta_tol),
-        ("checks.half_time_rtol", c.half_time_rtol),
-    ])
-}
-
 /// One α: sampled τ, β_num and β_exact per coordinate, errors, half times.
 struct AlphaResult {
     taus: Vec<f64>,
@@ -151,7 +135,7 @@ fn run_alpha(
         })
         .collect();
     let events = TransitionEvents::new(&loss, Layout::Log(&coords), halves);
-    let times = linspace(0.0, p.tau_end * lambda, p.samples);
+    let times = linspace(0.0, *p.tau_end * lambda, *p.samples);
     let traj = events.with_events(false, |e| integrate(&flow, &zeta0, &times, cfg, Some(e)))?;
     let mut res = AlphaResult {
         taus: traj.t.iter().map(|t| t / lambda).collect(),
@@ -192,9 +176,9 @@ fn logistic_error(
     cfg: &OdeConfig,
 ) -> Result<f64, RunError> {
     let mut worst = 0.0_f64;
-    let times = linspace(0.0, p.logistic_t_end, 200);
+    let times = linspace(0.0, *p.logistic_t_end, 200);
     for (i, &b_star) in teacher.iter().enumerate().filter(|(_, b)| **b != 0.0) {
-        let beta0 = b_star.signum() * p.logistic_eps * p.logistic_eps;
+        let beta0 = b_star.signum() * *p.logistic_eps * *p.logistic_eps;
         let flow = BalancedFlow::new(loss, vec![i], vec![b_star.signum()]);
         let traj = integrate(&flow, &[beta0.abs().ln()], &times, cfg, None)?;
         for k in 0..traj.len() {
@@ -220,7 +204,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .to_vec();
     let dim = teacher.len();
     let loss: &dyn BetaLoss = model;
-    let init = files.init(dim, p.min_margin, ctx)?;
+    let init = files.init(dim, *p.min_margin, ctx)?;
     let arrays = instance_arrays(&data, Some(&init));
     let init = (init.u0, init.v0);
     let mut headers = vec!["alpha".to_string(), "tau".into(), "t".into()];
@@ -258,14 +242,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // before the activations β ~ α² and so is its error: show the range that matters
     .y_range(1e-18, 1e-6)
     .legend(LegendPosition::LowerRight)
-    .hline(RefLine::new(c.beta_tol, "check bound"));
+    .hline(RefLine::new(*c.beta_tol, "check bound"));
     // the limit theory's stage times T_k = 1/|β*_(k)| (spec §2.7)
     let limit_times: Vec<f64> = teacher
         .iter()
         .filter(|b| **b != 0.0)
         .map(|b| 1.0 / b.abs())
         .collect();
-    for (a, &alpha) in p.alphas.iter().enumerate() {
+    for (a, alpha) in p.alphas.iter().map(|a| **a).enumerate() {
         let (res, stats) = run_alpha(&teacher, loss, &init, alpha, p, &ctx.ode)?;
         rep.stats(format!("log layout α={alpha:e}"), &stats);
         beta_worst = stats::larger(beta_worst, stats::max(res.error.iter()));
@@ -287,7 +271,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             // precision granted above and the O(α⁶) rest (below the α⁴ term)
             let offset = teacher[i].abs() * measured - res.lambda;
             let (a_lim, a2, a4) = logistic_half_offset(teacher[i], init.0[i], init.1[i], alpha);
-            let bound = c.half_time_rtol * teacher[i].abs() * closed + a4.abs();
+            let bound = *c.half_time_rtol * teacher[i].abs() * closed + a4.abs();
             let predicted = a_lim + a2 + a4;
             let excess = (offset - predicted).abs() / bound;
             if !(excess <= offset_worst) {
@@ -345,7 +329,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "cf1-beta-num-beta-exact-inf",
             "CF1: max_t ‖β_num(t) − β_exact(t)‖_∞ (log layout, all α)",
             beta_worst,
-            c.beta_tol,
+            *c.beta_tol,
         )
         .note("exact Riccati solution evaluated in the log domain (stable roots)"),
     );
@@ -354,7 +338,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "cf1-half-activation-times-event-vs",
             "CF1: half-activation times, event vs closed form, relative",
             half_worst,
-            c.half_time_rtol,
+            *c.half_time_rtol,
         )
         .note("root events β_i = ½β*_i vs t_h = ln(r₀/r_h)/γ"),
     );
@@ -379,11 +363,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "cf2-balanced-flow-vs-logistic-beta",
             "CF2: balanced flow vs logistic β*/(1 + (β*/β₀ − 1)e^{−2|β*|t})",
             cf2,
-            c.beta_tol,
+            *c.beta_tol,
         )
         .note(format!(
             "reduced flow on each nonzero coordinate from β₀ = sgn(β*)·{:e}",
-            p.logistic_eps * p.logistic_eps
+            *p.logistic_eps * *p.logistic_eps
         )),
     );
     rep.derive("limit_stage_times", &limit_times);
@@ -403,10 +387,10 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         "alphas, samples",
         InstanceName::R1,
         runs,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     )
-    .table("alphas, samples", runs * n(p.samples), 12.0)
+    .table("alphas, samples", runs * n(*p.samples), 12.0)
     .ode("alphas", 5.0, 1.0, 10.0, ctx.ode.method)
 }
 
@@ -417,7 +401,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               {1e-2, 1e-8, 1e-32} vs its exact Riccati solution (β to 1e-8, half-activation \
               times to 1e-6), and the balanced flow vs the logistic curve.",
     solver: OdeConfig::new(Method::Tsit45, 1e-12, 1e-12),
-    validate,
+    validate: |p, _, sc| require_identity(p, files(p).validate(InstanceName::R1, sc)?, sc),
     cost,
     quantities: &[],
     run,

@@ -3,6 +3,8 @@
 //! coordinate i_0 = argmax|g_i(0)| becomes O(1) at t ≈ T_1 Λ with T_1 = 1/max_i|g_i(0)|.
 //! Log layout (ζ = ln w is exactly linear on the plateau) at α = 1e−32 on the mini head.
 
+use super::params::{AboveOne, Unit};
+use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -17,7 +19,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
-use super::basics_common::{alpha_label, logistic_half_offset, positive_or_nan, validate_alphas};
+use super::basics_common::{alpha_label, logistic_half_offset, positive_or_nan};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,14 +27,14 @@ pub struct Params {
     /// The instance (spec §7: mini).
     pub instance: InstanceName,
     /// Initialization scale (spec §7: 1e−32).
-    pub alpha: f64,
+    pub alpha: Unit,
     /// Eq. (8) is checked for t ≤ `linear_fraction` · T_1 Λ (spec §4: 0.8).
-    pub linear_fraction: f64,
+    pub linear_fraction: Unit,
     /// Output τ grid [0, `tau_end_factor` · T_1] with `samples` points (past the transition).
-    pub tau_end_factor: f64,
-    pub samples: usize,
+    pub tau_end_factor: AboveOne,
+    pub samples: AtLeast<10>,
     /// A4.3(i) margin of the shared direction θ_0.
-    pub min_margin: f64,
+    pub min_margin: Positive,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`.
     #[serde(default)]
@@ -46,14 +48,14 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Spec §4 row eq. 8: ‖ln w(t) − ln w(0) − g(0)t‖_∞ ≤ 1e−3 for t ≤ 0.8 T_1 Λ.
-    pub linear_tol: f64,
+    pub linear_tol: Positive,
     /// T4.1(ii): the signed normalized offset |g_{i_0}(0)|·(t̂_1 − T_1 Λ) equals its α → 0 limit
     /// ln(2√|β¹_{i_0}|) − ln w0_{i_0} (the logistic half time of the balanced flow CF2) to within
     /// this (the integrator's share of t̂_1) + α^m, m = the neglect exponent at T_1 (the other
     /// coordinates' share). Replaces the spec's "≤ 10".
-    pub offset_tol: f64,
+    pub offset_tol: Positive,
     /// Spec §4 row eq. 8: Algorithm 1's T_1 vs the closed form 1/max|g(0)| (CF3/CF4), relative.
-    pub t1_rtol: f64,
+    pub t1_rtol: Positive,
 }
 
 /// The user's files of this run (none: the built-in instance and the seed's θ_0).
@@ -61,8 +63,7 @@ fn files(p: &Params) -> UserFiles {
     UserFiles::new(&p.data_file, &p.init_file)
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_alphas(sc, "params.alpha", &[p.alpha])?;
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.instance == InstanceName::Paper && p.data_file.is_none() {
         return Err(sc.invalid(
             "params.instance",
@@ -70,24 +71,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ));
     }
     files(p).validate(p.instance, sc)?;
-    if !(p.linear_fraction > 0.0 && p.linear_fraction < 1.0) {
-        return Err(sc.invalid("params.linear_fraction", "must lie in (0, 1)"));
-    }
-    if p.tau_end_factor <= 1.0 {
-        return Err(sc.invalid(
-            "params.tau_end_factor",
-            "must exceed 1 so that the first transition is inside the run",
-        ));
-    }
-    if p.samples < 10 {
-        return Err(sc.invalid("params.samples", "need at least 10 samples"));
-    }
-    sc.require_positive(&[
-        ("params.min_margin", p.min_margin),
-        ("checks.linear_tol", c.linear_tol),
-        ("checks.offset_tol", c.offset_tol),
-        ("checks.t1_rtol", c.t1_rtol),
-    ])
+    Ok(())
 }
 
 /// g(0) in closed form: CF4 (token averages) for the attention head, r = E[xy] for the linear
@@ -132,10 +116,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .expect("p ≥ 1");
     let t1_closed = 1.0 / g_top;
 
-    let init = files(p).init(dim, p.min_margin, ctx)?;
+    let init = files(p).init(dim, *p.min_margin, ctx)?;
     let arrays = instance_arrays(&data, Some(&init));
     let init = (init.u0, init.v0);
-    let taus = linspace(0.0, p.tau_end_factor * t1, p.samples);
+    let taus = linspace(0.0, *p.tau_end_factor * t1, *p.samples);
     let run = alpha_run(loss, &init, p.alpha.ln(), &schedule, &taus, &ctx.ode)?;
     let mut rep = rep_and_figure(
         p,
@@ -153,14 +137,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // (reported beside it).
     let i0 = act.index;
     let beta1 = first.beta[i0];
-    let (limit, second, fourth) = logistic_half_offset(beta1, init.0[i0], init.1[i0], p.alpha);
+    let (limit, second, fourth) = logistic_half_offset(beta1, init.0[i0], init.1[i0], *p.alpha);
     let predicted = limit + second + fourth;
     let t_hat = run.transitions.first().copied().flatten();
     let signed = t_hat.map(|t| g0[i0].abs() * (t - t1 * run.lambda));
     // what the expansion neglects: the other coordinates (≈ α^m at T_1, m of stage 1 at T_1)
     // and the O(α⁶) rest of the logistic (below its α⁴ term)
     let m = first.neglect_exponent(t1);
-    let bound = c.offset_tol + p.alpha.powf(m) + fourth.abs();
+    let bound = *c.offset_tol + p.alpha.powf(m) + fourth.abs();
     rep.check(
         Check::at_most(
             "offset-vs-logistic-half-time",
@@ -219,7 +203,7 @@ fn rep_and_figure(
         ..Default::default()
     };
     rep.stats("log layout", &traj.stats);
-    let t_linear = p.linear_fraction * t1 * lambda;
+    let t_linear = *p.linear_fraction * t1 * lambda;
     let mut worst = 0.0_f64;
     let mut deviation = vec![Vec::with_capacity(traj.len()); dim];
     let mut predicted = vec![Vec::with_capacity(traj.len()); dim];
@@ -245,11 +229,11 @@ fn rep_and_figure(
             "eq-ln-ln-inf-1lambda",
             "eq. (8): max ‖ln w(t) − ln w(0) − g(0)t‖_∞ for t ≤ 0.8 T_1Λ",
             worst,
-            c.linear_tol,
+            *c.linear_tol,
         )
         .note(format!(
             "{} at Λ = {lambda:.3}; up to t = {t_linear:.3}",
-            alpha_label(p.alpha)
+            alpha_label(*p.alpha)
         )),
     );
     rep.check(
@@ -257,7 +241,7 @@ fn rep_and_figure(
             "algorithm-vs-closed-form-cf3-cf4",
             "T_1: Algorithm 1 vs closed form 1/max|g(0)| (CF3/CF4), relative",
             (t1 / t1_closed - 1.0).abs(),
-            c.t1_rtol,
+            *c.t1_rtol,
         )
         .note(format!("T_1 = {t1:.12}, closed form {t1_closed:.12}"))
         .paper_claim(
@@ -285,7 +269,7 @@ fn rep_and_figure(
     rep.derive("normalized_offset", offset);
     rep.derive("max_linear_deviation", worst);
 
-    let tau_linear = p.linear_fraction * t1;
+    let tau_linear = *p.linear_fraction * t1;
     let marks = |panel: LinePanel| {
         let panel = panel
             .vline(RefLine::new(tau_linear, "0.8 T_1").style(LineStyle::Dotted))
@@ -300,7 +284,7 @@ fn rep_and_figure(
     let mut lines = marks(LinePanel::new(
         format!(
             "ln w_i(t) (solid) vs eq. (8) (dashed), {}",
-            alpha_label(p.alpha)
+            alpha_label(*p.alpha)
         ),
         "τ = t / ln(1/α)",
         "ln w_i",
@@ -333,7 +317,7 @@ fn rep_and_figure(
         Series::theory(
             "check bound (t ≤ 0.8 T_1Λ)",
             vec![0.0, tau_linear],
-            vec![c.linear_tol; 2],
+            vec![*c.linear_tol; 2],
         )
         .color(6),
     );
@@ -366,7 +350,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
         "samples",
         p.instance,
         1.0,
-        n(p.samples),
+        n(*p.samples),
         ctx.ode.method,
     ))
 }

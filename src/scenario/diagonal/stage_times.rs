@@ -7,6 +7,8 @@
 //! tolerances. The reduction states the laws across α: t̂_k regresses onto T_k·Λ + a_k (slope T_k
 //! of Algorithm 1), the offsets a_k are Λ-independent over A_conv, and ρ_k → 1 at rate 1/Λ.
 
+use super::params::{AboveOne, NegativeLog};
+use crate::scenario::param::{AtLeast, Positive};
 use std::f64::consts::LN_10;
 use std::path::PathBuf;
 
@@ -35,15 +37,15 @@ pub struct Params {
     pub instance: InstanceName,
     /// This run's α as log10 α (swept with `sweep.grid.log10_alpha`; any value, e.g.
     /// −868.589 for α = e^−2000: the log layout is exact for every α).
-    pub log10_alpha: f64,
+    pub log10_alpha: NegativeLog,
     /// Integration horizon τ_end = horizon_factor · T_K (covers the offsets a_k/Λ).
-    pub horizon_factor: f64,
+    pub horizon_factor: AboveOne,
     /// Implicit solver for the cross-check (exact Jacobian-vector product).
     pub cross_method: Method,
     /// The α (log10) at which the cross-check runs (Bdf costs more per step).
     pub cross_log10_alpha: Vec<f64>,
     /// Output samples of the trajectory (the per-run figure; events are exact regardless).
-    pub samples: usize,
+    pub samples: AtLeast<2>,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`; every run of the sweep uses it.
     #[serde(default)]
@@ -57,44 +59,27 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// |slope/T_k − 1| of the fit t̂_k = slope·Λ + a_k (spec §4 T4.1(ii): 5e−4).
-    pub slope_rel_tol: f64,
+    pub slope_rel_tol: Positive,
     /// |g_{i_{k−1}}|·|t̂_k − T_kΛ| ≤ this (spec §4 T4.1(ii): O(1), ≤ 10).
-    pub offset_max: f64,
+    pub offset_max: Positive,
     /// |g_{i_{k−1}}|·(max − min over A_conv of Λ(τ̂_k − T_k)) ≤ this (spec §4: 0.05).
-    pub offset_spread_max: f64,
+    pub offset_spread_max: Positive,
     /// A_conv = the swept α with log10 α ≥ this: where the offset spread is measured.
     pub spread_min_log10_alpha: f64,
     /// ρ_k = D_k/((T_{k+1} − T_k)Λ) ∈ [rho_min, rho_max] (spec §4 "Θ(log 1/α)": [0.5, 2]).
-    pub rho_min: f64,
+    pub rho_min: Positive,
     pub rho_max: f64,
     /// Consecutive ratios of Λ|ρ_k − 1| over the grid lie in [1/x, x] (spec §4: x = 2).
-    pub rho_ratio_max: f64,
+    pub rho_ratio_max: AboveOne,
     /// Relative agreement of τ̂_k between the two solvers (spec §8.5: 1e−6).
-    pub cross_rel_tol: f64,
+    pub cross_rel_tol: Positive,
     /// |τ̂_k(tol/2) − τ̂_k(tol)| ≤ this · T_k (spec §8.3: 1e−7).
-    pub tol_sensitivity: f64,
+    pub tol_sensitivity: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if !(p.log10_alpha.is_finite() && p.log10_alpha < 0.0) {
-        return Err(sc.invalid("params.log10_alpha", "α must be in (0, 1)"));
-    }
-    if p.horizon_factor <= 1.0 || !p.horizon_factor.is_finite() {
-        return Err(sc.invalid("params.horizon_factor", "must be > 1"));
-    }
-    if p.samples < 2 {
-        return Err(sc.invalid("params.samples", "need at least 2 samples"));
-    }
     UserFiles::new(&p.data_file, &p.init_file).validate(p.instance, sc)?;
-    sc.require_positive(&[
-        ("checks.slope_rel_tol", c.slope_rel_tol),
-        ("checks.offset_max", c.offset_max),
-        ("checks.offset_spread_max", c.offset_spread_max),
-        ("checks.rho_min", c.rho_min),
-        ("checks.cross_rel_tol", c.cross_rel_tol),
-        ("checks.tol_sensitivity", c.tol_sensitivity),
-    ])?;
-    if c.rho_max <= c.rho_min || c.rho_ratio_max <= 1.0 {
+    if c.rho_max <= *c.rho_min {
         return Err(sc.invalid(
             "checks.rho_max",
             "need rho_max > rho_min and rho_ratio_max > 1",
@@ -142,10 +127,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let label = setup.label();
     let kk = setup.transitions();
     let t_th = setup.schedule.stage_times();
-    let tau_end = p.horizon_factor * setup.last_time();
-    let ln_alpha = p.log10_alpha * LN_10;
+    let tau_end = *p.horizon_factor * setup.last_time();
+    let ln_alpha = *p.log10_alpha * LN_10;
     let alpha = alpha_label(ln_alpha);
-    let taus = linspace(0.0, tau_end, p.samples);
+    let taus = linspace(0.0, tau_end, *p.samples);
     let solve = |cfg: &OdeConfig| setup.run(ln_alpha, &taus, cfg);
     let main = solve(&ctx.ode)?;
     let half = solve(&OdeConfig {
@@ -204,7 +189,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &format!("klambda-alpha.{label}-{alpha}"),
             &format!("{label}: max |g_(i_(k−1))|·|t̂_k − T_kΛ| at α = {alpha}"),
             stats::max(stages.clone().map(|k| normalized(k).abs())),
-            c.offset_max,
+            *c.offset_max,
         )
         .note("normalized offset over the stages; O(1) by T4.1(ii)"),
     );
@@ -214,7 +199,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &format!("rho-farthest-alpha.{label}-{alpha}"),
             &format!("{label}: ρ_k farthest from 1 at α = {alpha}"),
             farthest_from_one(&rhos),
-            c.rho_min,
+            *c.rho_min,
             c.rho_max,
         )
         .note("each stage lasts Θ(Λ): D_k/((T_{k+1} − T_k)Λ) over k"),
@@ -233,7 +218,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     p.cross_method.name()
                 ),
                 stats::max(tc.iter().zip(&t_hat).map(|(x, y)| (x / y - 1.0).abs())),
-                c.cross_rel_tol,
+                *c.cross_rel_tol,
             )
             .note(format!(
                 "same tolerances (rtol {:e}, atol {:e})",
@@ -250,7 +235,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     .clone()
                     .map(|k| (t_half[k - 1] - t_hat[k - 1]).abs() / (lambda * t_th[k])),
             ),
-            c.tol_sensitivity,
+            *c.tol_sensitivity,
         )
         .note("rtol and atol halved"),
     );
@@ -445,7 +430,7 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
                 &format!("slope-vs-lambda.{label}"),
                 &format!("{label}: max_k |slope_k/T_k − 1| of t̂_k vs Λ"),
                 stats::max(slope_err.iter()),
-                c.slope_rel_tol,
+                *c.slope_rel_tol,
             )
             .note(format!(
                 "least squares over {} α; per stage: {}",
@@ -458,7 +443,7 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
                 &format!("spread-over-conv-lambda-tau.{label}"),
                 &format!("{label}: spread over A_conv of |g|·Λ(τ̂_k − T_k)"),
                 stats::max(spreads.iter()),
-                c.offset_spread_max,
+                *c.offset_spread_max,
             )
             .note(format!(
                 "{} α with log10 α ≥ {}; per stage: {}",
@@ -493,8 +478,8 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
                 &format!("consecutive-ratio-lambda-rho-farthest.{label}"),
                 &format!("{label}: consecutive ratio of Λ|ρ_k − 1| farthest from 1"),
                 farthest_from_one(&ratios),
-                1.0 / c.rho_ratio_max,
-                c.rho_ratio_max,
+                1.0 / *c.rho_ratio_max,
+                *c.rho_ratio_max,
             )
             .note("ρ_k − 1 = O(1/Λ): Λ|ρ_k − 1| roughly constant over the grid"),
         );
@@ -568,14 +553,14 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             "samples",
             p.instance,
             1.0,
-            n(p.samples),
+            n(*p.samples),
             ctx.ode.method,
         ))
         .and(flow_cost(
             "samples",
             p.instance,
             1.0,
-            n(p.samples),
+            n(*p.samples),
             p.cross_method,
         ))
 }

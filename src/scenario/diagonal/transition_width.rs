@@ -13,6 +13,8 @@
 //! and equal to STAGE_B's, t̲/Λ → T_(k+1), every transition measured at ≥ min_widths α) and
 //! draws the figure of all α.
 
+use super::params::{AboveOne, NegativeLog, Unit};
+use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -32,8 +34,7 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 use crate::stats;
 
 use super::sweeps_common::{
-    alpha_label, decreases, ln_alphas, log10_alpha_sweep, require_two_small_alphas, spread,
-    validate_ln_alphas, Setup,
+    alpha_label, decreases, ln_alphas, log10_alpha_sweep, require_two_small_alphas, spread, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,15 +42,15 @@ use super::sweeps_common::{
 pub struct Params {
     pub instance: InstanceName,
     /// α of this run as log10 α (a sweep gives `sweep.grid.log10_alpha`, strictly decreasing).
-    pub log10_alpha: f64,
+    pub log10_alpha: NegativeLog,
     /// ρ of the race event ũ_{i_k} = ρ (Lemma C.9; spec §4: 1e−2).
-    pub rho: f64,
+    pub rho: Unit,
     /// Convergence radius: ‖β − β^{k+1}‖_∞ ≤ radius ends the transition (L.C.10; spec: 1e−4).
-    pub radius: f64,
+    pub radius: Unit,
     /// Integration horizon τ_end = horizon_factor · T_K.
-    pub horizon_factor: f64,
+    pub horizon_factor: AboveOne,
     /// Samples of each transition curve in the figure.
-    pub window_samples: usize,
+    pub window_samples: AtLeast<2>,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of
     /// `instance`; every run of the sweep uses it.
     #[serde(default)]
@@ -63,47 +64,20 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Relative spread (max − min)/min of W_k over the α where it is measured (spec §4: 5%).
-    pub width_spread_max: f64,
+    pub width_spread_max: Positive,
     /// |W_k(α)/W_k^{STAGE_B} − 1| (spec §4: 5%).
-    pub stage_b_rel_tol: f64,
+    pub stage_b_rel_tol: Positive,
     /// Each transition needs W_k at this many α (the convergence event can only fire where the
     /// plateau error α^{e_k} is below the radius).
-    pub min_widths: usize,
+    pub min_widths: AtLeast<1>,
     /// Over the α ≤ 10^`offset_log10_alpha_max`, the signed normalized race offsets
     /// |g_{i_k}(θ^k)|·(t̲_{k+1} − T_{k+1}Λ) are α-independent (t̲ = T_{k+1}Λ + a with a = O(1)
     /// independent of α): their spread (max − min) per transition is ≤ `offset_spread_max`
     /// (spec §4 T4.1(ii): 0.05, as in stage-times). Replaces the single-α "≤ 10".
     pub offset_log10_alpha_max: f64,
-    pub offset_spread_max: f64,
+    pub offset_spread_max: Positive,
     /// Other inactive weights at t̲_{k+1}: max(|u_i|, |v_i|) ≤ this · α^c (spec §4: 10).
-    pub inactive_factor: f64,
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    validate_ln_alphas(sc, "params.log10_alpha", &ln_alphas(&[p.log10_alpha]), 1)?;
-    if !(p.rho > 0.0 && p.rho < 1.0) {
-        return Err(sc.invalid("params.rho", "must be in (0, 1)"));
-    }
-    if !(p.radius > 0.0 && p.radius < 1.0) {
-        return Err(sc.invalid("params.radius", "must be in (0, 1)"));
-    }
-    if p.horizon_factor <= 1.0 || !p.horizon_factor.is_finite() {
-        return Err(sc.invalid("params.horizon_factor", "must be > 1"));
-    }
-    if p.window_samples < 2 {
-        return Err(sc.invalid("params.window_samples", "need at least 2 samples"));
-    }
-    sc.require_positive(&[
-        ("checks.width_spread_max", c.width_spread_max),
-        ("checks.stage_b_rel_tol", c.stage_b_rel_tol),
-        ("checks.offset_spread_max", c.offset_spread_max),
-        ("checks.inactive_factor", c.inactive_factor),
-    ])?;
-    if c.min_widths < 1 {
-        return Err(sc.invalid("checks.min_widths", "must be ≥ 1"));
-    }
-    files(p).validate(p.instance, sc)?;
-    Ok(())
+    pub inactive_factor: Positive,
 }
 
 fn files(p: &Params) -> UserFiles {
@@ -161,7 +135,7 @@ fn stage_b_width(
     let flow = BalancedFlow::new(loss, active.clone(), signs.clone());
     let target = &next.beta;
     let func = |_t: f64, z: &[f64], out: &mut [f64]| {
-        out[0] = reduced_distance(&active, &signs, z, target) - p.radius;
+        out[0] = reduced_distance(&active, &signs, z, target) - *p.radius;
     };
     let events = Events {
         count: 1,
@@ -175,13 +149,14 @@ fn stage_b_width(
         .first()
         .copied()
         .unwrap_or(1.0);
-    let t_max = 10.0 * (1.0 / p.rho).ln() / act.escape_rate + 50.0 * (1.0 / p.radius).ln() / relax;
+    let t_max =
+        10.0 * (1.0 / *p.rho).ln() / act.escape_rate + 50.0 * (1.0 / *p.radius).ln() / relax;
     let stop = integrate(&flow, &eta, &[0.0, t_max], cfg, Some(&events))?;
     let width = stop.events.first().map_or(f64::NAN, |e| e.t);
     if width.is_nan() {
         return Ok((width, Vec::new(), Vec::new()));
     }
-    let times = linspace(0.0, SPAN_FACTOR * width, p.window_samples);
+    let times = linspace(0.0, SPAN_FACTOR * width, *p.window_samples);
     let curve = integrate(&flow, &eta, &times, cfg, None)?;
     let dist = (0..curve.len())
         .map(|s| reduced_distance(&active, &signs, curve.state(s), target))
@@ -280,8 +255,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let setup = Setup::with_files(p.instance, &files(p), ctx)?;
     let (schedule, loss) = (&setup.schedule, setup.instance.loss());
     let kk = setup.transitions();
-    let la = ln_alphas(&[p.log10_alpha])[0];
-    let tau_end = p.horizon_factor * setup.last_time();
+    let la = ln_alphas(&[*p.log10_alpha])[0];
+    let tau_end = *p.horizon_factor * setup.last_time();
     let mut predicted = Vec::with_capacity(kk);
     for k in 0..kk {
         predicted.push(stage_b_width(loss, schedule, k, p, &ctx.ode)?);
@@ -300,7 +275,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .iter()
         .map(|next| TransitionEvent::DistanceTo {
             target: next.beta.clone(),
-            radius: p.radius,
+            radius: *p.radius,
         })
         .collect();
     let mut rep = Report {
@@ -346,7 +321,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         if !span.is_finite() {
             continue;
         }
-        let local = linspace(r.t_low, r.t_low + span, p.window_samples);
+        let local = linspace(r.t_low, r.t_low + span, *p.window_samples);
         let window = integrate(&flow, &r.state, &local, &ctx.ode, None)?;
         let target = &schedule.stages[k + 1].beta;
         let dist: Vec<f64> = (0..window.len())
@@ -431,7 +406,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "alpha-this-alpha",
             "max_k max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c at this α",
             max_or_zero(&inactive),
-            c.inactive_factor,
+            *c.inactive_factor,
         )
         .note(
             "L.C.8: the other inactive coordinates stay ≤ 10·α^c, c = min(b_i, 2 − b_i) at T_(k+1)",
@@ -461,8 +436,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.figure = Some(figure(&FigureData {
         label: setup.label(),
         activations: (1..=kk).map(|k| setup.activation_label(k)).collect(),
-        rho: p.rho,
-        radius: p.radius,
+        rho: *p.rho,
+        radius: *p.radius,
         lambdas: vec![lambda],
         widths: vec![race
             .iter()
@@ -574,7 +549,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
             .filter_map(|r| r[k].as_ref().map(|r| r.width))
             .filter(|w| w.is_finite())
             .collect();
-        if widths.len() < c.min_widths {
+        if widths.len() < *c.min_widths {
             uncovered.push(format!("{}", k + 1));
         }
         if !widths.is_empty() {
@@ -631,7 +606,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
             "relative-spread-over-alpha",
             "max_k relative spread (max − min)/min of W_k over α",
             stats::max(spreads.iter()),
-            c.width_spread_max,
+            *c.width_spread_max,
         )
         .note(format!(
             "L.C.10: W_k = O(1) unrescaled time, the same for every α; per transition: {}",
@@ -643,7 +618,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
             "alpha-stage-rho",
             "max |W_k(α)/W_k(STAGE_B from ρ) − 1|",
             stats::max(vs_stage_b.iter()),
-            c.stage_b_rel_tol,
+            *c.stage_b_rel_tol,
         )
         .note(format!(
             "reduced balanced flow from β^k with |β_(i_k)| = ρ²; W_B = {}",
@@ -661,7 +636,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
                 c.offset_log10_alpha_max
             ),
             stats::max_with(0.0, offset_spreads.iter()),
-            c.offset_spread_max,
+            *c.offset_spread_max,
         )
         .note(format!(
             "L.C.7/C.9, T4.1(ii): t̲_(k+1) = T_(k+1)Λ + a with a independent of α; per \
@@ -688,7 +663,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
             "over-races-alpha",
             "max over races of max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c",
             stats::max(inactive.iter()),
-            c.inactive_factor,
+            *c.inactive_factor,
         )
         .note(
             "L.C.8: the other inactive coordinates stay ≤ 10·α^c, c = min(b_i, 2 − b_i) at T_(k+1)",
@@ -713,8 +688,8 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     rep.figure = Some(figure(&FigureData {
         label: files(p).label(p.instance),
         activations: transitions.text_column("activation")?,
-        rho: p.rho,
-        radius: p.radius,
+        rho: *p.rho,
+        radius: *p.radius,
         lambdas,
         widths: rows
             .iter()
@@ -854,7 +829,7 @@ fn cost(p: &Params, ctx: &RunContext) -> Cost {
             "window_samples",
             p.instance,
             windows,
-            n(p.window_samples),
+            n(*p.window_samples),
             ctx.ode.method,
         ))
 }
@@ -868,7 +843,7 @@ pub static KIND: SweptKind<Params, Checks> = SweptKind {
                   matches STAGE_B's reduced flow from ρ; at the race time t̲/Λ → T_(k+1), the \
                   other inactive weights are ≤ 10·α^c and sgn β_(i_k) = σ_k.",
         solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-10),
-        validate,
+        validate: |p, _, sc| files(p).validate(p.instance, sc).map(drop),
         cost,
         quantities: &[
             "Lambda",

@@ -11,6 +11,7 @@ use crate::attention::logdomain::log_sum_exp;
 use crate::attention::{Assumptions, Attention, FixedDecoder, Loss};
 use crate::flow::{norm, recorded_iterations, Recording};
 use crate::models::token_select::{FixedRule, FixedStepper, StepReport};
+use crate::scenario::param::Positive;
 use crate::scenario::{Check, Report, RunContext, RunError};
 use crate::stats;
 
@@ -188,10 +189,11 @@ impl Setup {
         let mut rng = ctx.rng(FIRST_FREE_STREAM + index as u64);
         let dim = self.wmm_unit.len();
         let mut gauss = || -> f64 { rng.sample(StandardNormal) };
+        let scale = init.scale();
         match *init {
-            Init::Gaussian { scale } => (0..dim).map(|_| scale * gauss()).collect(),
-            Init::AntiAligned { scale } => self.wmm_unit.iter().map(|x| -scale * x).collect(),
-            Init::RandomUnit { scale } => {
+            Init::Gaussian { .. } => (0..dim).map(|_| scale * gauss()).collect(),
+            Init::AntiAligned { .. } => self.wmm_unit.iter().map(|x| -scale * x).collect(),
+            Init::RandomUnit { .. } => {
                 let g: Vec<f64> = (0..dim).map(|_| gauss()).collect();
                 let gn = norm(&g);
                 g.iter().map(|x| scale * x / gn).collect()
@@ -255,18 +257,18 @@ pub struct Start {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Init {
     /// iid N(0, scale²) entries.
-    Gaussian { scale: f64 },
+    Gaussian { scale: Positive },
     /// −scale·W̄_mm (1 − corr = 2, the worst direction).
-    AntiAligned { scale: f64 },
+    AntiAligned { scale: Positive },
     /// scale·G/‖G‖ for a Gaussian G (a uniformly random direction).
-    RandomUnit { scale: f64 },
+    RandomUnit { scale: Positive },
 }
 
 impl Init {
     pub fn scale(&self) -> f64 {
         match *self {
             Init::Gaussian { scale } | Init::AntiAligned { scale } | Init::RandomUnit { scale } => {
-                scale
+                *scale
             }
         }
     }

@@ -12,24 +12,26 @@ use crate::flow::{Method, OdeConfig, SolverStats};
 use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Cap, Init, Probing, Setup};
+use super::params::Negative;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub data: DataName,
     /// Iterations K.
-    pub steps: usize,
+    pub steps: AtLeast<1>,
     pub init: Init,
     /// Step caps η_max ("none" = the analysed rule).
-    pub caps: Vec<Cap>,
+    pub caps: NonEmpty<Cap>,
     /// Figure only: lower end of the log₁₀(L − L*) axis (curves below it leave the panel).
-    pub loss_axis_floor: f64,
+    pub loss_axis_floor: Negative,
     /// The user's tokens (X, y, u, optional z), replacing `data`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -42,23 +44,10 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Slack of the exact inequalities, in ln (spec §4: 1e−9).
-    pub rel_slack: f64,
+    pub rel_slack: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.init.scale", p.init.scale()),
-        ("checks.rel_slack", c.rel_slack),
-    ])?;
-    if p.steps == 0 {
-        return Err(sc.invalid("params.steps", "need at least one iteration"));
-    }
-    if p.loss_axis_floor >= 0.0 {
-        return Err(sc.invalid("params.loss_axis_floor", "must be negative (a log₁₀)"));
-    }
-    if p.caps.is_empty() {
-        return Err(sc.invalid("params.caps", "need at least one cap (or \"none\")"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if let Some(i) = p.caps.iter().position(|c| c.value() <= 0.0) {
         return Err(sc.invalid(&format!("params.caps[{i}]"), "a cap must be positive"));
     }
@@ -112,7 +101,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let w0 = initial.w0;
     let mut table = checkpoint_table();
     let mut runs = Vec::new();
-    for cap in &p.caps {
+    for cap in p.caps.iter() {
         let label = format!("PS {}", cap.label());
         let cap_value = cap.value();
         let mut acc = Sandwich {
@@ -133,7 +122,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &setup,
             FixedRule::Polyak { cap: cap_value },
             &w0,
-            p.steps,
+            *p.steps,
             Probing::EveryStep,
             |v| {
                 let pr = v.probe;
@@ -203,8 +192,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             label.clone(),
             &SolverStats {
                 method: "polyak".into(),
-                steps: p.steps,
-                rhs_evals: 2 * p.steps,
+                steps: *p.steps,
+                rhs_evals: 2 * *p.steps,
                 wall_seconds: start.elapsed().as_secs_f64(),
                 ..Default::default()
             },
@@ -224,7 +213,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
             &format!("thm-sandwich-lower-ln-mm-ln.{label}"),
             &format!("[{label}] Thm 7 sandwich (lower): min_k ln⟨−∇L,W̄_mm⟩ − ln(Γφ_min(L−L*))"),
             acc.lower,
-            -c.rel_slack,
+            -*c.rel_slack,
         )
         .note("every k"),
     );
@@ -233,7 +222,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
             &format!("thm-sandwich-upper-ln-ln-2b2.{label}"),
             &format!("[{label}] Thm 7 sandwich (upper): max_k ln‖∇L‖ − ln(2B²(1+Δ̄)(L−L*))"),
             acc.upper,
-            c.rel_slack,
+            *c.rel_slack,
         )
         .note(format!(
             "every k; η_eff = (L−L*)/‖∇L‖ ranged over [{:.4}, {:.4}]",
@@ -346,7 +335,7 @@ fn figure(
     .legend(LegendPosition::UpperLeft);
     let mut loss = LinePanel::new("Excess loss", "iteration k", "log₁₀(L − L*)")
         .log_x()
-        .y_range(p.loss_axis_floor, 1.0)
+        .y_range(*p.loss_axis_floor, 1.0)
         .legend(LegendPosition::LowerLeft);
     for (color, (label, cap, cv, k_sw)) in runs.iter().enumerate() {
         align = align.series(
@@ -398,7 +387,7 @@ fn figure(
 
 /// One Polyak-step run of `steps` iterations per cap on a built-in data model.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    optimizer_runs("steps, caps", n(p.caps.len()), p.steps)
+    optimizer_runs("steps, caps", n(p.caps.len()), *p.steps)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {

@@ -16,7 +16,7 @@ use crate::analysis::svm::one_minus_cos;
 use crate::attention::{FixedDecoder, TokenData};
 use crate::attention::{Instance, Loss};
 use crate::flow::{norm, Method, OdeConfig};
-use crate::models::token_select::{Example1, FixedRule, FixedStepper};
+use crate::models::token_select::{Example1, FixedStepper};
 use crate::plot::{Figure, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
@@ -25,7 +25,7 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{instance_arrays, optimizer_runs, w_svm, DATA_STREAM, FIRST_FREE_STREAM};
-use super::fixed_common::checkpoints;
+use super::fixed_common::{checkpoints, ngd};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -136,10 +136,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
 
     // NGD from W₀, measured at every iterate
-    let rule = FixedRule::Ngd {
-        eta: *p.eta,
-        cap: f64::INFINITY,
-    };
+    let rule = ngd(*p.eta);
     let mut stepper =
         FixedStepper::new(&model, rule).map_err(|e| RunError::Other(format!("NGD: {e}")))?;
     let keep = checkpoints(p.steps);

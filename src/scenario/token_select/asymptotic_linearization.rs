@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::MarginConstraints;
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
 use crate::scenario::param::Positive;
@@ -18,7 +17,9 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, ngd, trace, Init, Probing, Setup,
+};
 use super::fixed_linearization::{Linearization, PerpSplit};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,21 +69,13 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     let lin = Linearization::new(&setup)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
     setup.premise_checks(&mut rep);
     let w0 = initial.w0;
     let outside0 = lin.split(&w0, &setup.wmm_unit).outside;
-    let rule = FixedRule::Ngd {
-        eta: *p.eta,
-        cap: f64::INFINITY,
-    };
+    let rule = ngd(*p.eta);
     let mut table = checkpoint_table();
     let mut cv = Curves::default();
     let mut drift = 0.0f64;
@@ -335,25 +328,13 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
-        "constraints",
-        "kappa",
-        "kkt_max_residual",
-        "log_L_star",
+    quantities: fixed_quantities![
         "measured_perp_final",
         "offset_error_in_support_final",
         "perp_non_support_final",
         "perp_outside_init",
         "predicted_perp",
         "predicted_perp_support",
-        "rho_orth",
-        "support_size",
     ],
     run,
 };

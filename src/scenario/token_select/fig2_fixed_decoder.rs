@@ -18,7 +18,9 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario}
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, Source, UserFiles};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, trace, Init, Probing, Setup,
+};
 use super::params::Negative;
 
 /// One curve of the figure: a label and its update rule.
@@ -105,13 +107,8 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     let w0 = &initial.w0;
     let log_star = setup.model.log_loss_star();
     let mut table = checkpoint_table();
@@ -305,23 +302,11 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
+    quantities: fixed_quantities![
         "L_star",
-        "W_mm_norm",
-        "a2_relative_spread",
         "[*] k_switch",
         "[*] log10_excess_K",
         "[*] one_minus_corr_K",
-        "constraints",
-        "kappa",
-        "kkt_max_residual",
-        "log_L_star",
-        "rho_orth",
-        "support_size",
     ],
     run,
 };

@@ -15,7 +15,7 @@ use crate::analysis::svm::one_minus_cos;
 use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{integrate, linspace, GradientFlow, Method, OdeConfig};
 use crate::models::token_select::{
-    Example1, FixedRule, FixedStepper, LogTimeGradientFlow, NormalizedFlow, PolyakFlow,
+    Example1, FixedStepper, LogTimeGradientFlow, NormalizedFlow, PolyakFlow,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
@@ -26,6 +26,7 @@ use crate::stats;
 
 use super::arc_length::{flow_curve, stop_at_arc_lengths, Curve, OnPath};
 use super::common::{instance_arrays, w_svm, DataName, UserFiles, DATA_STREAM, FIRST_FREE_STREAM};
+use super::fixed_common::ngd;
 use super::joint_common::log10_from_ln;
 use super::params::Grid;
 
@@ -207,14 +208,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // NGD with both step lengths, recorded on the grid
     let mut ngd_runs = Vec::new();
     for eta in p.ngd_etas.map(f64::from) {
-        let mut stepper = FixedStepper::new(
-            &model,
-            FixedRule::Ngd {
-                eta,
-                cap: f64::INFINITY,
-            },
-        )
-        .map_err(|e| RunError::Other(format!("NGD: {e}")))?;
+        let mut stepper = FixedStepper::new(&model, ngd(eta))
+            .map_err(|e| RunError::Other(format!("NGD: {e}")))?;
         let mut w = w0.clone();
         let k_end = (*p.s_end / eta).round() as usize;
         let mut on_grid: Vec<OnPath> = Vec::with_capacity(grid.len());
@@ -476,24 +471,13 @@ fn figure(
     .log_y()
     .legend(LegendPosition::UpperRight)
     .series(Series::numerics("NGF", s.clone(), c.ngf_mis[1..].to_vec()).color(0))
-    .series(
-        Series::new(
-            "GF (in log time)",
-            c.gf.s.clone(),
-            c.gf.misalignment.clone(),
-            LineStyle::Markers,
-        )
-        .color(1),
-    )
-    .series(
-        Series::new(
-            "PF",
-            c.pf.s.clone(),
-            c.pf.misalignment.clone(),
-            LineStyle::Markers,
-        )
-        .color(2),
-    );
+    .series(samples(
+        "GF (in log time)",
+        &c.gf,
+        c.gf.misalignment.clone(),
+        1,
+    ))
+    .series(samples("PF", &c.pf, c.pf.misalignment.clone(), 2));
     for (r, (eta, run)) in ngd.iter().enumerate() {
         align = align.series(
             Series::numerics(
@@ -523,24 +507,18 @@ fn figure(
             )
             .color(1),
         )
-        .series(
-            Series::new(
-                "GF samples (own clock)",
-                c.gf.s.clone(),
-                c.gf.clock.iter().map(|x| x.exp_m1()).collect(),
-                LineStyle::Markers,
-            )
-            .color(1),
-        )
-        .series(
-            Series::new(
-                "PF samples (own clock)",
-                c.pf.s.clone(),
-                c.pf.clock.clone(),
-                LineStyle::Markers,
-            )
-            .color(2),
-        );
+        .series(samples(
+            "GF samples (own clock)",
+            &c.gf,
+            c.gf.clock.iter().map(|x| x.exp_m1()).collect(),
+            1,
+        ))
+        .series(samples(
+            "PF samples (own clock)",
+            &c.pf,
+            c.pf.clock.clone(),
+            2,
+        ));
     let mut dev = LinePanel::new(
         "(c) NGD − NGF: O(η) (curves coincide)",
         "arc length s = ηk",
@@ -584,24 +562,8 @@ fn figure(
         )
         .color(0),
     )
-    .series(
-        Series::new(
-            "GF",
-            c.gf.s.clone(),
-            c.gf.log10_excess.clone(),
-            LineStyle::Markers,
-        )
-        .color(1),
-    )
-    .series(
-        Series::new(
-            "PF",
-            c.pf.s.clone(),
-            c.pf.log10_excess.clone(),
-            LineStyle::Markers,
-        )
-        .color(2),
-    );
+    .series(samples("GF", &c.gf, c.gf.log10_excess.clone(), 1))
+    .series(samples("PF", &c.pf, c.pf.log10_excess.clone(), 2));
     Figure::new(2)
         .title(format!(
             "GF, NGF and PF trace one path ({}, n = {}, T = {}, d = {}); NGD follows it to O(η)",
@@ -611,6 +573,11 @@ fn figure(
         .panel(clocks)
         .panel(dev)
         .panel(loss)
+}
+
+/// A flow's own samples, as markers in its colour against arc length.
+fn samples(label: &str, curve: &Curve, y: Vec<f64>, color: usize) -> Series {
+    Series::new(label, curve.s.clone(), y, LineStyle::Markers).color(color)
 }
 
 /// Example 1 with W ∈ ℝ^{d×d} (gradient ~4·n·T·d²): three flows (dimension d²) sampled every

@@ -18,7 +18,9 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario}
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles, BUILT_IN_GRAD, BUILT_IN_W};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, trace, Init, Probing, Setup,
+};
 use super::fixed_linearization::Linearization;
 use super::params::{NonNegative, OpenUnit};
 
@@ -114,13 +116,8 @@ struct Run {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     setup.premise_checks(&mut rep);
     let w0 = initial.w0;
     let mut table = checkpoint_table();
@@ -504,32 +501,20 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
+    quantities: fixed_quantities![
         "*_stalled_checkpoints",
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
         "[*] early_envelope_C",
         "[*] early_envelope_exceeded_by",
         "[*] final_norm",
         "[*] final_one_minus_corr",
         "[*] rate_constant_end",
         "[*] rate_constant_max_over_limit",
-        "constraints",
         "flow_arc_length_end",
-        "kappa",
-        "kkt_max_residual",
         "limit_rate_constant",
-        "log_L_star",
         "perp_conserved",
         "perp_limit",
         "perp_non_support_reference",
         "rate_constant_limit",
-        "rho_orth",
-        "support_size",
     ],
     run,
 };

@@ -25,7 +25,7 @@ use crate::analysis::svm::MarginConstraints;
 use crate::attention::{FixedDecoder, Instance, Loss};
 use crate::flow::{Method, OdeConfig};
 use crate::instance::{run_instance, Arrays};
-use crate::models::token_select::{Example1, FixedRule, FixedStepper, OptPosition};
+use crate::models::token_select::{Example1, FixedStepper, OptPosition};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
@@ -38,6 +38,7 @@ use super::common::{
     build_instance, instance_arrays, optimizer_runs, w_svm, DataName, UserFiles, BUILT_IN_GRAD,
     DATA_STREAM, FIRST_FREE_STREAM,
 };
+use super::fixed_common::ngd;
 use super::params::{Grid, OpenUnit};
 use super::svm_common::data_label;
 
@@ -126,14 +127,8 @@ fn lemma3(
     floor: f64,
     slack: f64,
 ) -> Result<Lemma3, RunError> {
-    let mut stepper = FixedStepper::new(
-        model,
-        FixedRule::Ngd {
-            eta: *p.eta,
-            cap: f64::INFINITY,
-        },
-    )
-    .map_err(|e| RunError::Other(e.to_string()))?;
+    let mut stepper =
+        FixedStepper::new(model, ngd(*p.eta)).map_err(|e| RunError::Other(e.to_string()))?;
     let mut w = w0.to_vec();
     let mut phi = model.attention(&w).phi_opt;
     let bounds: Vec<f64> = phi.iter().map(|&f| f.min(floor)).collect();

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{log_log_slope_fit, Window};
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Fraction, NonEmpty, Positive};
@@ -18,7 +17,9 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario}
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, ngd, trace, Init, Probing, Setup,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -150,22 +151,13 @@ struct Curves {
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = UserFiles::new(&p.data_file, &p.init_file);
-    let setup = Setup::build(p.data, files, usize::MAX, ctx)?;
-    let starts = setup.starts(&p.inits, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(&starts)),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let (setup, starts, mut rep) = Setup::begin(p.data, files, &p.inits, usize::MAX, ctx)?;
     setup.premise_checks(&mut rep);
     let (gamma, b2, eta) = (setup.margin, setup.b2(), *p.eta);
     let wmm_norm = setup.svm.norm;
     // Lemma 3's floor: from φ ≥ ½ one step of length η lowers φ at most to this
     let phi_floor = 1.0 / (1.0 + (2.0 * eta * b2).exp());
-    let rule = FixedRule::Ngd {
-        eta,
-        cap: f64::INFINITY,
-    };
+    let rule = ngd(eta);
     let mut table = checkpoint_table();
     let mut all_curves = Vec::new();
     for init in &starts {
@@ -609,26 +601,14 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
+    quantities: fixed_quantities![
         "[*] envelope_C",
         "[*] final_one_minus_corr",
         "[*] phi_opt_decreases",
         "[*] rho_min",
         "[*] slope_one_minus_corr",
-        "constraints",
-        "kappa",
-        "kkt_max_residual",
         "lemma3_phi_floor",
         "lemma4_rho_bound",
-        "log_L_star",
-        "rho_orth",
-        "support_size",
     ],
     run,
 };

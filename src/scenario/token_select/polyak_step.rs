@@ -18,7 +18,9 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario}
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Cap, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, trace, Cap, Init, Probing, Setup,
+};
 use super::params::Negative;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,13 +88,8 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     setup.premise_checks(&mut rep);
     let (gamma, b2) = (setup.margin, setup.b2());
     let delta_max = setup.assumptions.gap_max;
@@ -399,20 +396,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
-        "constraints",
-        "eta_eff_floor",
-        "kappa",
-        "kkt_max_residual",
-        "log_L_star",
-        "rho_orth",
-        "support_size",
-    ],
+    quantities: fixed_quantities!["eta_eff_floor",],
     run,
 };

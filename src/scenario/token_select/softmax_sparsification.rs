@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::FixedRule;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
 use crate::scenario::param::{AtLeast, Fraction, Positive};
@@ -18,7 +17,8 @@ use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{
-    checkpoint_row, checkpoint_table, least_squares_slope, trace, Init, Probing, Setup,
+    checkpoint_row, checkpoint_table, fixed_quantities, least_squares_slope, ngd, trace, Init,
+    Probing, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,21 +70,13 @@ impl Path {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     setup.premise_checks(&mut rep);
     let (gamma, b2) = (setup.margin, setup.b2());
     let log_tokens = ((setup.t() - 1) as f64).ln();
     let w0 = initial.w0;
-    let rule = FixedRule::Ngd {
-        eta: *p.eta,
-        cap: f64::INFINITY,
-    };
+    let rule = ngd(*p.eta);
     let mut path = Path::default();
     let mut table = checkpoint_table();
     let mut worst_excess = f64::NEG_INFINITY;
@@ -313,23 +305,11 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
-        "constraints",
-        "kappa",
-        "kkt_max_residual",
-        "log_L_star",
+    quantities: fixed_quantities![
         "nontrivial_from_k",
         "nontrivial_threshold_one_minus_corr",
-        "rho_orth",
         "slope_ln_excess",
         "slope_ln_one_minus_phi_min",
-        "support_size",
     ],
     run,
 };

@@ -20,7 +20,7 @@ use crate::attention::logdomain::softplus;
 use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{Method, OdeConfig};
 use crate::instance::run_instance;
-use crate::models::token_select::{FixedRule, FixedStepper};
+use crate::models::token_select::FixedStepper;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{NonEmpty, Positive};
@@ -32,6 +32,7 @@ use super::attention_common::{gaussian_matrix, line_fit, logits, min_logit_gap, 
 use super::common::{
     instance_arrays, w_svm, DataName, Source, UserFiles, BUILT_IN_GRAD, FIRST_FREE_STREAM,
 };
+use super::fixed_common::ngd;
 use super::params::{Band, OpenUnit};
 use super::two_token_rates::Start;
 
@@ -115,14 +116,8 @@ fn ngd_run(
     w_mm: &[f64],
     p: &Params,
 ) -> Result<Run, RunError> {
-    let mut stepper = FixedStepper::new(
-        model,
-        FixedRule::Ngd {
-            eta: *p.eta,
-            cap: f64::INFINITY,
-        },
-    )
-    .map_err(|e| RunError::Other(e.to_string()))?;
+    let mut stepper =
+        FixedStepper::new(model, ngd(*p.eta)).map_err(|e| RunError::Other(e.to_string()))?;
     let (data, opt, gamma) = (model.data(), model.optimal_tokens(), model.scores());
     let mut run = Run::default();
     // ‖W‖ grows by at most η per step: the cap only guards against a stalled run

@@ -32,6 +32,7 @@ use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Sce
 use crate::stats;
 
 use super::common::{instance_arrays, w_svm, DataName, UserFiles};
+use super::fixed_common::ngd;
 use super::joint_common::{checkpoints, log10_from_ln, require_iterations, subscript, thin_log};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -105,10 +106,7 @@ impl Optimizer {
     fn rule(self, p: &Params) -> FixedRule {
         match self {
             Optimizer::Gd => FixedRule::Gd { eta: *p.gd_eta },
-            Optimizer::Ngd => FixedRule::Ngd {
-                eta: *p.ngd_eta,
-                cap: f64::INFINITY,
-            },
+            Optimizer::Ngd => ngd(*p.ngd_eta),
         }
     }
     fn label(self, p: &Params) -> String {

@@ -28,6 +28,7 @@ use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
+use super::fixed_common::ngd;
 use super::params::{Band, Grid};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -335,11 +336,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     let ks = checkpoints(*p.steps, *p.checkpoints_per_decade, &table_ks);
     let kf: Vec<f64> = ks.iter().map(|&k| k as f64).collect();
-    let ngd_rule = FixedRule::Ngd {
-        eta: *p.eta_ngd,
-        cap: f64::INFINITY,
-    };
-    let (ngd, _) = run_rule(&model, ngd_rule, &w0, &ks)?;
+    let (ngd, _) = run_rule(&model, ngd(*p.eta_ngd), &w0, &ks)?;
     let (gd, gd_gap) = run_rule(&model, FixedRule::Gd { eta: *p.eta_gd }, &w0, &ks)?;
     let ps_ks: Vec<usize> = ks.iter().copied().filter(|&k| k <= 100).collect();
     let (ps, _) = run_rule(

@@ -16,15 +16,16 @@ use crate::analysis::svm::one_minus_cos;
 use crate::attention::{FixedDecoder, TokenData};
 use crate::attention::{Instance, Loss};
 use crate::flow::{norm, Method, OdeConfig};
-use crate::models::token_select::{Example1, FixedRule, FixedStepper};
+use crate::models::token_select::{Example1, FixedStepper};
 use crate::plot::{Figure, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{instance_arrays, optimizer_runs, w_svm, DATA_STREAM, FIRST_FREE_STREAM};
-use super::fixed_common::checkpoints;
+use super::fixed_common::{checkpoints, ngd};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,20 +35,20 @@ pub struct Params {
     pub t: usize,
     pub d: usize,
     /// ‖μ‖ = m.
-    pub signal: f64,
+    pub signal: Positive,
     /// σ = noise_scale/√d: the non-optimal tokens have norm σ√(d−1).
-    pub noise_scale: f64,
+    pub noise_scale: Positive,
     /// Footnote 5's case: no noise on the optimal tokens (false: ex1-orth, y_iμ + z).
     pub antipodal: bool,
     /// ω ≥ 0: shared component of the non-optimal tokens (0: orthonormal, Ass. 1a exact).
     pub overlap: f64,
     /// NGD step length η (uncapped) and iterations K.
-    pub eta: f64,
+    pub eta: Positive,
     pub steps: usize,
     /// W₀ with iid N(0, init_scale²) entries (Lemma 2's small norm).
-    pub init_scale: f64,
+    pub init_scale: Positive,
     /// C of the envelope C·k^{−1/2} is fitted on [k₀, 2k₀] and tested on [k_test, K].
-    pub envelope_start: usize,
+    pub envelope_start: AtLeast<1>,
     pub envelope_test_from: usize,
 }
 
@@ -55,9 +56,9 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Factor on the fitted envelope constant (spec §4.2 recipe: 2).
-    pub envelope_factor: f64,
+    pub envelope_factor: Positive,
     /// |slope of ln(L − L*) against ‖W_k‖ on [K/2, K] ÷ (−Γ) − 1| (spec §4.2: 1e−2).
-    pub excess_slope_tol: f64,
+    pub excess_slope_tol: Positive,
 }
 
 fn spec(p: &Params) -> Example1 {
@@ -65,8 +66,8 @@ fn spec(p: &Params) -> Example1 {
         n: p.n,
         t: p.t,
         d: p.d,
-        signal: p.signal,
-        noise: p.noise_scale / (p.d as f64).sqrt(),
+        signal: *p.signal,
+        noise: *p.noise_scale / (p.d as f64).sqrt(),
         orthogonal: true,
         antipodal: p.antipodal,
         overlap: p.overlap,
@@ -74,19 +75,11 @@ fn spec(p: &Params) -> Example1 {
     }
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.signal", p.signal),
-        ("params.noise_scale", p.noise_scale),
-        ("params.eta", p.eta),
-        ("params.init_scale", p.init_scale),
-        ("checks.envelope_factor", c.envelope_factor),
-        ("checks.excess_slope_tol", c.excess_slope_tol),
-    ])?;
-    if p.envelope_start == 0 || 2 * p.envelope_start >= p.envelope_test_from {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if 2 * *p.envelope_start >= p.envelope_test_from {
         return Err(sc.invalid(
             "params.envelope_start",
-            "need 1 ≤ k₀ and 2k₀ < envelope_test_from (the test window follows the fit window)",
+            "need 2k₀ < envelope_test_from (the test window follows the fit window)",
         ));
     }
     if p.envelope_test_from > p.steps {
@@ -111,7 +104,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         use rand::Rng;
         let mut rng = ctx.rng(FIRST_FREE_STREAM);
         (0..p.d * p.d)
-            .map(|_| p.init_scale * rng.sample::<f64, _>(rand_distr::StandardNormal))
+            .map(|_| *p.init_scale * rng.sample::<f64, _>(rand_distr::StandardNormal))
             .collect()
     };
     let mut rep = Report {
@@ -143,10 +136,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
 
     // NGD from W₀, measured at every iterate
-    let rule = FixedRule::Ngd {
-        eta: p.eta,
-        cap: f64::INFINITY,
-    };
+    let rule = ngd(*p.eta);
     let mut stepper =
         FixedStepper::new(&model, rule).map_err(|e| RunError::Other(format!("NGD: {e}")))?;
     let keep = checkpoints(p.steps);
@@ -213,7 +203,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "Thm 1 loss → L*: slope of ln(L − L*) against ‖W_k‖ on [K/2, K] ÷ (−Γ)",
             -slope / gamma,
             1.0,
-            c.excess_slope_tol,
+            *c.excess_slope_tol,
         )
         .note(format!(
             "[D] L − L* ≈ Σ_k c_k e^{{−⟨W, D_k⟩}} with ⟨W, D_k⟩ → Γ‖W‖ on the support (spec \
@@ -222,8 +212,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )),
     );
     // Thm 1's rate k^{−1/2}: C fitted on [k₀, 2k₀], tested on the later window [k_test, K]
-    let k0 = p.envelope_start;
-    let fitted = c.envelope_factor * stats::max((k0..=2 * k0).map(|k| mis[k] * (k as f64).sqrt()));
+    let k0 = *p.envelope_start;
+    let fitted = *c.envelope_factor * stats::max((k0..=2 * k0).map(|k| mis[k] * (k as f64).sqrt()));
     let worst =
         stats::max((p.envelope_test_from..=k_end).map(|k| mis[k] * (k as f64).sqrt() / fitted));
     rep.derive("envelope_C", fitted);
@@ -241,7 +231,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "C = {} × max of (1 − corr)√k on [k₀, 2k₀] = {fitted:.4e}; an upper bound, not the \
              rate (spec §6.3); 1 − corr at K = {:.3e}",
-            c.envelope_factor, mis[k_end]
+            *c.envelope_factor, mis[k_end]
         ))
         .paper_claim(
             "Thm 1/5: 1 − corr = O(k^{−1/2}) [R?], footnote 5: also for antipodal opt tokens",
@@ -277,7 +267,7 @@ fn figure(p: &Params, gamma: f64, mis: &[f64], log_excess: &[f64], fitted: f64) 
     let late: Vec<f64> = x
         .iter()
         .copied()
-        .filter(|&k| k >= p.envelope_start as f64)
+        .filter(|&k| k >= *p.envelope_start as f64)
         .collect();
     let align = LinePanel::new(
         "Alignment with W_mm (Thm 1)",
@@ -298,7 +288,7 @@ fn figure(p: &Params, gamma: f64, mis: &[f64], log_excess: &[f64], fitted: f64) 
     ));
     let k_end = p.steps as f64;
     let anchor = log_excess[p.steps] / std::f64::consts::LN_10;
-    let drop = gamma * p.eta * k_end / 2.0 / std::f64::consts::LN_10;
+    let drop = gamma * *p.eta * k_end / 2.0 / std::f64::consts::LN_10;
     let loss = LinePanel::new(
         "Excess loss (Thm 1: L → L*)",
         "iteration k",
@@ -320,7 +310,7 @@ fn figure(p: &Params, gamma: f64, mis: &[f64], log_excess: &[f64], fitted: f64) 
         .title(format!(
             "NGD (η = {}) with antipodal optimal tokens (footnote 5): n = {}, T = {}, d = {}, \
              ω = {}, Γ = {gamma:.3}",
-            p.eta, p.n, p.t, p.d, p.overlap
+            *p.eta, p.n, p.t, p.d, p.overlap
         ))
         .panel(align)
         .panel(loss)

@@ -13,20 +13,22 @@ use crate::flow::{Method, OdeConfig};
 use crate::models::token_select::{Example1, GaussianJoint};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{instance_arrays, DataName, UserFiles, FIRST_FREE_STREAM};
+use super::params::{OpenUnit, Sizes};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Independent draws per d.
-    pub seeds: usize,
-    /// Token dimensions d (increasing). ex1 and DM keep their default n, T and scales ∝ 1/√d;
+    pub seeds: AtLeast<1>,
+    /// Token dimensions d (at least two, increasing: a trend in d is checked). ex1 and DM keep their default n, T and scales ∝ 1/√d;
     /// ex1-orth is drawn where d ≥ nT + 1.
-    pub dims: Vec<usize>,
+    pub dims: Sizes<2, 2>,
     /// Your tokens X, y, u (, z) (layout `instance::token_select`) instead of the sweep: their
     /// assumptions are measured and reported; the sweep's checks, which are laws of the random
     /// data models across d, are skipped.
@@ -34,56 +36,31 @@ pub struct Params {
     pub data_file: Option<std::path::PathBuf>,
     /// Cond. 2(iv): the step η of joint-training's Eq. (10) runs, held against the smoothness
     /// at the zero start.
-    pub joint_eta: f64,
+    pub joint_eta: Positive,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Ass. 2: max_i (spread of non-optimal scores) ≤ this · max|γ| (spec 003 §4.1: 1e−12).
-    pub ass2_rel_tol: f64,
+    pub ass2_rel_tol: Positive,
     /// Lemma 6: the median ρ_orth·√d of ex1 at every d lies in this range (§4.1: [1.5, 6]).
-    pub rho_sqrt_d_range: [f64; 2],
+    pub rho_sqrt_d_range: super::params::Band,
     /// ex1-orth: ρ_orth ≤ this (§4.1: 1e−12).
-    pub orth_max_rho: f64,
+    pub orth_max_rho: Positive,
     /// Cond. 1(ii) with constant C: ‖x_{i,opt}‖² ≥ C·max_{t≠opt}‖x_{i,t}‖² for every DM sample
     /// at the largest d (§4.1 default C = 2; σ_o²/σ² = 4 in DM).
-    pub cond1_c: f64,
+    pub cond1_c: Positive,
     /// Cond. 2(iii) [R?] d ≥ C·(nT)²·ln(nT/δ) (Lemma 9's Bernstein bounds make |cos| ≲
     /// √(ln(nT/δ)/d), below Ass. 1's 1/(nT) there): C and δ (the absolute constant was lost).
-    pub cond2_d_factor: f64,
-    pub cond2_delta: f64,
+    pub cond2_d_factor: Positive,
+    pub cond2_delta: OpenUnit,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("checks.ass2_rel_tol", c.ass2_rel_tol),
-        ("checks.orth_max_rho", c.orth_max_rho),
-        ("checks.cond1_c", c.cond1_c),
-        ("checks.cond2_d_factor", c.cond2_d_factor),
-        ("params.joint_eta", p.joint_eta),
-    ])?;
-    if !(c.cond2_delta > 0.0 && c.cond2_delta < 1.0) {
-        return Err(sc.invalid("checks.cond2_delta", "must be in (0, 1)"));
-    }
-    if p.seeds == 0 {
-        return Err(sc.invalid("params.seeds", "need at least one draw per d"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.data_file.is_some() {
         let none = None;
         UserFiles::new(&p.data_file, &none).validate(DataName::Ex1, 0, sc)?;
-    }
-    if p.dims.len() < 2 || p.dims[0] < 2 || p.dims.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(sc.invalid(
-            "params.dims",
-            "need at least two increasing dimensions ≥ 2 (a trend in d is checked)",
-        ));
-    }
-    if c.rho_sqrt_d_range[0] >= c.rho_sqrt_d_range[1] {
-        return Err(sc.invalid(
-            "checks.rho_sqrt_d_range",
-            "must be [low, high] with low < high",
-        ));
     }
     Ok(())
 }
@@ -148,7 +125,7 @@ fn condition2_checks(
     ctx: &RunContext,
 ) -> Result<(), RunError> {
     let nt = (GaussianJoint::dm().n * GaussianJoint::dm().t) as f64;
-    let threshold = c.cond2_d_factor * 2.0 * nt * nt * (nt * nt / c.cond2_delta).ln();
+    let threshold = *c.cond2_d_factor * 2.0 * nt * nt * (nt * nt / *c.cond2_delta).ln();
     let d_star = threshold.ceil() as usize;
     rep.derive(
         "cond2_i_zero_init",
@@ -157,10 +134,10 @@ fn condition2_checks(
     rep.derive("cond2_iii_threshold_d", d_star);
     let (_, _, dm) = models(d_star);
     let rho_max = 1.0 / nt;
-    let mut draws = Vec::with_capacity(p.seeds);
-    for s in 0..p.seeds {
+    let mut draws = Vec::with_capacity(*p.seeds);
+    for s in 0..*p.seeds {
         // streams after the sweep's 3 per draw
-        let mut rng = ctx.rng(FIRST_FREE_STREAM + 3 * p.seeds as u64 + s as u64);
+        let mut rng = ctx.rng(FIRST_FREE_STREAM + 3 * *p.seeds as u64 + s as u64);
         let inst = dm
             .generate(&mut rng)
             .map_err(|e| RunError::Other(format!("Cond. 2 draw {s} at d = {d_star}: {e}")))?;
@@ -173,7 +150,7 @@ fn condition2_checks(
         draws.iter().filter(|x| ok(x)).count() as f64 / draws.len() as f64
     };
     let rho_ok = fraction(&|x| x.0 <= rho_max);
-    let ratio_ok = fraction(&|x| x.1 >= c.cond1_c);
+    let ratio_ok = fraction(&|x| x.1 >= *c.cond1_c);
     rep.derive("cond2_iii_near_orthogonal_fraction", rho_ok);
     rep.derive("cond2_ii_opt_norm_fraction", ratio_ok);
     rep.check(
@@ -183,14 +160,14 @@ fn condition2_checks(
                 "Cond. 2(iii) ⇒ Lemma 9: fraction of DM draws at d = {d_star} with ρ_orth ≤ 1/(nT)"
             ),
             rho_ok,
-            1.0 - c.cond2_delta,
+            1.0 - *c.cond2_delta,
         )
         .note(format!(
             "{} draws at d* = C·2(nT)²ln((nT)²/δ) (C = {}, δ = {}; [R?] reading, the absolute \
              constant was lost), at least 1 − δ; bound 1/(nT) = {rho_max:.4}; worst ρ_orth {:.4}",
-            p.seeds,
-            c.cond2_d_factor,
-            c.cond2_delta,
+            *p.seeds,
+            *c.cond2_d_factor,
+            *c.cond2_delta,
             stats::max(draws.iter().map(|x| x.0)),
         )),
     );
@@ -201,28 +178,28 @@ fn condition2_checks(
                 "Cond. 2(ii): fraction of DM draws at d = {d_star} with ‖x_opt‖² ≥ C·max‖x_t‖²"
             ),
             ratio_ok,
-            1.0 - c.cond2_delta,
+            1.0 - *c.cond2_delta,
         )
         .note(format!(
             "C = {} (the Cond. 1(ii) bound; σ_o²/σ² = 4 in DM), at least 1 − δ; worst ratio {:.4}",
-            c.cond1_c,
+            *c.cond1_c,
             stats::min(draws.iter().map(|x| x.1)),
         )),
     );
     let worst_b = stats::max(b_draws.iter());
     let smooth = super::joint_self_bound::c3(0.0, worst_b);
-    rep.derive("cond2_iv_eta_times_c3_at_zero", p.joint_eta * smooth);
+    rep.derive("cond2_iv_eta_times_c3_at_zero", *p.joint_eta * smooth);
     rep.check(
         Check::at_most(
             "cond-2-iv-small-step",
             "Cond. 2(iv): η·C₃(0), C₃(0) = B² + B³ (‖∇²L(θ₀)‖ ≤ C₃(0)·L(θ₀), Lemma 13(3)), worst DM draw",
-            p.joint_eta * smooth,
+            *p.joint_eta * smooth,
             1.0,
         )
         .note(format!(
             "[R?] reading η ≤ 1/β₀ with β₀ = C₃(0)·L(θ₀) the smoothness at the zero start \
              (L(θ₀) = 1): η = {} (joint-training's), max B = {worst_b:.4}, C₃(0) = {smooth:.4}",
-            p.joint_eta
+            *p.joint_eta
         )),
     );
     Ok(())
@@ -358,9 +335,9 @@ fn run_on_file(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunEr
         1.0 / (data.n * data.t) as f64,
     );
     rep.derive("data_file.ass2_relative_spread", m.spread);
-    rep.derive("data_file.ass2_holds", m.spread <= c.ass2_rel_tol);
+    rep.derive("data_file.ass2_holds", m.spread <= *c.ass2_rel_tol);
     rep.derive("data_file.cond1_opt_norm_ratio", ratio);
-    rep.derive("data_file.cond1_ii_holds", ratio >= c.cond1_c);
+    rep.derive("data_file.cond1_ii_holds", ratio >= *c.cond1_c);
     let cond2 = [
         ("cond-2-iii-near-orthogonal", "Cond. 2(iii) ⇒ Lemma 9"),
         ("cond-2-ii-opt-norm", "Cond. 2(ii)"),
@@ -392,11 +369,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut cond1_fraction = Vec::new();
     // Condition 2(iv) on the DM draws: their B
     let mut dm_bounds: Vec<f64> = Vec::new();
-    for &d in &p.dims {
+    for &d in p.dims.iter() {
         let (ex1, orth, dm) = models(d);
         let (mut ex1_rho, mut dm_rho, mut orth_rho) = (vec![], vec![], vec![]);
         let mut cond1_ok = 0usize;
-        for s in 0..p.seeds {
+        for s in 0..*p.seeds {
             // one stream per (draw, model): common random numbers across d
             let stream = |m: u64| FIRST_FREE_STREAM + 3 * s as u64 + m;
             let err = |e: TokenError| RunError::Other(format!("d = {d}, draw {s}: {e}"));
@@ -424,7 +401,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     _ => {
                         dm_rho.push(m.rho);
                         dm_bounds.push(inst.data.assumptions(&inst.decoder, &inst.opt).token_bound);
-                        cond1_ok += usize::from(ratio >= c.cond1_c);
+                        cond1_ok += usize::from(ratio >= *c.cond1_c);
                         if d == *p.dims.last().unwrap() {
                             cond1_at_max_d = stats::smaller(cond1_at_max_d, ratio);
                         }
@@ -439,7 +416,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             orth_d.push(d as f64);
             orth_max.push(stats::max(orth_rho.iter()));
         }
-        cond1_fraction.push(cond1_ok as f64 / p.seeds as f64);
+        cond1_fraction.push(cond1_ok as f64 / *p.seeds as f64);
     }
     let dims: Vec<f64> = p.dims.iter().map(|&d| d as f64).collect();
     let scaled: Vec<f64> = ex1_stats
@@ -461,7 +438,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ass-non-optimal-score-spread-gamma",
             "Ass. 2: max non-optimal score spread / max|γ|",
             worst_spread,
-            c.ass2_rel_tol,
+            *c.ass2_rel_tol,
         )
         .note(format!("{instances} draws of ex1, ex1-orth and DM")),
     );
@@ -496,7 +473,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ex1-orth-rho-orth",
             "ex1-orth: max ρ_orth",
             orth_worst,
-            c.orth_max_rho,
+            *c.orth_max_rho,
         )
         .note(format!(
             "d ∈ {orth_d:?} (ex1-orth needs d ≥ nT + 1 = {})",
@@ -531,7 +508,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 p.dims.last().unwrap()
             ),
             cond1_at_max_d,
-            c.cond1_c,
+            *c.cond1_c,
         )
         .note(format!(
             "fraction of DM draws meeting it per d: {cond1_fraction:.2?}"
@@ -559,7 +536,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let rho_panel = LinePanel::new(
         format!(
             "near-orthogonality ρ_orth, median and range of {} draws",
-            p.seeds
+            *p.seeds
         ),
         "token dimension d",
         "ρ_orth",
@@ -634,7 +611,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .log_x()
     .log_y()
     .series(Series::new("ex1-orth", orth_d, orth_max, LineStyle::SolidMarkers).color(0))
-    .hline(RefLine::new(c.orth_max_rho, "check bound"))
+    .hline(RefLine::new(*c.orth_max_rho, "check bound"))
     .legend(LegendPosition::LowerRight);
     rep.figure = Some(
         Figure::new(2)
@@ -655,7 +632,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         .work(
             "dims, seeds",
             "draws and W-SVM Gram matrices",
-            3.0 * n(p.seeds),
+            3.0 * n(*p.seeds),
             10.0 * tokens * tokens * d_sum,
         )
         .doubles(

@@ -9,15 +9,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::svm::MarginConstraints;
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
+use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, ngd, trace, Init, Probing, Setup,
+};
 use super::fixed_linearization::{Linearization, PerpSplit};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,14 +27,14 @@ use super::fixed_linearization::{Linearization, PerpSplit};
 pub struct Params {
     pub data: DataName,
     /// NGD step η.
-    pub eta: f64,
+    pub eta: Positive,
     /// Iterations K.
     pub steps: usize,
     pub init: Init,
     /// The surrogate ratio is judged where min_k ⟨W, D_k⟩ ≥ this (spec §4.4: 10).
-    pub margin_threshold: f64,
+    pub margin_threshold: Positive,
     /// ‖W_⊥‖² is compared with its prediction where ‖W‖ ≥ this (spec §4.4: 2000).
-    pub norm_threshold: f64,
+    pub norm_threshold: Positive,
     /// The user's tokens (X, y, u, optional z), replacing `data`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -45,23 +47,14 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// |(L − L*)/surrogate − 1| allowed past the margin threshold (spec §4.4: 1e−3).
-    pub surrogate_tol: f64,
+    pub surrogate_tol: Positive,
     /// |‖W_⊥‖² − ‖w̃_⊥‖²|/‖w̃_⊥‖² allowed past the norm threshold (spec §4.4: 0.1).
-    pub perp_rel_tol: f64,
+    pub perp_rel_tol: Positive,
     /// Drift of the conserved component (outside span{D_k}) relative to ‖W‖ (rounding only).
-    pub conservation_tol: f64,
+    pub conservation_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.eta", p.eta),
-        ("params.init.scale", p.init.scale()),
-        ("params.margin_threshold", p.margin_threshold),
-        ("params.norm_threshold", p.norm_threshold),
-        ("checks.surrogate_tol", c.surrogate_tol),
-        ("checks.perp_rel_tol", c.perp_rel_tol),
-        ("checks.conservation_tol", c.conservation_tol),
-    ])?;
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     UserFiles::new(&p.data_file, &p.init_file).validate(p.data, 1, sc)
 }
 
@@ -76,26 +69,18 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     let lin = Linearization::new(&setup)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
     setup.premise_checks(&mut rep);
     let w0 = initial.w0;
     let outside0 = lin.split(&w0, &setup.wmm_unit).outside;
-    let rule = FixedRule::Ngd {
-        eta: p.eta,
-        cap: f64::INFINITY,
-    };
+    let rule = ngd(*p.eta);
     let mut table = checkpoint_table();
     let mut cv = Curves::default();
     let mut drift = 0.0f64;
     let mut final_w = Vec::new();
-    let label = format!("NGD η = {}", p.eta);
+    let label = format!("NGD η = {}", *p.eta);
     trace(&setup, rule, &w0, p.steps, Probing::Checkpoints, |v| {
         let pr = v.probe;
         table.push(checkpoint_row(&label, &v));
@@ -123,7 +108,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.tables
         .push(("linearization".into(), linearization_table(&cv)));
     let past_margin: Vec<f64> = (0..cv.k.len())
-        .filter(|&j| cv.min_margin[j] >= p.margin_threshold)
+        .filter(|&j| cv.min_margin[j] >= *p.margin_threshold)
         .map(|j| cv.ratio_error[j])
         .collect();
     let worst_ratio = if past_margin.is_empty() {
@@ -133,13 +118,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     rep.check(
         Check::at_most(
-            &format!("surrogate-sigmac-once.{}", p.margin_threshold),
+            &format!("surrogate-sigmac-once.{}", *p.margin_threshold),
             &format!(
                 "surrogate: max |(L−L*)/Σc_k e^(−⟨W,D_k⟩) − 1| once min_k⟨W,D_k⟩ ≥ {}",
-                p.margin_threshold
+                *p.margin_threshold
             ),
             worst_ratio,
-            c.surrogate_tol,
+            *c.surrogate_tol,
         )
         .note(format!(
             "over {} checkpoints; final |ratio − 1| = {:.3e}",
@@ -149,7 +134,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let predicted_support = lin.predicted_support();
     let late: Vec<usize> = (0..cv.k.len())
-        .filter(|&j| cv.norm[j] >= p.norm_threshold)
+        .filter(|&j| cv.norm[j] >= *p.norm_threshold)
         .collect();
     let last = cv.perp.last().copied();
     // the non-support part converges to a history-dependent limit: take its last value
@@ -165,13 +150,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     rep.check(
         Check::at_most(
-            &format!("vs-predicted-relative-difference.{}", p.norm_threshold),
+            &format!("vs-predicted-relative-difference.{}", *p.norm_threshold),
             &format!(
                 "‖W_⊥‖² vs predicted ‖w̃_⊥‖²: max relative difference at ‖W‖ ≥ {}",
-                p.norm_threshold
+                *p.norm_threshold
             ),
             worst_perp,
-            c.perp_rel_tol,
+            *c.perp_rel_tol,
         )
         .note(format!(
             "predicted = {predicted_support:.4} (span D_S, closed form) + {non_support:.4} \
@@ -185,7 +170,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "conserved-w0-projection-off-span",
             "conserved: max_k |‖P_⊥W_k‖ − ‖P_⊥W₀‖|/‖W_k‖ (P_⊥ = projection off span{D_k})",
             drift,
-            c.conservation_tol,
+            *c.conservation_tol,
         )
         .note("every gradient lies in span{D_k}"),
     );
@@ -245,7 +230,7 @@ fn figure(
 ) -> Figure {
     // beyond a few times the threshold the ratio error is at rounding level
     let shown: Vec<usize> = (0..cv.k.len())
-        .filter(|&j| cv.min_margin[j] <= 4.0 * p.margin_threshold)
+        .filter(|&j| cv.min_margin[j] <= 4.0 * *p.margin_threshold)
         .collect();
     let margin: Vec<f64> = shown.iter().map(|&j| cv.min_margin[j]).collect();
     let error: Vec<f64> = shown.iter().map(|&j| cv.ratio_error[j]).collect();
@@ -263,7 +248,7 @@ fn figure(
     .legend(LegendPosition::UpperRight)
     .series(Series::numerics("NGD", margin.clone(), error).color(0))
     .series(Series::theory("(T−1)·e^(−min margin)", margin, bound).color(6))
-    .vline(RefLine::new(p.margin_threshold, "threshold").style(LineStyle::Dotted));
+    .vline(RefLine::new(*p.margin_threshold, "threshold").style(LineStyle::Dotted));
     let pick = |f: fn(&PerpSplit) -> f64| cv.perp.iter().map(f).collect::<Vec<f64>>();
     let ends = vec![
         cv.norm.first().copied().unwrap_or(1.0),
@@ -318,7 +303,7 @@ fn figure(
     Figure::new(2)
         .title(format!(
             "Asymptotic linearization along NGD (η = {}) on {}: |S| = {} of {} constraints",
-            p.eta,
+            *p.eta,
             setup.data,
             setup.svm.support.len(),
             setup.constraints.count()
@@ -343,25 +328,13 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
-        "constraints",
-        "kappa",
-        "kkt_max_residual",
-        "log_L_star",
+    quantities: fixed_quantities![
         "measured_perp_final",
         "offset_error_in_support_final",
         "perp_non_support_final",
         "perp_outside_init",
         "predicted_perp",
         "predicted_perp_support",
-        "rho_orth",
-        "support_size",
     ],
     run,
 };

@@ -233,6 +233,24 @@ impl<'a> UserFiles<'a> {
         }
     }
 
+    /// [`UserFiles::validate`] for a scenario that reads the init file's starts as directions
+    /// (see [`UserFiles::directions`]).
+    pub fn validate_directions(
+        &self,
+        name: DataName,
+        max_starts: usize,
+        sc: &Scenario,
+    ) -> Result<(), InputError> {
+        self.validate(name, max_starts, sc)?;
+        if self.init_file.is_none() {
+            return Ok(());
+        }
+        let (_, inst) = self
+            .instance(name, sc)
+            .map_err(|e| sc.invalid("params.data", e.to_string()))?;
+        self.directions(inst.data.d, max_starts, sc).map(|_| ())
+    }
+
     /// Reads both files as the run will, refusing bad ones before anything runs.
     pub fn validate(
         &self,

@@ -12,12 +12,16 @@ use crate::flow::{Method, OdeConfig, SolverStats};
 use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, Source, UserFiles};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, trace, Init, Probing, Setup,
+};
+use super::params::Negative;
 
 /// One curve of the figure: a label and its update rule.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,12 +36,12 @@ pub struct Optimizer {
 pub struct Params {
     pub data: DataName,
     /// Iterations K.
-    pub steps: usize,
+    pub steps: AtLeast<1>,
     /// One W₀ shared by every optimizer.
     pub init: Init,
     /// Figure only: lower end of the log₁₀(L − L*) axis (curves below it leave the panel).
-    pub loss_axis_floor: f64,
-    pub optimizers: Vec<Optimizer>,
+    pub loss_axis_floor: Negative,
+    pub optimizers: NonEmpty<Optimizer>,
     /// The user's tokens (X, y, u, optional z), replacing `data`; the Fig. 1/2 orderings are
     /// the paper's observations on Example 1 and are skipped on them.
     #[serde(default)]
@@ -55,23 +59,10 @@ pub struct Checks {
     /// Pairs [A, B]: L − L* of A is below that of B at k = K (Fig. 1/2: "trains faster").
     pub loss_faster: Vec<[String; 2]>,
     /// L(W_K)/L* − 1 allowed for every optimizer (loss → L* > 0, not 0).
-    pub loss_star_rel_tol: f64,
+    pub loss_star_rel_tol: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.init.scale", p.init.scale()),
-        ("checks.loss_star_rel_tol", c.loss_star_rel_tol),
-    ])?;
-    if p.steps == 0 {
-        return Err(sc.invalid("params.steps", "need at least one iteration"));
-    }
-    if p.loss_axis_floor >= 0.0 {
-        return Err(sc.invalid("params.loss_axis_floor", "must be negative (a log₁₀)"));
-    }
-    if p.optimizers.is_empty() {
-        return Err(sc.invalid("params.optimizers", "need at least one optimizer"));
-    }
     for (i, o) in p.optimizers.iter().enumerate() {
         if p.optimizers[..i].iter().any(|q| q.label == o.label) {
             return Err(sc.invalid(
@@ -116,21 +107,16 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     let w0 = &initial.w0;
     let log_star = setup.model.log_loss_star();
     let mut table = checkpoint_table();
     let mut all = Vec::new();
-    for opt in &p.optimizers {
+    for opt in p.optimizers.iter() {
         let mut cv = Curves::default();
         let start = std::time::Instant::now();
-        let end = trace(&setup, opt.rule, w0, p.steps, Probing::Checkpoints, |v| {
+        let end = trace(&setup, opt.rule, w0, *p.steps, Probing::Checkpoints, |v| {
             let pr = v.probe;
             table.push(checkpoint_row(&opt.label, &v));
             if !pr.is_finite() {
@@ -156,8 +142,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             opt.label.clone(),
             &SolverStats {
                 method: "fixed-decoder optimizer".into(),
-                steps: p.steps,
-                rhs_evals: p.steps,
+                steps: *p.steps,
+                rhs_evals: *p.steps,
                 wall_seconds: start.elapsed().as_secs_f64(),
                 ..Default::default()
             },
@@ -222,7 +208,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 &format!("loss.{label}"),
                 &format!("[{label}] L(W_K)/L* − 1 (loss → L* > 0)"),
                 (cv.log_loss_end - log_star).exp_m1(),
-                c.loss_star_rel_tol,
+                *c.loss_star_rel_tol,
             )
             .note(format!("L* = {:.6}", log_star.exp())),
         );
@@ -251,7 +237,7 @@ fn figure(p: &Params, setup: &Setup, init_label: &str, all: &[(String, Curves)])
     );
     let mut loss = LinePanel::new("Train loss", "iteration k", "log₁₀(L − L*)")
         .legend(LegendPosition::LowerLeft)
-        .y_range(p.loss_axis_floor, top + 0.05 * (top - p.loss_axis_floor));
+        .y_range(*p.loss_axis_floor, top + 0.05 * (top - *p.loss_axis_floor));
     let mut norm = LinePanel::new("Iterate norm", "iteration k", "‖W_k‖")
         .log_y()
         .legend(LegendPosition::LowerRight);
@@ -304,7 +290,7 @@ fn figure(p: &Params, setup: &Setup, init_label: &str, all: &[(String, Curves)])
 
 /// One run of `steps` iterations per optimizer on a built-in data model.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    optimizer_runs("steps, optimizers", n(p.optimizers.len()), p.steps)
+    optimizer_runs("steps, optimizers", n(p.optimizers.len()), *p.steps)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {
@@ -316,23 +302,11 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
+    quantities: fixed_quantities![
         "L_star",
-        "W_mm_norm",
-        "a2_relative_spread",
         "[*] k_switch",
         "[*] log10_excess_K",
         "[*] one_minus_corr_K",
-        "constraints",
-        "kappa",
-        "kkt_max_residual",
-        "log_L_star",
-        "rho_orth",
-        "support_size",
     ],
     run,
 };

@@ -11,6 +11,7 @@ use crate::attention::logdomain::log_sum_exp;
 use crate::attention::{Assumptions, Attention, FixedDecoder, Loss};
 use crate::flow::{norm, recorded_iterations, Recording};
 use crate::models::token_select::{FixedRule, FixedStepper, StepReport};
+use crate::scenario::param::Positive;
 use crate::scenario::{Check, Report, RunContext, RunError};
 use crate::stats;
 
@@ -70,6 +71,38 @@ impl Setup {
             wmm_unit,
             assumptions,
         })
+    }
+
+    /// [`Setup::build`] with the run's starts ([`Setup::starts`]) and its report begun:
+    /// `instance.npz` of the tokens and the starts, and the instance's constants
+    /// ([`Setup::derive_constants`]).
+    pub fn begin(
+        data: DataName,
+        files: UserFiles,
+        inits: &[Init],
+        max_starts: usize,
+        ctx: &RunContext,
+    ) -> Result<(Self, Vec<Start>, Report), RunError> {
+        let setup = Setup::build(data, files, max_starts, ctx)?;
+        let starts = setup.starts(inits, ctx);
+        let mut rep = Report {
+            instance: Some(setup.instance(&starts)),
+            ..Report::default()
+        };
+        setup.derive_constants(&mut rep);
+        Ok((setup, starts, rep))
+    }
+
+    /// [`Setup::begin`] for a run from one start (`init`, or the init file's W₀).
+    pub fn single(
+        data: DataName,
+        files: UserFiles,
+        init: &Init,
+        ctx: &RunContext,
+    ) -> Result<(Self, Start, Report), RunError> {
+        let (setup, mut starts, rep) =
+            Setup::begin(data, files, std::slice::from_ref(init), 1, ctx)?;
+        Ok((setup, starts.swap_remove(0), rep))
     }
 
     /// Number of sequences n.
@@ -171,12 +204,6 @@ impl Setup {
         }
     }
 
-    /// The one start of a single-initialization run (see [`Setup::starts`]).
-    pub fn start(&self, init: &Init, ctx: &RunContext) -> Start {
-        let mut starts = self.starts(std::slice::from_ref(init), ctx);
-        starts.swap_remove(0)
-    }
-
     /// `instance.npz`: the tokens, the decoder and the starts the run used.
     pub fn instance(&self, starts: &[Start]) -> crate::instance::Arrays {
         let w0: Vec<Vec<f64>> = starts.iter().map(|s| s.w0.clone()).collect();
@@ -188,10 +215,11 @@ impl Setup {
         let mut rng = ctx.rng(FIRST_FREE_STREAM + index as u64);
         let dim = self.wmm_unit.len();
         let mut gauss = || -> f64 { rng.sample(StandardNormal) };
+        let scale = init.scale();
         match *init {
-            Init::Gaussian { scale } => (0..dim).map(|_| scale * gauss()).collect(),
-            Init::AntiAligned { scale } => self.wmm_unit.iter().map(|x| -scale * x).collect(),
-            Init::RandomUnit { scale } => {
+            Init::Gaussian { .. } => (0..dim).map(|_| scale * gauss()).collect(),
+            Init::AntiAligned { .. } => self.wmm_unit.iter().map(|x| -scale * x).collect(),
+            Init::RandomUnit { .. } => {
                 let g: Vec<f64> = (0..dim).map(|_| gauss()).collect();
                 let gn = norm(&g);
                 g.iter().map(|x| scale * x / gn).collect()
@@ -244,6 +272,37 @@ impl Setup {
     }
 }
 
+/// NGD with step length `eta`, uncapped (the analysed rule).
+pub fn ngd(eta: f64) -> FixedRule {
+    FixedRule::Ngd {
+        eta,
+        cap: f64::INFINITY,
+    }
+}
+
+/// The quantities of a kind built on [`Setup`] (those of [`Setup::derive_constants`]), then
+/// the kind's own.
+macro_rules! fixed_quantities {
+    ($($own:literal),* $(,)?) => {
+        &[
+            "B",
+            "B2_over_Gamma",
+            "Delta_max",
+            "Gamma",
+            "W_mm_norm",
+            "a2_relative_spread",
+            "constraints",
+            "kappa",
+            "kkt_max_residual",
+            "log_L_star",
+            "rho_orth",
+            "support_size",
+            $($own),*
+        ]
+    };
+}
+pub(crate) use fixed_quantities;
+
 /// One start of a run: its label and vec(W₀).
 pub struct Start {
     pub label: String,
@@ -255,18 +314,18 @@ pub struct Start {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Init {
     /// iid N(0, scale²) entries.
-    Gaussian { scale: f64 },
+    Gaussian { scale: Positive },
     /// −scale·W̄_mm (1 − corr = 2, the worst direction).
-    AntiAligned { scale: f64 },
+    AntiAligned { scale: Positive },
     /// scale·G/‖G‖ for a Gaussian G (a uniformly random direction).
-    RandomUnit { scale: f64 },
+    RandomUnit { scale: Positive },
 }
 
 impl Init {
     pub fn scale(&self) -> f64 {
         match *self {
             Init::Gaussian { scale } | Init::AntiAligned { scale } | Init::RandomUnit { scale } => {
-                scale
+                *scale
             }
         }
     }

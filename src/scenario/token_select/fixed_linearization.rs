@@ -18,8 +18,7 @@ use crate::analysis::svm::MarginConstraints;
 use crate::attention::logdomain::log_sum_exp;
 use crate::scenario::RunError;
 
-use super::fixed_common::{dot, trace, Probing, Setup};
-use crate::models::token_select::FixedRule;
+use super::fixed_common::{dot, ngd, trace, Probing, Setup};
 use crate::stats;
 
 /// Projections and the predicted offset of one fixed-decoder problem.
@@ -140,10 +139,7 @@ impl Linearization {
         eta: f64,
         steps: usize,
     ) -> Result<(f64, PerpSplit), RunError> {
-        let rule = FixedRule::Ngd {
-            eta,
-            cap: f64::INFINITY,
-        };
+        let rule = ngd(eta);
         let end = trace(setup, rule, w0, steps, Probing::Checkpoints, |_| {})?;
         let split = self.split(&end, &setup.wmm_unit);
         let outside0 = self.split(w0, &setup.wmm_unit).outside;

@@ -15,37 +15,40 @@ use crate::analysis::svm::one_minus_cos;
 use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{integrate, linspace, GradientFlow, Method, OdeConfig};
 use crate::models::token_select::{
-    Example1, FixedRule, FixedStepper, LogTimeGradientFlow, NormalizedFlow, PolyakFlow,
+    Example1, FixedStepper, LogTimeGradientFlow, NormalizedFlow, PolyakFlow,
 };
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::arc_length::{flow_curve, stop_at_arc_lengths, Curve, OnPath};
 use super::common::{instance_arrays, w_svm, DataName, UserFiles, DATA_STREAM, FIRST_FREE_STREAM};
+use super::fixed_common::ngd;
 use super::joint_common::log10_from_ln;
+use super::params::Grid;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Example 1 sizes (noise σ = 1/√d, signal 1, optimal token first).
-    pub n: usize,
-    pub t: usize,
-    pub d: usize,
+    pub n: AtLeast<1>,
+    pub t: AtLeast<2>,
+    pub d: AtLeast<2>,
     /// W₀ entries iid N(0, init_scale²).
-    pub init_scale: f64,
+    pub init_scale: Positive,
     /// Arc length the flows are followed to.
-    pub s_end: f64,
+    pub s_end: Positive,
     /// Arc lengths at which the flows and NGD are compared (each ≤ s_end).
-    pub arc_checkpoints: Vec<f64>,
+    pub arc_checkpoints: Grid,
     /// Two NGD step lengths; their error ratio must match their ratio.
-    pub ngd_etas: Vec<f64>,
+    pub ngd_etas: [Positive; 2],
     /// Spacing in s of the NGF output (and of the NGD curves); a multiple of every η.
-    pub grid_step: f64,
+    pub grid_step: Positive,
     /// Output samples of the GF (uniform in τ) and PF (uniform in t) curves.
-    pub flow_samples: usize,
+    pub flow_samples: AtLeast<2>,
     /// The tokens X, y, u (, z) instead of the Example-1 draw (layout
     /// `instance::token_select`; n, t, d and the noise are then the file's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,66 +63,40 @@ pub struct Params {
 pub struct Checks {
     /// max over the checkpoints of |corr_GF(s) − corr_NGF(s)| and of |corr_PF(s) − corr_NGF(s)|
     /// (spec §7: 1e−6; exact in the limit, so this is solver accuracy at rtol 1e−8).
-    pub corr_agreement: f64,
+    pub corr_agreement: Positive,
     /// NGD error ratio err(η₁)/err(η₂) divided by η₁/η₂ must lie in this band (spec §7: 4–6
     /// for a 5× smaller η, i.e. [0.8, 1.2]).
     pub eta_ratio_band: [f64; 2],
     /// GF time at s_end must exceed this (spec §7: 1e6; prototype 1.06e10).
-    pub min_gf_time: f64,
+    pub min_gf_time: Positive,
     /// |slope of ln t_GF(s) on [s_end/2, s_end] ÷ Γ − 1| (the e^{Γs} growth of §2.3; an
     /// asymptotic law, so it needs s_end ≫ 1/Γ).
-    pub growth_rate_tol: f64,
+    pub growth_rate_tol: Positive,
     /// Relative agreement of the clocks: GF's τ where its arc length reaches s vs the NGF's
     /// ψ(s), and PF's time there vs the NGF's PF clock.
-    pub clock_tol: f64,
+    pub clock_tol: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.n == 0 || p.t < 2 || p.d < 2 {
-        return Err(sc.invalid("params.d", "need n ≥ 1, T ≥ 2, d ≥ 2"));
-    }
     let files = UserFiles::new(&p.data_file, &p.init_file);
     match p.data_file {
         Some(_) => files.validate(DataName::Ex1, 1, sc)?,
-        None => files.starts(p.d, 1, sc).map(|_| ())?,
+        None => files.starts(*p.d, 1, sc).map(|_| ())?,
     }
-    sc.require_positive(&[
-        ("params.init_scale", p.init_scale),
-        ("params.s_end", p.s_end),
-        ("params.grid_step", p.grid_step),
-        ("checks.corr_agreement", c.corr_agreement),
-        ("checks.min_gf_time", c.min_gf_time),
-        ("checks.clock_tol", c.clock_tol),
-        ("checks.growth_rate_tol", c.growth_rate_tol),
-    ])?;
-    if p.arc_checkpoints.is_empty()
-        || p.arc_checkpoints
-            .iter()
-            .any(|&s| !(s > 0.0 && s <= p.s_end))
-        || p.arc_checkpoints.windows(2).any(|w| w[1] <= w[0])
-    {
-        return Err(sc.invalid(
-            "params.arc_checkpoints",
-            "need increasing arc lengths in (0, s_end]",
-        ));
-    }
-    if p.ngd_etas.len() != 2 || p.ngd_etas.iter().any(|&e| !(e > 0.0 && e.is_finite())) {
-        return Err(sc.invalid("params.ngd_etas", "need exactly two positive step lengths"));
+    if p.arc_checkpoints.iter().any(|&s| s > *p.s_end) {
+        return Err(sc.invalid("params.arc_checkpoints", "need arc lengths in (0, s_end]"));
     }
     let multiple = |x: f64, eta: f64| ((x / eta).round() * eta - x).abs() <= 1e-9 * x;
-    for &eta in &p.ngd_etas {
-        if !multiple(p.grid_step, eta) || p.arc_checkpoints.iter().any(|&s| !multiple(s, eta)) {
+    for eta in p.ngd_etas.map(f64::from) {
+        if !multiple(*p.grid_step, eta) || p.arc_checkpoints.iter().any(|&s| !multiple(s, eta)) {
             return Err(sc.invalid(
                 "params.ngd_etas",
                 format!("grid_step and every arc checkpoint must be multiples of η = {eta}"),
             ));
         }
     }
-    if !multiple(p.s_end, p.grid_step) {
+    if !multiple(*p.s_end, *p.grid_step) {
         return Err(sc.invalid("params.grid_step", "s_end must be a multiple of grid_step"));
-    }
-    if p.flow_samples < 2 {
-        return Err(sc.invalid("params.flow_samples", "need at least 2"));
     }
     let [lo, hi] = c.eta_ratio_band;
     if !(lo > 0.0 && hi > lo) {
@@ -134,10 +111,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         // the file replaces the data model whatever its name
         Some(_) => files.instance(DataName::Ex1, ctx.scenario)?.1,
         None => Example1 {
-            n: p.n,
-            t: p.t,
-            d: p.d,
-            noise: 1.0 / (p.d as f64).sqrt(),
+            n: *p.n,
+            t: *p.t,
+            d: *p.d,
+            noise: 1.0 / (*p.d as f64).sqrt(),
             ..Example1::ex1()
         }
         .generate(&mut ctx.rng(DATA_STREAM))
@@ -155,7 +132,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             use rand::Rng;
             let mut rng = ctx.rng(FIRST_FREE_STREAM);
             (0..m)
-                .map(|_| p.init_scale * rng.sample::<f64, _>(rand_distr::StandardNormal))
+                .map(|_| *p.init_scale * rng.sample::<f64, _>(rand_distr::StandardNormal))
                 .collect()
         }
     };
@@ -165,9 +142,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("w_mm_norm", svm.norm);
 
     // NGF in arc length on the grid plus the checkpoints
-    let steps = (p.s_end / p.grid_step).round() as usize;
-    let mut grid = linspace(0.0, p.s_end, steps + 1);
-    grid.extend(&p.arc_checkpoints);
+    let steps = (*p.s_end / *p.grid_step).round() as usize;
+    let mut grid = linspace(0.0, *p.s_end, steps + 1);
+    grid.extend(p.arc_checkpoints.iter());
     grid.sort_by(f64::total_cmp);
     grid.dedup_by(|a, b| (*a - *b).abs() <= 1e-12 * b.abs().max(1.0));
     let ngf = NormalizedFlow::new(&model);
@@ -191,9 +168,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
 
     // GF in log time and PF in its own time, stopped at each checkpoint arc length
-    let cps = p.arc_checkpoints.clone();
-    let psi_end = ngf.log1p_gf_time(ngf_at(p.s_end));
-    let t_pf_end = ngf.pf_time(ngf_at(p.s_end));
+    let cps = p.arc_checkpoints.to_vec();
+    let psi_end = ngf.log1p_gf_time(ngf_at(*p.s_end));
+    let t_pf_end = ngf.pf_time(ngf_at(*p.s_end));
     let gf = LogTimeGradientFlow::new(&model);
     let gf_horizons: Vec<f64> = cps
         .iter()
@@ -205,7 +182,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         m,
         &cps,
         &gf_horizons,
-        &linspace(0.0, psi_end + 1.0, p.flow_samples),
+        &linspace(0.0, psi_end + 1.0, *p.flow_samples),
         &ctx.ode,
         &w_mm,
     )?;
@@ -221,7 +198,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         m,
         &cps,
         &pf_horizons,
-        &linspace(0.0, 1.1 * t_pf_end, p.flow_samples),
+        &linspace(0.0, 1.1 * t_pf_end, *p.flow_samples),
         &ctx.ode,
         &w_mm,
     )?;
@@ -230,17 +207,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     // NGD with both step lengths, recorded on the grid
     let mut ngd_runs = Vec::new();
-    for &eta in &p.ngd_etas {
-        let mut stepper = FixedStepper::new(
-            &model,
-            FixedRule::Ngd {
-                eta,
-                cap: f64::INFINITY,
-            },
-        )
-        .map_err(|e| RunError::Other(format!("NGD: {e}")))?;
+    for eta in p.ngd_etas.map(f64::from) {
+        let mut stepper = FixedStepper::new(&model, ngd(eta))
+            .map_err(|e| RunError::Other(format!("NGD: {e}")))?;
         let mut w = w0.clone();
-        let k_end = (p.s_end / eta).round() as usize;
+        let k_end = (*p.s_end / eta).round() as usize;
         let mut on_grid: Vec<OnPath> = Vec::with_capacity(grid.len());
         let mut next = 0;
         for k in 0..=k_end {
@@ -282,7 +253,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .expect("checkpoints are on the grid")
             .clone()
     };
-    let eta_ratio = p.ngd_etas[0] / p.ngd_etas[1];
+    let eta_ratio = *p.ngd_etas[0] / *p.ngd_etas[1];
     for (j, &s) in cps.iter().enumerate() {
         let z = ngf_at(s);
         let mis_ngf = one_minus_cos(&z[..m], &w_mm);
@@ -354,7 +325,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "corr-gf-corr-ngf-corr-pf",
             "max_s |corr_GF − corr_NGF|, |corr_PF − corr_NGF| at the checkpoints",
             flow_gap,
-            c.corr_agreement,
+            *c.corr_agreement,
         )
         .note("[D] GF, NGF and PF share one path: corr is a function of arc length alone"),
     );
@@ -363,7 +334,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "relative-gap-clocks-gf-tau-vs",
             "max_s relative gap of the clocks (GF τ vs NGF ψ, PF t vs NGF t_PF)",
             clock_gap,
-            c.clock_tol,
+            *c.clock_tol,
         )
         .note(format!(
             "dt/ds = 1/‖∇L‖ and dt_PF/ds = ‖∇L‖/(L − L*); arc length at the GF/PF events \
@@ -380,7 +351,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let gf_time = "GF time t(s_end)";
     match p.data_file {
         None => rep.check(
-            Check::at_least("gf-time", gf_time, t_end, c.min_gf_time).note(
+            Check::at_least("gf-time", gf_time, t_end, *c.min_gf_time).note(
                 "t(s) = ∫ ds/‖∇L‖ grows like e^{Γs} (spec §2.3; prototype 1.06e10 at s = 20)",
             ),
         ),
@@ -395,7 +366,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     // ln t(s) against s over the last half: the e^{Γs} growth law
     let half: Vec<usize> = (0..grid.len())
-        .filter(|&k| grid[k] >= p.s_end / 2.0)
+        .filter(|&k| grid[k] >= *p.s_end / 2.0)
         .collect();
     let slope = crate::analysis::fit::line_fit(
         &half.iter().map(|&k| grid[k]).collect::<Vec<_>>(),
@@ -408,7 +379,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "slope of ln t_GF(s) over s ∈ [s_end/2, s_end], ÷ Γ",
             slope / gamma,
             1.0,
-            c.growth_rate_tol,
+            *c.growth_rate_tol,
         )
         .note(format!(
             "t(s) grows like e^{{Γs}} (spec §2.3): dt/ds = 1/‖∇L‖ and ln(L − L*) ≈ −Γs; \
@@ -500,24 +471,13 @@ fn figure(
     .log_y()
     .legend(LegendPosition::UpperRight)
     .series(Series::numerics("NGF", s.clone(), c.ngf_mis[1..].to_vec()).color(0))
-    .series(
-        Series::new(
-            "GF (in log time)",
-            c.gf.s.clone(),
-            c.gf.misalignment.clone(),
-            LineStyle::Markers,
-        )
-        .color(1),
-    )
-    .series(
-        Series::new(
-            "PF",
-            c.pf.s.clone(),
-            c.pf.misalignment.clone(),
-            LineStyle::Markers,
-        )
-        .color(2),
-    );
+    .series(samples(
+        "GF (in log time)",
+        &c.gf,
+        c.gf.misalignment.clone(),
+        1,
+    ))
+    .series(samples("PF", &c.pf, c.pf.misalignment.clone(), 2));
     for (r, (eta, run)) in ngd.iter().enumerate() {
         align = align.series(
             Series::numerics(
@@ -547,24 +507,18 @@ fn figure(
             )
             .color(1),
         )
-        .series(
-            Series::new(
-                "GF samples (own clock)",
-                c.gf.s.clone(),
-                c.gf.clock.iter().map(|x| x.exp_m1()).collect(),
-                LineStyle::Markers,
-            )
-            .color(1),
-        )
-        .series(
-            Series::new(
-                "PF samples (own clock)",
-                c.pf.s.clone(),
-                c.pf.clock.clone(),
-                LineStyle::Markers,
-            )
-            .color(2),
-        );
+        .series(samples(
+            "GF samples (own clock)",
+            &c.gf,
+            c.gf.clock.iter().map(|x| x.exp_m1()).collect(),
+            1,
+        ))
+        .series(samples(
+            "PF samples (own clock)",
+            &c.pf,
+            c.pf.clock.clone(),
+            2,
+        ));
     let mut dev = LinePanel::new(
         "(c) NGD − NGF: O(η) (curves coincide)",
         "arc length s = ηk",
@@ -608,24 +562,8 @@ fn figure(
         )
         .color(0),
     )
-    .series(
-        Series::new(
-            "GF",
-            c.gf.s.clone(),
-            c.gf.log10_excess.clone(),
-            LineStyle::Markers,
-        )
-        .color(1),
-    )
-    .series(
-        Series::new(
-            "PF",
-            c.pf.s.clone(),
-            c.pf.log10_excess.clone(),
-            LineStyle::Markers,
-        )
-        .color(2),
-    );
+    .series(samples("GF", &c.gf, c.gf.log10_excess.clone(), 1))
+    .series(samples("PF", &c.pf, c.pf.log10_excess.clone(), 2));
     Figure::new(2)
         .title(format!(
             "GF, NGF and PF trace one path ({}, n = {}, T = {}, d = {}); NGD follows it to O(η)",
@@ -637,15 +575,20 @@ fn figure(
         .panel(loss)
 }
 
+/// A flow's own samples, as markers in its colour against arc length.
+fn samples(label: &str, curve: &Curve, y: Vec<f64>, color: usize) -> Series {
+    Series::new(label, curve.s.clone(), y, LineStyle::Markers).color(color)
+}
+
 /// Example 1 with W ∈ ℝ^{d×d} (gradient ~4·n·T·d²): three flows (dimension d²) sampled every
 /// `grid_step` of arc length and at `flow_samples` points, and NGD for s_end/η steps per η.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let dim = n(p.d) * n(p.d);
-    let grad = 4.0 * n(p.n) * n(p.t) * dim;
-    let grid = p.s_end / p.grid_step + n(p.flow_samples);
-    let ngd: f64 = p.ngd_etas.iter().map(|eta| p.s_end / eta).sum();
+    let dim = n(*p.d) * n(*p.d);
+    let grad = 4.0 * n(*p.n) * n(*p.t) * dim;
+    let grid = *p.s_end / *p.grid_step + n(*p.flow_samples);
+    let ngd: f64 = p.ngd_etas.iter().map(|eta| *p.s_end / **eta).sum();
     Cost::new()
-        .doubles("n, t, d", "the tokens", n(p.n) * n(p.t) * n(p.d))
+        .doubles("n, t, d", "the tokens", n(*p.n) * n(*p.t) * n(*p.d))
         .ode("d", 3.0, dim, grad, ctx.ode.method)
         .records("s_end, grid_step, flow_samples, d", 3.0, grid, dim)
         .work("s_end, ngd_etas", "NGD steps", ngd, grad)

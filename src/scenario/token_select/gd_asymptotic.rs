@@ -12,20 +12,24 @@ use crate::flow::{integrate, logspace, Method, OdeConfig, SolverStats};
 use crate::models::token_select::{FixedRule, LogTimeGradientFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles, BUILT_IN_GRAD, BUILT_IN_W};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, trace, Init, Probing, Setup,
+};
 use super::fixed_linearization::Linearization;
+use super::params::{NonNegative, OpenUnit};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub data: DataName,
     /// GD step η (GD_k follows the gradient flow at t = ηk).
-    pub eta: f64,
+    pub eta: Positive,
     /// GD iterations K.
     pub steps: usize,
     pub init: Init,
@@ -39,15 +43,15 @@ pub struct Params {
     /// Flow output points per decade of t.
     pub flow_points_per_decade: usize,
     /// 1 − corr must be non-increasing from this time (t = ηk for GD) on.
-    pub burn_in: f64,
+    pub burn_in: Positive,
     /// The rate checks start at the first entry; the spec's early envelope constant is
     /// fitted on this window.
     pub envelope_window: [f64; 2],
     /// NGD reference run (η, steps) for the non-support part of ‖w̃_⊥‖² (spec §4.4).
-    pub reference_eta: f64,
+    pub reference_eta: Positive,
     pub reference_steps: usize,
     /// ‖W‖ − (ln t)/Γ is judged on [t_end·offset_window_fraction, t_end].
-    pub offset_window_fraction: f64,
+    pub offset_window_fraction: OpenUnit,
     /// The user's tokens (X, y, u, optional z), replacing `data`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -60,29 +64,17 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Relative rise of 1 − corr between consecutive checkpoints counted as an increase.
-    pub monotone_rel_tol: f64,
+    pub monotone_rel_tol: NonNegative,
     /// Factor on the early-fitted constant of the spec's envelope (spec §4.2: 2); reported.
-    pub envelope_factor: f64,
+    pub envelope_factor: Positive,
     /// |(1 − corr)·ln²t at ln t = limit_ln_t ÷ Γ²‖w̃_⊥‖²/2 − 1| ≤ limit_tol (spec §8.1).
-    pub limit_tol: f64,
+    pub limit_tol: Positive,
     /// Largest variation of ‖W‖ − (ln t)/Γ on the window (spec §4.2: 0.5).
-    pub offset_variation_max: f64,
+    pub offset_variation_max: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.eta", p.eta),
-        ("params.init.scale", p.init.scale()),
-        ("params.burn_in", p.burn_in),
-        ("checks.envelope_factor", c.envelope_factor),
-        ("checks.limit_tol", c.limit_tol),
-        ("params.reference_eta", p.reference_eta),
-        ("checks.offset_variation_max", c.offset_variation_max),
-    ])?;
-    if c.monotone_rel_tol < 0.0 {
-        return Err(sc.invalid("checks.monotone_rel_tol", "must be ≥ 0"));
-    }
-    let horizon = p.eta * p.steps as f64;
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    let horizon = *p.eta * p.steps as f64;
     let [a, b] = p.envelope_window;
     if !(1.0 < a && a < b && b < horizon) {
         return Err(sc.invalid(
@@ -90,11 +82,8 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             format!("need 1 < t₁ < t₂ < ηK = {horizon}"),
         ));
     }
-    if p.burn_in >= horizon {
+    if *p.burn_in >= horizon {
         return Err(sc.invalid("params.burn_in", "must be below ηK"));
-    }
-    if !(p.offset_window_fraction > 0.0 && p.offset_window_fraction < 1.0) {
-        return Err(sc.invalid("params.offset_window_fraction", "must be in (0, 1)"));
     }
     if p.flow_t_end != 0.0 && p.flow_t_end <= horizon {
         return Err(sc.invalid(
@@ -127,25 +116,20 @@ struct Run {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     setup.premise_checks(&mut rep);
     let w0 = initial.w0;
     let mut table = checkpoint_table();
     let mut gd = Run {
-        label: format!("GD η = {}", p.eta),
+        label: format!("GD η = {}", *p.eta),
         ..Default::default()
     };
     let start = std::time::Instant::now();
     let mut stalled = 0usize;
     trace(
         &setup,
-        FixedRule::Gd { eta: p.eta },
+        FixedRule::Gd { eta: *p.eta },
         &w0,
         p.steps,
         Probing::Checkpoints,
@@ -155,7 +139,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 stalled += 1;
             }
             if v.k > 0 {
-                gd.t.push(p.eta * v.k as f64);
+                gd.t.push(*p.eta * v.k as f64);
                 gd.misalignment.push(v.probe.one_minus_corr);
                 gd.norm.push(v.probe.norm);
             }
@@ -196,7 +180,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.series = table;
     let lin = Linearization::new(&setup)?;
     let (perp_limit, reference) =
-        lin.path_offset(&setup, &w0, p.reference_eta, p.reference_steps)?;
+        lin.path_offset(&setup, &w0, *p.reference_eta, p.reference_steps)?;
     let limit = setup.margin.powi(2) * perp_limit / 2.0;
     // no gradient leaves span{D_k}: W₀'s part outside it stays in every iterate
     let conserved = lin.split(&w0, &setup.wmm_unit).outside;
@@ -281,7 +265,7 @@ fn limit_check(
             ),
             constant / limit,
             1.0,
-            c.limit_tol,
+            *c.limit_tol,
         )
         .note(format!(
             "gradient flow in the log clock; (1 − corr)·ln²t = {constant:.4} vs the limit \
@@ -308,14 +292,14 @@ fn checks(
     let increases =
         r.t.windows(2)
             .zip(r.misalignment.windows(2))
-            .filter(|(t, m)| t[0] >= p.burn_in && m[1] > m[0] * (1.0 + c.monotone_rel_tol))
+            .filter(|(t, m)| t[0] >= *p.burn_in && m[1] > m[0] * (1.0 + *c.monotone_rel_tol))
             .count();
     rep.check(
         Check::at_most(
-            &format!("increases-corr-between-checkpoints.{label}-{}", p.burn_in),
+            &format!("increases-corr-between-checkpoints.{label}-{}", *p.burn_in),
             &format!(
                 "[{label}] increases of 1 − corr between checkpoints, t ≥ {}",
-                p.burn_in
+                *p.burn_in
             ),
             increases as f64,
             0.0,
@@ -331,7 +315,7 @@ fn checks(
             .map(|(&t, &m)| (t, m * t.ln().powi(2)))
             .collect();
     let in_window = scaled.iter().filter(|(t, _)| *t <= b).map(|&(_, v)| v);
-    let early = c.envelope_factor * stats::max(in_window);
+    let early = *c.envelope_factor * stats::max(in_window);
     let hi = stats::max(scaled.iter().map(|&(_, v)| v));
     let t_end = *r.t.last().unwrap_or(&f64::NAN);
     let at_end = scaled.last().map_or(f64::NAN, |&(_, v)| v);
@@ -367,7 +351,7 @@ fn checks(
             "W₀ lies in span{D_k}: no conserved component to bound 1 − corr with",
         );
     }
-    let from = t_end * p.offset_window_fraction;
+    let from = t_end * *p.offset_window_fraction;
     let offsets: Vec<f64> =
         r.t.iter()
             .zip(&r.norm)
@@ -380,7 +364,7 @@ fn checks(
             &format!("ln-gamma-variation.{label}-{from:.3e}-{t_end:.3e}"),
             &format!("[{label}] ‖W‖ − (ln t)/Γ: variation on [{from:.3e}, {t_end:.3e}]"),
             hi - lo,
-            c.offset_variation_max,
+            *c.offset_variation_max,
         )
         .note(format!(
             "values in [{lo:.4}, {hi:.4}]; ‖W‖ = ‖W_mm‖ ln t + O(1)"
@@ -477,7 +461,7 @@ fn figure(p: &Params, setup: &Setup, runs: &[Run], envelopes: &[f64], limit: f64
     Figure::new(3)
         .title(format!(
             "GD (η = {}) and gradient flow on {}: Γ = {gamma:.4}",
-            p.eta, setup.data
+            *p.eta, setup.data
         ))
         .aspect(0.82)
         .panel(align)
@@ -517,32 +501,20 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
+    quantities: fixed_quantities![
         "*_stalled_checkpoints",
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
         "[*] early_envelope_C",
         "[*] early_envelope_exceeded_by",
         "[*] final_norm",
         "[*] final_one_minus_corr",
         "[*] rate_constant_end",
         "[*] rate_constant_max_over_limit",
-        "constraints",
         "flow_arc_length_end",
-        "kappa",
-        "kkt_max_residual",
         "limit_rate_constant",
-        "log_L_star",
         "perp_conserved",
         "perp_limit",
         "perp_non_support_reference",
         "rate_constant_limit",
-        "rho_orth",
-        "support_size",
     ],
     run,
 };

@@ -25,9 +25,10 @@ use crate::analysis::svm::MarginConstraints;
 use crate::attention::{FixedDecoder, Instance, Loss};
 use crate::flow::{Method, OdeConfig};
 use crate::instance::{run_instance, Arrays};
-use crate::models::token_select::{Example1, FixedRule, FixedStepper, OptPosition};
+use crate::models::token_select::{Example1, FixedStepper, OptPosition};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -37,6 +38,8 @@ use super::common::{
     build_instance, instance_arrays, optimizer_runs, w_svm, DataName, UserFiles, BUILT_IN_GRAD,
     DATA_STREAM, FIRST_FREE_STREAM,
 };
+use super::fixed_common::ngd;
+use super::params::{Grid, OpenUnit};
 use super::svm_common::data_label;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,23 +50,23 @@ pub struct Params {
     /// Where ex1's optimal token sits, one sweep each: `first` (the §1.3 default) and/or
     /// `random` (then most queries are noise tokens and some constraints are at obtuse angles).
     /// Other data models take `["first"]`.
-    pub opt_positions: Vec<OptPosition>,
+    pub opt_positions: NonEmpty<OptPosition>,
     /// ‖W₀‖_F values r (increasing).
-    pub scales: Vec<f64>,
+    pub scales: Grid,
     /// Random unit directions Ŵ per scale (the same directions at every scale).
     pub directions: usize,
     /// Also start from the anti-aligned W₀ = −r·W̄_mm.
     pub anti_aligned: bool,
     /// NGD step length η (uncapped).
-    pub eta: f64,
+    pub eta: Positive,
     /// NGD iterations per start (Lemma 3 is about the whole trajectory; decreases happen
     /// while φ_opt < ½, i.e. early).
-    pub steps: usize,
+    pub steps: AtLeast<1>,
     /// Lemma 2, probabilistic form: the c and δ of σ₀ = c/(B²√(2 ln(2nT/δ))).
-    pub lemma2_c: f64,
-    pub lemma2_delta: f64,
+    pub lemma2_c: Positive,
+    pub lemma2_delta: OpenUnit,
     /// Gaussian draws of W₀ for the probabilistic form.
-    pub gaussian_trials: usize,
+    pub gaussian_trials: AtLeast<1>,
     /// The user's tokens (X, y, u, optional z), replacing `data` and `opt_positions`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -77,29 +80,13 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Relative slack of the exact inequalities (spec 003 §4: 1e−9).
-    pub rel_slack: f64,
+    pub rel_slack: Positive,
     /// Lemma 3 is asserted for every start with ‖W₀‖B² ≤ this (Lemma 2's "c": its value was
     /// lost, §0); larger scales are only reported.
-    pub lemma3_max_c: f64,
+    pub lemma3_max_c: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.eta", p.eta),
-        ("params.lemma2_c", p.lemma2_c),
-        ("params.lemma2_delta", p.lemma2_delta),
-        ("checks.rel_slack", c.rel_slack),
-        ("checks.lemma3_max_c", c.lemma3_max_c),
-    ])?;
-    if p.scales.is_empty()
-        || p.scales.iter().any(|&r| !(r > 0.0 && r.is_finite()))
-        || p.scales.windows(2).any(|w| w[1] <= w[0])
-    {
-        return Err(sc.invalid(
-            "params.scales",
-            "must be a non-empty increasing list of positive norms",
-        ));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if p.data == DataName::Dm {
         return Err(sc.invalid(
             "params.data",
@@ -108,10 +95,10 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
         ));
     }
     let ex1_like = matches!(p.data, DataName::Ex1 | DataName::Ex1Orth);
-    if p.opt_positions.is_empty() || (!ex1_like && p.opt_positions != [OptPosition::First]) {
+    if !ex1_like && p.opt_positions[..] != [OptPosition::First] {
         return Err(sc.invalid(
             "params.opt_positions",
-            "name at least one position; only ex1 and ex1-orth take \"random\"",
+            "only ex1 and ex1-orth take \"random\"",
         ));
     }
     if p.directions == 0 && !p.anti_aligned {
@@ -120,30 +107,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "need at least one direction (or anti_aligned = true)",
         ));
     }
-    if p.steps == 0 || p.gaussian_trials == 0 {
-        return Err(sc.invalid(
-            if p.steps == 0 {
-                "params.steps"
-            } else {
-                "params.gaussian_trials"
-            },
-            "must be ≥ 1",
-        ));
-    }
-    if p.lemma2_delta >= 1.0 {
-        return Err(sc.invalid("params.lemma2_delta", "must be in (0, 1)"));
-    }
-    let files = UserFiles::new(&p.data_file, &p.init_file);
-    files.validate(p.data, usize::MAX, sc)?;
-    match files.init_file {
-        Some(_) => {
-            let (_, inst) = files
-                .instance(p.data, sc)
-                .map_err(|e| sc.invalid("params.data", e.to_string()))?;
-            files.directions(inst.data.d, usize::MAX, sc).map(|_| ())
-        }
-        None => Ok(()),
-    }
+    UserFiles::new(&p.data_file, &p.init_file).validate_directions(p.data, usize::MAX, sc)
 }
 
 /// Lemma 3 along one NGD run from W₀.
@@ -163,20 +127,14 @@ fn lemma3(
     floor: f64,
     slack: f64,
 ) -> Result<Lemma3, RunError> {
-    let mut stepper = FixedStepper::new(
-        model,
-        FixedRule::Ngd {
-            eta: p.eta,
-            cap: f64::INFINITY,
-        },
-    )
-    .map_err(|e| RunError::Other(e.to_string()))?;
+    let mut stepper =
+        FixedStepper::new(model, ngd(*p.eta)).map_err(|e| RunError::Other(e.to_string()))?;
     let mut w = w0.to_vec();
     let mut phi = model.attention(&w).phi_opt;
     let bounds: Vec<f64> = phi.iter().map(|&f| f.min(floor)).collect();
     let mut lowest = phi.clone();
     let mut decreases = 0;
-    for _ in 0..p.steps {
+    for _ in 0..*p.steps {
         stepper.step(&mut w);
         let next = model.attention(&w).phi_opt;
         if next
@@ -301,8 +259,8 @@ fn sweep(
     let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential)
         .map_err(|e| RunError::Other(format!("{label}: {e}")))?;
     let b2 = b * b;
-    let floor = 1.0 / (1.0 + (2.0 * p.eta * b2).exp());
-    let slack = c.rel_slack;
+    let floor = 1.0 / (1.0 + (2.0 * *p.eta * b2).exp());
+    let slack = *c.rel_slack;
     let mut sw = Sweep {
         label,
         b,
@@ -321,7 +279,7 @@ fn sweep(
         model,
         instance,
     };
-    for &r in &p.scales {
+    for &r in p.scales.iter() {
         let c_r = r * b2;
         let phi_bound = (-2.0 * c_r).exp() / t as f64;
         let (mut logit, mut phi0_min, mut ratio, mut steps) =
@@ -334,7 +292,7 @@ fn sweep(
             let min_phi0 = stats::min(sw.model.attention(&w0).phi_opt);
             let l3 = lemma3(&sw.model, &w0, p, floor, slack)?;
             let violated = l3.decreases > 0 || l3.bound_ratio < 1.0 - slack;
-            if c_r <= c.lemma3_max_c {
+            if c_r <= *c.lemma3_max_c {
                 sw.asserted += 1;
                 sw.violations += usize::from(violated);
             }
@@ -412,7 +370,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect(),
     ));
     let starts = rep.series.rows.len();
-    let slack = c.rel_slack;
+    let slack = *c.rel_slack;
     rep.check(
         Check::at_most(
             "lemma-starts-w0-w0-b2",
@@ -433,27 +391,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let first = &sweeps[0];
     let (data, b2) = (first.model.data(), first.b * first.b);
     let nt = (data.n * data.t) as f64;
-    let sigma0 = p.lemma2_c / (b2 * (2.0 * (2.0 * nt / p.lemma2_delta).ln()).sqrt());
+    let sigma0 = *p.lemma2_c / (b2 * (2.0 * (2.0 * nt / *p.lemma2_delta).ln()).sqrt());
     let mut grng = ctx.rng(FIRST_FREE_STREAM + 1);
-    let failures = (0..p.gaussian_trials)
+    let failures = (0..*p.gaussian_trials)
         .filter(|_| {
             let w0 = gaussian_matrix(data.d, sigma0, &mut grng);
-            logits(data, &w0).iter().any(|s| s.abs() > p.lemma2_c)
+            logits(data, &w0).iter().any(|s| s.abs() > *p.lemma2_c)
         })
         .count();
     rep.check(
         Check::at_most(
             "lemma-gaussian-w0-fraction",
             "Lemma 2 (Gaussian W₀): fraction with max|s| > c",
-            failures as f64 / p.gaussian_trials as f64,
-            p.lemma2_delta,
+            failures as f64 / *p.gaussian_trials as f64,
+            *p.lemma2_delta,
         )
         .note(format!(
             "σ₀ = c/(B²√(2 ln(2nT/δ))) = {sigma0:.3e}, c = {}, δ = {}, {} draws on {}",
-            p.lemma2_c, p.lemma2_delta, p.gaussian_trials, first.label
+            *p.lemma2_c, *p.lemma2_delta, *p.gaussian_trials, first.label
         )),
     );
-    let floor = 1.0 / (1.0 + (2.0 * p.eta * b2).exp());
+    let floor = 1.0 / (1.0 + (2.0 * *p.eta * b2).exp());
     rep.check(
         Check::at_most(
             "lemma-violating-runs-w0-b2",
@@ -465,8 +423,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "{} NGD runs (η = {}, {} steps); a violation is a decrease of some φ_{{i,opt}} < ½ \
              or min_k φ_{{i,opt}} below min(φ_{{i,opt}}(W₀), 1/(1 + e^{{2ηB²}})) ({} = {floor:.4})",
             sweeps.iter().map(|s| s.asserted).sum::<usize>(),
-            p.eta,
-            p.steps,
+            *p.eta,
+            *p.steps,
             first.label
         )),
     );
@@ -485,7 +443,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("lemma2_sigma0", sigma0);
     rep.derive("lemma2_gaussian_failures", failures);
 
-    let scales = p.scales.clone();
+    let scales = p.scales.to_vec();
     let cs: Vec<f64> = scales.iter().map(|r| r * b2).collect();
     let logits_panel = LinePanel::new(
         format!("Lemma 2 logits, {} (worst direction)", first.label),
@@ -522,19 +480,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ))
     .legend(LegendPosition::LowerLeft);
     let mut lemma3_panel = LinePanel::new(
-        format!("Lemma 3 along NGD (η = {}, {} steps)", p.eta, p.steps),
+        format!("Lemma 3 along NGD (η = {}, {} steps)", *p.eta, *p.steps),
         "‖W₀‖_F",
         "fraction of steps lowering some φ_opt < ½",
     )
     .log_x()
     .y_range(-0.05, 1.05)
-    .vline(RefLine::new(c.lemma3_max_c / b2, "c_{max}").style(LineStyle::Dotted))
+    .vline(RefLine::new(*c.lemma3_max_c / b2, "c_{max}").style(LineStyle::Dotted))
     .legend(LegendPosition::UpperLeft);
     for (j, s) in sweeps.iter().enumerate() {
         let fraction = s
             .decreasing_steps
             .iter()
-            .map(|&k| k as f64 / p.steps as f64)
+            .map(|&k| k as f64 / *p.steps as f64)
             .collect();
         let name = format!(
             "{}: min cos∠(D_k, D_l) = {:.2}",
@@ -558,10 +516,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let starts = n(p.scales.len()) * (n(p.directions) + f64::from(u8::from(p.anti_aligned)));
     let runs = n(p.opt_positions.len()) * starts;
-    optimizer_runs("steps, scales, directions", runs, p.steps).work(
+    optimizer_runs("steps, scales, directions", runs, *p.steps).work(
         "gaussian_trials",
         "Gaussian draws of W₀",
-        n(p.gaussian_trials),
+        n(*p.gaussian_trials),
         BUILT_IN_GRAD,
     )
 }

@@ -34,9 +34,6 @@ pub fn require_iterations(
     iterations: usize,
     judged_at: &[(&str, usize)],
 ) -> Result<(), InputError> {
-    if iterations == 0 {
-        return Err(sc.invalid("params.iterations", "must be at least 1"));
-    }
     match judged_at.iter().find(|(_, k)| *k > iterations) {
         Some((key, k)) => Err(sc.invalid(
             key,

@@ -28,6 +28,7 @@ use crate::instance::InstanceFile;
 use crate::models::token_select::{GaussianJoint, JointModel, JointRule, JointStepper};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -37,36 +38,37 @@ use super::joint_common::{checkpoints, require_iterations};
 use super::joint_norm_lower::{replay, Mm, NormLower};
 use super::joint_record::{run_one, JointRun, Reference};
 use super::joint_self_bound::{along_run, c3, SelfBoundPoint};
+use super::params::{HalfOpenUnit, Increasing};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// DM sizes: n sequences of T tokens in ℝ^d.
-    pub n: usize,
-    pub t: usize,
-    pub d: usize,
+    pub n: AtLeast<1>,
+    pub t: AtLeast<2>,
+    pub d: AtLeast<1>,
     /// σ_o = sigma_opt_scale/√d (optimal token) and σ = sigma_scale/√d (the others).
-    pub sigma_opt_scale: f64,
-    pub sigma_scale: f64,
+    pub sigma_opt_scale: Positive,
+    pub sigma_scale: Positive,
     /// Iterations K of every run (from u₀ = 0, W₀ = 0).
-    pub iterations: usize,
+    pub iterations: AtLeast<1>,
     /// Step length η of the Eq. (10) runs (shared by "NGD" and "NGD-joint").
-    pub ngd_eta: f64,
+    pub ngd_eta: Positive,
     /// W-factor exponents α of the Eq. (10) runs, increasing (0 = "NGD", 1/3 = "NGD-joint").
-    pub alphas: Vec<f64>,
+    pub alphas: Increasing<HalfOpenUnit>,
     /// Joint GD step size.
-    pub gd_eta: f64,
+    pub gd_eta: Positive,
     /// Cap of the joint Polyak step min(L/‖∇L‖², cap) (L* = 0).
-    pub ps_cap: f64,
+    pub ps_cap: Positive,
     /// Record every iteration up to this k, then `per_decade` log-spaced ones.
     pub dense_until: usize,
-    pub per_decade: usize,
+    pub per_decade: AtLeast<1>,
     /// Lemma 13(3): ‖∇²L‖ is measured at every k ≤ `hessian_dense_until`, then at
     /// `hessian_per_decade` log-spaced k per decade, by `lanczos_steps` Lanczos steps on the
     /// exact Hessian-vector product.
     pub hessian_dense_until: usize,
-    pub hessian_per_decade: usize,
-    pub lanczos_steps: usize,
+    pub hessian_per_decade: AtLeast<1>,
+    pub lanczos_steps: AtLeast<1>,
     /// The user's tokens (X, y, u, optional z), replacing DM (n, t, d and the σ's).
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -81,23 +83,23 @@ pub struct Params {
 pub struct Checks {
     /// Relative slack of Lemma 10's upper bounds ‖u_k‖ ≤ ‖u₀‖ + ηk,
     /// ‖W_k‖ ≤ ‖W₀‖ + ηΣ_{s<k}(s+1)^{−α} (exact by the triangle inequality, [D]).
-    pub norm_slack: f64,
+    pub norm_slack: Positive,
     /// |C_K ÷ (α_max/α_min) − 1|: the loss ratio's limit, from the u-SVM duals α ([D], see
     /// the check's note).
-    pub loss_ratio_limit_tol: f64,
+    pub loss_ratio_limit_tol: Positive,
     /// |slope of ln L_k on [K/2, K] ÷ (−η/‖u_mm‖) − 1|: the linear rate of spec §8.1 ([D]).
-    pub loss_slope_tol: f64,
+    pub loss_slope_tol: Positive,
     /// Theorem 4: the margin ratio ‖u_mm‖·min_i y_i u_kᵀx_{i,opt}/‖u_k‖ has non-decreasing
     /// means over doubling windows from k = margin_from, and tends to its [D] limit 1:
     /// 1 − ratio at K ≤ margin_limit_tol.
-    pub margin_from: usize,
-    pub margin_limit_tol: f64,
+    pub margin_from: AtLeast<1>,
+    pub margin_limit_tol: Positive,
     /// Relative rounding slack of the Thm 3 certified skeleton ([D], exact up to rounding).
-    pub skeleton_slack: f64,
+    pub skeleton_slack: Positive,
     /// Lemma 13(2): max over steps and segment points of L(θ′)/L(θ_k) (spec §4.3 recipe: 10).
-    pub segment_loss_ratio: f64,
+    pub segment_loss_ratio: Positive,
     /// Lemma 13(3): relative rounding slack of ‖∇²L‖ ≤ C₃(‖u‖)·L ([D], see `joint_self_bound`).
-    pub self_bound_slack: f64,
+    pub self_bound_slack: Positive,
     /// Lemma 13(3)'s constant: `attention` (the reconstructed C₃(‖u‖), default) or `linear`
     /// (B², a linear predictor's constant, Remark 3's simpler setting: no ‖u‖ dependence, so
     /// it fails once ‖u‖ grows while the attention is still spread).
@@ -133,54 +135,16 @@ impl SelfBoundConstant {
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.n == 0 || p.t < 2 || p.d == 0 {
-        return Err(sc.invalid("params.d", "need n ≥ 1, T ≥ 2, d ≥ 1"));
-    }
-    sc.require_positive(&[
-        ("params.sigma_opt_scale", p.sigma_opt_scale),
-        ("params.sigma_scale", p.sigma_scale),
-        ("params.ngd_eta", p.ngd_eta),
-        ("params.gd_eta", p.gd_eta),
-        ("params.ps_cap", p.ps_cap),
-        ("checks.norm_slack", c.norm_slack),
-        ("checks.loss_ratio_limit_tol", c.loss_ratio_limit_tol),
-        ("checks.loss_slope_tol", c.loss_slope_tol),
-        ("checks.margin_limit_tol", c.margin_limit_tol),
-        ("checks.skeleton_slack", c.skeleton_slack),
-        ("checks.segment_loss_ratio", c.segment_loss_ratio),
-        ("checks.self_bound_slack", c.self_bound_slack),
-    ])?;
-    if p.hessian_per_decade == 0 || p.lanczos_steps == 0 {
-        return Err(sc.invalid(
-            "params.lanczos_steps",
-            "lanczos_steps and hessian_per_decade must be at least 1",
-        ));
-    }
-    if p.sigma_scale >= p.sigma_opt_scale {
+    if *p.sigma_scale >= *p.sigma_opt_scale {
         return Err(sc.invalid(
             "params.sigma_scale",
             "Cond. 1(ii): the optimal token must have the larger scale (σ < σ_o)",
         ));
     }
-    if p.alphas.is_empty()
-        || p.alphas.iter().any(|&a| !(0.0..1.0).contains(&a))
-        || p.alphas.windows(2).any(|w| w[1] <= w[0])
-    {
-        return Err(sc.invalid(
-            "params.alphas",
-            "need increasing exponents α in [0, 1) (0 = NGD, 1/3 = NGD-joint)",
-        ));
-    }
-    if p.per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "must be at least 1"));
-    }
-    if c.margin_from == 0 {
-        return Err(sc.invalid("checks.margin_from", "must be at least 1"));
-    }
-    require_iterations(sc, p.iterations, &[("checks.margin_from", c.margin_from)])?;
+    require_iterations(sc, *p.iterations, &[("checks.margin_from", *c.margin_from)])?;
     let d = match &p.data_file {
         Some(f) => sc.read_instance::<JointData>("data_file", f)?.data.d,
-        None => p.d,
+        None => *p.d,
     };
     start(p, d, sc).map(|_| ())
 }
@@ -201,13 +165,13 @@ fn start(p: &Params, d: usize, sc: &Scenario) -> Result<Vec<f64>, InputError> {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let scale = 1.0 / (p.d as f64).sqrt();
+    let scale = 1.0 / (*p.d as f64).sqrt();
     let spec = GaussianJoint {
-        n: p.n,
-        t: p.t,
-        d: p.d,
-        sigma_opt: p.sigma_opt_scale * scale,
-        sigma: p.sigma_scale * scale,
+        n: *p.n,
+        t: *p.t,
+        d: *p.d,
+        sigma_opt: *p.sigma_opt_scale * scale,
+        sigma: *p.sigma_scale * scale,
         ..GaussianJoint::dm()
     };
     let (user_data, inst) = match &p.data_file {
@@ -267,34 +231,34 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ]);
     let mut runs = vec![run_one(
         &rf,
-        JointRule::Gd { eta: p.gd_eta },
-        format!("GD η={}", p.gd_eta),
-        p.iterations,
+        JointRule::Gd { eta: *p.gd_eta },
+        format!("GD η={}", *p.gd_eta),
+        *p.iterations,
         &z0,
     )?];
-    for &alpha in &p.alphas {
+    for alpha in p.alphas.iter().map(|a| **a) {
         let label = if alpha == 0.0 {
-            format!("NGD η={}", p.ngd_eta)
+            format!("NGD η={}", *p.ngd_eta)
         } else {
-            format!("NGD-joint α={alpha:.3} η={}", p.ngd_eta)
+            format!("NGD-joint α={alpha:.3} η={}", *p.ngd_eta)
         };
         let rule = JointRule::Ngd {
-            eta: p.ngd_eta,
+            eta: *p.ngd_eta,
             alpha,
             alpha_u: 0.0,
         };
-        let run = run_one(&rf, rule, label, p.iterations, &z0)?;
-        let at = checkpoints(p.iterations, p.hessian_dense_until, p.hessian_per_decade);
+        let run = run_one(&rf, rule, label, *p.iterations, &z0)?;
+        let at = checkpoints(*p.iterations, p.hessian_dense_until, *p.hessian_per_decade);
         let constant = |norm_u: f64| c.self_bound_constant.value(norm_u, a.token_bound);
-        let points = along_run(&model, rule, &z0, &at, &constant, p.lanczos_steps)?;
+        let points = along_run(&model, rule, &z0, &at, &constant, *p.lanczos_steps)?;
         self_bound_check(&mut rep, &mut hessian_table, &run, &points, c);
         let mut stepper = JointStepper::new(&model, rule)
             .map_err(|e| RunError::Other(format!("Lemma 10 replay: {e}")))?;
         let lower = replay(
             &model,
-            (p.ngd_eta, alpha),
+            (*p.ngd_eta, alpha),
             &z0,
-            p.iterations,
+            *p.iterations,
             &mm,
             &mut |z| {
                 stepper.step(z);
@@ -305,9 +269,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     runs.push(run_one(
         &rf,
-        JointRule::Polyak { cap: p.ps_cap },
-        format!("PS cap={:e}", p.ps_cap),
-        p.iterations,
+        JointRule::Polyak { cap: *p.ps_cap },
+        format!("PS cap={:e}", *p.ps_cap),
+        *p.iterations,
         &z0,
     )?);
 
@@ -329,7 +293,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     polyak_check(&mut rep, runs.last().expect("the PS run"), &runs[1], p);
     // Fig. 3's ordering of W's alignment at K: NGD (α = 0) < NGD-joint (α = 1/3) < GD
-    let k_end = p.iterations;
+    let k_end = *p.iterations;
     let mut ordered: Vec<&JointRun> = runs.iter().filter(|r| r.alpha.is_some()).collect();
     ordered.push(&runs[0]);
     for pair in ordered.windows(2).filter(|_| !user_data) {
@@ -357,7 +321,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     rep.tables.push(("lemma13_hessian".into(), hessian_table));
-    let ks = checkpoints(p.iterations, p.dense_until, p.per_decade);
+    let ks = checkpoints(*p.iterations, p.dense_until, *p.per_decade);
     rep.series = series_table(&runs, &ks);
     let setup = match zero_start {
         true => format!("n = {n_seq}, T = {t_tok}, d = {d}, u₀ = 0, W₀ = 0"),
@@ -418,7 +382,7 @@ fn lemma_checks(
     c: &Checks,
 ) {
     let loss_ratio_limit = limits.loss_ratio;
-    let k_end = p.iterations;
+    let k_end = *p.iterations;
     let name = |what: &str| format!("{}: {what}", r.label);
     let id = |what: &str| format!("{what}.{}", r.label);
     let cond1 = |rep: &mut Report, check: Check| match zero_start {
@@ -434,7 +398,7 @@ fn lemma_checks(
             &id("lem-10-u-growth"),
             &name("Lem. 10 max_k ‖u_k‖/(‖u₀‖ + ηk)"),
             r.u_bound_ratio,
-            1.0 + c.norm_slack,
+            1.0 + *c.norm_slack,
         )
         .note(format!(
             "[D] each u-step has length η; from ‖u₀‖ = {:.4} (0 under Cond. 1(i): then ‖u_k‖ ≤ ηk)",
@@ -446,7 +410,7 @@ fn lemma_checks(
             &id("lem-10-w-growth"),
             &name("Lem. 10 max_k ‖W_k‖/(‖W₀‖ + ηΣ_{s<k}(s+1)^{−α})"),
             r.w_bound_ratio,
-            1.0 + c.norm_slack,
+            1.0 + *c.norm_slack,
         )
         .note(format!(
             "[D] W-step s has length η(s+1)^{{−α}} (step 0 is skipped: ∇_W L(0, 0) = 0); \
@@ -501,7 +465,7 @@ fn lemma_checks(
             &name("Lem. 11(i) loss ratio at K ÷ α_max/α_min (u-SVM duals)"),
             r.log_loss_ratio[k_end].exp() / loss_ratio_limit,
             1.0,
-            c.loss_ratio_limit_tol,
+            *c.loss_ratio_limit_tol,
         )
         .note(format!(
             "[D] ℓ_i/L → α_i/Σα as u_k/‖u_k‖ → ū_mm and φ → e_opt, so C_k → α_max/α_min = \
@@ -513,7 +477,7 @@ fn lemma_checks(
     theorem3_checks(rep, r, p, c);
     // Theorem 2's exp(−Ω(k^{1/3})) has no surviving constant: −ln L_k/k^{1/3} is reported;
     // the rate is checked by the [D] slope below, which is linear in k
-    let from = c.margin_from;
+    let from = *c.margin_from;
     rep.derive(
         &format!("{}_thm2_min_neg_log_loss_over_cbrt_k", run_key(r)),
         stats::min((from..=k_end).map(|k| -r.log_loss[k] / (k as f64).cbrt())),
@@ -529,9 +493,9 @@ fn lemma_checks(
         Check::close(
             &id("loss-slope"),
             &name("slope of ln L_k on [K/2, K] ÷ (−η/‖u_mm‖)"),
-            -slope * limits.u_mm_norm / p.ngd_eta,
+            -slope * limits.u_mm_norm / *p.ngd_eta,
             1.0,
-            c.loss_slope_tol,
+            *c.loss_slope_tol,
         )
         .note(
             "[D] ln L ≈ −min_i y_i u_kᵀx_{i,opt} = −‖u_k‖/‖u_mm‖ = −ηk/‖u_mm‖ (spec §8.1): \
@@ -547,7 +511,7 @@ fn lemma_checks(
             &id("thm-4-margin-limit"),
             &name("Thm 4 limit: 1 − ‖u_mm‖·margin(u_K)"),
             1.0 - r.margin_ratio[k_end],
-            c.margin_limit_tol,
+            *c.margin_limit_tol,
         )
         .note(format!(
             "margin(u) = min_i y_i uᵀx_{{i,opt}}/‖u‖ → 1/‖u_mm‖; min over k ≥ {from}: {:.4}; \
@@ -582,10 +546,10 @@ fn lemma_checks(
 /// so a step η too small to leave the early phase within K fails it.
 fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
     let alpha = r.alpha.expect("an Eq. (10) run");
-    let k_end = p.iterations;
+    let k_end = *p.iterations;
     let name = |what: &str| format!("{}: {what}", r.label);
     let id = |what: &str| format!("{what}.{}", r.label);
-    let delta = |s: usize| p.ngd_eta * ((s + 1) as f64).powf(-alpha);
+    let delta = |s: usize| *p.ngd_eta * ((s + 1) as f64).powf(-alpha);
     let Some(k0) = r.norm_w.iter().position(|&x| x > 0.0) else {
         rep.skip(
             &id("thm-3-skeleton"),
@@ -610,7 +574,7 @@ fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
             &id("thm-3-skeleton"),
             &name("Thm 3 skeleton max_k (1 − corr(W_k)) ÷ bound with δ_s = η(s+1)^{−α}"),
             worst.0,
-            1.0 + c.skeleton_slack,
+            1.0 + *c.skeleton_slack,
         )
         .note(format!(
             "[D] spec §4.2 certified skeleton from k₀ = {k0}; worst at k = {}; largest \
@@ -655,7 +619,7 @@ fn polyak_check(rep: &mut Report, ps: &JointRun, ngd: &JointRun, p: &Params) {
             .filter(|&&x| x <= ln_cap || x.is_nan())
             .count() as f64
     });
-    let k_end = p.iterations;
+    let k_end = *p.iterations;
     rep.derive("ps_switch_k", k_sw);
     rep.derive(
         "ps_minus_ngd_log_loss_at_K",
@@ -671,7 +635,7 @@ fn polyak_check(rep: &mut Report, ps: &JointRun, ngd: &JointRun, p: &Params) {
         .note(format!(
             "k_sw = {k_sw:?} (cap {:e}); from k_sw PS is GD(cap) (paper Sec. 3.2); ln L − ln L_NGD: \
              {:.3} at k_sw, {:.3} at K = {k_end}",
-            p.ps_cap,
+            *p.ps_cap,
             k_sw.map_or(f64::NAN, |k| ps.log_loss[k] - ngd.log_loss[k]),
             ps.log_loss[k_end] - ngd.log_loss[k_end]
         ))
@@ -753,7 +717,7 @@ fn lemma13_checks(rep: &mut Report, r: &JointRun, c: &Checks) {
             &id("lem-13-loss-between-iterates"),
             &name("Lemma 13(2): max over k and θ′ ∈ [θ_k, θ_{k+1}] of L(θ′)/L(θ_k)"),
             r.lemma13_segment_ln_ratio.exp(),
-            c.segment_loss_ratio,
+            *c.segment_loss_ratio,
         )
         .note(
             "16 points per segment; the constant C₂ was lost (spec §4.3 recipe: ≤ 10; \
@@ -771,7 +735,7 @@ fn lemma13_checks(rep: &mut Report, r: &JointRun, c: &Checks) {
 /// The rounding allowance of Lemma 10's lower bounds: the relative slack times the scale of the
 /// telescoped sums, 1 + ηK.
 fn lemma10_slack(p: &Params, c: &Checks) -> f64 {
-    -c.norm_slack * (1.0 + p.ngd_eta * p.iterations as f64)
+    -*c.norm_slack * (1.0 + *p.ngd_eta * *p.iterations as f64)
 }
 
 /// Lemma 10's lower bounds on one Eq. (10) run (reconstructed in `joint_norm_lower`):
@@ -858,7 +822,7 @@ fn self_bound_check(
                 c.self_bound_constant.formula()
             ),
             ratio,
-            1.0 + c.self_bound_slack,
+            1.0 + *c.self_bound_slack,
         )
         .note(format!(
             "{} iterates, ‖∇²L‖ by Lanczos on the exact HVP (a lower estimate, exact past the \
@@ -970,10 +934,10 @@ fn figures(
     for r in runs.iter().filter(|r| r.alpha.is_some()) {
         let alpha = r.alpha.expect("Eq. (10) run");
         let mut acc = 0.0;
-        let bound: Vec<f64> = (0..=p.iterations)
+        let bound: Vec<f64> = (0..=*p.iterations)
             .map(|k| {
                 let b = acc;
-                acc += p.ngd_eta * ((k + 1) as f64).powf(-alpha);
+                acc += *p.ngd_eta * ((k + 1) as f64).powf(-alpha);
                 b
             })
             .collect();
@@ -986,7 +950,7 @@ fn figures(
     let norm_u = panel("(c) ‖u_k‖", "‖u_k‖", &|r, k| r.norm_u[k]).series(Series::theory(
         "Lem. 10 bound ηk",
         x.clone(),
-        x.iter().map(|k| p.ngd_eta * k).collect(),
+        x.iter().map(|k| *p.ngd_eta * k).collect(),
     ));
     let loss = panel("(a) training loss", "L(u_k, W_k)", &|r, k| {
         r.log_loss[k].exp()
@@ -996,7 +960,7 @@ fn figures(
         "e^{−ηk/‖u_{mm}‖}",
         x.clone(),
         x.iter()
-            .map(|k| (-p.ngd_eta * k / limits.u_mm_norm).exp())
+            .map(|k| (-*p.ngd_eta * k / limits.u_mm_norm).exp())
             .collect(),
     ));
     let phi = panel(
@@ -1059,13 +1023,13 @@ fn figures(
 /// DM with (u, W) ∈ ℝ^d × ℝ^{d×d} (gradient ~4·n·T·d²): one run of `iterations` per α, GD and
 /// the Polyak step, recording every step to `dense_until` then `per_decade` per decade.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let dim = n(p.d) * (n(p.d) + 1.0);
-    let grad = 4.0 * n(p.n) * n(p.t) * dim;
+    let dim = n(*p.d) * (n(*p.d) + 1.0);
+    let grad = 4.0 * n(*p.n) * n(*p.t) * dim;
     let runs = n(p.alphas.len()) + 2.0;
-    let records = n(p.dense_until) + n(p.per_decade) * n(p.iterations).max(1.0).log10();
+    let records = n(p.dense_until) + n(*p.per_decade) * n(*p.iterations).max(1.0).log10();
     Cost::new()
-        .doubles("n, t, d", "the tokens", n(p.n) * n(p.t) * n(p.d))
-        .work("iterations", "iterations", runs * n(p.iterations), grad)
+        .doubles("n, t, d", "the tokens", n(*p.n) * n(*p.t) * n(*p.d))
+        .work("iterations", "iterations", runs * n(*p.iterations), grad)
         .table("dense_until, per_decade", runs * records, 12.0)
         .doubles("d", "a few copies of W", 8.0 * dim)
 }

@@ -20,6 +20,7 @@ mod joint_self_bound;
 mod joint_tests;
 mod joint_training;
 mod ngd_fixed_decoder;
+mod params;
 mod polyak_step;
 mod scaling;
 mod softmax_sparsification;

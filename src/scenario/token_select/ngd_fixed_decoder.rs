@@ -9,15 +9,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{log_log_slope_fit, Window};
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Fraction, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, ngd, trace, Init, Probing, Setup,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,20 +27,20 @@ pub struct Params {
     /// Data model (ex1-orth satisfies Ass. 1 exactly; ex1 only approximately).
     pub data: DataName,
     /// NGD step η (each step has length exactly η).
-    pub eta: f64,
+    pub eta: Positive,
     /// Iterations K.
     pub steps: usize,
     /// Initializations W₀.
-    pub inits: Vec<Init>,
+    pub inits: NonEmpty<Init>,
     /// Start iterations k₀ of the certified skeleton.
     pub skeleton_starts: Vec<usize>,
     /// k₀ of the envelope C·k^{−1/2}: C is fitted on [k₀, 2k₀] ...
-    pub envelope_start: usize,
+    pub envelope_start: AtLeast<1>,
     /// ... and the envelope is tested on the later, disjoint window [k_test, K] (k_test > 2k₀),
     /// so that a decay slower than k^{−1/2} between the two windows fails.
     pub envelope_test_from: usize,
     /// Iteration by which every init must be aligned ("global" convergence).
-    pub global_k: usize,
+    pub global_k: AtLeast<1>,
     /// Window [k₁, k₂] of the reported log–log slope of 1 − corr.
     pub slope_window: [usize; 2],
     /// The user's tokens (X, y, u, optional z), replacing `data`.
@@ -53,55 +55,38 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Relative slack of the exact [D] inequalities (spec 003 §4: 1e−9).
-    pub rel_slack: f64,
+    pub rel_slack: Positive,
     /// Factor on the fitted envelope constant (spec §4.2 recipe: 2).
-    pub envelope_factor: f64,
+    pub envelope_factor: Positive,
     /// 1 − corr at or below this is rounding, not misalignment (‖W_⊥‖/‖W‖ ≲ 1e−12 after
     /// 10⁴ rounded steps); the envelope is max(C k^{−1/2}, floor).
-    pub resolution_floor: f64,
+    pub resolution_floor: Positive,
     /// Lemma 7: mean ε̂ over the last `eps_tail_fraction` of the run ≤ `eps_tail_max`.
-    pub eps_tail_fraction: f64,
-    pub eps_tail_max: f64,
+    pub eps_tail_fraction: Fraction,
+    pub eps_tail_max: Positive,
     /// Global convergence: 1 − corr at `global_k` below this (spec §7: 1e−3).
-    pub global_max: f64,
+    pub global_max: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.eta", p.eta),
-        ("checks.rel_slack", c.rel_slack),
-        ("checks.envelope_factor", c.envelope_factor),
-        ("checks.resolution_floor", c.resolution_floor),
-        ("checks.eps_tail_max", c.eps_tail_max),
-        ("checks.global_max", c.global_max),
-    ])?;
-    if p.inits.is_empty() {
-        return Err(sc.invalid("params.inits", "need at least one initialization"));
-    }
-    if let Some(i) = p.inits.iter().position(|i| i.scale() <= 0.0) {
-        return Err(sc.invalid(&format!("params.inits[{i}].scale"), "must be positive"));
-    }
-    if !(c.eps_tail_fraction > 0.0 && c.eps_tail_fraction <= 1.0) {
-        return Err(sc.invalid("checks.eps_tail_fraction", "must be in (0, 1]"));
-    }
-    if p.envelope_start == 0 || 2 * p.envelope_start > p.steps {
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if 2 * *p.envelope_start > p.steps {
         return Err(sc.invalid(
             "params.envelope_start",
-            format!("need 1 ≤ k₀ and 2k₀ ≤ steps = {}", p.steps),
+            format!("need 2k₀ ≤ steps = {}", p.steps),
         ));
     }
-    if p.envelope_test_from <= 2 * p.envelope_start || p.envelope_test_from > p.steps {
+    if p.envelope_test_from <= 2 * *p.envelope_start || p.envelope_test_from > p.steps {
         return Err(sc.invalid(
             "params.envelope_test_from",
             format!(
                 "need 2k₀ = {} < k_test ≤ steps = {} (the test window must follow the fit window)",
-                2 * p.envelope_start,
+                2 * *p.envelope_start,
                 p.steps
             ),
         ));
     }
-    if p.global_k == 0 || p.global_k > p.steps {
-        return Err(sc.invalid("params.global_k", "must be in [1, steps]"));
+    if *p.global_k > p.steps {
+        return Err(sc.invalid("params.global_k", "must be at most steps"));
     }
     if let Some(&k0) = p.skeleton_starts.iter().find(|&&k| k >= p.steps) {
         return Err(sc.invalid(
@@ -166,22 +151,13 @@ struct Curves {
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = UserFiles::new(&p.data_file, &p.init_file);
-    let setup = Setup::build(p.data, files, usize::MAX, ctx)?;
-    let starts = setup.starts(&p.inits, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(&starts)),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let (setup, starts, mut rep) = Setup::begin(p.data, files, &p.inits, usize::MAX, ctx)?;
     setup.premise_checks(&mut rep);
-    let (gamma, b2, eta) = (setup.margin, setup.b2(), p.eta);
+    let (gamma, b2, eta) = (setup.margin, setup.b2(), *p.eta);
     let wmm_norm = setup.svm.norm;
     // Lemma 3's floor: from φ ≥ ½ one step of length η lowers φ at most to this
     let phi_floor = 1.0 / (1.0 + (2.0 * eta * b2).exp());
-    let rule = FixedRule::Ngd {
-        eta,
-        cap: f64::INFINITY,
-    };
+    let rule = ngd(eta);
     let mut table = checkpoint_table();
     let mut all_curves = Vec::new();
     for init in &starts {
@@ -268,7 +244,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 }
             }
             a.eps.push(pr.eps_hat);
-            if v.k == p.global_k {
+            if v.k == *p.global_k {
                 a.corr_at.push((v.k, pr.one_minus_corr));
             }
             if v.checkpoint {
@@ -319,8 +295,8 @@ fn run_checks(
     curves: &Curves,
     rep: &mut Report,
 ) -> f64 {
-    let (gamma, b2, eta) = (setup.margin, setup.b2(), p.eta);
-    let slack = c.rel_slack;
+    let (gamma, b2, eta) = (setup.margin, setup.b2(), *p.eta);
+    let slack = *c.rel_slack;
     let scale = p.steps as f64 * eta;
     rep.check(
         Check::at_least(
@@ -405,7 +381,7 @@ fn run_checks(
     // Thm 1's rate k^{−1/2}: C = factor·max_{[k₀,2k₀]} (1 − corr)√k from the early window, the
     // envelope C k^{−1/2} tested only on the later window [k_test, K]; a decay slower than
     // k^{−1/2} between the windows exceeds it (the fit window alone would give 1/factor)
-    let (k0, k_test) = (p.envelope_start as f64, p.envelope_test_from as f64);
+    let (k0, k_test) = (*p.envelope_start as f64, p.envelope_test_from as f64);
     let scaled = |from: f64, to: f64| {
         curves
             .k
@@ -414,10 +390,10 @@ fn run_checks(
             .filter(move |(&k, _)| k >= from && k <= to)
             .map(|(&k, &m)| (k, m * k.sqrt()))
     };
-    let fitted = stats::max_with(0.0, scaled(k0, 2.0 * k0).map(|(_, v)| v)) * c.envelope_factor;
+    let fitted = stats::max_with(0.0, scaled(k0, 2.0 * k0).map(|(_, v)| v)) * *c.envelope_factor;
     let worst = stats::max(
         scaled(k_test, f64::INFINITY)
-            .map(|(k, v)| v / k.sqrt() / (fitted / k.sqrt()).max(c.resolution_floor)),
+            .map(|(k, v)| v / k.sqrt() / (fitted / k.sqrt()).max(*c.resolution_floor)),
     );
     rep.check(
         Check::at_most(
@@ -425,8 +401,8 @@ fn run_checks(
             &format!(
                 "[{label}] Thm 1 rate: max_{{k ≥ {}}} (1−corr) / max(C k^(−1/2), floor), C from [{}, {}]",
                 p.envelope_test_from,
-                p.envelope_start,
-                2 * p.envelope_start
+                *p.envelope_start,
+                2 * *p.envelope_start
             ),
             worst,
             1.0,
@@ -435,27 +411,29 @@ fn run_checks(
             "C = {} × max of (1−corr)√k on the earlier window [k₀, 2k₀] = {fitted:.4e}, floor {:.0e}; \
              the envelope is tested on the disjoint window [{}, {}]: an upper bound, not the \
              rate (spec §6.3)",
-            c.envelope_factor, c.resolution_floor, p.envelope_test_from, p.steps
+            *c.envelope_factor, *c.resolution_floor, p.envelope_test_from, p.steps
         ))
         .paper_claim("Thm 1/5: 1 − corr = O(k^{−1/2}) [R?]; measured decay is ≈ k^{−2}"),
     );
-    let tail = ((a.eps.len() as f64) * c.eps_tail_fraction).ceil().max(1.0) as usize;
+    let tail = ((a.eps.len() as f64) * *c.eps_tail_fraction)
+        .ceil()
+        .max(1.0) as usize;
     let eps_tail = a.eps[a.eps.len() - tail..].iter().sum::<f64>() / tail as f64;
     rep.check(
         Check::at_most(
             &format!("lemma-mean-eps-over-last-iterations.{label}-{tail}"),
             &format!("[{label}] Lemma 7: mean ε̂ over the last {tail} iterations"),
             eps_tail,
-            c.eps_tail_max,
+            *c.eps_tail_max,
         )
         .note("ε̂ → 0 as ‖W‖ → ∞"),
     );
     let at_global = a.corr_at.first().map_or(f64::NAN, |&(_, v)| v);
     rep.check(Check::at_most(
-        &format!("global-corr.{label}-{}", p.global_k),
-        &format!("[{label}] global: 1 − corr at k = {}", p.global_k),
+        &format!("global-corr.{label}-{}", *p.global_k),
+        &format!("[{label}] global: 1 − corr at k = {}", *p.global_k),
         at_global,
-        c.global_max,
+        *c.global_max,
     ));
     let [k1, k2] = p.slope_window;
     let slope = log_log_slope_fit(
@@ -479,7 +457,7 @@ fn run_checks(
 }
 
 fn figure(p: &Params, setup: &Setup, runs: &[(String, Curves, f64)]) -> Figure {
-    let (gamma, b2, eta) = (setup.margin, setup.b2(), p.eta);
+    let (gamma, b2, eta) = (setup.margin, setup.b2(), *p.eta);
     let start = p.skeleton_starts.iter().copied().max();
     // values at rounding level (an init on the W_mm ray) would stretch the log axes
     let visible = |values: &dyn Fn(&Curves) -> &[f64], floor: f64| {
@@ -570,7 +548,7 @@ fn figure(p: &Params, setup: &Setup, runs: &[(String, Curves, f64)]) -> Figure {
         sparse = sparse.series(solid(&cv.log_gap));
         loss = loss.series(solid(&cv.log10_excess));
         if color == 0 {
-            let k0 = p.envelope_start as f64;
+            let k0 = *p.envelope_start as f64;
             let late: Vec<f64> = cv.k.iter().copied().filter(|&k| k >= k0).collect();
             let envelope = late.iter().map(|k| cv.envelope / k.sqrt()).collect();
             align = align.series(
@@ -623,26 +601,14 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
+    quantities: fixed_quantities![
         "[*] envelope_C",
         "[*] final_one_minus_corr",
         "[*] phi_opt_decreases",
         "[*] rho_min",
         "[*] slope_one_minus_corr",
-        "constraints",
-        "kappa",
-        "kkt_max_residual",
         "lemma3_phi_floor",
         "lemma4_rho_bound",
-        "log_L_star",
-        "rho_orth",
-        "support_size",
     ],
     run,
 };

@@ -12,24 +12,28 @@ use crate::flow::{Method, OdeConfig, SolverStats};
 use crate::models::token_select::FixedRule;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
-use super::fixed_common::{checkpoint_row, checkpoint_table, trace, Cap, Init, Probing, Setup};
+use super::fixed_common::{
+    checkpoint_row, checkpoint_table, fixed_quantities, trace, Cap, Init, Probing, Setup,
+};
+use super::params::Negative;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub data: DataName,
     /// Iterations K.
-    pub steps: usize,
+    pub steps: AtLeast<1>,
     pub init: Init,
     /// Step caps η_max ("none" = the analysed rule).
-    pub caps: Vec<Cap>,
+    pub caps: NonEmpty<Cap>,
     /// Figure only: lower end of the log₁₀(L − L*) axis (curves below it leave the panel).
-    pub loss_axis_floor: f64,
+    pub loss_axis_floor: Negative,
     /// The user's tokens (X, y, u, optional z), replacing `data`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -42,23 +46,10 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Slack of the exact inequalities, in ln (spec §4: 1e−9).
-    pub rel_slack: f64,
+    pub rel_slack: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.init.scale", p.init.scale()),
-        ("checks.rel_slack", c.rel_slack),
-    ])?;
-    if p.steps == 0 {
-        return Err(sc.invalid("params.steps", "need at least one iteration"));
-    }
-    if p.loss_axis_floor >= 0.0 {
-        return Err(sc.invalid("params.loss_axis_floor", "must be negative (a log₁₀)"));
-    }
-    if p.caps.is_empty() {
-        return Err(sc.invalid("params.caps", "need at least one cap (or \"none\")"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     if let Some(i) = p.caps.iter().position(|c| c.value() <= 0.0) {
         return Err(sc.invalid(&format!("params.caps[{i}]"), "a cap must be positive"));
     }
@@ -97,13 +88,8 @@ struct Curves {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     setup.premise_checks(&mut rep);
     let (gamma, b2) = (setup.margin, setup.b2());
     let delta_max = setup.assumptions.gap_max;
@@ -112,7 +98,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let w0 = initial.w0;
     let mut table = checkpoint_table();
     let mut runs = Vec::new();
-    for cap in &p.caps {
+    for cap in p.caps.iter() {
         let label = format!("PS {}", cap.label());
         let cap_value = cap.value();
         let mut acc = Sandwich {
@@ -133,7 +119,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &setup,
             FixedRule::Polyak { cap: cap_value },
             &w0,
-            p.steps,
+            *p.steps,
             Probing::EveryStep,
             |v| {
                 let pr = v.probe;
@@ -203,8 +189,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             label.clone(),
             &SolverStats {
                 method: "polyak".into(),
-                steps: p.steps,
-                rhs_evals: 2 * p.steps,
+                steps: *p.steps,
+                rhs_evals: 2 * *p.steps,
                 wall_seconds: start.elapsed().as_secs_f64(),
                 ..Default::default()
             },
@@ -224,7 +210,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
             &format!("thm-sandwich-lower-ln-mm-ln.{label}"),
             &format!("[{label}] Thm 7 sandwich (lower): min_k ln⟨−∇L,W̄_mm⟩ − ln(Γφ_min(L−L*))"),
             acc.lower,
-            -c.rel_slack,
+            -*c.rel_slack,
         )
         .note("every k"),
     );
@@ -233,7 +219,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
             &format!("thm-sandwich-upper-ln-ln-2b2.{label}"),
             &format!("[{label}] Thm 7 sandwich (upper): max_k ln‖∇L‖ − ln(2B²(1+Δ̄)(L−L*))"),
             acc.upper,
-            c.rel_slack,
+            *c.rel_slack,
         )
         .note(format!(
             "every k; η_eff = (L−L*)/‖∇L‖ ranged over [{:.4}, {:.4}]",
@@ -346,7 +332,7 @@ fn figure(
     .legend(LegendPosition::UpperLeft);
     let mut loss = LinePanel::new("Excess loss", "iteration k", "log₁₀(L − L*)")
         .log_x()
-        .y_range(p.loss_axis_floor, 1.0)
+        .y_range(*p.loss_axis_floor, 1.0)
         .legend(LegendPosition::LowerLeft);
     for (color, (label, cap, cv, k_sw)) in runs.iter().enumerate() {
         align = align.series(
@@ -398,7 +384,7 @@ fn figure(
 
 /// One Polyak-step run of `steps` iterations per cap on a built-in data model.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    optimizer_runs("steps, caps", n(p.caps.len()), p.steps)
+    optimizer_runs("steps, caps", n(p.caps.len()), *p.steps)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {
@@ -410,20 +396,6 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
-        "constraints",
-        "eta_eff_floor",
-        "kappa",
-        "kkt_max_residual",
-        "log_L_star",
-        "rho_orth",
-        "support_size",
-    ],
+    quantities: fixed_quantities!["eta_eff_floor",],
     run,
 };

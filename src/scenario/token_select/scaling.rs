@@ -39,30 +39,32 @@ use crate::memory::peak_heap;
 use crate::models::token_select::{Example1, LogTimeGradientFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
-use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::param::{AtLeast, Positive};
+use crate::scenario::registry::{no_validation, Kind};
+use crate::scenario::{Check, Report, RunContext, RunError, Table};
 
 use super::common::DATA_STREAM;
+use super::params::{Band, Sizes};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Example 1 sequences and tokens per sequence (noise σ = 1/√d, signal 1).
-    pub n: usize,
-    pub t: usize,
+    pub n: AtLeast<1>,
+    pub t: AtLeast<2>,
     /// W₀ entries iid N(0, init_scale²).
-    pub init_scale: f64,
+    pub init_scale: Positive,
     /// GF time the flow is followed to (τ_end = ln(1 + t_end)).
-    pub t_end: f64,
+    pub t_end: Positive,
     /// Dimensions d (P = d² parameters) solved with Tsit45, increasing.
-    pub tsit45_d: Vec<usize>,
+    pub tsit45_d: Sizes<2, 2>,
     /// Dimensions solved with Bdf (dense LU: keep P ≲ 2·10³), increasing.
-    pub bdf_d: Vec<usize>,
+    pub bdf_d: Sizes<2, 2>,
     /// Dimensions solved with the matrix-free TR-BDF2–Krylov, increasing.
-    pub krylov_d: Vec<usize>,
+    pub krylov_d: Sizes<2, 2>,
     /// Gradient-equivalents of one Hessian-vector product (cost model; ≈ 2 measured by
     /// benches/solvers.rs, `token_ex1_d32_t1e10/{rhs,jvp}`).
-    pub hvp_cost: f64,
+    pub hvp_cost: Positive,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,51 +72,16 @@ pub struct Params {
 pub struct Checks {
     /// Band for the fitted exponent of Tsit45's gradient-equivalents per unit τ against P
     /// (model: 0).
-    pub tsit45_work_exponent: [f64; 2],
+    pub tsit45_work_exponent: Band,
     /// Band for the exponent of Bdf's Hessian-vector products per unit τ (model: 1, the P
     /// products of each Jacobian).
-    pub bdf_work_exponent: [f64; 2],
+    pub bdf_work_exponent: Band,
     /// Band for the exponent of TR-BDF2–Krylov's gradient-equivalents per unit τ (model: 0).
-    pub krylov_work_exponent: [f64; 2],
+    pub krylov_work_exponent: Band,
     /// Bands for the exponent of the peak heap of a solve in P: Tsit45 and TR-BDF2–Krylov keep
     /// state vectors (model 1), Bdf dense P × P matrices (model 2).
-    pub vectors_memory_exponent: [f64; 2],
-    pub bdf_memory_exponent: [f64; 2],
-}
-
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.n == 0 || p.t < 2 {
-        return Err(sc.invalid("params.n", "Example 1 needs n ≥ 1 and t ≥ 2"));
-    }
-    sc.require_positive(&[
-        ("params.init_scale", p.init_scale),
-        ("params.t_end", p.t_end),
-        ("params.hvp_cost", p.hvp_cost),
-    ])?;
-    for (key, ds) in [
-        ("params.tsit45_d", &p.tsit45_d),
-        ("params.bdf_d", &p.bdf_d),
-        ("params.krylov_d", &p.krylov_d),
-    ] {
-        if ds.len() < 2 {
-            return Err(sc.invalid(key, "need at least two sizes for an exponent"));
-        }
-        if ds[0] < 2 || ds.windows(2).any(|w| w[1] <= w[0]) {
-            return Err(sc.invalid(key, "sizes must be ≥ 2 and strictly increasing"));
-        }
-    }
-    for (key, [lo, hi]) in [
-        ("checks.tsit45_work_exponent", c.tsit45_work_exponent),
-        ("checks.bdf_work_exponent", c.bdf_work_exponent),
-        ("checks.krylov_work_exponent", c.krylov_work_exponent),
-        ("checks.vectors_memory_exponent", c.vectors_memory_exponent),
-        ("checks.bdf_memory_exponent", c.bdf_memory_exponent),
-    ] {
-        if !(lo.is_finite() && hi.is_finite() && lo < hi) {
-            return Err(sc.invalid(key, format!("need lo < hi, got [{lo}, {hi}]")));
-        }
-    }
-    Ok(())
+    pub vectors_memory_exponent: Band,
+    pub bdf_memory_exponent: Band,
 }
 
 /// One solve: its size, work counts, wall time and peak heap (None: not measured).
@@ -143,8 +110,8 @@ fn solve(
     ctx: &RunContext,
 ) -> Result<(SolverStats, Option<usize>), RunError> {
     let spec = Example1 {
-        n: p.n,
-        t: p.t,
+        n: *p.n,
+        t: *p.t,
         d,
         noise: 1.0 / (d as f64).sqrt(),
         ..Example1::ex1()
@@ -156,10 +123,10 @@ fn solve(
     let model = FixedDecoder::new(inst.data, inst.decoder, Loss::Exponential)
         .map_err(|e| RunError::Other(format!("ex1 model at d = {d}: {e}")))?;
     let w0: Vec<f64> = (0..d * d)
-        .map(|_| p.init_scale * rng.sample::<f64, _>(rand_distr::StandardNormal))
+        .map(|_| *p.init_scale * rng.sample::<f64, _>(rand_distr::StandardNormal))
         .collect();
     let flow = LogTimeGradientFlow::new(&model);
-    let taus = [0.0, LogTimeGradientFlow::tau_of(p.t_end)];
+    let taus = [0.0, LogTimeGradientFlow::tau_of(*p.t_end)];
     let z0 = flow.initial_state(&w0);
     let (tr, peak) = peak_heap(|| integrate(&flow, &z0, &taus, cfg, None));
     Ok((tr?.stats, peak))
@@ -167,7 +134,7 @@ fn solve(
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
-    let tau_end = LogTimeGradientFlow::tau_of(p.t_end);
+    let tau_end = LogTimeGradientFlow::tau_of(*p.t_end);
     // faer's kernels allocate a per-thread workspace on first use: held before measuring, so
     // the solves' peaks measure their growth with P only (its size is not reported: it depends on
     // the machine's caches and on whether an earlier scenario on this thread already made it)
@@ -179,7 +146,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         (Method::TrBdf2Krylov, &p.krylov_d),
     ] {
         let cfg = OdeConfig { method, ..ctx.ode };
-        for &d in ds {
+        for &d in ds.iter() {
             let (stats, peak_heap) = solve(p, d, &cfg, ctx)?;
             rep.stats(format!("{} d={d}", method.name()), &stats);
             points.push(Point {
@@ -216,7 +183,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             n(q.stats.rhs_evals).into(),
             n(q.stats.jvp_evals).into(),
             n(q.stats.linear_solver_setups).into(),
-            (q.gradient_equivalents(p.hvp_cost) / tau_end).into(),
+            (q.gradient_equivalents(*p.hvp_cost) / tau_end).into(),
         ]);
         timing.push(vec![
             q.method.name().into(),
@@ -253,7 +220,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             Method::Tsit45,
             "gradient-equivalents",
             |q, c| q.gradient_equivalents(c),
-            c.tsit45_work_exponent,
+            *c.tsit45_work_exponent,
             "0",
             "0",
             "1",
@@ -262,7 +229,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             Method::Bdf,
             "Hessian-vector products",
             |q, _| n(q.stats.jvp_evals),
-            c.bdf_work_exponent,
+            *c.bdf_work_exponent,
             "1",
             "→ 1",
             "2 to 3",
@@ -271,7 +238,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             Method::TrBdf2Krylov,
             "gradient-equivalents",
             |q, c| q.gradient_equivalents(c),
-            c.krylov_work_exponent,
+            *c.krylov_work_exponent,
             "0",
             "0",
             "1",
@@ -284,7 +251,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let x: Vec<f64> = pts.iter().map(|q| q.params()).collect();
         let work: Vec<f64> = pts
             .iter()
-            .map(|q| q.gradient_equivalents(p.hvp_cost) / tau_end)
+            .map(|q| q.gradient_equivalents(*p.hvp_cost) / tau_end)
             .collect();
         let wall: Vec<f64> = pts.iter().map(|q| q.stats.wall_seconds / tau_end).collect();
         let name = method.name();
@@ -295,7 +262,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .map_err(|e| RunError::Other(format!("{name} {what} exponent: {e}")))
         };
         let work_fit = fit(&work, "work")?;
-        let counts: Vec<f64> = pts.iter().map(|q| count(q, p.hvp_cost) / tau_end).collect();
+        let counts: Vec<f64> = pts
+            .iter()
+            .map(|q| count(q, *p.hvp_cost) / tau_end)
+            .collect();
         let count_fit = fit(&counts, "count")?;
         rep.derive(&format!("{name}_work_exponent"), count_fit.slope);
         rep.check(
@@ -334,11 +304,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let horizon = if log10_t.fract() == 0.0 {
         format!("10^{{{log10_t}}}")
     } else {
-        format!("{:e}", p.t_end)
+        format!("{:e}", *p.t_end)
     };
     let title = format!(
         "Cost of the Example-1 gradient flow (n = {}, T = {}) to t = {horizon} against P",
-        p.n, p.t
+        *p.n, *p.t
     );
     rep.figure = Some(Figure::new(1).title(title.clone()).panel(work_panel));
     let timing_figure = match memory_panel {
@@ -367,9 +337,9 @@ fn memory_checks(
         .legend(LegendPosition::UpperLeft);
     let mut measured_any = false;
     for (k, (method, band, model)) in [
-        (Method::Tsit45, c.vectors_memory_exponent, "1"),
-        (Method::Bdf, c.bdf_memory_exponent, "2"),
-        (Method::TrBdf2Krylov, c.vectors_memory_exponent, "1"),
+        (Method::Tsit45, *c.vectors_memory_exponent, "1"),
+        (Method::Bdf, *c.bdf_memory_exponent, "2"),
+        (Method::TrBdf2Krylov, *c.vectors_memory_exponent, "1"),
     ]
     .into_iter()
     .enumerate()
@@ -428,11 +398,11 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         (Method::Bdf, &p.bdf_d, "bdf_d"),
         (Method::TrBdf2Krylov, &p.krylov_d, "krylov_d"),
     ] {
-        for &d in ds {
+        for &d in ds.iter() {
             let dim = n(d * d + 1);
-            let grad_flops = 4.0 * n(p.n) * (n(p.t) * n(d) + n(d * d));
+            let grad_flops = 4.0 * n(*p.n) * (n(*p.t) * n(d) + n(d * d));
             cost = cost
-                .doubles(key, "tokens, workspace", n(p.n * p.t * d) + 8.0 * dim)
+                .doubles(key, "tokens, workspace", n(*p.n * *p.t * d) + 8.0 * dim)
                 .ode(key, 1.0, dim, grad_flops, method);
         }
     }
@@ -447,7 +417,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
               Tsit45, Bdf and matrix-free TR-BDF2–Krylov work (gradient-equivalents per unit time) with fitted exponents \
               checked against the cost model, and wall time (timing.csv, timing.svg).",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
-    validate,
+    validate: no_validation,
     cost,
     quantities: &[
         "tsit45_work_exponent",

@@ -8,16 +8,17 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::flow::{Method, OdeConfig};
-use crate::models::token_select::FixedRule;
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
+use crate::scenario::param::{AtLeast, Fraction, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{
-    checkpoint_row, checkpoint_table, least_squares_slope, trace, Init, Probing, Setup,
+    checkpoint_row, checkpoint_table, fixed_quantities, least_squares_slope, ngd, trace, Init,
+    Probing, Setup,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,12 +26,12 @@ use super::fixed_common::{
 pub struct Params {
     pub data: DataName,
     /// NGD step η.
-    pub eta: f64,
-    /// Iterations K.
-    pub steps: usize,
+    pub eta: Positive,
+    /// Iterations K (at least 10, to fit a slope).
+    pub steps: AtLeast<10>,
     pub init: Init,
     /// The exponents are fitted on the last `fit_fraction` of the iterations.
-    pub fit_fraction: f64,
+    pub fit_fraction: Fraction,
     /// The user's tokens (X, y, u, optional z), replacing `data`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -43,24 +44,12 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Slack of the certified bound in ln (relative slack of the bound; spec §4: 1e−9).
-    pub rel_slack: f64,
+    pub rel_slack: Positive,
     /// |slope + Γ|/Γ for ln(1 − min φ_opt) and ln(L − L*) against ‖W‖ (spec §4.2: 1e−2).
-    pub slope_rel_tol: f64,
+    pub slope_rel_tol: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.eta", p.eta),
-        ("params.init.scale", p.init.scale()),
-        ("checks.rel_slack", c.rel_slack),
-        ("checks.slope_rel_tol", c.slope_rel_tol),
-    ])?;
-    if !(p.fit_fraction > 0.0 && p.fit_fraction <= 1.0) {
-        return Err(sc.invalid("params.fit_fraction", "must be in (0, 1]"));
-    }
-    if p.steps < 10 {
-        return Err(sc.invalid("params.steps", "need at least 10 iterations to fit a slope"));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     UserFiles::new(&p.data_file, &p.init_file).validate(p.data, 1, sc)
 }
 
@@ -81,27 +70,19 @@ impl Path {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let setup = Setup::build(p.data, UserFiles::new(&p.data_file, &p.init_file), 1, ctx)?;
-    let initial = setup.start(&p.init, ctx);
-    let mut rep = Report {
-        instance: Some(setup.instance(std::slice::from_ref(&initial))),
-        ..Report::default()
-    };
-    setup.derive_constants(&mut rep);
+    let files = UserFiles::new(&p.data_file, &p.init_file);
+    let (setup, initial, mut rep) = Setup::single(p.data, files, &p.init, ctx)?;
     setup.premise_checks(&mut rep);
     let (gamma, b2) = (setup.margin, setup.b2());
     let log_tokens = ((setup.t() - 1) as f64).ln();
     let w0 = initial.w0;
-    let rule = FixedRule::Ngd {
-        eta: p.eta,
-        cap: f64::INFINITY,
-    };
+    let rule = ngd(*p.eta);
     let mut path = Path::default();
     let mut table = checkpoint_table();
     let mut worst_excess = f64::NEG_INFINITY;
     let mut nontrivial_from = None;
-    let label = format!("NGD η = {}", p.eta);
-    trace(&setup, rule, &w0, p.steps, Probing::EveryStep, |v| {
+    let label = format!("NGD η = {}", *p.eta);
+    trace(&setup, rule, &w0, *p.steps, Probing::EveryStep, |v| {
         let pr = v.probe;
         // the bound's exponent is positive once 1 − corr < Γ²/(8B⁴)
         let rate = gamma - 2.0 * std::f64::consts::SQRT_2 * b2 * pr.one_minus_corr.sqrt();
@@ -126,14 +107,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_most(
             "lemma-certified-bound-ln-phi-opt", "Lemma 1/8 certified bound: max_{k,i} ln(1−φ_{i,opt}) − ln((T−1)e^{−‖W‖(Γ−2√2B²√(1−corr))})",
             worst_excess,
-            c.rel_slack,
+            *c.rel_slack,
         )
         .note(format!(
             "every k and sample; non-trivial (exponent > 0) from k = {}",
             nontrivial_from.map_or("never".into(), |k| k.to_string())
         )),
     );
-    let first = ((1.0 - p.fit_fraction) * p.steps as f64).floor() as usize;
+    let first = ((1.0 - *p.fit_fraction) * *p.steps as f64).floor() as usize;
     let window = first..path.norm.len();
     let x = &path.norm[window.clone()];
     let phi_curve: Vec<f64> = window.clone().map(|k| path.log_gap_max(k)).collect();
@@ -148,11 +129,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 &format!("lemma-exponent-slope-vs-gamma-gamma.{what}"),
                 &format!("Lemma 1/8 exponent: |slope of {what} vs ‖W‖ + Γ|/Γ"),
                 (slope + gamma).abs() / gamma,
-                c.slope_rel_tol,
+                *c.slope_rel_tol,
             )
             .note(format!(
                 "least squares over k ∈ [{first}, {}]: slope {slope:.6}, Γ = {gamma:.6}",
-                p.steps
+                *p.steps
             )),
         );
     }
@@ -175,7 +156,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Check::at_most(
             "per-sample-exponent-slope-gamma-mm", "per-sample exponent: max_i |−slope_i − Γ·min_t⟨W_mm, D_{i,t}⟩| / (Γ·min_t⟨W_mm, D_{i,t}⟩)",
             worst_sample,
-            c.slope_rel_tol,
+            *c.slope_rel_tol,
         )
         .note("support samples decay at Γ, the others faster (spec §4.2, sharper asymptotic)"),
     );
@@ -217,7 +198,7 @@ fn figure(
     phi_slope: f64,
 ) -> Figure {
     let gamma = setup.margin;
-    let keep: Vec<usize> = super::fixed_common::checkpoints(p.steps);
+    let keep: Vec<usize> = super::fixed_common::checkpoints(*p.steps);
     let pick = |v: &dyn Fn(usize) -> f64| keep.iter().map(|&k| v(k)).collect::<Vec<f64>>();
     let norm = pick(&|k| path.norm[k]);
     let mut attn = LinePanel::new(
@@ -296,7 +277,7 @@ fn figure(
     Figure::new(2)
         .title(format!(
             "Softmax sparsification along NGD (η = {}) on {}: Γ = {gamma:.4}",
-            p.eta, setup.data
+            *p.eta, setup.data
         ))
         .panel(attn)
         .panel(loss)
@@ -313,7 +294,7 @@ fn attn_range(path: &Path) -> (f64, f64) {
 
 /// NGD for `steps` iterations on a built-in data model.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    optimizer_runs("steps", 1.0, p.steps)
+    optimizer_runs("steps", 1.0, *p.steps)
 }
 
 pub static KIND: Kind<Params, Checks> = Kind {
@@ -324,23 +305,11 @@ pub static KIND: Kind<Params, Checks> = Kind {
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,
-    quantities: &[
-        "B",
-        "B2_over_Gamma",
-        "Delta_max",
-        "Gamma",
-        "W_mm_norm",
-        "a2_relative_spread",
-        "constraints",
-        "kappa",
-        "kkt_max_residual",
-        "log_L_star",
+    quantities: fixed_quantities![
         "nontrivial_from_k",
         "nontrivial_threshold_one_minus_corr",
-        "rho_orth",
         "slope_ln_excess",
         "slope_ln_one_minus_phi_min",
-        "support_size",
     ],
     run,
 };

@@ -20,9 +20,10 @@ use crate::attention::logdomain::softplus;
 use crate::attention::{FixedDecoder, Loss};
 use crate::flow::{Method, OdeConfig};
 use crate::instance::run_instance;
-use crate::models::token_select::{FixedRule, FixedStepper};
+use crate::models::token_select::FixedStepper;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -31,6 +32,8 @@ use super::attention_common::{gaussian_matrix, line_fit, logits, min_logit_gap, 
 use super::common::{
     instance_arrays, w_svm, DataName, Source, UserFiles, BUILT_IN_GRAD, FIRST_FREE_STREAM,
 };
+use super::fixed_common::ngd;
+use super::params::{Band, OpenUnit};
 use super::two_token_rates::Start;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -38,15 +41,15 @@ use super::two_token_rates::Start;
 pub struct Params {
     /// Data models (spec 003 §1.3); two-token starts at W₀ = I (its canonical init), the
     /// others at iid N(0, init_std²) entries.
-    pub data: Vec<DataName>,
+    pub data: NonEmpty<DataName>,
     /// NGD step length η (uncapped: the analysed algorithm).
-    pub eta: f64,
+    pub eta: Positive,
     /// Run until ‖W‖ ≥ target_norm.
-    pub target_norm: f64,
+    pub target_norm: Positive,
     /// Entry scale of the Gaussian W₀.
-    pub init_std: f64,
+    pub init_std: Positive,
     /// The slope of ln(L − L*) against ‖W‖ is fitted on ‖W‖ ≥ fit_from·target_norm.
-    pub fit_from: f64,
+    pub fit_from: OpenUnit,
     /// The user's tokens (X, y, u, optional z), replacing the list `data` by one run.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -59,52 +62,29 @@ pub struct Params {
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// |slope/(−Γ) − 1| of ln(L − L*) vs ‖W‖ (spec 003 §4.2 Lemma 1: −ln(L − L*)/‖W‖ → Γ).
-    pub slope_rel_tol: f64,
+    pub slope_rel_tol: Positive,
     /// max |residual| of ln(L − L*) about its fitted line (nats): "linear in ‖W‖".
-    pub max_line_residual: f64,
+    pub max_line_residual: Positive,
     /// |NGD step length/η − 1| at every step: the normalized direction never degrades.
-    pub step_length_rel_tol: f64,
+    pub step_length_rel_tol: Positive,
     /// Two-token: |ln(L − L*) − (−1 + ln expm1(σ(−g)))|/|ln(L − L*)| at every step (§4.2).
-    pub closed_form_rel_tol: f64,
+    pub closed_form_rel_tol: Positive,
     /// Two-token: |(1 − corr)/closed form − 1|, closed form p/(c² + p + c√(c² + p)) with
     /// c = c₀ + ηk (§4.2).
-    pub direction_rel_tol: f64,
+    pub direction_rel_tol: Positive,
     /// The naive evaluation is "broken" once its relative error exceeds this.
-    pub naive_break_rel_error: f64,
+    pub naive_break_rel_error: Positive,
     /// The smallest logit gap where the naive evaluation breaks must lie in this range
     /// (§8.2: σ(g) rounds to 1 at g ≈ ln(2/ε) ≈ 36.7).
-    pub naive_break_gap: [f64; 2],
+    pub naive_break_gap: Band,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.eta", p.eta),
-        ("params.target_norm", p.target_norm),
-        ("params.init_std", p.init_std),
-        ("checks.slope_rel_tol", c.slope_rel_tol),
-        ("checks.max_line_residual", c.max_line_residual),
-        ("checks.step_length_rel_tol", c.step_length_rel_tol),
-        ("checks.closed_form_rel_tol", c.closed_form_rel_tol),
-        ("checks.direction_rel_tol", c.direction_rel_tol),
-        ("checks.naive_break_rel_error", c.naive_break_rel_error),
-    ])?;
-    if p.data.is_empty() {
-        return Err(sc.invalid("params.data", "name at least one data model"));
-    }
-    if !(p.fit_from > 0.0 && p.fit_from < 1.0) {
-        return Err(sc.invalid("params.fit_from", "must be in (0, 1)"));
-    }
-    if c.naive_break_gap[0] >= c.naive_break_gap[1] {
-        return Err(sc.invalid(
-            "checks.naive_break_gap",
-            "must be [low, high] with low < high",
-        ));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     // a run shorter than ~50 steps has no tail to fit
-    if p.target_norm < 50.0 * p.eta {
+    if *p.target_norm < 50.0 * *p.eta {
         return Err(sc.invalid(
             "params.target_norm",
-            format!("must be ≥ 50·eta = {} for a tail to fit", 50.0 * p.eta),
+            format!("must be ≥ 50·eta = {} for a tail to fit", 50.0 * *p.eta),
         ));
     }
     UserFiles::new(&p.data_file, &p.init_file).validate_each(&p.data, 1, sc)
@@ -136,18 +116,12 @@ fn ngd_run(
     w_mm: &[f64],
     p: &Params,
 ) -> Result<Run, RunError> {
-    let mut stepper = FixedStepper::new(
-        model,
-        FixedRule::Ngd {
-            eta: p.eta,
-            cap: f64::INFINITY,
-        },
-    )
-    .map_err(|e| RunError::Other(e.to_string()))?;
+    let mut stepper =
+        FixedStepper::new(model, ngd(*p.eta)).map_err(|e| RunError::Other(e.to_string()))?;
     let (data, opt, gamma) = (model.data(), model.optimal_tokens(), model.scores());
     let mut run = Run::default();
     // ‖W‖ grows by at most η per step: the cap only guards against a stalled run
-    let max_steps = (2.0 * (p.target_norm + crate::flow::norm(&w)) / p.eta).ceil() as usize + 10;
+    let max_steps = (2.0 * (*p.target_norm + crate::flow::norm(&w)) / *p.eta).ceil() as usize + 10;
     for _ in 0..=max_steps {
         let s = logits(data, &w);
         let norm = crate::flow::norm(&w);
@@ -159,16 +133,16 @@ fn ngd_run(
         run.one_minus_corr.push(one_minus_cos(&w, w_mm));
         let attention = model.attention(&w);
         run.non_finite += non_finite(&w) + non_finite(&attention.log_one_minus_phi_opt);
-        if norm >= p.target_norm {
+        if norm >= *p.target_norm {
             return Ok(run);
         }
         let r = stepper.step(&mut w);
         run.non_finite += non_finite(&[r.log_excess, r.log_grad_norm, r.length]);
-        run.step_error.push((r.length / p.eta - 1.0).abs());
+        run.step_error.push((r.length / *p.eta - 1.0).abs());
     }
     Err(RunError::Other(format!(
         "NGD did not reach ‖W‖ = {} in {max_steps} steps",
-        p.target_norm
+        *p.target_norm
     )))
 }
 
@@ -218,7 +192,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut fig = Figure::new(instances.len()).title(format!(
         "NGD (η = {}) to ‖W‖ = {} in the log domain (top); the naive f64 evaluation breaks \
          near logit gap 37 (bottom)",
-        p.eta, p.target_norm
+        *p.eta, *p.target_norm
     ));
     let mut zooms = Vec::new();
     let mut used = Vec::new();
@@ -230,7 +204,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let w0 = match files.starts(d, 1, ctx.scenario)? {
             Some(mut starts) => starts.swap_remove(0),
             None if source == Source::Named(DataName::TwoToken) => vec![1.0, 0.0, 0.0, 1.0],
-            None => gaussian_matrix(d, p.init_std, &mut ctx.rng(FIRST_FREE_STREAM + j as u64)),
+            None => gaussian_matrix(d, *p.init_std, &mut ctx.rng(FIRST_FREE_STREAM + j as u64)),
         };
         used.push((
             label.clone(),
@@ -261,10 +235,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &format!("ngd-step-length-eta.{label}"),
             &format!("{label}: max |NGD step length/η − 1|"),
             worst_step,
-            c.step_length_rel_tol,
+            *c.step_length_rel_tol,
         ));
 
-        let from = p.fit_from * p.target_norm;
+        let from = *p.fit_from * *p.target_norm;
         let tail: Vec<usize> = (0..run.norm.len())
             .filter(|&k| run.norm[k] >= from)
             .collect();
@@ -276,7 +250,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 &format!("slope-ln-vs-gamma.{label}"),
                 &format!("{label}: |slope of ln(L − L*) vs ‖W‖ / (−Γ) − 1|"),
                 (fit.slope / -gamma_mm - 1.0).abs(),
-                c.slope_rel_tol,
+                *c.slope_rel_tol,
             )
             .note(format!(
                 "slope {:.6} vs −Γ = {:.6} on ‖W‖ ∈ [{from:.0}, {:.0}] ({} iterates)",
@@ -290,16 +264,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &format!("ln-line-fit-window.{label}"),
             &format!("{label}: max |ln(L − L*) − line| on the fit window"),
             fit.max_residual,
-            c.max_line_residual,
+            *c.max_line_residual,
         ));
         if source == Source::Named(DataName::TwoToken) {
-            let (loss_err, dir_err) = two_token_errors(&run, p.eta, start);
+            let (loss_err, dir_err) = two_token_errors(&run, *p.eta, start);
             rep.check(
                 Check::at_most(
                     &format!("rel-error-ln-vs-closed-form.{label}"),
                     &format!("{label}: max rel. error of ln(L − L*) vs closed form"),
                     loss_err,
-                    c.closed_form_rel_tol,
+                    *c.closed_form_rel_tol,
                 )
                 .note("−1 + ln expm1(σ(−g)) at every iterate, g = W₁₁ − W₂₁ (§4.2)"),
             );
@@ -309,7 +283,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                         &format!("corr-closed-form.{label}"),
                         &format!("{label}: max |(1 − corr)/closed form − 1|"),
                         dir_err,
-                        c.direction_rel_tol,
+                        *c.direction_rel_tol,
                     )
                     .note("p/(c² + p + c√(c² + p)), c = c₀ + ηk (§4.2), via dist²/2"),
                 );
@@ -335,7 +309,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 ),
             );
         }
-        let broken = naive_break(&run, c.naive_break_rel_error);
+        let broken = naive_break(&run, *c.naive_break_rel_error);
         let gap_at_break = broken.map_or(f64::NAN, |k| run.gap[k]);
         let break_title = format!("{label}: logit gap where the naive f64 excess breaks");
         if source.is_file() {
@@ -357,7 +331,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 )
                 .note(format!(
                     "negative control: first iterate with relative error > {} (NaN: never broke)",
-                    c.naive_break_rel_error
+                    *c.naive_break_rel_error
                 )),
             );
         }
@@ -407,13 +381,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 run.one_minus_corr[k].into(),
             ]);
         }
-        let line_x = vec![0.0, p.target_norm];
+        let line_x = vec![0.0, *p.target_norm];
         let line_y: Vec<f64> = line_x
             .iter()
             .map(|x| fit.intercept + fit.slope * x)
             .collect();
         let mut full = LinePanel::new(
-            format!("{label}: NGD to ‖W‖ = {}", p.target_norm),
+            format!("{label}: NGD to ‖W‖ = {}", *p.target_norm),
             "‖W‖",
             "ln(L − L*)",
         )
@@ -460,7 +434,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .color(1),
         )
-        .hline(RefLine::new(c.naive_break_rel_error, "break threshold").style(LineStyle::Dotted))
+        .hline(RefLine::new(*c.naive_break_rel_error, "break threshold").style(LineStyle::Dotted))
         .legend(LegendPosition::LowerRight);
         if let Some(k) = broken {
             let mark = RefLine::new(run.norm[k], format!("breaks at g = {:.1}", run.gap[k]))
@@ -482,7 +456,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// Per data model NGD until ‖W‖ ≥ target_norm: each step has length η, so at least
 /// target_norm/η steps, with a probe per step.
 fn cost(p: &Params, _: &RunContext) -> Cost {
-    let steps = p.target_norm / p.eta;
+    let steps = *p.target_norm / *p.eta;
     Cost::new()
         .work(
             "target_norm, eta",

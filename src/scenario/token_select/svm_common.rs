@@ -18,48 +18,26 @@ use crate::scenario::{Check, Report};
 use crate::stats;
 
 use super::common::DataName;
+use super::params::NonNegative;
 
 /// Acceptance thresholds of a max-margin certificate (spec 003 §3.3).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KktChecks {
     /// max_k (1 − ⟨w, f_k⟩)⁺: §3.3 asks min_k ⟨w, f_k⟩ ≥ 1 − 1e−8.
-    pub max_primal_infeasibility: f64,
+    pub max_primal_infeasibility: NonNegative,
     /// max_k (−α_k)⁺: §3.3 asks min α ≥ −1e−12.
-    pub max_dual_infeasibility: f64,
+    pub max_dual_infeasibility: NonNegative,
     /// max_k |α_k (⟨w, f_k⟩ − 1)|: §3.3 asks ≤ 1e−8.
-    pub max_complementary_slackness: f64,
+    pub max_complementary_slackness: NonNegative,
     /// ‖w − Σ_k α_k f_k‖/‖w‖ (KKT stationarity, §3.2 W = Σ α_k D_k); same scale as the gap.
     /// Checked on unpolished interior-point answers only (a polished w is Σ α_k f_k).
-    pub max_stationarity: f64,
+    pub max_stationarity: NonNegative,
     /// |‖w‖² − 1ᵀα|/‖w‖² (strong duality, §3.2): §3.3 asks ≤ 1e−8.
-    pub max_duality_gap: f64,
+    pub max_duality_gap: NonNegative,
     /// ‖w − w_indep‖/‖w_indep‖ for the dual and primal answers against Hildreth's solution:
     /// §3.3 asks agreement to 1e−6 relative.
-    pub max_independent_difference: f64,
-}
-
-impl KktChecks {
-    /// Every threshold must be ≥ 0 and finite; returns the offending key (under `prefix`).
-    pub fn invalid_key(&self, prefix: &str) -> Option<String> {
-        [
-            ("max_primal_infeasibility", self.max_primal_infeasibility),
-            ("max_dual_infeasibility", self.max_dual_infeasibility),
-            (
-                "max_complementary_slackness",
-                self.max_complementary_slackness,
-            ),
-            ("max_stationarity", self.max_stationarity),
-            ("max_duality_gap", self.max_duality_gap),
-            (
-                "max_independent_difference",
-                self.max_independent_difference,
-            ),
-        ]
-        .into_iter()
-        .find(|(_, v)| !(v.is_finite() && *v >= 0.0))
-        .map(|(k, _)| format!("{prefix}.{k}"))
-    }
+    pub max_independent_difference: NonNegative,
 }
 
 /// One max-margin program solved both ways, and independently.
@@ -191,25 +169,25 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
             "primal-infeasibility",
             "primal infeasibility max(1 − margin)⁺",
             |s| s.kkt.primal_infeasibility,
-            c.max_primal_infeasibility,
+            *c.max_primal_infeasibility,
         ),
         (
             "dual-infeasibility",
             "dual infeasibility max(−α)⁺",
             |s| s.kkt.dual_infeasibility,
-            c.max_dual_infeasibility,
+            *c.max_dual_infeasibility,
         ),
         (
             "complementary-slackness",
             "complementary slackness max|α(margin − 1)|",
             |s| s.kkt.complementary_slackness,
-            c.max_complementary_slackness,
+            *c.max_complementary_slackness,
         ),
         (
             "duality-gap",
             "duality gap |‖w‖² − 1ᵀα|/‖w‖²",
             |s| s.kkt.duality_gap,
-            c.max_duality_gap,
+            *c.max_duality_gap,
         ),
     ];
     let answers = solved.iter().flat_map(|(_, sols)| sols.all()).count();
@@ -244,7 +222,7 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
                 "stationarity-unpolished",
                 stationarity,
                 worst,
-                c.max_stationarity,
+                *c.max_stationarity,
             )
             .note(format!("worst over {count} interior-point answers: {at}")),
         );
@@ -266,7 +244,7 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
                 "qp-vs-independent",
                 "‖w_QP − w_Hildreth‖/‖w_Hildreth‖",
                 worst,
-                c.max_independent_difference,
+                *c.max_independent_difference,
             )
             .note(format!(
                 "the dual and primal QP answers against Hildreth's dual coordinate ascent \

@@ -26,11 +26,13 @@ use crate::models::token_select::generators::bad_direction;
 use crate::models::token_select::{FixedRule, FixedStepper};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{instance_arrays, w_svm, DataName, UserFiles};
+use super::fixed_common::ngd;
 use super::joint_common::{checkpoints, log10_from_ln, require_iterations, subscript, thin_log};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -38,16 +40,16 @@ use super::joint_common::{checkpoints, log10_from_ln, require_iterations, subscr
 pub struct Params {
     /// Radii r of the initializations W₀ = r·W_bad (‖W_bad‖ = 1). The small-init checks use
     /// the smallest, the stuck-GD / escaping-NGD checks the largest.
-    pub radii: Vec<f64>,
+    pub radii: NonEmpty<Positive>,
     /// GD step size η.
-    pub gd_eta: f64,
+    pub gd_eta: Positive,
     /// NGD step length η (uncapped: the analysed algorithm).
-    pub ngd_eta: f64,
+    pub ngd_eta: Positive,
     /// Iterations K of every run.
-    pub iterations: usize,
+    pub iterations: AtLeast<1>,
     /// Record every iteration up to this k, then `per_decade` log-spaced ones.
     pub dense_until: usize,
-    pub per_decade: usize,
+    pub per_decade: AtLeast<1>,
     /// The user's tokens (X, y, u, optional z), replacing the bad-init instance.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -62,45 +64,27 @@ pub struct Checks {
     /// Iteration at which the smallest-radius runs are judged (spec 003 §7 bad-init: 1000).
     pub small_k: usize,
     /// Bound on GD's 1 − corr there (§7: 1e−3; prototype 5.2e−6).
-    pub gd_small_misalignment: f64,
+    pub gd_small_misalignment: Positive,
     /// Bound on NGD's 1 − corr there (§7: 1e−6; prototype ≈ 0).
-    pub ngd_small_misalignment: f64,
+    pub ngd_small_misalignment: Positive,
     /// Sample 1 (whose constraint W₀ violates) must reach φ_{1,opt} > ½ by this k (§7: 10).
     pub phi_half_by: usize,
     /// Iteration at which the largest-radius GD run is judged stuck (§7: 1000).
     pub gd_stuck_k: usize,
     /// Lower bound on that run's 1 − corr (§7: 0.5; prototype 0.84).
-    pub gd_stuck_misalignment: f64,
+    pub gd_stuck_misalignment: Positive,
     /// Iteration by which the largest-radius NGD run must have escaped (§7: 500).
     pub ngd_escape_k: usize,
     /// Bound on its 1 − corr there (§7: 1e−2).
-    pub ngd_escape_misalignment: f64,
+    pub ngd_escape_misalignment: Positive,
     /// max |W_mm − (2/3, −1/3, 1/3)e₁ᵀ| of the W-SVM solution (§3.4 closed form).
-    pub w_mm_tol: f64,
+    pub w_mm_tol: Positive,
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if p.radii.is_empty() {
-        return Err(sc.invalid("params.radii", "need at least one radius"));
-    }
-    if let Some(r) = p.radii.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
-        return Err(sc.invalid("params.radii", format!("radii must be positive, got {r}")));
-    }
-    sc.require_positive(&[
-        ("params.gd_eta", p.gd_eta),
-        ("params.ngd_eta", p.ngd_eta),
-        ("checks.gd_small_misalignment", c.gd_small_misalignment),
-        ("checks.ngd_small_misalignment", c.ngd_small_misalignment),
-        ("checks.gd_stuck_misalignment", c.gd_stuck_misalignment),
-        ("checks.ngd_escape_misalignment", c.ngd_escape_misalignment),
-        ("checks.w_mm_tol", c.w_mm_tol),
-    ])?;
-    if p.per_decade == 0 {
-        return Err(sc.invalid("params.per_decade", "must be at least 1"));
-    }
     require_iterations(
         sc,
-        p.iterations,
+        *p.iterations,
         &[
             ("checks.small_k", c.small_k),
             ("checks.phi_half_by", c.phi_half_by),
@@ -108,17 +92,7 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             ("checks.ngd_escape_k", c.ngd_escape_k),
         ],
     )?;
-    let files = UserFiles::new(&p.data_file, &p.init_file);
-    files.validate(DataName::BadInit, 1, sc)?;
-    match files.init_file {
-        Some(_) => {
-            let (_, inst) = files
-                .instance(DataName::BadInit, sc)
-                .map_err(|e| sc.invalid("params.data_file", e.to_string()))?;
-            files.directions(inst.data.d, 1, sc).map(|_| ())
-        }
-        None => Ok(()),
-    }
+    UserFiles::new(&p.data_file, &p.init_file).validate_directions(DataName::BadInit, 1, sc)
 }
 
 /// The two optimizers of Fig. 8.
@@ -131,17 +105,14 @@ enum Optimizer {
 impl Optimizer {
     fn rule(self, p: &Params) -> FixedRule {
         match self {
-            Optimizer::Gd => FixedRule::Gd { eta: p.gd_eta },
-            Optimizer::Ngd => FixedRule::Ngd {
-                eta: p.ngd_eta,
-                cap: f64::INFINITY,
-            },
+            Optimizer::Gd => FixedRule::Gd { eta: *p.gd_eta },
+            Optimizer::Ngd => ngd(*p.ngd_eta),
         }
     }
     fn label(self, p: &Params) -> String {
         match self {
-            Optimizer::Gd => format!("GD η={}", p.gd_eta),
-            Optimizer::Ngd => format!("NGD η={}", p.ngd_eta),
+            Optimizer::Gd => format!("GD η={}", *p.gd_eta),
+            Optimizer::Ngd => format!("NGD η={}", *p.ngd_eta),
         }
     }
 }
@@ -217,16 +188,16 @@ fn run_one(
     let mut run = Run {
         opt,
         radius,
-        misalignment: Vec::with_capacity(p.iterations + 1),
-        phi: vec![Vec::with_capacity(p.iterations + 1); n],
-        log_one_minus_phi: vec![Vec::with_capacity(p.iterations + 1); n],
-        log_excess: Vec::with_capacity(p.iterations + 1),
-        norm: Vec::with_capacity(p.iterations + 1),
-        angle: Vec::with_capacity(p.iterations + 1),
+        misalignment: Vec::with_capacity(*p.iterations + 1),
+        phi: vec![Vec::with_capacity(*p.iterations + 1); n],
+        log_one_minus_phi: vec![Vec::with_capacity(*p.iterations + 1); n],
+        log_excess: Vec::with_capacity(*p.iterations + 1),
+        norm: Vec::with_capacity(*p.iterations + 1),
+        angle: Vec::with_capacity(*p.iterations + 1),
         phi_decreases: 0,
     };
     let mut w = w0;
-    for k in 0..=p.iterations {
+    for k in 0..=*p.iterations {
         let att = model.attention(&w);
         for i in 0..n {
             let l1m = att.log_one_minus_phi_opt[i];
@@ -243,7 +214,7 @@ fn run_one(
         run.norm.push(crate::flow::norm(&w));
         let (a, b) = plane.coords(&mat_vec(&w, &q));
         run.angle.push(b.atan2(a).to_degrees());
-        if k < p.iterations {
+        if k < *p.iterations {
             stepper.step(&mut w);
         }
     }
@@ -297,7 +268,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             closed[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
             let w_mm_err = stats::max(w_mm.iter().zip(&closed).map(|(a, b)| (a - b).abs()));
             rep.check(
-                Check::at_most("w-svm-closed-form", closed_title, w_mm_err, c.w_mm_tol)
+                Check::at_most("w-svm-closed-form", closed_title, w_mm_err, *c.w_mm_tol)
                     .note("spec 003 §3.4 closed form; both constraints active"),
             );
         }
@@ -310,13 +281,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
     let mut runs = Vec::new();
     for opt in [Optimizer::Gd, Optimizer::Ngd] {
-        for &r in &p.radii {
+        for r in p.radii.iter().map(|r| **r) {
             let w0: Vec<f64> = w_bad.iter().map(|x| r * x).collect();
             runs.push(run_one(&model, &plane, &w_mm, w0, opt, r, p)?);
         }
     }
-    let r_small = stats::min(p.radii.iter());
-    let r_large = stats::max(p.radii.iter());
+    let r_small = stats::min(p.radii.iter().map(|r| **r));
+    let r_large = stats::max(p.radii.iter().map(|r| **r));
     let find = |opt: Optimizer, r: f64| {
         runs.iter()
             .find(|x| x.opt == opt && x.radius == r)
@@ -328,8 +299,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         None => rep.check(check),
     };
     for (opt, bound) in [
-        (Optimizer::Gd, c.gd_small_misalignment),
-        (Optimizer::Ngd, c.ngd_small_misalignment),
+        (Optimizer::Gd, *c.gd_small_misalignment),
+        (Optimizer::Ngd, *c.ngd_small_misalignment),
     ] {
         let run = find(opt, r_small);
         check_or_skip(
@@ -373,7 +344,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 c.gd_stuck_k
             ),
             gd_large.misalignment[c.gd_stuck_k],
-            c.gd_stuck_misalignment,
+            *c.gd_stuck_misalignment,
         )
         .note("along R·W_bad, ∇L = O(e^{−R/√2}): GD needs a small-norm init (Lem. 2)"),
         true,
@@ -387,7 +358,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 c.ngd_escape_k
             ),
             ngd_large.misalignment[c.ngd_escape_k],
-            c.ngd_escape_misalignment,
+            *c.ngd_escape_misalignment,
         )
         .note("NGD's step length η does not shrink with ‖∇L‖"),
         true,
@@ -429,7 +400,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.derive(&format!("{key}_norm_at_K"), *run.norm.last().unwrap());
     }
 
-    let ks = checkpoints(p.iterations, p.dense_until, p.per_decade);
+    let ks = checkpoints(*p.iterations, p.dense_until, *p.per_decade);
     rep.series = series_table(&runs, &ks, p);
     rep.figure = Some(figure(
         &runs, &ks, &inst, &plane, &w_mm, &w_bad, user_data, p,
@@ -603,7 +574,7 @@ fn figure(
     let color_of = |run: &Run| {
         p.radii
             .iter()
-            .position(|&r| r == run.radius)
+            .position(|&r| *r == run.radius)
             .expect("radius of a run")
     };
     let phi_panel = |opt: Optimizer, tag: &str| {
@@ -689,7 +660,7 @@ fn figure(
     Figure::new(3)
         .title(format!(
             "Bad stationary initialization W₀ = r·W_bad (Fig. 8): GD η = {}, NGD η = {}",
-            p.gd_eta, p.ngd_eta
+            *p.gd_eta, *p.ngd_eta
         ))
         .panel(tokens)
         .panel(phi_panel(Optimizer::Gd, "b"))
@@ -702,12 +673,12 @@ fn figure(
 /// A GD and an NGD run of `iterations` per radius on the bad-initialization instance (2 × 2).
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let runs = 2.0 * n(p.radii.len());
-    let records = n(p.dense_until) + n(p.per_decade) * n(p.iterations).max(1.0).log10();
+    let records = n(p.dense_until) + n(*p.per_decade) * n(*p.iterations).max(1.0).log10();
     Cost::new()
         .work(
             "iterations, radii",
             "iterations",
-            runs * n(p.iterations),
+            runs * n(*p.iterations),
             100.0,
         )
         .table("dense_until, per_decade", runs * records, 10.0)

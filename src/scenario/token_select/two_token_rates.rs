@@ -23,23 +23,27 @@ use crate::models::token_select::generators::two_token;
 use crate::models::token_select::{FixedRule, FixedStepper, LogTimeGradientFlow};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
+
+use super::fixed_common::ngd;
+use super::params::{Band, Grid};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// NGD step length (the §4.2 table uses 0.1).
-    pub eta_ngd: f64,
+    pub eta_ngd: Positive,
     /// GD step size (the §4.2 table uses 1).
-    pub eta_gd: f64,
+    pub eta_gd: Positive,
     /// Iterations K of GD and NGD.
-    pub steps: usize,
+    pub steps: AtLeast<100>,
     /// Gradient-flow times of the §4.2 table (the matrix flow is integrated to the last).
-    pub gf_times: Vec<f64>,
+    pub gf_times: Grid,
     /// Log-spaced checkpoints per decade of k (plus every k ≤ 100).
-    pub checkpoints_per_decade: usize,
+    pub checkpoints_per_decade: AtLeast<1>,
     /// The start W₀ (array `W0`, 2 × 2; default I, the paper's). The data are the two-token
     /// example's; the file may hold them too (a run's `instance.npz`) but not other data.
     #[serde(default)]
@@ -51,16 +55,17 @@ pub struct Params {
 pub struct Checks {
     /// Relative tolerance against the §4.2 table (entries printed with fewer digits are held
     /// to half a unit of their last printed digit, whichever is larger).
-    pub table_rel_tol: f64,
+    pub table_rel_tol: Positive,
     /// Relative tolerance of the d = 2 runs against the scalar closed forms and recursions.
-    pub recursion_rel_tol: f64,
+    pub recursion_rel_tol: Positive,
     /// |(1 − corr)k²/(p/(2η²)) − 1| for NGD at k = ngd_rate_at (App. A.4: Θ(1/k²)).
-    pub ngd_rate_rel_tol: f64,
-    pub ngd_rate_at: usize,
+    pub ngd_rate_rel_tol: Positive,
+    pub ngd_rate_at: AtLeast<1>,
     /// GD: (1 − corr)·ln²k must stay in this range for k ≥ gd_rate_from (Eq. 3: 1 − Ω(1/log²t)
     /// and the matching upper bound; prototype ≈ 1.55).
-    pub gd_rate_range: [f64; 2],
-    pub gd_rate_from: usize,
+    pub gd_rate_range: Band,
+    /// From k ≥ 2, where ln k > 0.
+    pub gd_rate_from: AtLeast<2>,
 }
 
 const SQRT2: f64 = std::f64::consts::SQRT_2;
@@ -201,45 +206,13 @@ fn table_error(
 }
 
 fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    sc.require_positive(&[
-        ("params.eta_ngd", p.eta_ngd),
-        ("params.eta_gd", p.eta_gd),
-        ("checks.table_rel_tol", c.table_rel_tol),
-        ("checks.recursion_rel_tol", c.recursion_rel_tol),
-        ("checks.ngd_rate_rel_tol", c.ngd_rate_rel_tol),
-    ])?;
-    if p.steps < 100 {
-        return Err(sc.invalid("params.steps", "need at least 100 iterations"));
-    }
-    if p.checkpoints_per_decade == 0 {
-        return Err(sc.invalid("params.checkpoints_per_decade", "must be ≥ 1"));
-    }
-    if p.gf_times.is_empty()
-        || p.gf_times.iter().any(|&t| t <= 0.0)
-        || p.gf_times.windows(2).any(|w| w[1] <= w[0])
-    {
-        return Err(sc.invalid(
-            "params.gf_times",
-            "must be a non-empty increasing list of positive times",
-        ));
-    }
-    if c.ngd_rate_at == 0 || c.ngd_rate_at > p.steps {
-        return Err(sc.invalid(
-            "checks.ngd_rate_at",
-            format!("must be in [1, steps = {}]", p.steps),
-        ));
-    }
-    if c.gd_rate_from < 2 || c.gd_rate_from > p.steps {
-        return Err(sc.invalid(
-            "checks.gd_rate_from",
-            format!("must be in [2, steps = {}] (ln k > 0)", p.steps),
-        ));
-    }
-    if c.gd_rate_range[0] >= c.gd_rate_range[1] {
-        return Err(sc.invalid(
-            "checks.gd_rate_range",
-            "must be [low, high] with low < high",
-        ));
+    for (key, k) in [
+        ("checks.ngd_rate_at", *c.ngd_rate_at),
+        ("checks.gd_rate_from", *c.gd_rate_from),
+    ] {
+        if k > *p.steps {
+            return Err(sc.invalid(key, format!("must be at most steps = {}", *p.steps)));
+        }
     }
     initial_w(p, sc).map(|_| ())
 }
@@ -359,16 +332,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let table_ks: Vec<usize> = [&NGD_TABLE[..], &GD_TABLE[..], &PS_TABLE[..]]
         .iter()
         .flat_map(|t| t.iter().map(|e| e.0 as usize))
-        .chain([c.ngd_rate_at])
+        .chain([*c.ngd_rate_at])
         .collect();
-    let ks = checkpoints(p.steps, p.checkpoints_per_decade, &table_ks);
+    let ks = checkpoints(*p.steps, *p.checkpoints_per_decade, &table_ks);
     let kf: Vec<f64> = ks.iter().map(|&k| k as f64).collect();
-    let ngd_rule = FixedRule::Ngd {
-        eta: p.eta_ngd,
-        cap: f64::INFINITY,
-    };
-    let (ngd, _) = run_rule(&model, ngd_rule, &w0, &ks)?;
-    let (gd, gd_gap) = run_rule(&model, FixedRule::Gd { eta: p.eta_gd }, &w0, &ks)?;
+    let (ngd, _) = run_rule(&model, ngd(*p.eta_ngd), &w0, &ks)?;
+    let (gd, gd_gap) = run_rule(&model, FixedRule::Gd { eta: *p.eta_gd }, &w0, &ks)?;
     let ps_ks: Vec<usize> = ks.iter().copied().filter(|&k| k <= 100).collect();
     let (ps, _) = run_rule(
         &model,
@@ -380,13 +349,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // scalar closed forms and recursions
     let ngd_exact: Vec<f64> = kf
         .iter()
-        .map(|&k| start.misalignment(start.c0 + p.eta_ngd * k))
+        .map(|&k| start.misalignment(start.c0 + *p.eta_ngd * k))
         .collect();
     let (mut gd_exact, mut ps_exact) = (Vec::new(), Vec::new());
     let (mut g_gd, mut g_ps, mut k) = (start.g0, start.g0, 0);
     for &target in &ks {
         while k < target {
-            g_gd = gd_gap_step(g_gd, p.eta_gd);
+            g_gd = gd_gap_step(g_gd, *p.eta_gd);
             if k < 100 {
                 g_ps = polyak_gap_step(g_ps);
             }
@@ -425,7 +394,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let gf_at = |values: &[f64], t: f64| gf_t.iter().position(|&x| x == t).map(|j| values[j]);
 
     // 1. the reference table (only defined for the table's step sizes and W₀ = I)
-    let table_steps = p.eta_ngd == 0.1 && p.eta_gd == 1.0 && from_identity;
+    let table_steps = *p.eta_ngd == 0.1 && *p.eta_gd == 1.0 && from_identity;
     let note = "|got − printed|/max(tol·printed, ½ unit of the last printed digit)";
     if !from_identity {
         rep.skip(
@@ -435,7 +404,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     }
     if table_steps {
-        let tol = c.table_rel_tol;
+        let tol = *c.table_rel_tol;
         for (id, name, (err, compared), table) in [
             (
                 "table-4-2.ngd",
@@ -503,21 +472,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 &format!("rel-error.{name}"),
                 &format!("{name}: max rel. error"),
                 err,
-                c.recursion_rel_tol,
+                *c.recursion_rel_tol,
             )
             .note(format!("1 − corr (gap for GF) at {what}")),
         );
     }
     // 3. rates
     let ngd_scaled =
-        at(&ks, &ngd, c.ngd_rate_at as f64).unwrap_or(f64::NAN) * (c.ngd_rate_at as f64).powi(2);
-    let ngd_limit = start.p / (2.0 * p.eta_ngd * p.eta_ngd);
+        at(&ks, &ngd, *c.ngd_rate_at as f64).unwrap_or(f64::NAN) * (*c.ngd_rate_at as f64).powi(2);
+    let ngd_limit = start.p / (2.0 * *p.eta_ngd * *p.eta_ngd);
     rep.check(
         Check::at_most(
-            &format!("ngd-corr-k2-2eta2.{}", c.ngd_rate_at),
-            &format!("NGD |(1 − corr)k²/(p/2η²) − 1| at k = {}", c.ngd_rate_at),
+            &format!("ngd-corr-k2-2eta2.{}", *c.ngd_rate_at),
+            &format!("NGD |(1 − corr)k²/(p/2η²) − 1| at k = {}", *c.ngd_rate_at),
             (ngd_scaled / ngd_limit - 1.0).abs(),
-            c.ngd_rate_rel_tol,
+            *c.ngd_rate_rel_tol,
         )
         .note(format!(
             "(1 − corr)k² = {ngd_scaled:.4} vs p/(2η²) = {ngd_limit} (App. A.4: Θ(1/k²))"
@@ -531,11 +500,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let tail: Vec<f64> = ks
         .iter()
         .zip(&gd_scaled)
-        .filter(|(&k, _)| k >= c.gd_rate_from)
+        .filter(|(&k, _)| k >= *c.gd_rate_from)
         .map(|(_, &v)| v)
         .collect();
     let (lo, hi) = stats::range(&tail);
-    let gd_note = format!("k ∈ [{}, {}] (Eq. 3: Θ(1/log²k))", c.gd_rate_from, p.steps);
+    let gd_note = format!(
+        "k ∈ [{}, {}] (Eq. 3: Θ(1/log²k))",
+        *c.gd_rate_from, *p.steps
+    );
     if from_identity {
         rep.check(
             Check::at_least(
@@ -604,12 +576,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let gf_asymptote = |t: f64| {
         start.misalignment(start.c_of_gap((start.g0.exp() + 2.0 * t / std::f64::consts::E).ln()))
     };
-    let gd_rate: Vec<f64> = kf.iter().map(|&k| gf_asymptote(p.eta_gd * k)).collect();
-    let gf_k: Vec<f64> = gf_t.iter().map(|t| t / p.eta_gd).collect();
+    let gd_rate: Vec<f64> = kf.iter().map(|&k| gf_asymptote(*p.eta_gd * k)).collect();
+    let gf_k: Vec<f64> = gf_t.iter().map(|t| t / *p.eta_gd).collect();
     let rates = LinePanel::new("alignment error", "iteration k (GF: t/η_{GD})", "1 − corr")
         .log_x()
         .log_y()
-        .series(Series::numerics(format!("GD η = {}", p.eta_gd), kf.clone(), gd.clone()).color(0))
+        .series(Series::numerics(format!("GD η = {}", *p.eta_gd), kf.clone(), gd.clone()).color(0))
         .series(Series::new("GF (ODE)", gf_k, gf_corr.clone(), LineStyle::Markers).color(3))
         .series(
             Series::theory(
@@ -620,7 +592,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .color(0),
         )
         .series(
-            Series::numerics(format!("NGD η = {}", p.eta_ngd), kf.clone(), ngd.clone()).color(1),
+            Series::numerics(format!("NGD η = {}", *p.eta_ngd), kf.clone(), ngd.clone()).color(1),
         )
         .series(Series::theory("p/(2η²k²)", kf.clone(), ngd_rate).color(1))
         .legend(LegendPosition::UpperRight);
@@ -669,9 +641,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// GD and NGD for `steps` iterations on the two-token instance (2 × 2) and the matrix flow to
 /// the last table time.
 fn cost(p: &Params, ctx: &RunContext) -> Cost {
-    let checkpoints = 100.0 + n(p.checkpoints_per_decade) * n(p.steps).max(1.0).log10();
+    let checkpoints = 100.0 + n(*p.checkpoints_per_decade) * n(*p.steps).max(1.0).log10();
     Cost::new()
-        .work("steps", "GD and NGD iterations", 2.0 * n(p.steps), 100.0)
+        .work("steps", "GD and NGD iterations", 2.0 * n(*p.steps), 100.0)
         .ode("gf_times", 1.0, 4.0, 50.0, ctx.ode.method)
         .table("checkpoints_per_decade", 2.0 * checkpoints, 10.0)
 }

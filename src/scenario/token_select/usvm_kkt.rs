@@ -22,6 +22,7 @@ use crate::instance::{run_instance, Arrays, InstanceFile};
 use crate::models::token_select::GaussianJoint;
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::AtLeast;
 use crate::scenario::registry::Kind;
 use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -38,11 +39,11 @@ pub struct Params {
     /// The data model DM (spec 003 §1.3): n, t, d, sigma_opt, sigma, opt_position.
     pub model: GaussianJoint,
     /// Independent draws of DM; draw 0 is the `dm` instance every seed-003 scenario uses.
-    pub trials: usize,
+    pub trials: AtLeast<1>,
     /// The primal QP has d variables; it is solved as a cross-check up to this many.
-    pub primal_max_dim: usize,
+    pub primal_max_dim: AtLeast<1>,
     /// Sweep budget of the independent solution (Hildreth's dual coordinate ascent).
-    pub independent_sweeps: usize,
+    pub independent_sweeps: AtLeast<1>,
     /// The user's problem (X, y, u, optional z and opt), replacing the DM draws.
     #[serde(default)]
     pub data_file: Option<PathBuf>,
@@ -55,25 +56,7 @@ pub struct Checks {
     pub kkt: KktChecks,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if let Some(key) = c.kkt.invalid_key("checks.kkt") {
-        return Err(sc.invalid(&key, "must be a finite number ≥ 0"));
-    }
-    if p.trials == 0 {
-        return Err(sc.invalid("params.trials", "need at least one draw"));
-    }
-    if p.primal_max_dim == 0 {
-        return Err(sc.invalid(
-            "params.primal_max_dim",
-            "must be ≥ 1 (the primal QP is the cross-check of the dual)",
-        ));
-    }
-    if p.independent_sweeps == 0 {
-        return Err(sc.invalid(
-            "params.independent_sweeps",
-            "must be ≥ 1 (the independent solution the QP answers are compared with)",
-        ));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     // the generator's own validation, on a throwaway stream
     p.model
         .generate(&mut rand_chacha::ChaCha20Rng::seed_from_u64(0))
@@ -134,7 +117,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             };
             vec![problem(inst, "data_file")?]
         }
-        None => (0..p.trials)
+        None => (0..*p.trials)
             .map(|j| draw(p, j, ctx))
             .collect::<Result<Vec<_>, _>>()?,
     };
@@ -143,7 +126,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .iter()
         .enumerate()
         .map(|(j, dr)| {
-            solve_both(&dr.cons, p.primal_max_dim, p.independent_sweeps)
+            solve_both(&dr.cons, *p.primal_max_dim, *p.independent_sweeps)
                 .map_err(|e| RunError::Other(format!("u-SVM of DM draw {j}: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -268,7 +251,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let m = &p.model;
     let (tokens, d) = (n(m.n * m.t), n(m.d));
-    let primal = if m.d <= p.primal_max_dim {
+    let primal = if m.d <= *p.primal_max_dim {
         30.0 * d * n(m.n).powi(2)
     } else {
         0.0
@@ -282,7 +265,7 @@ fn cost(p: &Params, _: &RunContext) -> Cost {
         .work(
             "trials, model.d",
             "draws, duals and primals",
-            n(p.trials),
+            n(*p.trials),
             10.0 * tokens * tokens * d + primal,
         )
 }

@@ -16,11 +16,13 @@ use crate::flow::{Method, OdeConfig};
 use crate::instance::{Array, Arrays};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::AtLeast;
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{build_instance, DataName, BUILT_IN_W};
+use super::params::NonNegative;
 use super::svm_common::{
     certificate_checks, complementarity_panel, data_label, solution_summary, solve_both,
     BothSolutions, KktChecks,
@@ -38,9 +40,9 @@ pub struct Params {
     #[serde(default)]
     pub data_file: Option<PathBuf>,
     /// The primal QP has d² variables; it is solved as a cross-check up to this many.
-    pub primal_max_dim: usize,
+    pub primal_max_dim: AtLeast<1>,
     /// Sweep budget of the independent solution (Hildreth's dual coordinate ascent).
-    pub independent_sweeps: usize,
+    pub independent_sweeps: AtLeast<1>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,7 +50,7 @@ pub struct Params {
 pub struct Checks {
     /// max |W − W_closed-form| entrywise for the §3.4 instances (two-token D/2, bad-init
     /// (2/3, −1/3, 1/3)e₁ᵀ, mutually orthogonal D_k: Σ D_k/‖D_k‖²); spec asks 1e−10.
-    pub closed_form_tol: f64,
+    pub closed_form_tol: NonNegative,
     /// The §3.3 certificate thresholds.
     pub kkt: KktChecks,
 }
@@ -67,25 +69,7 @@ struct Problem {
     instance: Option<Arrays>,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    if let Some(key) = c.kkt.invalid_key("checks.kkt") {
-        return Err(sc.invalid(&key, "must be a finite number ≥ 0"));
-    }
-    if !(c.closed_form_tol.is_finite() && c.closed_form_tol >= 0.0) {
-        return Err(sc.invalid("checks.closed_form_tol", "must be a finite number ≥ 0"));
-    }
-    if p.primal_max_dim == 0 {
-        return Err(sc.invalid(
-            "params.primal_max_dim",
-            "must be ≥ 1 (the primal QP is the cross-check of the dual)",
-        ));
-    }
-    if p.independent_sweeps == 0 {
-        return Err(sc.invalid(
-            "params.independent_sweeps",
-            "must be ≥ 1 (the independent solution the QP answers are compared with)",
-        ));
-    }
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
     match &p.data_file {
         // bad or infeasible user data is bad input: refuse it before anything is written
         Some(path) => load_problem(&sc.input_path("data_file", path)).map(|_| ()),
@@ -353,7 +337,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let solved = problems
         .iter()
         .map(|pr| {
-            solve_both(&pr.cons, p.primal_max_dim, p.independent_sweeps)
+            solve_both(&pr.cons, *p.primal_max_dim, *p.independent_sweeps)
                 .map_err(|e| RunError::Other(format!("{}: W-SVM: {e}", pr.label)))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -371,7 +355,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     &format!("closed-form.{}", pr.label),
                     &format!("{}: max |W − W_closed-form|", pr.label),
                     err,
-                    c.closed_form_tol,
+                    *c.closed_form_tol,
                 )
                 .note(format!("{formula} (§3.4), worst of dual and primal")),
             );
@@ -418,7 +402,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// n(T − 1) ≤ 32 constraints (sparse interior point: ~30 iterations of O(m·32²)).
 fn cost(p: &Params, _: &RunContext) -> Cost {
     let problems = n(p.data.len()).max(1.0);
-    let m = n(p.primal_max_dim).min(BUILT_IN_W);
+    let m = n(*p.primal_max_dim).min(BUILT_IN_W);
     Cost::new()
         .work("data", "W-SVM duals", problems, 10.0 * 32.0 * 32.0 * 64.0)
         .work(

@@ -61,7 +61,7 @@ const BAD: [(&str, &str, &str, &str); 12] = [
         "stage-times",
         "log10_alpha=0",
         "params.log10_alpha",
-        "must be < 0 (α in (0, 1)), got 0",
+        "must be negative, got 0",
     ),
     (
         "fig10-perturb-plateau",

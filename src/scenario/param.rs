@@ -8,7 +8,6 @@
 //! `nan` and `inf` anywhere in a file or override.
 
 use std::fmt;
-use std::ops::Deref;
 
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +83,8 @@ impl TryFrom<Vec<f64>> for Nonzeros {
 
 /// The plain value, dereference, and a `Debug` that prints only the value (as notes quote
 /// parameters with `{:?}`), for each wrapper.
+/// The plain value (`From`), dereference and `Debug` of wrappers `$ty` of `$inner` (also
+/// used by the folders' own list types).
 macro_rules! plain {
     ($([$($gen:tt)*] $ty:ty => $inner:ty),* $(,)?) => {$(
         impl<$($gen)*> From<$ty> for $inner {
@@ -91,19 +92,20 @@ macro_rules! plain {
                 v.0
             }
         }
-        impl<$($gen)*> Deref for $ty {
+        impl<$($gen)*> ::std::ops::Deref for $ty {
             type Target = $inner;
             fn deref(&self) -> &$inner {
                 &self.0
             }
         }
-        impl<$($gen)*> fmt::Debug for $ty where $inner: fmt::Debug {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl<$($gen)*> ::std::fmt::Debug for $ty where $inner: ::std::fmt::Debug {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 self.0.fmt(f)
             }
         }
     )*};
 }
+pub(crate) use plain;
 
 plain! {
     [] PositiveRange => [f64; 2],
@@ -174,6 +176,12 @@ bounded! {
     NonNegative: |v| v >= 0.0, "be ≥ 0";
     /// A nonzero number (an initial coordinate or shift where 0 is a degenerate start).
     Nonzero: |v| v != 0.0, "be nonzero";
+    /// A number < 0 (a log₁₀ of a scale below 1, such as log₁₀ α).
+    Negative: |v| v < 0.0, "be negative";
+    /// A number in [0, 1) (an exponent that may vanish but must stay below 1).
+    HalfOpenUnit: |v| (0.0..1.0).contains(&v), "lie in [0, 1)";
+    /// A number in (0, ½) (a margin of a plateau on either side of its centre).
+    OpenHalf: |v| v > 0.0 && v < 0.5, "lie in (0, 0.5)";
 }
 
 /// A window [low, high] with 0 < low < high (of loss levels, of fit ratios).

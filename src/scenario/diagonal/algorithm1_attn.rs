@@ -2,7 +2,7 @@
 //! stagewise dynamics as α → 0 with its per-stage diagnostics (§3.5), the stage table, and the
 //! theory curves loss_th(τ), b_th(τ) and the rank staircase (§3.4, §7).
 
-use super::params::AboveOne;
+use crate::scenario::param::AboveOne;
 use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 

@@ -5,12 +5,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::common::{Instance, InstanceName, UserFiles};
-use super::params::Unit;
 use crate::flow::{Method, OdeConfig};
 use crate::instance::diagonal::DiagonalData;
 use crate::models::diagonal::{
     algorithm1, time_until_active, Algorithm1Options, Flag, Schedule, Termination,
 };
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
@@ -25,7 +25,7 @@ pub struct Algorithm1Params {
     /// A4.3(ii) tie tolerance: a runner-up with Δ − Δ* ≤ tol_tie·max(1, Δ*) is a tie.
     pub tol_tie: Positive,
     /// STAGE_B initial sizes ε (eq. 13); the limit must not depend on them.
-    pub eps_list: NonEmpty<Unit>,
+    pub eps_list: NonEmpty<Open01>,
     /// STAGE_B condition (b): the reduced flow stops at max|G_A| ≤ this × max|G(0)|.
     pub stationarity_rel: Positive,
     /// STAGE_B polish: Newton stops at ‖G_F‖ ≤ this × max|G(0)|.
@@ -35,11 +35,11 @@ pub struct Algorithm1Params {
 impl Default for Algorithm1Params {
     fn default() -> Self {
         let opts = Algorithm1Options::default();
-        let eps: Result<Vec<Unit>, _> = opts
+        let eps: Result<Vec<Open01>, _> = opts
             .stage_b
             .eps_list
             .into_iter()
-            .map(Unit::try_from)
+            .map(Open01::try_from)
             .collect();
         let spec = "the spec §3.2 defaults are in range";
         Algorithm1Params {

@@ -3,7 +3,7 @@
 //! increase, and the log layout ζ = ln w with the conserved ln c reconstructs the same (u, v)
 //! through eq. (7). Raw layout only at α ∈ {1e−1, 1e−2}, where f64 resolves c = α² c̄ (§8.2).
 
-use super::params::Unit;
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +28,7 @@ pub struct Params {
     /// Instances to run (spec §7: mini and R2).
     pub instances: NonEmpty<InstanceName>,
     /// Initialization scales α (θ(0) = α θ_0); raw f64 is trustworthy for α ≳ 1e−6 only.
-    pub alphas: NonEmpty<Unit>,
+    pub alphas: NonEmpty<Open01>,
     /// Horizon t_end = horizon · T_K Λ with T_K the last finite Algorithm-1 stage time (§4 eq. 6/7
     /// row: 1.2).
     pub horizon: Positive,

@@ -13,7 +13,7 @@
 //! (A4.3(ii) fails) and the corollary cannot hold at stage 1. The scenario measures that tie on
 //! the two-head model with the same data and runs the theorem on H = 1 per layer.
 
-use super::params::AboveOne;
+use crate::scenario::param::AboveOne;
 use crate::scenario::param::{AtLeast, Positive};
 use std::f64::consts::LN_10;
 

@@ -8,7 +8,7 @@
 //! e_k(τ) = min(m_k(τ), λ_act·(τ − T_k)) is the predicted exponent: m_k the neglect exponent of
 //! the coordinates still growing, λ_act the slowest stage-B relaxation rate (§3.4).
 
-use super::params::{AboveOne, Margin};
+use crate::scenario::param::{AboveOne, OpenHalf};
 use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
@@ -86,7 +86,7 @@ pub struct Params {
     /// Horizon as a multiple of the last finite stage time T_last (spec §5.1: 1.2).
     pub horizon: AboveOne,
     /// Plateau interiors: [T_k + δ_k, T_{k+1} − δ_k], δ_k = margin·(T_{k+1} − T_k).
-    pub plateau_margin: Margin,
+    pub plateau_margin: OpenHalf,
     /// The error bound is checked for the α ≤ this value (spec §7: 1e−16).
     pub check_below: f64,
     /// Where the relaxation term λ_act (τ − τ_0) of e_k starts: at the measured transition

@@ -5,7 +5,7 @@
 //! logistic loss ‖β(t)‖ keeps growing by a non-vanishing amount per decade of t (≈ log t, no
 //! finite limit), while under the square loss on the same data the flow converges.
 
-use super::params::Unit;
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, Positive};
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -31,7 +31,7 @@ pub struct Params {
     pub teacher: Vec<f64>,
     /// θ(0) = (α·1, 0): β(0) = 0 and u² − v² = α² (conserved, Lemma 4.2), so every β_i can take
     /// either sign (a balanced u = v would keep β ≥ 0).
-    pub alpha: Unit,
+    pub alpha: Open01,
     /// The flow runs to t = 10^decades; ‖β‖ is recorded at every power of ten.
     pub decades: u32,
     /// The growth is checked over the last this many decades.

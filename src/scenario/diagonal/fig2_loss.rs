@@ -6,7 +6,7 @@
 //! A sweep over α: each run integrates one α and writes its loss beside loss_th(τ) and its
 //! plateau errors; the reduction checks the decrease and the smallest α and draws Fig. 2(a).
 
-use super::params::{AboveOne, Margin, Unit};
+use crate::scenario::param::{AboveOne, Open01, OpenHalf};
 use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
@@ -36,7 +36,7 @@ pub struct Params {
     /// The toy task (spec §5.1): mini, small (default) or paper (heavy).
     pub instance: InstanceName,
     /// The initialization scale of this run (the sweep's grid `alpha`).
-    pub alpha: Unit,
+    pub alpha: Open01,
     /// The α drawn in panel (a) of the sweep's figure (a subset of the grid, at most 7);
     /// empty = all.
     #[serde(default)]
@@ -46,7 +46,7 @@ pub struct Params {
     /// Horizon as a multiple of the last finite stage time T_last (spec §5.1: 1.2).
     pub horizon: AboveOne,
     /// Plateau interiors: [T_k + δ_k, T_{k+1} − δ_k], δ_k = margin·(T_{k+1} − T_k).
-    pub plateau_margin: Margin,
+    pub plateau_margin: OpenHalf,
     /// The sup error must decrease over the α ≤ this value whose transitions lie outside the
     /// interiors (spec §7: 1e−4).
     pub decrease_below: Positive,

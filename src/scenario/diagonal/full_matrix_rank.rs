@@ -25,7 +25,7 @@
 //! Emergence: t_j is the first time σ_j(Δ) reaches τ = fraction·min_j σ*_j (root-finding events),
 //! i.e. the numerical rank of Δ at level τ steps from j − 1 to j.
 
-use super::params::Unit;
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
@@ -70,7 +70,7 @@ pub struct Params {
     /// Number of log-spaced output times.
     pub outputs: AtLeast<2>,
     /// Mode j has emerged once σ_j(Δ) ≥ fraction·σ*_j.
-    pub emergence_fraction: Unit,
+    pub emergence_fraction: Open01,
     /// Singular values of Δ recorded per sample.
     pub top: AtLeast<1>,
     /// Power iterations for λ_max(∇²L(θ(T))) (the stiffness report).

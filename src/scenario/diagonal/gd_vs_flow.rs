@@ -10,7 +10,7 @@
 //! w̃ = ũ − ṽ of the oriented pairs, one GD step u ← u + ηv⊙g, v ← v + ηu⊙g is exactly
 //! w ← w(1 + ηg), w̃ ← w̃(1 − ηg), i.e. ln w += ln(1 + ηg), ln w̃ += ln(1 − ηg).
 
-use super::params::{AboveOne, Unit};
+use crate::scenario::param::{AboveOne, Open01};
 use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
@@ -34,7 +34,7 @@ pub struct Params {
     /// The instance (spec §7: mini).
     pub instance: InstanceName,
     /// Initialization scale (spec §7: 1e−16).
-    pub alpha: Unit,
+    pub alpha: Open01,
     /// Step sizes η = η_max/d for each d (spec §8.6: 4 and 16); the checks compare every pair
     /// (d, 4d) in the list.
     pub eta_divisors: Vec<f64>,

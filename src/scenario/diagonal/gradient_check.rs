@@ -5,7 +5,7 @@
 //! (w_K, w_Q) → (λ w_K, w_Q/λ), (w_V, w_O) → (μ w_V, w_O/μ), computed by an independent forward
 //! pass from the four weight vectors.
 
-use super::params::NonNegative;
+use crate::scenario::param::NonNegative;
 use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 

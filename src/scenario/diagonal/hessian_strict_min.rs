@@ -7,7 +7,7 @@
 //! (u, v) network by the chain rule, the identity ∇²F_k = D H_SS D (D = diag(2 s_i u_i), §2.5),
 //! c_k = ½λ_min(∇²F_k), and the inequality sampled on random and extremal directions.
 
-use super::params::Unit;
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -38,7 +38,7 @@ pub struct Params {
     /// ±(eigenvector of λ_min(∇²F_k)), where the bound is tight, are added to them.
     pub directions: AtLeast<1>,
     /// Radii of the sampled ũ, relative to ‖u^k‖ (spec §4: {1e−3, 1e−2}).
-    pub radii: NonEmpty<Unit>,
+    pub radii: NonEmpty<Open01>,
     #[serde(default)]
     pub algorithm1: Algorithm1Params,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of the
@@ -376,7 +376,7 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
 
 /// Row of two panels: eigenvalues of H_SS per stage (bars, log y), and c_k with the sampled
 /// growth and the bound ½c_k.
-fn figure_row(fig: Figure, label: &str, results: &[StageResult], radii: &[Unit]) -> Figure {
+fn figure_row(fig: Figure, label: &str, results: &[StageResult], radii: &[Open01]) -> Figure {
     let categories: Vec<String> = results.iter().map(|r| r.k.to_string()).collect();
     let width = results
         .iter()

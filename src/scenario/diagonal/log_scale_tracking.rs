@@ -11,7 +11,7 @@
 //! plateau-0 constant over α, consecutive ratios of Λ·e(α), the sign violations summed) and
 //! draws the panels of every (instance, α).
 
-use super::params::{AboveOne, Margin, NegativeLog, Unit};
+use crate::scenario::param::{AboveOne, Negative, Open01, OpenHalf};
 use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
@@ -36,13 +36,13 @@ pub struct Params {
     /// The instance of this run (a sweep gives `sweep.grid.instance`).
     pub instance: InstanceName,
     /// α of this run as log10 α (a sweep gives `sweep.grid.log10_alpha`, strictly decreasing).
-    pub log10_alpha: NegativeLog,
+    pub log10_alpha: Negative,
     /// Plateau interiors are [T_k + δΔ_k, T_{k+1} − δΔ_k] with δ = this (spec §4: 0.05).
-    pub interior_fraction: Margin,
+    pub interior_fraction: OpenHalf,
     /// How far past T_K the last plateau is followed (its Δ for the interior), in τ.
     pub final_stage_span: Positive,
     /// The plateau-0 constant is checked for τ ≤ this · T_1 (spec §4 eq. 8 row: 0.8).
-    pub linear_fraction: Unit,
+    pub linear_fraction: Open01,
     /// Output samples per run; the sup is taken over them.
     pub samples: AtLeast<10>,
     /// The user's data (Σ, β* or the attention arrays, README "Your own data") instead of

@@ -23,7 +23,6 @@ mod lipschitz;
 mod log_scale_tracking;
 mod noise_robustness;
 mod nondegeneracy;
-mod params;
 mod perturb_common;
 mod perturb_plateau;
 mod perturb_stage_start;

@@ -5,7 +5,7 @@
 //! at that α whose transitions must come in the predicted order. R2-degenerate is the control
 //! that violates (iii) and must be flagged (spec §3.3, §6 #21).
 
-use super::params::{AboveOne, Unit};
+use crate::scenario::param::{AboveOne, Open01};
 use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
@@ -38,10 +38,10 @@ pub struct Params {
     pub init_redraw_margin: Positive,
     /// The order check runs at α = min(α_sep, this), α_sep = the smallest separation α of the
     /// instance's stages.
-    pub max_order_alpha: Unit,
+    pub max_order_alpha: Open01,
     /// If set, the order check runs at this α instead (e.g. 1e−2, far above α_sep).
     #[serde(default)]
-    pub order_alpha: Option<Unit>,
+    pub order_alpha: Option<Open01>,
     /// The log-layout run covers τ ∈ [0, horizon_factor·T_last] (spec §5.1: 1.2).
     pub horizon_factor: AboveOne,
     /// Output samples of that run.

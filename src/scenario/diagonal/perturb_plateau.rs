@@ -4,8 +4,8 @@
 //! Compared in β space: the noise changes the conserved c_i of the active pairs, so (u, v)
 //! settle O(σ) away while β returns (spec §6 #16).
 
-use super::params::{Margin, Unit};
 use crate::scenario::param::{AtLeast, Fraction, Positive};
+use crate::scenario::param::{Open01, OpenHalf};
 use std::path::PathBuf;
 
 use rand::Rng;
@@ -40,7 +40,7 @@ pub struct Params {
     /// The toy task (spec §5.1).
     pub instance: InstanceName,
     /// Initialization scale of the perturbed run (the paper: 1e−32).
-    pub alpha: Unit,
+    pub alpha: Open01,
     /// Number of perturbation times (the paper: 5).
     pub perturbations: AtLeast<1>,
     pub draw: Draw,
@@ -49,7 +49,7 @@ pub struct Params {
     /// Raw weights with |·| above this are perturbed (the paper: 1e−5, spec §6 #14).
     pub threshold: Positive,
     /// Distance of the checked times from a transition, as a fraction of the plateau length.
-    pub plateau_margin: Margin,
+    pub plateau_margin: OpenHalf,
     /// Horizon t_h = min(rates/λ_min^act, fraction·ΔT_k·Λ) (spec §5.2: 20 and 0.45).
     pub horizon_rates: Positive,
     pub horizon_fraction: Fraction,

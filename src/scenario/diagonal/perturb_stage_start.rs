@@ -4,7 +4,7 @@
 //! non-negligible weight, continue to the best-separated time τ*_{k+1} of the stage being
 //! entered, and compare β with the plateau point β^{k+1} of Algorithm 1.
 
-use super::params::{AboveOne, Unit};
+use crate::scenario::param::{AboveOne, Open01};
 use crate::scenario::param::{AtLeast, Positive};
 use std::path::PathBuf;
 
@@ -31,11 +31,11 @@ pub struct Params {
     /// The toy task (spec §5.1).
     pub instance: InstanceName,
     /// Initialization scale (the paper: 1e−32).
-    pub alpha: Unit,
+    pub alpha: Open01,
     /// Noise standard deviation (the paper: 1e−2).
     pub sigma: Positive,
     /// Non-negligibility threshold on the raw weights (the paper: 1e−5, spec §6 #14).
-    pub threshold: Unit,
+    pub threshold: Open01,
     /// Horizon of the run as a multiple of T_last (τ*_K of the last stage is sought on
     /// [T_K, horizon·T_last]; spec §5.1: 1.2).
     pub horizon: AboveOne,

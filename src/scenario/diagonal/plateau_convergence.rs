@@ -10,7 +10,7 @@
 //! err_k ≤ 1e−3 when it is the reference α); the reduction states the laws across α (strict
 //! decrease to the floor, fitted exponents) and draws the figure from the runs' tables.
 
-use super::params::NegativeLog;
+use crate::scenario::param::Negative;
 use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +36,7 @@ use super::sweeps_common::{
 pub struct Params {
     pub instance: InstanceName,
     /// log10 α of this run (the sweep sets it from `sweep.grid.log10_alpha`, A_conv).
-    pub log10_alpha: NegativeLog,
+    pub log10_alpha: Negative,
     /// How far past T_K the last (infinite) plateau is followed, in τ.
     pub final_stage_span: Positive,
     /// Output samples of each run (for the trajectories in `trajectories.csv`).

@@ -4,8 +4,8 @@
 //! entries of β above the α-adaptive threshold thr_k = α^{m_k(τ†_k)/2} are exactly S_k; the
 //! paper-style fixed threshold 1e−5 is reported beside it.
 
-use super::params::{NegativeLog, NonNegative};
 use crate::scenario::param::{AtLeast, Positive};
+use crate::scenario::param::{Negative, NonNegative};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -30,7 +30,7 @@ use super::sweeps_common::{
 pub struct Params {
     pub instance: InstanceName,
     /// log10 α of this run (the sweep sets it from `sweep.grid.log10_alpha`).
-    pub log10_alpha: NegativeLog,
+    pub log10_alpha: Negative,
     /// How far past T_K the last plateau is followed, in τ.
     pub final_stage_span: Positive,
     /// Output samples per run (the step plots).

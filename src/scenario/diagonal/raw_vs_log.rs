@@ -11,8 +11,8 @@
 //! offsets |g|·(t̂_k − T_kΛ) of the small α agree (their spread), collects the raw discrepancy per
 //! α and draws one panel per α.
 
-use super::params::{NegativeLog, NonNegative};
 use crate::scenario::param::{AtLeast, Positive};
+use crate::scenario::param::{Negative, NonNegative};
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -39,7 +39,7 @@ pub struct Params {
     /// R2 by default: its coordinate 2 drops at T_3 and re-enters with the opposite sign.
     pub instance: InstanceName,
     /// log10 α of this run (the sweep's grid: spec §7: 1e−4, 1e−8, 1e−16, 1e−32).
-    pub log10_alpha: NegativeLog,
+    pub log10_alpha: Negative,
     /// Horizon t_end = horizon_factor · T_K Λ + horizon_extra (spec §7: 1.2, 200).
     pub horizon_factor: Positive,
     pub horizon_extra: NonNegative,

@@ -4,7 +4,7 @@
 //! against eq. (7) written out in plain f64 and against the three lemmas; and the raw ↔ log
 //! round trip (orientation, ζ = ln w, ln c and back) on random pairs.
 
-use super::params::Unit;
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, Positive};
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -38,7 +38,7 @@ pub struct Params {
     pub round_trip_pairs: AtLeast<1>,
     pub max_exponent: f64,
     /// The figure's α and c̄.
-    pub plot_alpha: Unit,
+    pub plot_alpha: Open01,
     pub plot_c_bar: Positive,
 }
 

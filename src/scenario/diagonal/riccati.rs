@@ -3,7 +3,7 @@
 //! against its exact Riccati solution, with the half-activation times found by root events
 //! against their closed form; and the balanced reduced flow against the logistic curve (CF2).
 
-use super::params::Unit;
+use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +28,7 @@ use super::basics_common::{alpha_label, logistic_half_offset, positive_or_nan};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Initialization scales α (spec §7: 1e−2, 1e−8, 1e−32).
-    pub alphas: NonEmpty<Unit>,
+    pub alphas: NonEmpty<Open01>,
     /// Horizon in rescaled time τ = t/Λ (R1's last stage time is T_4 = 8).
     pub tau_end: Positive,
     /// Output samples per α.
@@ -36,7 +36,7 @@ pub struct Params {
     /// A4.3(i) margin of the shared direction θ_0.
     pub min_margin: Positive,
     /// CF2: the balanced flow of each nonzero coordinate starts at β = sgn(β*) ε².
-    pub logistic_eps: Unit,
+    pub logistic_eps: Open01,
     /// CF2 horizon (unrescaled time).
     pub logistic_t_end: Positive,
     /// The user's linear network (README "Your own data") instead of R1: Sigma must be the

@@ -3,7 +3,7 @@
 //! coordinate i_0 = argmax|g_i(0)| becomes O(1) at t ≈ T_1 Λ with T_1 = 1/max_i|g_i(0)|.
 //! Log layout (ζ = ln w is exactly linear on the plateau) at α = 1e−32 on the mini head.
 
-use super::params::{AboveOne, Unit};
+use crate::scenario::param::{AboveOne, Open01};
 use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
@@ -27,9 +27,9 @@ pub struct Params {
     /// The instance (spec §7: mini).
     pub instance: InstanceName,
     /// Initialization scale (spec §7: 1e−32).
-    pub alpha: Unit,
+    pub alpha: Open01,
     /// Eq. (8) is checked for t ≤ `linear_fraction` · T_1 Λ (spec §4: 0.8).
-    pub linear_fraction: Unit,
+    pub linear_fraction: Open01,
     /// Output τ grid [0, `tau_end_factor` · T_1] with `samples` points (past the transition).
     pub tau_end_factor: AboveOne,
     pub samples: AtLeast<10>,

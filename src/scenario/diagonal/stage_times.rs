@@ -7,7 +7,7 @@
 //! tolerances. The reduction states the laws across α: t̂_k regresses onto T_k·Λ + a_k (slope T_k
 //! of Algorithm 1), the offsets a_k are Λ-independent over A_conv, and ρ_k → 1 at rate 1/Λ.
 
-use super::params::{AboveOne, NegativeLog};
+use crate::scenario::param::{AboveOne, Negative};
 use crate::scenario::param::{AtLeast, Positive};
 use std::f64::consts::LN_10;
 use std::path::PathBuf;
@@ -37,7 +37,7 @@ pub struct Params {
     pub instance: InstanceName,
     /// This run's α as log10 α (swept with `sweep.grid.log10_alpha`; any value, e.g.
     /// −868.589 for α = e^−2000: the log layout is exact for every α).
-    pub log10_alpha: NegativeLog,
+    pub log10_alpha: Negative,
     /// Integration horizon τ_end = horizon_factor · T_K (covers the offsets a_k/Λ).
     pub horizon_factor: AboveOne,
     /// Implicit solver for the cross-check (exact Jacobian-vector product).

@@ -13,7 +13,7 @@
 //! and equal to STAGE_B's, t̲/Λ → T_(k+1), every transition measured at ≥ min_widths α) and
 //! draws the figure of all α.
 
-use super::params::{AboveOne, NegativeLog, Unit};
+use crate::scenario::param::{AboveOne, Negative, Open01};
 use crate::scenario::param::{AtLeast, Positive};
 use serde::{Deserialize, Serialize};
 
@@ -42,11 +42,11 @@ use super::sweeps_common::{
 pub struct Params {
     pub instance: InstanceName,
     /// α of this run as log10 α (a sweep gives `sweep.grid.log10_alpha`, strictly decreasing).
-    pub log10_alpha: NegativeLog,
+    pub log10_alpha: Negative,
     /// ρ of the race event ũ_{i_k} = ρ (Lemma C.9; spec §4: 1e−2).
-    pub rho: Unit,
+    pub rho: Open01,
     /// Convergence radius: ‖β − β^{k+1}‖_∞ ≤ radius ends the transition (L.C.10; spec: 1e−4).
-    pub radius: Unit,
+    pub radius: Open01,
     /// Integration horizon τ_end = horizon_factor · T_K.
     pub horizon_factor: AboveOne,
     /// Samples of each transition curve in the figure.

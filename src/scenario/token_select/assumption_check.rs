@@ -19,7 +19,8 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{instance_arrays, DataName, UserFiles, FIRST_FREE_STREAM};
-use super::params::{OpenUnit, Sizes};
+use super::params::Sizes;
+use crate::scenario::param::Open01;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,7 +55,7 @@ pub struct Checks {
     /// Cond. 2(iii) [R?] d ≥ C·(nT)²·ln(nT/δ) (Lemma 9's Bernstein bounds make |cos| ≲
     /// √(ln(nT/δ)/d), below Ass. 1's 1/(nT) there): C and δ (the absolute constant was lost).
     pub cond2_d_factor: Positive,
-    pub cond2_delta: OpenUnit,
+    pub cond2_delta: Open01,
 }
 
 fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {

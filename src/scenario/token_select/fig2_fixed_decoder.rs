@@ -21,7 +21,7 @@ use super::common::{optimizer_runs, DataName, Source, UserFiles};
 use super::fixed_common::{
     checkpoint_row, checkpoint_table, fixed_quantities, trace, Init, Probing, Setup,
 };
-use super::params::Negative;
+use crate::scenario::param::Negative;
 
 /// One curve of the figure: a label and its update rule.
 #[derive(Debug, Clone, Serialize, Deserialize)]

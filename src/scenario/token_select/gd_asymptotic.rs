@@ -22,7 +22,7 @@ use super::fixed_common::{
     checkpoint_row, checkpoint_table, fixed_quantities, trace, Init, Probing, Setup,
 };
 use super::fixed_linearization::Linearization;
-use super::params::{NonNegative, OpenUnit};
+use crate::scenario::param::{NonNegative, Open01};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,7 +51,7 @@ pub struct Params {
     pub reference_eta: Positive,
     pub reference_steps: usize,
     /// ‖W‖ − (ln t)/Γ is judged on [t_end·offset_window_fraction, t_end].
-    pub offset_window_fraction: OpenUnit,
+    pub offset_window_fraction: Open01,
     /// The user's tokens (X, y, u, optional z), replacing `data`.
     #[serde(default)]
     pub data_file: Option<PathBuf>,

@@ -39,8 +39,9 @@ use super::common::{
     DATA_STREAM, FIRST_FREE_STREAM,
 };
 use super::fixed_common::ngd;
-use super::params::{Grid, OpenUnit};
+use super::params::Grid;
 use super::svm_common::data_label;
+use crate::scenario::param::Open01;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,7 +65,7 @@ pub struct Params {
     pub steps: AtLeast<1>,
     /// Lemma 2, probabilistic form: the c and δ of σ₀ = c/(B²√(2 ln(2nT/δ))).
     pub lemma2_c: Positive,
-    pub lemma2_delta: OpenUnit,
+    pub lemma2_delta: Open01,
     /// Gaussian draws of W₀ for the probabilistic form.
     pub gaussian_trials: AtLeast<1>,
     /// The user's tokens (X, y, u, optional z), replacing `data` and `opt_positions`.

@@ -38,7 +38,8 @@ use super::joint_common::{checkpoints, require_iterations};
 use super::joint_norm_lower::{replay, Mm, NormLower};
 use super::joint_record::{run_one, JointRun, Reference};
 use super::joint_self_bound::{along_run, c3, SelfBoundPoint};
-use super::params::{HalfOpenUnit, Increasing};
+use super::params::Increasing;
+use crate::scenario::param::HalfOpenUnit;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

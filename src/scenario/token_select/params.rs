@@ -1,74 +1,10 @@
 //! Parameter types of seed 003 beyond [`crate::scenario::param`], checked while they are
-//! deserialized: a threshold that may be 0, a number in (0, 1) or [0, 1), a negative
-//! logarithm, a band [low, high], and strictly increasing lists (of sizes, norms or
+//! deserialized: a band [low, high] and strictly increasing lists (of sizes, norms or
 //! exponents). Each serializes as the plain value and dereferences to it, as the shared types
 //! do.
 
-use std::fmt;
-use std::ops::Deref;
 
 use serde::{Deserialize, Serialize};
-
-/// A number ≥ 0 (a tolerance that may demand exactness).
-#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(try_from = "f64", into = "f64")]
-pub struct NonNegative(f64);
-
-impl TryFrom<f64> for NonNegative {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
-        match v >= 0.0 {
-            true => Ok(NonNegative(v)),
-            false => Err(format!("must be ≥ 0, got {v}")),
-        }
-    }
-}
-
-/// A number in the open interval (0, 1) (a probability that is neither sure nor void, a
-/// fraction of a run that leaves a part on either side).
-#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(try_from = "f64", into = "f64")]
-pub struct OpenUnit(f64);
-
-impl TryFrom<f64> for OpenUnit {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
-        match v > 0.0 && v < 1.0 {
-            true => Ok(OpenUnit(v)),
-            false => Err(format!("must lie in (0, 1), got {v}")),
-        }
-    }
-}
-
-/// A number in [0, 1) (an exponent that may vanish but must stay below 1).
-#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(try_from = "f64", into = "f64")]
-pub struct HalfOpenUnit(f64);
-
-impl TryFrom<f64> for HalfOpenUnit {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
-        match (0.0..1.0).contains(&v) {
-            true => Ok(HalfOpenUnit(v)),
-            false => Err(format!("must lie in [0, 1), got {v}")),
-        }
-    }
-}
-
-/// A number < 0 (a log₁₀ below 1).
-#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(try_from = "f64", into = "f64")]
-pub struct Negative(f64);
-
-impl TryFrom<f64> for Negative {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
-        match v < 0.0 {
-            true => Ok(Negative(v)),
-            false => Err(format!("must be negative, got {v}")),
-        }
-    }
-}
 
 /// A strictly increasing list of at least `N` entries (a trend or an exponent needs `N`
 /// points).
@@ -146,58 +82,17 @@ impl TryFrom<[f64; 2]> for Band {
     }
 }
 
-macro_rules! plain {
-    ($([$($gen:tt)*] $ty:ty => $inner:ty),* $(,)?) => {$(
-        impl<$($gen)*> From<$ty> for $inner {
-            fn from(v: $ty) -> $inner {
-                v.0
-            }
-        }
-        impl<$($gen)*> Deref for $ty {
-            type Target = $inner;
-            fn deref(&self) -> &$inner {
-                &self.0
-            }
-        }
-        impl<$($gen)*> fmt::Debug for $ty where $inner: fmt::Debug {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.0.fmt(f)
-            }
-        }
-    )*};
-}
-
-plain! {
-    [] NonNegative => f64,
-    [] OpenUnit => f64,
-    [] Negative => f64,
-    [] HalfOpenUnit => f64,
+crate::scenario::param::plain! {
     [T, const N: usize] Increasing<T, N> => Vec<T>,
     [] Grid => Vec<f64>,
     [const MIN: usize, const N: usize] Sizes<MIN, N> => Vec<usize>,
     [] Band => [f64; 2],
 }
 
-macro_rules! number {
-    ($($ty:ty),*) => {$(
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&self.0, f)
-            }
-        }
-        impl fmt::LowerExp for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::LowerExp::fmt(&self.0, f)
-            }
-        }
-    )*};
-}
-
-number!(NonNegative, OpenUnit, HalfOpenUnit, Negative);
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::param::{HalfOpenUnit, Negative, NonNegative, Open01 as OpenUnit};
 
     #[derive(Debug, Deserialize, Serialize)]
     struct P {

@@ -21,7 +21,7 @@ use super::common::{optimizer_runs, DataName, UserFiles};
 use super::fixed_common::{
     checkpoint_row, checkpoint_table, fixed_quantities, trace, Cap, Init, Probing, Setup,
 };
-use super::params::Negative;
+use crate::scenario::param::Negative;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

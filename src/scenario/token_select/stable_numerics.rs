@@ -33,8 +33,9 @@ use super::common::{
     instance_arrays, w_svm, DataName, Source, UserFiles, BUILT_IN_GRAD, FIRST_FREE_STREAM,
 };
 use super::fixed_common::ngd;
-use super::params::{Band, OpenUnit};
+use super::params::Band;
 use super::two_token_rates::Start;
+use crate::scenario::param::Open01;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,7 +50,7 @@ pub struct Params {
     /// Entry scale of the Gaussian W₀.
     pub init_std: Positive,
     /// The slope of ln(L − L*) against ‖W‖ is fitted on ‖W‖ ≥ fit_from·target_norm.
-    pub fit_from: OpenUnit,
+    pub fit_from: Open01,
     /// The user's tokens (X, y, u, optional z), replacing the list `data` by one run.
     #[serde(default)]
     pub data_file: Option<PathBuf>,

@@ -18,7 +18,7 @@ use crate::scenario::{Check, Report};
 use crate::stats;
 
 use super::common::DataName;
-use super::params::NonNegative;
+use crate::scenario::param::NonNegative;
 
 /// Acceptance thresholds of a max-margin certificate (spec 003 §3.3).
 #[derive(Debug, Clone, Serialize, Deserialize)]

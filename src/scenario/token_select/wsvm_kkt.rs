@@ -22,11 +22,11 @@ use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario,
 use crate::stats;
 
 use super::common::{build_instance, DataName, BUILT_IN_W};
-use super::params::NonNegative;
 use super::svm_common::{
     certificate_checks, complementarity_panel, data_label, solution_summary, solve_both,
     BothSolutions, KktChecks,
 };
+use crate::scenario::param::NonNegative;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -619,11 +619,11 @@ mod tests {
             flow: FlowKind::Df,
             task: TaskName::Eq,
             d_thr: 2,
-            d: 3,
-            sigma: 1.0,
-            t_end: 20.0,
+            d: 3.try_into().unwrap(),
+            sigma: 1.0.try_into().unwrap(),
+            t_end: 20.0.try_into().unwrap(),
             etas: vec![],
-            hvp_cost: 1.0,
+            hvp_cost: 1.0.try_into().unwrap(),
             stiff: false,
         };
         // grid spacing 20/20 = 1

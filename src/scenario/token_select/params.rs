@@ -3,7 +3,6 @@
 //! exponents). Each serializes as the plain value and dereferences to it, as the shared types
 //! do.
 
-
 use serde::{Deserialize, Serialize};
 
 /// A strictly increasing list of at least `N` entries (a trend or an exponent needs `N`
@@ -92,7 +91,7 @@ crate::scenario::param::plain! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::param::{HalfOpenUnit, Negative, NonNegative, Open01 as OpenUnit};
+    use crate::scenario::param::{HalfOpenUnit, NonNegative, Open01 as OpenUnit};
 
     #[derive(Debug, Deserialize, Serialize)]
     struct P {

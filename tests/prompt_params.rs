@@ -3,8 +3,7 @@
 //! before anything runs — and on the command line with exit code 2 and nothing written.
 
 mod common;
-
-use std::process::Command;
+mod refusals;
 
 /// (scenario, override, key named, reason given)
 const BAD: [(&str, &str, &str, &str); 12] = [
@@ -84,12 +83,7 @@ const BAD: [(&str, &str, &str, &str); 12] = [
 
 #[test]
 fn out_of_range_values_name_their_key_and_reason() {
-    for (name, set, key, reason) in BAD {
-        let e = common::load_error(name, &[set]);
-        assert_eq!(e.key, key, "{name} --set {set}: {e}");
-        assert!(e.reason.contains(reason), "{name} --set {set}: {e}");
-        assert!(e.file.ends_with(&format!("{name}.toml")), "{e}");
-    }
+    refusals::assert_refused_on_load(&BAD);
 }
 
 #[test]
@@ -105,23 +99,13 @@ fn cross_field_rules_stay_in_validate() {
 
 #[test]
 fn the_command_line_exits_2_and_writes_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("o");
-    let o = Command::new(env!("CARGO_BIN_EXE_attnflow"))
-        .args(["run", "lemma2-pl-inequality", "--set", "radius=-1"])
-        .arg("--out")
-        .arg(&out)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    for want in [
-        "lemma2-pl-inequality.toml",
-        "params.radius",
-        "must be positive, got -1",
-    ] {
-        assert!(err.contains(want), "`{want}` missing in: {err}");
-    }
-    assert!(!out.exists(), "output written on bad input");
+    refusals::assert_cli_refuses(
+        "lemma2-pl-inequality",
+        "radius=-1",
+        &[
+            "lemma2-pl-inequality.toml",
+            "params.radius",
+            "must be positive, got -1",
+        ],
+    );
 }

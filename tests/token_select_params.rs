@@ -4,8 +4,7 @@
 //! code 2 and nothing written.
 
 mod common;
-
-use std::process::Command;
+mod refusals;
 
 /// (scenario, override, key named, reason given)
 const BAD: [(&str, &str, &str, &str); 14] = [
@@ -93,12 +92,7 @@ const BAD: [(&str, &str, &str, &str); 14] = [
 
 #[test]
 fn out_of_range_values_name_their_key_and_reason() {
-    for (name, set, key, reason) in BAD {
-        let e = common::load_error(name, &[set]);
-        assert_eq!(e.key, key, "{name} --set {set}: {e}");
-        assert!(e.reason.contains(reason), "{name} --set {set}: {e}");
-        assert!(e.file.ends_with(&format!("{name}.toml")), "{e}");
-    }
+    refusals::assert_refused_on_load(&BAD);
 }
 
 #[test]
@@ -115,19 +109,9 @@ fn cross_field_rules_stay_in_validate() {
 
 #[test]
 fn the_command_line_exits_2_and_writes_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("o");
-    let o = Command::new(env!("CARGO_BIN_EXE_attnflow"))
-        .args(["run", "polyak-step", "--set", "caps=[]"])
-        .arg("--out")
-        .arg(&out)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    for want in ["polyak-step.toml", "params.caps", "must not be empty"] {
-        assert!(err.contains(want), "`{want}` missing in: {err}");
-    }
-    assert!(!out.exists(), "output written on bad input");
+    refusals::assert_cli_refuses(
+        "polyak-step",
+        "caps=[]",
+        &["polyak-step.toml", "params.caps", "must not be empty"],
+    );
 }

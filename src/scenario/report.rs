@@ -295,6 +295,21 @@ pub struct Report {
     pub instance: Option<crate::instance::Arrays>,
 }
 
+/// A check just added to a report, for adding its note and the paper's claim.
+pub struct Added<'a>(&'a mut Check);
+
+impl Added<'_> {
+    pub fn note(self, note: impl Into<String>) -> Self {
+        self.0.note = Some(note.into());
+        self
+    }
+    /// What the paper claims where it differs from the checked statement.
+    pub fn paper_claim(self, claim: impl Into<String>) -> Self {
+        self.0.paper_claim = Some(claim.into());
+        self
+    }
+}
+
 /// A check left out of a run, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
@@ -314,6 +329,38 @@ impl Report {
             c.name
         );
         self.checks.push(c);
+    }
+    /// Adds the check `measured ≤ bound` (see [`Check::at_most`]); chain `.note(…)` and
+    /// `.paper_claim(…)` on the result.
+    pub fn at_most(&mut self, id: &str, name: &str, measured: f64, bound: f64) -> Added<'_> {
+        self.added(Check::at_most(id, name, measured, bound))
+    }
+    /// Adds the check `measured ≥ bound`.
+    pub fn at_least(&mut self, id: &str, name: &str, measured: f64, bound: f64) -> Added<'_> {
+        self.added(Check::at_least(id, name, measured, bound))
+    }
+    /// Adds the check `lo ≤ measured ≤ hi`.
+    pub fn within(&mut self, id: &str, name: &str, measured: f64, lo: f64, hi: f64) -> Added<'_> {
+        self.added(Check::within(id, name, measured, lo, hi))
+    }
+    /// Adds the check |measured − target| ≤ tol.
+    pub fn close(
+        &mut self,
+        id: &str,
+        name: &str,
+        measured: f64,
+        target: f64,
+        tol: f64,
+    ) -> Added<'_> {
+        self.added(Check::close(id, name, measured, target, tol))
+    }
+    /// Adds a yes/no fact as a check (1 = holds).
+    pub fn holds(&mut self, id: &str, name: &str, holds: bool) -> Added<'_> {
+        self.added(Check::holds(id, name, holds))
+    }
+    fn added(&mut self, c: Check) -> Added<'_> {
+        self.check(c);
+        Added(self.checks.last_mut().expect("just added"))
     }
     pub fn derive(&mut self, key: &str, value: impl Serialize) {
         self.derived.insert(

@@ -19,7 +19,7 @@ use crate::models::diagonal::{Activation, DiagonalAttention, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, Report, RunContext, RunError, Table};
+use crate::scenario::{Cell, Report, RunContext, RunError, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -207,80 +207,68 @@ fn stage_checks(
         let norm = stats::max_with(1.0, st.beta.iter().map(|b| b.abs()));
         st.diagnostics.eps_difference / norm
     }));
-    rep.check(
-        Check::at_most(
-            "stage-eps-independence",
-            "STAGE_B ε-independence",
-            eps,
-            *c.max_eps_difference,
-        )
-        .note("max_k ‖β_{ε₁} − β_{ε₂}‖_∞ / max(1, ‖β^k‖_∞) over the ε list (eq. 13 limit exists)"),
-    );
+    rep.at_most(
+        "stage-eps-independence",
+        "STAGE_B ε-independence",
+        eps,
+        *c.max_eps_difference,
+    )
+    .note("max_k ‖β_{ε₁} − β_{ε₂}‖_∞ / max(1, ‖β^k‖_∞) over the ε list (eq. 13 limit exists)");
     let first = s.stages.get(1).and_then(|st| st.entered_by.as_ref());
-    rep.check(
-        Check::holds(
-            "stage-activates-vo-coordinate",
-            "stage 1 activates a VO coordinate",
-            first.is_some_and(|a| !head.is_kq(a.index)),
-        )
-        .note(format!(
-            "G_KQ(0) = 0 because c = 0 (spec §2.2); first activation: {}",
-            first.map_or("none".into(), |a| a.name.clone())
-        )),
-    );
+    rep.holds(
+        "stage-activates-vo-coordinate",
+        "stage 1 activates a VO coordinate",
+        first.is_some_and(|a| !head.is_kq(a.index)),
+    )
+    .note(format!(
+        "G_KQ(0) = 0 because c = 0 (spec §2.2); first activation: {}",
+        first.map_or("none".into(), |a| a.name.clone())
+    ));
     let g0 = head.g_at_zero();
     let t1_closed = 1.0 / stats::max_abs(g0.iter());
     let t1 = s.stages.get(1).map_or(f64::NAN, |st| st.t_start);
-    rep.check(
-        Check::at_most(
-            "t-1-1-g-0-1",
-            "|T_1 / (1/max|g(0)|) − 1|",
-            (t1 / t1_closed - 1.0).abs(),
-            *c.max_t1_rel_error,
-        )
-        .note(format!(
-            "T_1 = {t1:.9} vs closed form {t1_closed:.9} (G_VO(0), spec §2.2 CF4)"
-        )),
-    );
+    rep.at_most(
+        "t-1-1-g-0-1",
+        "|T_1 / (1/max|g(0)|) − 1|",
+        (t1 / t1_closed - 1.0).abs(),
+        *c.max_t1_rel_error,
+    )
+    .note(format!(
+        "T_1 = {t1:.9} vs closed form {t1_closed:.9} (G_VO(0), spec §2.2 CF4)"
+    ));
     let added = ranks
         .windows(2)
         .map(|w| w[1].0.saturating_sub(w[0].0) + w[1].1.saturating_sub(w[0].1))
         .max()
         .unwrap_or(0);
-    rep.check(
-        Check::at_most(
-            "rank-added-per-stage",
-            "max rank added per stage",
-            added as f64,
-            1.0,
-        )
-        .note("Thm 1.1: rank KQ + rank VO grows by at most one per stage"),
-    );
+    rep.at_most(
+        "rank-added-per-stage",
+        "max rank added per stage",
+        added as f64,
+        1.0,
+    )
+    .note("Thm 1.1: rank KQ + rank VO grows by at most one per stage");
     let not_one = ranks
         .windows(2)
         .filter(|w| usize::from(w[1].0 != w[0].0) + usize::from(w[1].1 != w[0].1) != 1)
         .count();
-    rep.check(
-        Check::at_most(
-            "stages-where-not-exactly-one-rank",
-            "stages where not exactly one of rank KQ, rank VO changes",
-            not_one as f64,
-            0.0,
-        )
-        .note("spec §4 rank staircase: exactly one of the two ranks changes, by ≤ 1"),
-    );
+    rep.at_most(
+        "stages-where-not-exactly-one-rank",
+        "stages where not exactly one of rank KQ, rank VO changes",
+        not_one as f64,
+        0.0,
+    )
+    .note("spec §4 rank staircase: exactly one of the two ranks changes, by ≤ 1");
     let terminal = s.stages.last().map_or(f64::NAN, |st| st.loss);
     let name = "terminal plateau loss L̃(β^K)";
     if sched.data.realizable() {
-        rep.check(
-            Check::at_most(
-                "terminal-plateau-loss",
-                name,
-                terminal,
-                *c.max_terminal_loss,
-            )
-            .note("realizable teacher: the last plateau recovers it"),
-        );
+        rep.at_most(
+            "terminal-plateau-loss",
+            name,
+            terminal,
+            *c.max_terminal_loss,
+        )
+        .note("realizable teacher: the last plateau recovers it");
     } else {
         rep.skip(
             "terminal-plateau-loss",

@@ -12,7 +12,7 @@ use crate::models::diagonal::{
 };
 use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 /// The Algorithm-1 tolerances a scenario exposes (`[params.algorithm1]`); the rest keep the
@@ -207,56 +207,48 @@ pub fn lemma_d4_check(rep: &mut Report, s: &Schedule, suffix: &str, paper_initia
         &format!("lemma_d4_dropped_count{suffix}"),
         dropped.len() as f64,
     );
-    rep.check(
-        Check::at_least(
-            &format!("lemma-d4-delta-positive{suffix}"),
-            "min_k min_{i ∉ S_k} Δ_k(i) > 0 (Lemma D.4: no immediate re-activation)",
-            min_all,
-            f64::MIN_POSITIVE,
-        )
-        .note(format!(
-            "{} stages; {} (stage, coordinate) pairs with b ∈ {{0, 2}} (dropped earlier), min Δ \
+    rep.at_least(
+        &format!("lemma-d4-delta-positive{suffix}"),
+        "min_k min_{i ∉ S_k} Δ_k(i) > 0 (Lemma D.4: no immediate re-activation)",
+        min_all,
+        f64::MIN_POSITIVE,
+    )
+    .note(format!(
+        "{} stages; {} (stage, coordinate) pairs with b ∈ {{0, 2}} (dropped earlier), min Δ \
              over them {min_dropped:.4e}{}",
-            s.stages.len(),
-            dropped.len(),
-            if paper_initial_b {
-                "; stage 0 evaluated with the paper's b⁰ = 0"
-            } else {
-                ""
-            }
-        )),
-    );
+        s.stages.len(),
+        dropped.len(),
+        if paper_initial_b {
+            "; stage 0 evaluated with the paper's b⁰ = 0"
+        } else {
+            ""
+        }
+    ));
 }
 
 /// Algorithm 1 converged (T_{K+1} = ∞), raised no assumption flag, and each stage point is
 /// stationary on its support (≤ `max_stationarity`): three checks with the caller's ids.
 pub fn schedule_checks(rep: &mut Report, s: &Schedule, ids: [&str; 3], max_stationarity: f64) {
     let [converged, flags_id, stationary] = ids;
-    rep.check(
-        Check::holds(
-            converged,
-            "Algorithm 1 converges (T_{K+1} = ∞)",
-            s.termination == Termination::Converged,
-        )
-        .note(termination_text(&s.termination)),
-    );
+    rep.holds(
+        converged,
+        "Algorithm 1 converges (T_{K+1} = ∞)",
+        s.termination == Termination::Converged,
+    )
+    .note(termination_text(&s.termination));
     let flags: usize = s.stages.iter().map(|st| st.flags.len()).sum();
-    rep.check(
-        Check::at_most(
-            flags_id,
-            "assumption flags raised (A4.3, A4.4, eq. 13)",
-            flags as f64,
-            0.0,
-        )
-        .note("ties, degenerate drops, non-strict minima, ε-dependence, slow limits"),
-    );
-    rep.check(
-        Check::at_most(
-            stationary,
-            "max_k max_{S_k} |G(β^k)| (stationarity)",
-            stats::max(s.stages.iter().map(|st| st.diagnostics.stationarity)),
-            max_stationarity,
-        )
-        .note("θ^k is a stationary point of L̃ on its support"),
-    );
+    rep.at_most(
+        flags_id,
+        "assumption flags raised (A4.3, A4.4, eq. 13)",
+        flags as f64,
+        0.0,
+    )
+    .note("ties, degenerate drops, non-strict minima, ε-dependence, slow limits");
+    rep.at_most(
+        stationary,
+        "max_k max_{S_k} |G(β^k)| (stationarity)",
+        stats::max(s.stages.iter().map(|st| st.diagnostics.stationarity)),
+        max_stationarity,
+    )
+    .note("θ^k is a stationary point of L̃ on its support");
 }

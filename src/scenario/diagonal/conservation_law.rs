@@ -17,7 +17,7 @@ use crate::models::diagonal::{DiagonalNet, LogCoordinates, LogFlow, Schedule};
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::basics_common::{alpha_label, positive_or_nan, stage_times_schedule};
@@ -248,33 +248,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for panel in loss_panels {
         figure = figure.panel(panel);
     }
-    rep.check(
-        Check::at_most(
-            "lemma-relative-drift-i2-i2",
-            "Lemma 4.2: max relative drift of u_i² − v_i²",
-            worst_drift,
-            *c.drift_tol,
-        )
-        .note("max over instances, α, i, t of |c_i(t) − c_i(0)| / max_t(u_i² + v_i²), raw layout"),
-    );
-    rep.check(
-        Check::at_most(
-            "i4-largest-loss-increase-between-samples",
-            "I4: largest loss increase between samples / L(0)",
-            worst_increase,
-            *c.loss_slack,
-        )
-        .note("dL/dt = −Σ(u_i² + v_i²) g_i² ≤ 0 (spec §2.3 I4)"),
-    );
-    rep.check(
-        Check::at_most(
-            "eq-raw-vs-log-layout-relative",
-            "eq. (6)–(7): raw vs log-layout (u, v), relative",
-            worst_rebuild,
-            *c.reconstruction_tol,
-        )
-        .note("max over i, t of |Δu|, |Δv| / max(|u_i|, |v_i|); log layout ζ = ln w, eq. (7)"),
-    );
+    rep.at_most(
+        "lemma-relative-drift-i2-i2",
+        "Lemma 4.2: max relative drift of u_i² − v_i²",
+        worst_drift,
+        *c.drift_tol,
+    )
+    .note("max over instances, α, i, t of |c_i(t) − c_i(0)| / max_t(u_i² + v_i²), raw layout");
+    rep.at_most(
+        "i4-largest-loss-increase-between-samples",
+        "I4: largest loss increase between samples / L(0)",
+        worst_increase,
+        *c.loss_slack,
+    )
+    .note("dL/dt = −Σ(u_i² + v_i²) g_i² ≤ 0 (spec §2.3 I4)");
+    rep.at_most(
+        "eq-raw-vs-log-layout-relative",
+        "eq. (6)–(7): raw vs log-layout (u, v), relative",
+        worst_rebuild,
+        *c.reconstruction_tol,
+    )
+    .note("max over i, t of |Δu|, |Δv| / max(|u_i|, |v_i|); log layout ζ = ln w, eq. (7)");
     rep.derive("max_rel_c_drift", worst_drift);
     rep.derive("max_rel_loss_increase", worst_increase);
     rep.derive("max_rel_reconstruction_error", worst_rebuild);

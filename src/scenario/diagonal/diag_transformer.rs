@@ -33,7 +33,7 @@ use crate::models::diagonal::{
 use crate::plot::{Figure, FigureWidth, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 /// KQ (a = w_K ⊙ w_Q) or VO (c = w_V ⊙ w_O).
@@ -319,42 +319,36 @@ fn algorithm1_checks(rep: &mut Report, model: &DiagTransformer, s: &Schedule, c:
         .map(|w| added(w[0], w[1]))
         .max()
         .unwrap_or(0);
-    rep.check(
-        Check::at_most(
-            "algorithm1-support-added-per-stage",
-            "max_k |S_{k+1} \\ S_k| (Algorithm 1)",
-            most_added as f64,
-            1.0,
-        )
-        .note("Thm 4.1: the support grows by at most one coordinate per stage"),
-    );
+    rep.at_most(
+        "algorithm1-support-added-per-stage",
+        "max_k |S_{k+1} \\ S_k| (Algorithm 1)",
+        most_added as f64,
+        1.0,
+    )
+    .note("Thm 4.1: the support grows by at most one coordinate per stage");
     let most_units = supports
         .windows(2)
         .map(|w| units_gaining(model, w[0], w[1]))
         .max()
         .unwrap_or(0);
-    rep.check(
-        Check::at_most(
-            "algorithm1-rank-units-per-stage",
-            "max_k number of (layer, head, KQ/VO) ranks that grow (Algorithm 1)",
-            most_units as f64,
-            1.0,
-        )
-        .note("Example 3.2's corollary: one W_K W_Qᵀ or W_V W_Oᵀ of one head gains rank"),
-    );
+    rep.at_most(
+        "algorithm1-rank-units-per-stage",
+        "max_k number of (layer, head, KQ/VO) ranks that grow (Algorithm 1)",
+        most_units as f64,
+        1.0,
+    )
+    .note("Example 3.2's corollary: one W_K W_Qᵀ or W_V W_Oᵀ of one head gains rank");
     let terminal = s.stages.last().map_or(f64::NAN, |st| st.loss);
-    rep.check(
-        Check::at_most(
-            "terminal-plateau-loss",
-            "terminal plateau loss L̃(β^K)",
-            terminal,
-            *c.max_terminal_loss,
-        )
-        .note(format!(
-            "realizable teacher (L̃(0) = {:.4e}): the last plateau recovers it",
-            s.stages[0].loss
-        )),
-    );
+    rep.at_most(
+        "terminal-plateau-loss",
+        "terminal plateau loss L̃(β^K)",
+        terminal,
+        *c.max_terminal_loss,
+    )
+    .note(format!(
+        "realizable teacher (L̃(0) = {:.4e}): the last plateau recovers it",
+        s.stages[0].loss
+    ));
 }
 
 /// The exchangeable heads of Example 3.2: on the two-head model (same data), g(0) is equal on
@@ -375,21 +369,19 @@ fn head_swap_check(
     }));
     let scale = stats::max_abs(g0.iter());
     rep.derive("head_swap_g0_rel_difference", diff / scale);
-    rep.check(
-        Check::at_most(
-            "head-swap-tie-at-zero",
-            "max_{ℓ,r} |g_{ℓ,H1,VO r}(0) − g_{ℓ,H2,VO r}(0)| / max|g(0)| (two-head model)",
-            diff / scale,
-            *c.max_head_swap_difference,
-        )
-        .note(
-            "exchangeable heads at the symmetric β = 0: every VO entry ties with its twin in the \
+    rep.at_most(
+        "head-swap-tie-at-zero",
+        "max_{ℓ,r} |g_{ℓ,H1,VO r}(0) − g_{ℓ,H2,VO r}(0)| / max|g(0)| (two-head model)",
+        diff / scale,
+        *c.max_head_swap_difference,
+    )
+    .note(
+        "exchangeable heads at the symmetric β = 0: every VO entry ties with its twin in the \
              other head, so A4.3(ii) fails at stage 0 for H ≥ 2 and Theorem 4.1 is run on H = 1",
-        )
-        .paper_claim(
-            "Example 3.2: Theorem 4.1 applies to the transformer with H heads per layer, so at \
+    )
+    .paper_claim(
+        "Example 3.2: Theorem 4.1 applies to the transformer with H heads per layer, so at \
              most one (layer, head) gains rank per stage",
-        ),
     );
     Ok(())
 }
@@ -451,18 +443,16 @@ fn stage_time_checks(
         .iter()
         .map(|r| r.transitions.iter().filter(|t| t.is_none()).count())
         .sum();
-    rep.check(
-        Check::at_most(
-            "transitions-not-found",
-            flow_check_name("transitions-not-found"),
-            missing as f64,
-            0.0,
-        )
-        .note(format!(
-            "{kk} transitions of Algorithm 1 at {} α",
-            runs.len()
-        )),
-    );
+    rep.at_most(
+        "transitions-not-found",
+        flow_check_name("transitions-not-found"),
+        missing as f64,
+        0.0,
+    )
+    .note(format!(
+        "{kk} transitions of Algorithm 1 at {} α",
+        runs.len()
+    ));
     let mut errors = Vec::new();
     for (k, fit) in (1..=kk).zip(stage_fits(s, runs)) {
         let t_k = s.stages[k].t_start;
@@ -476,19 +466,17 @@ fn stage_time_checks(
             format!("{} {:.1e}", model.coordinate_name(a), errors[k - 1])
         })
         .collect();
-    rep.check(
-        Check::at_most(
-            "stage-time-slope",
-            flow_check_name("stage-time-slope"),
-            stats::max(errors.iter()),
-            *c.slope_rel_tol,
-        )
-        .note(format!(
-            "τ̂_k → T_k as α → 0 (Thm 4.1(ii)), least squares over {} α; per stage: {}",
-            runs.len(),
-            names.join(", ")
-        )),
-    );
+    rep.at_most(
+        "stage-time-slope",
+        flow_check_name("stage-time-slope"),
+        stats::max(errors.iter()),
+        *c.slope_rel_tol,
+    )
+    .note(format!(
+        "τ̂_k → T_k as α → 0 (Thm 4.1(ii)), least squares over {} α; per stage: {}",
+        runs.len(),
+        names.join(", ")
+    ));
 }
 
 fn flow_support_checks(
@@ -530,46 +518,38 @@ fn flow_support_checks(
     let unresolved = (0..s.stages.len())
         .filter(|&k| counted.iter().all(|per| per[k].support.is_none()))
         .count();
-    rep.check(
-        Check::at_most(
-            "flow-support-mismatches",
-            flow_check_name("flow-support-mismatches"),
-            mismatches.len() as f64,
-            0.0,
-        )
-        .note(if mismatches.is_empty() {
-            "support = #{|β_i(τ*_k)| > α^{m_k/2}}, where the threshold resolves the plateau".into()
-        } else {
-            mismatches.join(", ")
-        }),
-    );
-    rep.check(
-        Check::at_most(
-            "flow-unresolved-stages",
-            flow_check_name("flow-unresolved-stages"),
-            unresolved as f64,
-            0.0,
-        )
-        .note("every plateau must be checked at some α"),
-    );
-    rep.check(
-        Check::at_most(
-            "flow-support-added-per-stage",
-            flow_check_name("flow-support-added-per-stage"),
-            most_added as f64,
-            1.0,
-        )
-        .note("Thm 4.1 on the flow: supp grows by at most one per stage"),
-    );
-    rep.check(
-        Check::at_most(
-            "flow-rank-units-per-stage",
-            flow_check_name("flow-rank-units-per-stage"),
-            most_units as f64,
-            1.0,
-        )
-        .note("Example 3.2's corollary measured on the flow"),
-    );
+    rep.at_most(
+        "flow-support-mismatches",
+        flow_check_name("flow-support-mismatches"),
+        mismatches.len() as f64,
+        0.0,
+    )
+    .note(if mismatches.is_empty() {
+        "support = #{|β_i(τ*_k)| > α^{m_k/2}}, where the threshold resolves the plateau".into()
+    } else {
+        mismatches.join(", ")
+    });
+    rep.at_most(
+        "flow-unresolved-stages",
+        flow_check_name("flow-unresolved-stages"),
+        unresolved as f64,
+        0.0,
+    )
+    .note("every plateau must be checked at some α");
+    rep.at_most(
+        "flow-support-added-per-stage",
+        flow_check_name("flow-support-added-per-stage"),
+        most_added as f64,
+        1.0,
+    )
+    .note("Thm 4.1 on the flow: supp grows by at most one per stage");
+    rep.at_most(
+        "flow-rank-units-per-stage",
+        flow_check_name("flow-rank-units-per-stage"),
+        most_units as f64,
+        1.0,
+    )
+    .note("Example 3.2's corollary measured on the flow");
 }
 
 /// One row per stage: Algorithm 1's T_k, activation, gap, plateau loss and support, with the

@@ -20,7 +20,7 @@ use crate::models::diagonal::{BetaLoss, DiagonalAttention, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::figures_common::{
@@ -214,46 +214,44 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
     for r in results.iter().filter(|r| r.alpha <= p.check_below) {
         let worst =
             |bounds: &[f64]| stats::max(r.sup_errors.iter().zip(bounds).map(|(e, b)| e / b));
-        rep.check(
-            Check::at_most(
-                &format!(
-                    "entries-alpha-over-plateaus-sup-error.{}-{:e}",
-                    block.name(),
-                    r.alpha
-                ),
-                &format!(
-                    "{} entries, α = {:e}: max over plateaus of sup error / (10·α^e_min + 1e−8)",
-                    block.name(),
-                    r.alpha
-                ),
-                worst(&r.sup_bounds),
-                1.0,
-            )
-            .note(format!(
-                "T4.1(i): on each interior, max_r |β_r − β^k_r| ≤ {}·α^(e_min) + {:e}, e_min = \
+        rep.at_most(
+            &format!(
+                "entries-alpha-over-plateaus-sup-error.{}-{:e}",
+                block.name(),
+                r.alpha
+            ),
+            &format!(
+                "{} entries, α = {:e}: max over plateaus of sup error / (10·α^e_min + 1e−8)",
+                block.name(),
+                r.alpha
+            ),
+            worst(&r.sup_bounds),
+            1.0,
+        )
+        .note(format!(
+            "T4.1(i): on each interior, max_r |β_r − β^k_r| ≤ {}·α^(e_min) + {:e}, e_min = \
                  min over the interior of e_k(τ) = min(m_k(τ), λ_act (τ − τ_0)), relaxation \
                  clock τ_0 = {}; per plateau: {}",
-                c.factor,
-                c.floor,
-                match p.relaxation_clock {
-                    RelaxationClock::Measured => "τ̂_k (measured transition)",
-                    RelaxationClock::Theory => "T_k",
-                },
-                r.sup_errors
-                    .iter()
-                    .zip(&r.sup_bounds)
-                    .enumerate()
-                    .map(|(k, (e, b))| format!("k={k}: {e:.2e} ≤ {b:.2e}"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ))
-            .paper_claim(format!(
-                "spec §4/§7: relaxation counted from T_k, λ_act (τ − T_k): ratio {:.3} here; \
+            c.factor,
+            c.floor,
+            match p.relaxation_clock {
+                RelaxationClock::Measured => "τ̂_k (measured transition)",
+                RelaxationClock::Theory => "T_k",
+            },
+            r.sup_errors
+                .iter()
+                .zip(&r.sup_bounds)
+                .enumerate()
+                .map(|(k, (e, b))| format!("k={k}: {e:.2e} ≤ {b:.2e}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))
+        .paper_claim(format!(
+            "spec §4/§7: relaxation counted from T_k, λ_act (τ − T_k): ratio {:.3} here; \
                  the finite-α lag a_k = Λ(τ̂_k − T_k) multiplies the error by e^(λ_act a_k), \
                  which the constant 10 does not cover in general (e.g. mini, VO block)",
-                worst(&r.spec_bounds)
-            )),
-        );
+            worst(&r.spec_bounds)
+        ));
     }
 
     fill_series(

@@ -18,7 +18,7 @@ use crate::models::diagonal::{BetaLoss, DiagLinear, DiagonalNet};
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -232,49 +232,45 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    rep.check(
-        Check::at_least(
-            "norm-keeps-growing",
-            "min over late decades of Δ_{j+1}/Δ_j, Δ_j = ‖β(10^{j+1})‖ − ‖β(10^j)‖ (no finite limit)",
-            if increments.iter().all(|d| *d > 0.0) {
-                worst_ratio
-            } else {
-                stats::min(increments.iter().copied())
-            },
-            *c.min_increment_ratio,
-        )
-        .note(format!(
-            "{loss_name} loss, decades 10^{first} … 10^{}: increments Δ_j = [{}], ratios [{}]; \
+    rep.at_least(
+        "norm-keeps-growing",
+        "min over late decades of Δ_{j+1}/Δ_j, Δ_j = ‖β(10^{j+1})‖ − ‖β(10^j)‖ (no finite limit)",
+        if increments.iter().all(|d| *d > 0.0) {
+            worst_ratio
+        } else {
+            stats::min(increments.iter().copied())
+        },
+        *c.min_increment_ratio,
+    )
+    .note(format!(
+        "{loss_name} loss, decades 10^{first} … 10^{}: increments Δ_j = [{}], ratios [{}]; \
              log growth gives ratios → 1, a flow converging at a linear rate ratios → 0; a \
              non-positive increment is reported as the measured value; n = {ns}, p = {dim}, α = {}",
-            p.decades,
-            fmt(&increments),
-            fmt(&ratios),
-            p.alpha
-        ))
-        .paper_claim(
-            "§6 Limitations: with exponential-like tails the weights may not converge to a \
+        p.decades,
+        fmt(&increments),
+        fmt(&ratios),
+        p.alpha
+    ))
+    .paper_claim(
+        "§6 Limitations: with exponential-like tails the weights may not converge to a \
              finite value, so Assumption 4.4 is not met",
-        ),
     );
     let (end, before) = (decade_index(p.decades), decade_index(p.decades - 1));
     let (b_end, b_before) = (&square_betas[end], &square_betas[before]);
     let change = stats::max_abs_diff(b_end, b_before) / stats::max_abs(b_end.iter());
-    rep.check(
-        Check::at_most(
-            "square-loss-converges",
-            "square loss on the same data: max|β(t_end) − β(t_end/10)| / max|β(t_end)|",
-            change,
-            *c.max_square_change,
-        )
-        .note(format!(
-            "t_end = 1e{}; ‖β‖ at the last decades [{}]: the finite limit Assumption 4.4 needs",
-            p.decades,
-            fmt(&(first..=p.decades)
-                .map(|j| square_norms[decade_index(j)])
-                .collect::<Vec<_>>())
-        )),
-    );
+    rep.at_most(
+        "square-loss-converges",
+        "square loss on the same data: max|β(t_end) − β(t_end/10)| / max|β(t_end)|",
+        change,
+        *c.max_square_change,
+    )
+    .note(format!(
+        "t_end = 1e{}; ‖β‖ at the last decades [{}]: the finite limit Assumption 4.4 needs",
+        p.decades,
+        fmt(&(first..=p.decades)
+            .map(|j| square_norms[decade_index(j)])
+            .collect::<Vec<_>>())
+    ));
     rep.derive("worst_increment_ratio", worst_ratio);
     rep.derive("last_increment", increments[increments.len() - 1]);
     rep.derive("logistic_norm_end", logistic_norms[end]);

@@ -19,7 +19,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{numeric_grid, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::figures_common::{
@@ -250,47 +250,43 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     } else {
         stats::max(eligible.windows(2).map(|w| w[1].sup / w[0].sup))
     };
-    rep.check(
-        Check::at_most(
-            "sup-plateau-interior-alpha-beta-largest",
-            "sup plateau-interior |L_α − L̃(β^k)|: largest ratio between consecutive α \
+    rep.at_most(
+        "sup-plateau-interior-alpha-beta-largest",
+        "sup plateau-interior |L_α − L̃(β^k)|: largest ratio between consecutive α \
              (α ≤ decrease_below, transitions outside the interiors)",
-            worst_ratio,
-            1.0,
-        )
-        .note(format!(
-            "Theorem 4.1: θ_α(τ) → θ^k uniformly on each interior, so the error shrinks \
+        worst_ratio,
+        1.0,
+    )
+    .note(format!(
+        "Theorem 4.1: θ_α(τ) → θ^k uniformly on each interior, so the error shrinks \
              strictly with α once every transition lag a_k/Λ is below the margin (needs two \
              such α); sup errors {}; lag-dominated, not compared: [{}]",
-            eligible
-                .iter()
-                .map(|r| format!("{:e}: {:.3e}", r.alpha, r.sup))
-                .collect::<Vec<_>>()
-                .join(", "),
-            lagging.join(", ")
-        ))
-        .paper_claim(
-            "spec §7: decreasing over every α ≤ 1e−4; fails while an interior still holds a \
+        eligible
+            .iter()
+            .map(|r| format!("{:e}: {:.3e}", r.alpha, r.sup))
+            .collect::<Vec<_>>()
+            .join(", "),
+        lagging.join(", ")
+    ))
+    .paper_claim(
+        "spec §7: decreasing over every α ≤ 1e−4; fails while an interior still holds a \
              lagging transition (τ̂_k − T_k = a_k/Λ, spec §6 #12)",
+    );
+    rep.at_most(
+        &format!("sup-plateau-interior-alpha-beta-alpha.{:e}", last.alpha),
+        &format!(
+            "sup plateau-interior |L_α − L̃(β^k)| / L̃(0) at α = {:e}",
+            last.alpha
         ),
-    );
-    rep.check(
-        Check::at_most(
-            &format!("sup-plateau-interior-alpha-beta-alpha.{:e}", last.alpha),
-            &format!(
-                "sup plateau-interior |L_α − L̃(β^k)| / L̃(0) at α = {:e}",
-                last.alpha
-            ),
-            last.sup / loss0,
-            *c.final_error_rel,
-        )
-        .note(format!(
-            "L̃(0) = {loss0:.4e}; interiors [T_k + δ_k, T_{{k+1}} − δ_k], \
+        last.sup / loss0,
+        *c.final_error_rel,
+    )
+    .note(format!(
+        "L̃(0) = {loss0:.4e}; interiors [T_k + δ_k, T_{{k+1}} − δ_k], \
              δ_k = {}·(T_{{k+1}} − T_k)",
-            p.plateau_margin
-        ))
-        .paper_claim("spec §7: at α = 1e−32 (mini: 1e−64)"),
-    );
+        p.plateau_margin
+    ))
+    .paper_claim("spec §7: at α = 1e−32 (mini: 1e−64)");
     rep.derive(
         "alphas",
         results.iter().map(|r| r.alpha).collect::<Vec<_>>(),

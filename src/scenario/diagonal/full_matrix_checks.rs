@@ -2,7 +2,7 @@
 //! to the teacher, the final stable rank against its prediction, the emergence of the singular
 //! values of Δ (order, separation, ln(1/s) timing), and the growth of the stable rank.
 
-use crate::scenario::{Check, Report};
+use crate::scenario::Report;
 use crate::stats;
 
 use super::full_matrix_rank::Checks;
@@ -21,29 +21,25 @@ fn list(runs: &[ScaleRun], value: impl Fn(&ScaleRun) -> f64) -> String {
 
 pub(super) fn check_convergence(rep: &mut Report, c: &Checks, runs: &[ScaleRun]) {
     let orders = stats::min(runs.iter().map(ScaleRun::loss_orders));
-    rep.check(
-        Check::at_least(
-            "over-log10",
-            "min over s of log10(L(0)/L(T))",
-            orders,
-            c.min_loss_orders,
-        )
-        .note(list(runs, ScaleRun::loss_orders)),
-    );
+    rep.at_least(
+        "over-log10",
+        "min over s of log10(L(0)/L(T))",
+        orders,
+        c.min_loss_orders,
+    )
+    .note(list(runs, ScaleRun::loss_orders));
     let worst = |r: &ScaleRun| stats::max(r.teacher_error);
     let error = stats::max(runs.iter().map(worst));
-    rep.check(
-        Check::at_most(
-            "over-kq-vo",
-            "max over s of ‖P(T) − P*‖_F/‖P*‖_F (KQ, VO)",
-            error,
-            *c.max_teacher_error,
-        )
-        .note(format!(
-            "the flow reaches the teacher: {}",
-            list(runs, worst)
-        )),
-    );
+    rep.at_most(
+        "over-kq-vo",
+        "max over s of ‖P(T) − P*‖_F/‖P*‖_F (KQ, VO)",
+        error,
+        *c.max_teacher_error,
+    )
+    .note(format!(
+        "the flow reaches the teacher: {}",
+        list(runs, worst)
+    ));
 }
 
 pub(super) fn check_final_rank(rep: &mut Report, c: &Checks, inst: &Instance, runs: &[ScaleRun]) {
@@ -54,30 +50,26 @@ pub(super) fn check_final_rank(rep: &mut Report, c: &Checks, inst: &Instance, ru
             runs.iter()
                 .map(|r| (final_rank(r) - r.predicted_final_rank[i]).abs()),
         );
-        rep.check(
-            Check::at_most(
-                &format!("over-sr-delta-sr.{}", p.name()),
-                &format!("{}: max over s of |sr(Δ(T)) − sr(P* − P(0))|", p.name()),
-                error,
-                *c.final_rank_tol,
-            )
-            .note(format!(
-                "Fig. 7 analogue, measured {}; predicted {}",
-                list(runs, final_rank),
-                list(runs, |r| r.predicted_final_rank[i])
-            )),
-        );
+        rep.at_most(
+            &format!("over-sr-delta-sr.{}", p.name()),
+            &format!("{}: max over s of |sr(Δ(T)) − sr(P* − P(0))|", p.name()),
+            error,
+            *c.final_rank_tol,
+        )
+        .note(format!(
+            "Fig. 7 analogue, measured {}; predicted {}",
+            list(runs, final_rank),
+            list(runs, |r| r.predicted_final_rank[i])
+        ));
         let rank = inst.teacher_sigma[i].len() as f64;
         let worst = stats::max(small(runs, c.small_scale).map(final_rank));
-        rep.check(
-            Check::at_most(
-                &format!("over-sr-delta.{}-{}", p.name(), c.small_scale),
-                &format!("{}: max over s ≤ {} of sr(Δ(T))", p.name(), c.small_scale),
-                worst,
-                rank + c.rank_excess,
-            )
-            .note(format!("bound = rank P* + {} (spec §7)", c.rank_excess)),
-        );
+        rep.at_most(
+            &format!("over-sr-delta.{}-{}", p.name(), c.small_scale),
+            &format!("{}: max over s ≤ {} of sr(Δ(T))", p.name(), c.small_scale),
+            worst,
+            rank + c.rank_excess,
+        )
+        .note(format!("bound = rank P* + {} (spec §7)", c.rank_excess));
     }
 }
 
@@ -135,44 +127,40 @@ pub(super) fn check_emergence(
     let first_kq = |r: &ScaleRun| emergence_time(r, Product::Kq, 0);
     let first_vo = |r: &ScaleRun| emergence_time(r, Product::Vo, 0);
     let ratio = stats::min(small(runs, c.small_scale).map(|r| first_kq(r) / first_vo(r)));
-    rep.check(
-        Check::at_least(
-            &format!("over-t1-kq-t1-vo.{}", c.small_scale),
-            &format!("min over s ≤ {} of t₁(KQ)/t₁(VO)", c.small_scale),
-            ratio,
-            1.0,
-        )
-        .note("∇_A L̃ = 0 at M = 0: the first VO mode emerges before any KQ mode (spec §2.2)"),
-    );
+    rep.at_least(
+        &format!("over-t1-kq-t1-vo.{}", c.small_scale),
+        &format!("min over s ≤ {} of t₁(KQ)/t₁(VO)", c.small_scale),
+        ratio,
+        1.0,
+    )
+    .note("∇_A L̃ = 0 at M = 0: the first VO mode emerges before any KQ mode (spec §2.2)");
 
     let smallest = &runs[runs.len() - 1];
     for p in Product::BOTH {
-        rep.check(
-            Check::at_most(
-                &format!(
-                    "sequential-emergence-sigma-delta-tau.{}-{}",
-                    p.name(),
-                    smallest.scale
-                ),
-                &format!(
-                    "{}: sequential emergence at s = {}: max_j σ_(j+1)(Δ(t_j))/τ",
-                    p.name(),
-                    smallest.scale
-                ),
-                leak(smallest, p),
-                *c.max_leak,
-            )
-            .note(format!(
-                "τ = {:.4}; t_j = {:?}; the leak over all s (∞ = out of order or not \
+        rep.at_most(
+            &format!(
+                "sequential-emergence-sigma-delta-tau.{}-{}",
+                p.name(),
+                smallest.scale
+            ),
+            &format!(
+                "{}: sequential emergence at s = {}: max_j σ_(j+1)(Δ(t_j))/τ",
+                p.name(),
+                smallest.scale
+            ),
+            leak(smallest, p),
+            *c.max_leak,
+        )
+        .note(format!(
+            "τ = {:.4}; t_j = {:?}; the leak over all s (∞ = out of order or not \
                  emerged): {}",
-                inst.threshold(p, fraction),
-                smallest.emergence[p as usize]
-                    .iter()
-                    .map(|e| e.map(|e| e.t))
-                    .collect::<Vec<_>>(),
-                list(runs, |r| leak(r, p))
-            )),
-        );
+            inst.threshold(p, fraction),
+            smallest.emergence[p as usize]
+                .iter()
+                .map(|e| e.map(|e| e.t))
+                .collect::<Vec<_>>(),
+            list(runs, |r| leak(r, p))
+        ));
     }
 
     // VO modes: dt_j/d ln(1/s) = 1/g_j while they emerge under uniform attention
@@ -196,24 +184,22 @@ pub(super) fn check_emergence(
         } else {
             f64::NAN
         };
-        rep.check(
-            Check::close(
-                &format!("vo-mode-dt-ln.{}-{}-{}", j + 1, j + 1, j + 1),
-                &format!("VO mode {}: g_{} · dt_{}/d ln(1/s)", j + 1, j + 1, j + 1),
-                measured,
-                1.0,
-                *c.slope_rel_tol,
-            )
-            .note(format!(
-                "1/g_{} = {:.3} (g = σ_{}(∇_M L̃(0))), least-squares slope {:.3} over s ≤ {}; \
+        rep.close(
+            &format!("vo-mode-dt-ln.{}-{}-{}", j + 1, j + 1, j + 1),
+            &format!("VO mode {}: g_{} · dt_{}/d ln(1/s)", j + 1, j + 1, j + 1),
+            measured,
+            1.0,
+            *c.slope_rel_tol,
+        )
+        .note(format!(
+            "1/g_{} = {:.3} (g = σ_{}(∇_M L̃(0))), least-squares slope {:.3} over s ≤ {}; \
                  NaN if the mode did not emerge before the first KQ mode",
-                j + 1,
-                1.0 / g,
-                j + 1,
-                measured / g,
-                c.small_scale
-            )),
-        );
+            j + 1,
+            1.0 / g,
+            j + 1,
+            measured / g,
+            c.small_scale
+        ));
     }
 
     // the gaps between consecutive emergences grow like ln(1/s) as s → 0
@@ -243,21 +229,19 @@ pub(super) fn check_emergence(
             ),
             Product::Kq => String::new(),
         };
-        rep.check(
-            Check::at_least(
-                &format!("ln-between-two-smallest.{}", p.name()),
-                &format!(
-                    "{}: d(t_(j+1) − t_j)/d ln(1/s) between the two smallest s",
-                    p.name()
-                ),
-                growth,
-                0.0,
-            )
-            .note(format!(
-                "secant slopes, min over j{theory}: {secants}; the ln(1/s) law is asymptotic \
+        rep.at_least(
+            &format!("ln-between-two-smallest.{}", p.name()),
+            &format!(
+                "{}: d(t_(j+1) − t_j)/d ln(1/s) between the two smallest s",
+                p.name()
+            ),
+            growth,
+            0.0,
+        )
+        .note(format!(
+            "secant slopes, min over j{theory}: {secants}; the ln(1/s) law is asymptotic \
                  (constant O(1) offsets), so only the smallest scales are held to it"
-            )),
-        );
+        ));
     }
 }
 
@@ -319,45 +303,41 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
             })
             .collect::<Vec<_>>()
             .join("; ");
-        rep.check(
-            Check::at_most(
-                &format!(
-                    "modes-one-time-sigma-order-relative.{}-{}",
-                    p.name(),
-                    c.small_scale
-                ),
-                &format!(
-                    "{}: s ≤ {}, modes one at a time in σ* order: max relative drop of sr(Δ) \
+        rep.at_most(
+            &format!(
+                "modes-one-time-sigma-order-relative.{}-{}",
+                p.name(),
+                c.small_scale
+            ),
+            &format!(
+                "{}: s ≤ {}, modes one at a time in σ* order: max relative drop of sr(Δ) \
                      after t₁",
-                    p.name(),
-                    c.small_scale
-                ),
-                worst,
-                *c.max_rank_drop,
-            )
-            .note(detail)
-            .paper_claim(
-                "paper §5 (Figs. 4, 6): the stable rank of Δ increases gradually during \
+                p.name(),
+                c.small_scale
+            ),
+            worst,
+            *c.max_rank_drop,
+        )
+        .note(detail)
+        .paper_claim(
+            "paper §5 (Figs. 4, 6): the stable rank of Δ increases gradually during \
                  training; spec §7: non-decreasing up to 5% noise, for s ≤ 0.1. Not from t = 0 \
                  (sr(Δ(0+)) = sr(Δ̇(0)) > 1 falls towards 1 while the top mode outgrows the \
                  rest), nor when modes grow together or a larger mode comes later (overshoot; \
                  see derived rank_drop_after_t1)",
-            ),
         );
     }
     let early = stats::max(runs.iter().flat_map(|r| {
         (0..2).map(move |i| (r.stable_rank[i][1] / r.initial_velocity_rank[i] - 1.0).abs())
     }));
-    rep.check(
-        Check::at_most(
-            &format!("over-kq-vo-sr-delta-t0.{:.3}", runs[0].t[1]),
-            &format!(
-                "max over s, KQ/VO of |sr(Δ(t₀))/sr(Δ̇(0)) − 1|, t₀ = {:.3}",
-                runs[0].t[1]
-            ),
-            early,
-            *c.early_rank_tol,
-        )
-        .note("the t → 0 stable rank is that of the initial velocity Δ̇(0) = V₀V₀ᵀG + G O₀O₀ᵀ"),
-    );
+    rep.at_most(
+        &format!("over-kq-vo-sr-delta-t0.{:.3}", runs[0].t[1]),
+        &format!(
+            "max over s, KQ/VO of |sr(Δ(t₀))/sr(Δ̇(0)) − 1|, t₀ = {:.3}",
+            runs[0].t[1]
+        ),
+        early,
+        *c.early_rank_tol,
+    )
+    .note("the t → 0 stable rank is that of the initial velocity Δ̇(0) = V₀V₀ᵀG + G O₀O₀ᵀ");
 }

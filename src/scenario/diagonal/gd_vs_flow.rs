@@ -22,7 +22,7 @@ use crate::models::diagonal::{BetaLoss, LogCoordinates, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{flow_cost, schedule_cost, InstanceName, UserFiles};
@@ -265,30 +265,28 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for (a, b) in quarter_pairs(&p.eta_divisors) {
         for k in 0..stages {
             let ratio = error(&runs[a], k) / error(&runs[b], k);
-            rep.check(
-                Check::within(
-                    &format!(
-                        "transition-tau-gd-tau-flow-eta.{}-{}-{}",
-                        k + 1,
-                        p.eta_divisors[a],
-                        p.eta_divisors[b]
-                    ),
-                    &format!(
-                        "transition {}: |τ̂^GD − τ̂^flow| at η_max/{} over η_max/{}",
-                        k + 1,
-                        p.eta_divisors[a],
-                        p.eta_divisors[b]
-                    ),
-                    ratio,
-                    c.ratio_lo,
-                    c.ratio_hi,
-                )
-                .note(format!(
-                    "footnote 3: GD → flow at O(η), ratio ≈ 4; errors {:.3e} and {:.3e} in τ",
-                    error(&runs[a], k),
-                    error(&runs[b], k)
-                )),
-            );
+            rep.within(
+                &format!(
+                    "transition-tau-gd-tau-flow-eta.{}-{}-{}",
+                    k + 1,
+                    p.eta_divisors[a],
+                    p.eta_divisors[b]
+                ),
+                &format!(
+                    "transition {}: |τ̂^GD − τ̂^flow| at η_max/{} over η_max/{}",
+                    k + 1,
+                    p.eta_divisors[a],
+                    p.eta_divisors[b]
+                ),
+                ratio,
+                c.ratio_lo,
+                c.ratio_hi,
+            )
+            .note(format!(
+                "footnote 3: GD → flow at O(η), ratio ≈ 4; errors {:.3e} and {:.3e} in τ",
+                error(&runs[a], k),
+                error(&runs[b], k)
+            ));
         }
     }
     let layout_gap =
@@ -298,20 +296,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 _ => f64::NAN,
             }),
         );
-    rep.check(
-        Check::at_most(
-            &format!("tau-raw-f64-gd-tau-log.{}", p.eta_divisors[0]),
-            &format!(
-                "max_k |τ̂_k of raw f64 GD − τ̂_k of log-domain GD| at η_max/{}",
-                p.eta_divisors[0]
-            ),
-            layout_gap,
-            *c.layouts_agree,
-        )
-        .note(
-            "the two are the same map in exact arithmetic; raw f64 loses the smaller of u ± v \
-             below the rounding of u, which matters only if that pair later reverses (spec §8.2)",
+    rep.at_most(
+        &format!("tau-raw-f64-gd-tau-log.{}", p.eta_divisors[0]),
+        &format!(
+            "max_k |τ̂_k of raw f64 GD − τ̂_k of log-domain GD| at η_max/{}",
+            p.eta_divisors[0]
         ),
+        layout_gap,
+        *c.layouts_agree,
+    )
+    .note(
+        "the two are the same map in exact arithmetic; raw f64 loses the smaller of u ± v \
+             below the rounding of u, which matters only if that pair later reverses (spec §8.2)",
     );
 
     let mut table = Table::new(&["eta", "layout", "k", "tau_hat_gd", "tau_hat_flow", "error"]);

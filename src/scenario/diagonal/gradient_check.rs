@@ -18,7 +18,7 @@ use crate::models::diagonal::{g_vec, BetaLoss, DiagonalAttention};
 use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{InstanceName, UserFiles, FIRST_FREE_STREAM};
@@ -226,71 +226,59 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let cf_error = stats::max_abs_diff(&g0[d..], &closed[d..]) / g0_scale;
     let (vs_beta, vs_rescaled) = rescaling_invariance(head, p, &mut rng);
 
-    rep.check(
-        Check::at_most(
-            "d3-fd-over-random-beta",
-            "D3.1: max |G − G_FD| / max|G| over the random β",
-            fd_worst,
-            *c.fd_tol,
-        )
-        .note(format!(
-            "{} random β ~ N(0, {}²), central differences h = {:e}",
-            p.betas, p.beta_scale, p.fd_step
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "kq",
-            "§2.2: max |G_KQ(0)| (c = 0 ⇒ F ≡ 0)",
-            kq_at_zero,
-            *c.kq_at_zero_tol,
-        )
-        .note("stage 1 always activates a VO coordinate"),
-    );
-    rep.check(
-        Check::at_most(
-            "cf4-vo-2kappan-mean",
-            "CF4: max |G_VO(0) − 2κn mean_s(x̄ ȳ)| / max|G(0)|",
-            cf_error,
-            *c.closed_form_tol,
-        )
-        .note(format!(
-            "max|G(0)| = {g0_scale:.6e}, T_1 = 1/max|G(0)| = {:.6}",
-            1.0 / g0_scale
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "vo-off-teacher-vo-support",
-            "§2.2: max |G_VO[r]| / max|G| off the teacher's VO support, c_r = 0",
-            off_support_worst,
-            *c.off_support_tol,
-        )
-        .note(format!(
-            "VO coordinates {off_support:?}; they never activate (Δ = ∞ at every stage)"
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "def-factor-level-output-relative",
-            "Def. 3.1: factor-level output = h(X; u ⊙ v), relative",
-            vs_beta,
-            *c.rescaling_tol,
-        )
-        .note("smax((X diag w_K)(X diag w_Q)ᵀ) X diag(w_V) diag(w_O) vs the β-level head"),
-    );
-    rep.check(
-        Check::at_most(
-            "ex-output-under-lambdaw-lambda-muw",
-            "Ex. 3.2: output under (λw_K, w_Q/λ), (μw_V, w_O/μ), relative change",
-            vs_rescaled,
-            *c.rescaling_tol,
-        )
-        .note("λ_r, μ_r = e^{N(0,1)} per entry")
-        .paper_claim(
-            "Example 3.2 writes the KQ product as w_K ⊙ w_O and the VO matrix as W_V W_Qᵀ \
+    rep.at_most(
+        "d3-fd-over-random-beta",
+        "D3.1: max |G − G_FD| / max|G| over the random β",
+        fd_worst,
+        *c.fd_tol,
+    )
+    .note(format!(
+        "{} random β ~ N(0, {}²), central differences h = {:e}",
+        p.betas, p.beta_scale, p.fd_step
+    ));
+    rep.at_most(
+        "kq",
+        "§2.2: max |G_KQ(0)| (c = 0 ⇒ F ≡ 0)",
+        kq_at_zero,
+        *c.kq_at_zero_tol,
+    )
+    .note("stage 1 always activates a VO coordinate");
+    rep.at_most(
+        "cf4-vo-2kappan-mean",
+        "CF4: max |G_VO(0) − 2κn mean_s(x̄ ȳ)| / max|G(0)|",
+        cf_error,
+        *c.closed_form_tol,
+    )
+    .note(format!(
+        "max|G(0)| = {g0_scale:.6e}, T_1 = 1/max|G(0)| = {:.6}",
+        1.0 / g0_scale
+    ));
+    rep.at_most(
+        "vo-off-teacher-vo-support",
+        "§2.2: max |G_VO[r]| / max|G| off the teacher's VO support, c_r = 0",
+        off_support_worst,
+        *c.off_support_tol,
+    )
+    .note(format!(
+        "VO coordinates {off_support:?}; they never activate (Δ = ∞ at every stage)"
+    ));
+    rep.at_most(
+        "def-factor-level-output-relative",
+        "Def. 3.1: factor-level output = h(X; u ⊙ v), relative",
+        vs_beta,
+        *c.rescaling_tol,
+    )
+    .note("smax((X diag w_K)(X diag w_Q)ᵀ) X diag(w_V) diag(w_O) vs the β-level head");
+    rep.at_most(
+        "ex-output-under-lambdaw-lambda-muw",
+        "Ex. 3.2: output under (λw_K, w_Q/λ), (μw_V, w_O/μ), relative change",
+        vs_rescaled,
+        *c.rescaling_tol,
+    )
+    .note("λ_r, μ_r = e^{N(0,1)} per entry")
+    .paper_claim(
+        "Example 3.2 writes the KQ product as w_K ⊙ w_O and the VO matrix as W_V W_Qᵀ \
              (typos for w_K ⊙ w_Q and W_V W_Oᵀ, spec §6 item 3)",
-        ),
     );
     rep.derive("max_abs_g0", g0_scale);
     rep.derive("t1_closed_form", 1.0 / g0_scale);

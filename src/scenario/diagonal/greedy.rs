@@ -22,7 +22,7 @@ use crate::models::diagonal::{
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -171,32 +171,30 @@ fn r1_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
             .map(|&g| time_until_active(0.0, g, schedule.tol_g)),
     );
     let expected_times: Vec<f64> = order.iter().map(|&i| 1.0 / teacher[i].abs()).collect();
-    rep.check(
-        Check::at_most(
-            "r1-beta",
-            "R1: max |T_k − 1/|β*_(k)||",
-            time_err,
-            *c.reference_tol,
-        )
-        .note(format!(
-            "expected T = {expected_times:?} (CF1 limit theory, spec §3.6)"
-        ))
-        .paper_claim(format!(
-            "Algorithm 1 line 1 sets b⁰ = 0, which gives T_1 = min_i Δ_0(i) = {paper_t1} \
+    rep.at_most(
+        "r1-beta",
+        "R1: max |T_k − 1/|β*_(k)||",
+        time_err,
+        *c.reference_tol,
+    )
+    .note(format!(
+        "expected T = {expected_times:?} (CF1 limit theory, spec §3.6)"
+    ))
+    .paper_claim(format!(
+        "Algorithm 1 line 1 sets b⁰ = 0, which gives T_1 = min_i Δ_0(i) = {paper_t1} \
              (spec §6 item 1; b⁰ = 1 is used)"
-        )),
-    );
-    rep.check(Check::holds(
+    ));
+    rep.holds(
         "r1-activation-order-beta-sigma-sgn",
         "R1: activation order by |β*| with σ_k = sgn β*, then T_5 = ∞",
         order_ok && schedule.termination == Termination::Converged,
-    ));
-    rep.check(Check::at_most(
+    );
+    rep.at_most(
         "r1-beta-beta-top-coordinates-inf",
         "R1: max_k ‖β^k − β* on the top-k coordinates‖_∞",
         beta_err,
         *c.reference_tol,
-    ));
+    );
 }
 
 /// The supports and drops implied by a list of plateau points.
@@ -243,52 +241,46 @@ fn r2_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
     let drops = drop_errors.len();
     // no drop at all is a failure (∞), not a vacuous pass
     let drop_err = stats::max_with(if drops == 0 { f64::INFINITY } else { 0.0 }, drop_errors);
-    rep.check(
-        Check::at_most(
-            "r2-ref",
-            "R2: max |T_k − T_k(ref)|",
-            time_err,
-            *c.reference_tol,
-        )
-        .note(format!("reference T = {:?} (spec §3.6)", r2.times)),
-    );
-    rep.check(Check::at_most(
+    rep.at_most(
+        "r2-ref",
+        "R2: max |T_k − T_k(ref)|",
+        time_err,
+        *c.reference_tol,
+    )
+    .note(format!("reference T = {:?} (spec §3.6)", r2.times));
+    rep.at_most(
         "r2-beta-beta-ref-inf",
         "R2: max ‖β^k − β^k(ref)‖_∞",
         beta_err,
         *c.reference_tol,
-    ));
-    rep.check(Check::at_most(
+    );
+    rep.at_most(
         "r2-beta-const-ref-printed-decimals",
         "R2: max |L̃(β^k) − const − ref| (5 printed decimals)",
         loss_err,
         *c.loss_tol,
-    ));
-    rep.check(Check::holds(
+    );
+    rep.holds(
         "r2-supports-reference-then-inf",
         "R2: supports S_k as in the reference, then T_5 = ∞",
         structure_ok,
+    );
+    rep.at_most(
+        "r2-dropped-coordinate-vs-reference",
+        "R2: s·G of the dropped coordinate vs the reference",
+        drop_err,
+        *c.reference_tol,
+    )
+    .note(format!(
+        "{drops} drop(s); reference s·G = {} (A4.3(iii) margin)",
+        r2.drop_signed_g
     ));
-    rep.check(
-        Check::at_most(
-            "r2-dropped-coordinate-vs-reference",
-            "R2: s·G of the dropped coordinate vs the reference",
-            drop_err,
-            *c.reference_tol,
-        )
-        .note(format!(
-            "{drops} drop(s); reference s·G = {} (A4.3(iii) margin)",
-            r2.drop_signed_g
-        )),
-    );
-    rep.check(
-        Check::holds(
-            "r2-dropped-coordinate-re-enters-opposite",
-            "R2: every dropped coordinate re-enters with the opposite sign",
-            drops > 0 && reentry_ok,
-        )
-        .note("Lemma D.4: a dropped coordinate has b ∈ {0, 2}, so it can only return flipped"),
-    );
+    rep.holds(
+        "r2-dropped-coordinate-re-enters-opposite",
+        "R2: every dropped coordinate re-enters with the opposite sign",
+        drops > 0 && reentry_ok,
+    )
+    .note("Lemma D.4: a dropped coordinate has b ∈ {0, 2}, so it can only return flipped");
 }
 
 /// One row of the stage table.
@@ -513,17 +505,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                         _ => None,
                     })
                     .collect();
-                rep.check(
-                    Check::holds(
-                        &format!("a4-iii-flag-drop-raised.{label}"),
-                        &format!("{label}: the A4.3(iii) flag (drop with G_j = 0) is raised"),
-                        !degenerate.is_empty(),
-                    )
-                    .note(format!(
-                        "flagged (coordinate, s·G): {degenerate:?}; tol_g = {:e}",
-                        schedule.tol_g
-                    )),
-                );
+                rep.holds(
+                    &format!("a4-iii-flag-drop-raised.{label}"),
+                    &format!("{label}: the A4.3(iii) flag (drop with G_j = 0) is raised"),
+                    !degenerate.is_empty(),
+                )
+                .note(format!(
+                    "flagged (coordinate, s·G): {degenerate:?}; tol_g = {:e}",
+                    schedule.tol_g
+                ));
             }
         }
         for (w, window) in windows(&schedule.stage_times(), p).into_iter().enumerate() {
@@ -534,26 +524,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             b_panels.push(bp);
         }
     }
-    rep.check(
-        Check::at_most(
-            "stage-limit-vs-exact-sign-constrained",
-            "STAGE_B limit vs exact sign-constrained minimizer (NNLS), max ‖·‖_∞",
-            kkt_worst,
-            *c.kkt_tol,
-        )
-        .note("every stage of every instance; convex L̃ ⇒ the KKT point is unique (spec §3.3)"),
-    );
-    rep.check(
-        Check::at_least(
-            "a4-over-stages-lambda-ss-lambda",
-            "A4.4: min over stages of λ_min(H_SS)/λ_max(H_SS)",
-            hessian_ratio,
-            *c.min_hessian_ratio,
-        )
-        .paper_claim(
-            "A4.4 as printed: L(ũ, s^k⊙ũ) ≥ c_k‖u^k − ũ‖², without the reference value L(θ^k) \
+    rep.at_most(
+        "stage-limit-vs-exact-sign-constrained",
+        "STAGE_B limit vs exact sign-constrained minimizer (NNLS), max ‖·‖_∞",
+        kkt_worst,
+        *c.kkt_tol,
+    )
+    .note("every stage of every instance; convex L̃ ⇒ the KKT point is unique (spec §3.3)");
+    rep.at_least(
+        "a4-over-stages-lambda-ss-lambda",
+        "A4.4: min over stages of λ_min(H_SS)/λ_max(H_SS)",
+        hessian_ratio,
+        *c.min_hessian_ratio,
+    )
+    .paper_claim(
+        "A4.4 as printed: L(ũ, s^k⊙ũ) ≥ c_k‖u^k − ũ‖², without the reference value L(θ^k) \
              (vacuous near θ^k when L(θ^k) > 0; spec §6 item 5)",
-        ),
     );
     rep.tables.push(("stages".into(), stages));
     let mut figure = Figure::new(loss_panels.len());

@@ -26,7 +26,7 @@ use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Stage};
 use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -312,35 +312,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &Checks) {
     let over = |f: fn(&StageResult) -> f64| results.iter().map(f);
     let lambda_min = stats::min(over(|r| r.h_eigenvalues[0]));
-    rep.check(
-        Check::at_least(
-            &format!("lambda-ss-beta.{label}"),
-            &format!("{label}: min_k λ_min(H_SS(β^k)) > 0"),
-            lambda_min,
-            f64::MIN_POSITIVE,
-        )
-        .note(format!(
-            "exact H_SS from Hessian-vector products on {} plateaus (spec §4 A4.4(a))",
-            results.len()
-        )),
-    );
-    rep.check(Check::at_most(
+    rep.at_least(
+        &format!("lambda-ss-beta.{label}"),
+        &format!("{label}: min_k λ_min(H_SS(β^k)) > 0"),
+        lambda_min,
+        f64::MIN_POSITIVE,
+    )
+    .note(format!(
+        "exact H_SS from Hessian-vector products on {} plateaus (spec §4 A4.4(a))",
+        results.len()
+    ));
+    rep.at_most(
         &format!("kappa-ss-beta.{label}"),
         &format!("{label}: max_k κ(H_SS(β^k))"),
         stats::max(over(|r| r.kappa)),
         *c.max_kappa,
-    ));
-    rep.check(
-        Check::at_most(
-            &format!("2f-ss-relative.{label}"),
-            &format!("{label}: ∇²F_k = D H_SS D (relative)"),
-            stats::max(over(|r| r.identity_error)),
-            *c.max_identity_error,
-        )
-        .note(
-            "F_k(ũ) = L(ũ, s⊙ũ) from the raw network vs the β-Hessian, D = diag(2 s_i u_i) (§2.5)",
-        ),
     );
+    rep.at_most(
+        &format!("2f-ss-relative.{label}"),
+        &format!("{label}: ∇²F_k = D H_SS D (relative)"),
+        stats::max(over(|r| r.identity_error)),
+        *c.max_identity_error,
+    )
+    .note("F_k(ũ) = L(ũ, s⊙ũ) from the raw network vs the β-Hessian, D = diag(2 s_i u_i) (§2.5)");
     let growth = stats::min(
         results
             .iter()
@@ -353,23 +347,21 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
             .filter(|r| !r.terminal)
             .flat_map(|r| r.paper_form_growth.iter().map(|g| g / r.c_k)),
     );
-    rep.check(
-        Check::at_least(
-            &format!("theta.{label}"),
-            &format!("{label}: min (L(ũ,s⊙ũ) − L(θ^k)) / (c_k‖u^k − ũ‖²)"),
-            growth,
-            *c.min_growth_ratio,
-        )
-        .note(
-            "sampled A4.4(b): random and ±softest directions, c_k = ½λ_min(∇²F_k); ≈ 1 means \
+    rep.at_least(
+        &format!("theta.{label}"),
+        &format!("{label}: min (L(ũ,s⊙ũ) − L(θ^k)) / (c_k‖u^k − ũ‖²)"),
+        growth,
+        *c.min_growth_ratio,
+    )
+    .note(
+        "sampled A4.4(b): random and ±softest directions, c_k = ½λ_min(∇²F_k); ≈ 1 means \
              c_k is the sharp constant",
-        )
-        .paper_claim(format!(
-            "A4.4 as printed: L(ũ, s⊙ũ) ≥ c_k‖u^k − ũ‖², without L(θ^k) (spec §6 #5); on the \
+    )
+    .paper_claim(format!(
+        "A4.4 as printed: L(ũ, s⊙ũ) ≥ c_k‖u^k − ũ‖², without L(θ^k) (spec §6 #5); on the \
              non-terminal plateaus (L(θ^k) > 0) it holds vacuously: min L(ũ)/(c_k‖δ‖²) = \
              {paper:.3e}"
-        )),
-    );
+    ));
     rep.derive(&format!("{label}.min_lambda_min"), lambda_min);
     rep.derive(&format!("{label}.paper_form_min_ratio"), paper);
 }

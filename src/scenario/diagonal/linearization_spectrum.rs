@@ -19,7 +19,7 @@ use crate::models::diagonal::{hessian_block, BetaLoss, DiagonalNet, Schedule, St
 use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::Cost;
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 use nalgebra::DMatrix;
 
@@ -213,39 +213,35 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn instance_checks(rep: &mut Report, sched: &Scheduled, spectra: &[StageSpectrum], c: &Checks) {
     let label = sched.label();
     let worst = |f: fn(&StageSpectrum) -> f64| stats::max(spectra.iter().map(f));
-    rep.check(
-        Check::at_most(
-            &format!("spectrum-match-error-lambda.{label}"),
-            &format!("{label}: spectrum match error / max|λ|"),
-            worst(|s| s.match_error),
-            *c.max_match_error,
-        )
-        .note(format!(
-            "sorted eig of the exact Jacobian vs {{±g_j}} ∪ {{0^|S|}} ∪ eig(−2H_SS diag|β_S|), \
+    rep.at_most(
+        &format!("spectrum-match-error-lambda.{label}"),
+        &format!("{label}: spectrum match error / max|λ|"),
+        worst(|s| s.match_error),
+        *c.max_match_error,
+    )
+    .note(format!(
+        "sorted eig of the exact Jacobian vs {{±g_j}} ∪ {{0^|S|}} ∪ eig(−2H_SS diag|β_S|), \
              {} plateaus",
-            spectra.len()
-        )),
-    );
-    rep.check(Check::at_most(
+        spectra.len()
+    ));
+    rep.at_most(
         &format!("im-lambda-lambda.{label}"),
         &format!("{label}: max |Im λ| / max|λ|"),
         worst(|s| s.imaginary),
         *c.max_imaginary,
-    ));
+    );
     let miscount = spectra
         .iter()
         .map(|s| s.unstable_computed.abs_diff(s.unstable_predicted))
         .max()
         .unwrap_or(0);
-    rep.check(
-        Check::at_most(
-            &format!("unstable-eigenvalues.{label}"),
-            &format!("{label}: |#unstable eigenvalues − #{{j ∉ S: g_j ≠ 0}}|"),
-            miscount as f64,
-            0.0,
-        )
-        .note("max over plateaus; zero means |·| ≤ tol_g, Algorithm 1's Δ = ∞ threshold"),
-    );
+    rep.at_most(
+        &format!("unstable-eigenvalues.{label}"),
+        &format!("{label}: |#unstable eigenvalues − #{{j ∉ S: g_j ≠ 0}}|"),
+        miscount as f64,
+        0.0,
+    )
+    .note("max over plateaus; zero means |·| ≤ tol_g, Algorithm 1's Δ = ∞ threshold");
     let not_fastest: Vec<String> = spectra
         .iter()
         .filter_map(|s| match (s.taken, s.fastest) {

@@ -25,7 +25,7 @@ use crate::scenario::cost::Cost;
 use crate::scenario::reduce::{CsvTable, SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::sweeps_common::{alpha_label, farthest_from_one, ln_alphas, log10_alpha_sweep, Setup};
@@ -280,37 +280,33 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         worst_text = worst_note(la, tau, &names[i], g_th, g, dist);
     }
     rep.tables.push(("sign_worst".into(), worst));
-    rep.check(
-        Check::at_most(
-            "plateau-0-tracking",
-            PLATEAU0_RUN,
-            plateau0,
-            *c.plateau0_tol,
-        )
-        .note(format!(
-            "{label}, α = {}: eq. (8) makes Λ(b_α − b_th)_i = −ln w0_i exactly on plateau 0 \
+    rep.at_most(
+        "plateau-0-tracking",
+        PLATEAU0_RUN,
+        plateau0,
+        *c.plateau0_tol,
+    )
+    .note(format!(
+        "{label}, α = {}: eq. (8) makes Λ(b_α − b_th)_i = −ln w0_i exactly on plateau 0 \
              (max|ln w0_i| = {max_ln_w0:.3}); {} samples with τ ≤ {}·T_1; Λ·sup‖b_α − b_th‖_∞ over \
              all plateau interiors = {scaled:.3} (reported)",
-            alpha_label(la),
-            t.plateau0_samples,
-            p.linear_fraction
-        ))
-        .paper_claim(BOUND_CLAIM),
-    );
-    rep.check(
-        Check::at_most(
-            "samples-sgn-theta-alpha-sgn-theta",
-            "samples with sgn g_i(θ_α) ≠ sgn g_i(θ^k) off S_k at this α",
-            t.sign_violations as f64,
-            0.0,
-        )
-        .note(format!(
-            "eq. (29) at the {}/{} interior samples within {:e} of β^k, {} (sample, i) pairs \
+        alpha_label(la),
+        t.plateau0_samples,
+        p.linear_fraction
+    ))
+    .paper_claim(BOUND_CLAIM);
+    rep.at_most(
+        "samples-sgn-theta-alpha-sgn-theta",
+        "samples with sgn g_i(θ_α) ≠ sgn g_i(θ^k) off S_k at this α",
+        t.sign_violations as f64,
+        0.0,
+    )
+    .note(format!(
+        "eq. (29) at the {}/{} interior samples within {:e} of β^k, {} (sample, i) pairs \
              with |g_i(θ^k)| > {:e} (smallest {:.2e}); worst: {worst_text}",
-            t.on_plateau, t.interior, c.sign_radius, t.sign_tested, c.sign_threshold, t.smallest_g
-        ))
-        .paper_claim(SIGN_CLAIM),
-    );
+        t.on_plateau, t.interior, c.sign_radius, t.sign_tested, c.sign_threshold, t.smallest_g
+    ))
+    .paper_claim(SIGN_CLAIM);
     rep.derive("Lambda", run.lambda);
     rep.derive("sup_error", t.sup_error);
     rep.derive("lambda_sup_error", scaled);
@@ -482,48 +478,42 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        rep.check(
-            Check::at_most(
-                &format!("plateau-0-tracking-over-alpha.{label}"),
-                &format!("{label}: {PLATEAU0_SWEEP}"),
-                stats::max(plateau0.iter()),
-                *c.plateau0_tol,
-            )
-            .note(format!(
-                "per α: {}; Λ(b_α − b_th)_i = −ln w0_i on plateau 0 (max|ln w0_i| = \
+        rep.at_most(
+            &format!("plateau-0-tracking-over-alpha.{label}"),
+            &format!("{label}: {PLATEAU0_SWEEP}"),
+            stats::max(plateau0.iter()),
+            *c.plateau0_tol,
+        )
+        .note(format!(
+            "per α: {}; Λ(b_α − b_th)_i = −ln w0_i on plateau 0 (max|ln w0_i| = \
                  {max_ln_w0:.3}); Λ·sup‖b_α − b_th‖_∞ over all plateau interiors (reported): {}",
-                list_text(&plateau0, 2),
-                list_text(&scaled, 4)
-            ))
-            .paper_claim(BOUND_CLAIM),
-        );
-        rep.check(
-            Check::within(
-                &format!("consecutive-ratio-lambda-alpha-farthest.{label}"),
-                &format!("{label}: consecutive ratio of Λ·e(α) farthest from 1"),
-                farthest_from_one(&ratios),
-                1.0 / *c.ratio_max,
-                *c.ratio_max,
-            )
-            .note("e(α) = O(1/Λ): Λ·e(α) is Λ-independent"),
-        );
-        rep.check(
-            Check::at_most(
-                &format!("samples-sgn-theta-alpha-sgn-theta.{label}"),
-                &format!("{label}: samples with sgn g_i(θ_α) ≠ sgn g_i(θ^k) off S_k"),
-                violations,
-                0.0,
-            )
-            .note(format!(
-                "eq. (29) at the interior samples within {:e} of β^k ({} per α), {tested} \
+            list_text(&plateau0, 2),
+            list_text(&scaled, 4)
+        ))
+        .paper_claim(BOUND_CLAIM);
+        rep.within(
+            &format!("consecutive-ratio-lambda-alpha-farthest.{label}"),
+            &format!("{label}: consecutive ratio of Λ·e(α) farthest from 1"),
+            farthest_from_one(&ratios),
+            1.0 / *c.ratio_max,
+            *c.ratio_max,
+        )
+        .note("e(α) = O(1/Λ): Λ·e(α) is Λ-independent");
+        rep.at_most(
+            &format!("samples-sgn-theta-alpha-sgn-theta.{label}"),
+            &format!("{label}: samples with sgn g_i(θ_α) ≠ sgn g_i(θ^k) off S_k"),
+            violations,
+            0.0,
+        )
+        .note(format!(
+            "eq. (29) at the interior samples within {:e} of β^k ({} per α), {tested} \
                  (sample, i) pairs with |g_i(θ^k)| > {:e} (smallest {smallest_g:.2e}); worst: \
                  {worst_text}",
-                c.sign_radius,
-                on_plateau.join(", "),
-                c.sign_threshold
-            ))
-            .paper_claim(SIGN_CLAIM),
-        );
+            c.sign_radius,
+            on_plateau.join(", "),
+            c.sign_threshold
+        ))
+        .paper_claim(SIGN_CLAIM);
         rep.derive(&format!("{label}.lambda_sup_error"), scaled);
         let subset = SweepRuns {
             grid: runs.grid.clone(),

@@ -20,7 +20,7 @@ use crate::models::diagonal::{BalancedFlow, BetaLoss, Schedule};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::figures_common::instance_label;
@@ -208,50 +208,46 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .iter()
         .map(|b| b.samples.iter().filter(|s| s.hit.is_some()).count())
         .sum();
-    rep.check(
-        Check::at_least(
-            &format!(
-                "fraction-perturbed-starts-reaching-beta-beta.{:e}",
-                p.radius
-            ),
-            &format!(
-                "fraction of perturbed starts reaching ‖β − β^(k+1)‖_∞ ≤ {:e}",
-                p.radius
-            ),
-            reached as f64 / total as f64,
-            1.0,
-        )
-        .note(format!(
-            "A4.5: {reached} of {total} samples ({} stages × {} δ × {})",
-            schedule.stages.len() - 1,
-            p.deltas.len(),
-            p.samples
-        )),
-    );
+    rep.at_least(
+        &format!(
+            "fraction-perturbed-starts-reaching-beta-beta.{:e}",
+            p.radius
+        ),
+        &format!(
+            "fraction of perturbed starts reaching ‖β − β^(k+1)‖_∞ ≤ {:e}",
+            p.radius
+        ),
+        reached as f64 / total as f64,
+        1.0,
+    )
+    .note(format!(
+        "A4.5: {reached} of {total} samples ({} stages × {} δ × {})",
+        schedule.stages.len() - 1,
+        p.deltas.len(),
+        p.samples
+    ));
     let escape = |k: usize| escape_rate(&schedule, k);
     let worst = stats::max(batches.iter().map(|b| (b.slope * escape(b.k) - 1.0).abs()));
-    rep.check(
-        Check::at_most(
-            "over-stages-delta-slope-theta-hitting",
-            "max over stages and δ of |slope·|g_(i_k)(θ^k)| − 1| (hitting time vs ln(1/ũ_(i_k)))",
-            worst,
-            *c.slope_rel_tol,
-        )
-        .note(
-            batches
-                .iter()
-                .map(|b| {
-                    format!(
-                        "k={} δ={:e}: slope {:.4} vs 1/|g| = {:.4}",
-                        b.k,
-                        b.delta,
-                        b.slope,
-                        1.0 / escape(b.k)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        ),
+    rep.at_most(
+        "over-stages-delta-slope-theta-hitting",
+        "max over stages and δ of |slope·|g_(i_k)(θ^k)| − 1| (hitting time vs ln(1/ũ_(i_k)))",
+        worst,
+        *c.slope_rel_tol,
+    )
+    .note(
+        batches
+            .iter()
+            .map(|b| {
+                format!(
+                    "k={} δ={:e}: slope {:.4} vs 1/|g| = {:.4}",
+                    b.k,
+                    b.delta,
+                    b.slope,
+                    1.0 / escape(b.k)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
     );
 
     let mut table = Table::new(&["stage", "delta", "u_new", "ln_inv_u_new", "hitting_time"]);

@@ -22,7 +22,7 @@ use crate::models::diagonal::{Activation, Flag, Termination};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -134,21 +134,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 _ => None,
             })
             .collect();
-        rep.check(
-            Check::holds(
-                &format!("a4-iii-violation-flagged.{}", label(name)),
-                &format!("{}: A4.3(iii) violation is flagged", label(name)),
-                !flagged.is_empty(),
-            )
-            .note(format!(
-                "control: drops with G_j = 0: {} (spec §3.3 degenerate drops)",
-                flagged
-                    .iter()
-                    .map(|(i, g)| format!("{} (s·G = {g:e})", sched.coordinate(*i)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        );
+        rep.holds(
+            &format!("a4-iii-violation-flagged.{}", label(name)),
+            &format!("{}: A4.3(iii) violation is flagged", label(name)),
+            !flagged.is_empty(),
+        )
+        .note(format!(
+            "control: drops with G_j = 0: {} (spec §3.3 degenerate drops)",
+            flagged
+                .iter()
+                .map(|(i, g)| format!("{} (s·G = {g:e})", sched.coordinate(*i)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     rep.figure = Some(figure(&all_gaps));
     rep.instance = Some(run_instance(datasets));
@@ -166,14 +164,12 @@ fn instance_checks(
 ) -> Result<Gaps, RunError> {
     let (s, name) = (&sched.schedule, sched.label());
     let loss = sched.instance.loss();
-    rep.check(
-        Check::holds(
-            &format!("algorithm-converges.{name}"),
-            &format!("{name}: Algorithm 1 converges"),
-            s.termination == Termination::Converged,
-        )
-        .note(termination_text(&s.termination)),
-    );
+    rep.holds(
+        &format!("algorithm-converges.{name}"),
+        &format!("{name}: Algorithm 1 converges"),
+        s.termination == Termination::Converged,
+    )
+    .note(termination_text(&s.termination));
 
     let margin = stats::min(
         init.u0
@@ -181,15 +177,13 @@ fn instance_checks(
             .zip(&init.v0)
             .map(|(u, v)| (u.abs() - v.abs()).abs()),
     );
-    rep.check(
-        Check::at_least(
-            &format!("a4-u0-v0.{name}"),
-            &format!("{name}: A4.3(i) min_i ||u0_i| − |v0_i||"),
-            margin,
-            *c.min_init_margin,
-        )
-        .note("θ_0 shared by every α (common::initial_direction)"),
-    );
+    rep.at_least(
+        &format!("a4-u0-v0.{name}"),
+        &format!("{name}: A4.3(i) min_i ||u0_i| − |v0_i||"),
+        margin,
+        *c.min_init_margin,
+    )
+    .note("θ_0 shared by every α (common::initial_direction)");
 
     let activations: Vec<_> = s
         .stages
@@ -198,15 +192,13 @@ fn instance_checks(
         .collect();
     let relative = |a: &&Activation| a.gap / a.delta.max(1.0);
     let min_rel_gap = stats::min(activations.iter().map(relative));
-    rep.check(
-        Check::at_least(
-            &format!("a4-ii-gap-delta.{name}"),
-            &format!("{name}: A4.3(ii) min_k gap_k / max(1, Δ*_k)"),
-            min_rel_gap,
-            *c.tol_tie,
-        )
-        .note("the argmin of eq. (11) is unique at every stage (∞: never two finite Δ)"),
-    );
+    rep.at_least(
+        &format!("a4-ii-gap-delta.{name}"),
+        &format!("{name}: A4.3(ii) min_k gap_k / max(1, Δ*_k)"),
+        min_rel_gap,
+        *c.tol_tie,
+    )
+    .note("the argmin of eq. (11) is unique at every stage (∞: never two finite Δ)");
 
     let drops: Vec<(usize, usize, f64)> = s
         .stages
@@ -228,15 +220,13 @@ fn instance_checks(
             .iter()
             .map(|(k, i, g)| format!("{} at stage {k} (s·G = {g:.6})", sched.coordinate(*i)))
             .collect();
-        rep.check(
-            Check::at_least(
-                &format!("a4-iii-over-drops-theta.{name}"),
-                &iii_name,
-                min_drop_g,
-                *c.dropped_g_rel * s.scale,
-            )
-            .note(drop_names.join(", ")),
-        );
+        rep.at_least(
+            &format!("a4-iii-over-drops-theta.{name}"),
+            &iii_name,
+            min_drop_g,
+            *c.dropped_g_rel * s.scale,
+        )
+        .note(drop_names.join(", "));
     }
 
     // the order check at (or below) the separation α of the least separated stage
@@ -271,27 +261,25 @@ fn instance_checks(
         })
         .collect();
     let ordered = first.iter().all(|t| t.is_finite()) && first.windows(2).all(|w| w[0] < w[1]);
-    rep.check(
-        Check::holds(
-            &format!("measured-transitions-come-predicted-order.{name}"),
-            &format!("{name}: measured transitions come in the predicted order"),
-            ordered,
-        )
-        .note(format!(
-            "log layout at α = 10^{:.2} ({}); first τ̂ of each transition event: {}",
-            ln_alpha / std::f64::consts::LN_10,
-            if p.order_alpha.is_some() {
-                "params.order_alpha"
-            } else {
-                "min(α_sep, max_order_alpha)"
-            },
-            first
-                .iter()
-                .map(|t| format!("{t:.3}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    );
+    rep.holds(
+        &format!("measured-transitions-come-predicted-order.{name}"),
+        &format!("{name}: measured transitions come in the predicted order"),
+        ordered,
+    )
+    .note(format!(
+        "log layout at α = 10^{:.2} ({}); first τ̂ of each transition event: {}",
+        ln_alpha / std::f64::consts::LN_10,
+        if p.order_alpha.is_some() {
+            "params.order_alpha"
+        } else {
+            "min(α_sep, max_order_alpha)"
+        },
+        first
+            .iter()
+            .map(|t| format!("{t:.3}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     rep.derive(&format!("{name}.ln_alpha_order_check"), ln_alpha);
     rep.derive(&format!("{name}.min_relative_gap"), min_rel_gap);
 

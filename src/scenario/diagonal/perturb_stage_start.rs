@@ -16,7 +16,7 @@ use crate::models::diagonal::{Layout, LogFlow, TransitionEvent, TransitionEvents
 use crate::plot::Figure;
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, Report, RunContext, RunError, Table};
+use crate::scenario::{Report, RunContext, RunError, Table};
 
 use super::figures_common::{
     alpha_label, best_predicted_time, instance_label, predicted_exponent, Toy, PLATEAU_FLOOR,
@@ -180,58 +180,54 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         stats::max(resolved.iter().map(|o| distance(o, &o.perturbed)))
     };
     let activations = schedule.stages.len() - 1;
-    rep.check(
-        Check::at_most(
-            &format!(
-                "over-resolved-stage-starts-beta-pert.{:e}-{}",
-                p.alpha, p.sigma
-            ),
-            &format!(
-                "max over resolved stage starts of ‖β_pert(τ*_(k+1)) − β^(k+1)‖_∞ (α = {:e}, \
+    rep.at_most(
+        &format!(
+            "over-resolved-stage-starts-beta-pert.{:e}-{}",
+            p.alpha, p.sigma
+        ),
+        &format!(
+            "max over resolved stage starts of ‖β_pert(τ*_(k+1)) − β^(k+1)‖_∞ (α = {:e}, \
                  σ = {}); τ*_(k+1) = argmax e_(k+1)",
-                p.alpha, p.sigma
-            ),
-            worst,
-            *c.max_beta_distance,
-        )
-        .paper_claim(
-            "spec §5.2: every stage start, at τ*_(k+1) = argmax m_(k+1); that is T_(k+1) itself \
+            p.alpha, p.sigma
+        ),
+        worst,
+        *c.max_beta_distance,
+    )
+    .paper_claim(
+        "spec §5.2: every stage start, at τ*_(k+1) = argmax m_(k+1); that is T_(k+1) itself \
              on most stages (the flow has not transitioned yet), and a stage too short at this \
              α is not within 1e−3 of β^(k+1) even unperturbed",
-        )
-        .note(format!(
-            "A4.5: the nonlinear escape from θ^k is robust to noise and ends at θ^(k+1); \
+    )
+    .note(format!(
+        "A4.5: the nonlinear escape from θ^k is robust to noise and ends at θ^(k+1); \
              checked: the {} of {} stage starts where 10·α^(e_(k+1)(τ*)) + 1e−8 ≤ {:e}; \
              per start (stage, perturbed, unperturbed, predicted): {}",
-            resolved.len(),
-            outcomes.len(),
-            c.max_beta_distance,
-            outcomes
-                .iter()
-                .map(|o| format!(
-                    "{}: {:.1e}, {:.1e}, {:.1e}",
-                    o.next,
-                    distance(o, &o.perturbed),
-                    distance(o, &o.original),
-                    o.predicted
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "upward-threshold-crossings-matched-activation-algorithm",
-            "upward threshold crossings matched to an activation of Algorithm 1",
-            outcomes.len() as f64,
-            activations as f64,
-        )
-        .note(format!(
-            "one per activation i_k (k = 0..{}); unmatched crossings: [{}]",
-            activations.saturating_sub(1),
-            unmatched.join(", ")
-        )),
-    );
+        resolved.len(),
+        outcomes.len(),
+        c.max_beta_distance,
+        outcomes
+            .iter()
+            .map(|o| format!(
+                "{}: {:.1e}, {:.1e}, {:.1e}",
+                o.next,
+                distance(o, &o.perturbed),
+                distance(o, &o.original),
+                o.predicted
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
+    rep.at_least(
+        "upward-threshold-crossings-matched-activation-algorithm",
+        "upward threshold crossings matched to an activation of Algorithm 1",
+        outcomes.len() as f64,
+        activations as f64,
+    )
+    .note(format!(
+        "one per activation i_k (k = 0..{}); unmatched crossings: [{}]",
+        activations.saturating_sub(1),
+        unmatched.join(", ")
+    ));
     let mut table = Table::new(&[
         "coordinate",
         "stage_entered",

@@ -18,7 +18,7 @@ use crate::scenario::reduce::{SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::report::Cell;
 use crate::scenario::sweep::SweepSpec;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::sweeps_common::{
@@ -199,43 +199,37 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             curve.push(v);
         }
     }
-    rep.check(
-        Check::at_most(
-            "eligible-alpha-counted-set",
-            "eligible (α, k) with counted set ≠ S_k",
-            mismatches as f64,
-            0.0,
-        )
-        .note(format!(
-            "{tested} eligible stages k at α = {}; count #{{i : |β_i(τ†_k)| > α^(m_k(τ†_k)/2)}}",
-            alpha_label(la)
-        ))
-        .paper_claim(
-            "spec §4 counts at τ*_k = argmax m_k, which is T_k (mid-transition) on every mini \
+    rep.at_most(
+        "eligible-alpha-counted-set",
+        "eligible (α, k) with counted set ≠ S_k",
+        mismatches as f64,
+        0.0,
+    )
+    .note(format!(
+        "{tested} eligible stages k at α = {}; count #{{i : |β_i(τ†_k)| > α^(m_k(τ†_k)/2)}}",
+        alpha_label(la)
+    ))
+    .paper_claim(
+        "spec §4 counts at τ*_k = argmax m_k, which is T_k (mid-transition) on every mini \
              plateau; τ†_k = argmax min(m_k, λ_act(τ − T_k)) is used",
-        ),
     );
-    rep.check(
-        Check::at_most(
-            "consecutive-eligible-stages-adding-more-than",
-            "consecutive eligible stages adding more than max_added indices",
-            too_many_added as f64,
+    rep.at_most(
+        "consecutive-eligible-stages-adding-more-than",
+        "consecutive eligible stages adding more than max_added indices",
+        too_many_added as f64,
+        0.0,
+    )
+    .note(format!(
+        "largest number of indices added: {max_added} (Theorem 1.1: ≤ 1)"
+    ));
+    if is_attention {
+        rep.at_most(
+            "stages-where-both-ranks-change-or",
+            "stages where both ranks change or one grows by more than 1",
+            block_violations as f64,
             0.0,
         )
-        .note(format!(
-            "largest number of indices added: {max_added} (Theorem 1.1: ≤ 1)"
-        )),
-    );
-    if is_attention {
-        rep.check(
-            Check::at_most(
-                "stages-where-both-ranks-change-or",
-                "stages where both ranks change or one grows by more than 1",
-                block_violations as f64,
-                0.0,
-            )
-            .note("rank W_K W_Qᵀ = #KQ entries, rank W_V W_Oᵀ = #VO entries above the threshold"),
-        );
+        .note("rank W_K W_Qᵀ = #KQ entries, rank W_V W_Oᵀ = #VO entries above the threshold");
     }
     rep.derive("eligible_stages", tested);
     rep.derive("max_added", max_added);
@@ -333,20 +327,18 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
         ..Default::default()
     };
     let uncovered = eligible_stages.iter().filter(|e| !**e).count();
-    rep.check(
-        Check::at_most(
-            "stages-no-eligible-alpha",
-            "stages with no eligible α",
-            uncovered as f64,
-            0.0,
-        )
-        .note(format!(
-            "α is eligible for stage k when α^(m_k/2) ≤ {:e}·min_(S_k)|β^k|; {tested} eligible \
+    rep.at_most(
+        "stages-no-eligible-alpha",
+        "stages with no eligible α",
+        uncovered as f64,
+        0.0,
+    )
+    .note(format!(
+        "α is eligible for stage k when α^(m_k/2) ≤ {:e}·min_(S_k)|β^k|; {tested} eligible \
              (α, k) over {} α",
-            c.eligibility,
-            sorted.len()
-        )),
-    );
+        c.eligibility,
+        sorted.len()
+    ));
     rep.derive("eligible_pairs", tested);
     rep.derive("fixed_threshold_mismatches", fixed_mismatches);
     rep.derive(

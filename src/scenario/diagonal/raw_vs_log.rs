@@ -26,7 +26,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::sweeps_common::{
@@ -252,15 +252,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.series.push(row);
     }
     if *p.log10_alpha == c.agreement_log10_alpha {
-        rep.check(
-            Check::at_most(
-                &format!("beta-raw-beta-log-alpha-1e.{}", c.agreement_log10_alpha),
-                &format!("max |β_raw − β_log| at α = 1e{}", c.agreement_log10_alpha),
-                diff,
-                *c.agreement,
-            )
-            .note("over all samples and coordinates of the horizon 1.2·T_KΛ + 200"),
-        );
+        rep.at_most(
+            &format!("beta-raw-beta-log-alpha-1e.{}", c.agreement_log10_alpha),
+            &format!("max |β_raw − β_log| at α = 1e{}", c.agreement_log10_alpha),
+            diff,
+            *c.agreement,
+        )
+        .note("over all samples and coordinates of the horizon 1.2·T_KΛ + 200");
     }
     let mut last_gap = f64::NAN;
     for k in 1..=kk {
@@ -378,34 +376,32 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     }
     // NaN (a transition not found) propagates and fails
     let spreads: Vec<f64> = offsets.iter().map(|o| spread(o)).collect();
-    rep.check(
-        Check::at_most(
-            "log-layout-offset-spread",
-            &format!(
-                "log layout: max_k spread over α ≤ 1e{} of |g_(i_(k−1))|·(t̂_k − T_kΛ)",
-                c.offset_log10_alpha_max
-            ),
-            stats::max(spreads.iter()),
-            *c.offset_spread_max,
-        )
-        .note(format!(
-            "T4.1(ii): t̂_k = T_kΛ + a_k with a_k independent of α, including the opposite-sign \
+    rep.at_most(
+        "log-layout-offset-spread",
+        &format!(
+            "log layout: max_k spread over α ≤ 1e{} of |g_(i_(k−1))|·(t̂_k − T_kΛ)",
+            c.offset_log10_alpha_max
+        ),
+        stats::max(spreads.iter()),
+        *c.offset_spread_max,
+    )
+    .note(format!(
+        "T4.1(ii): t̂_k = T_kΛ + a_k with a_k independent of α, including the opposite-sign \
              re-entry of the dropped coordinate; per k: {}",
-            offsets
-                .iter()
-                .zip(&spreads)
-                .map(|(o, s)| format!(
-                    "[{}] (spread {s:.2e})",
-                    o.iter()
-                        .map(|x| format!("{x:.4}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ))
-        .paper_claim("spec §7: normalized offset ≤ 10 for α ≤ 1e−8 (one α at a time)"),
-    );
+        offsets
+            .iter()
+            .zip(&spreads)
+            .map(|(o, s)| format!(
+                "[{}] (spread {s:.2e})",
+                o.iter()
+                    .map(|x| format!("{x:.4}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
+    .paper_claim("spec §7: normalized offset ≤ 10 for α ≤ 1e−8 (one α at a time)");
     rep.derive("raw_discrepancy", discrepancy.join("; "));
     let mut figure = Figure::new(panels.len().min(4)).title(figure_title(p));
     for panel in panels {

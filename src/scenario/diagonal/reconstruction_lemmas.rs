@@ -15,7 +15,7 @@ use crate::models::diagonal::{LogCoordinates, Orientation};
 use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::basics_common::{alpha_label, validate_alphas};
@@ -192,48 +192,40 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             }
         }
     }
-    rep.check(
-        Check::at_least(
-            "lemma-over-log-alpha",
-            "Lemma D.1: min over b ∈ (c, 2−c) of log_α max(|u|,|v|) − c/2",
-            d1_min,
-            0.0,
-        )
-        .note(format!(
-            "{} grid points; ≥ 0 ⇔ max(|u|, |v|) ≤ α^(c/2)",
-            counts[0]
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "lemma-over-ln",
-            "Lemma D.2: min over b ∉ (−c, 2+c) of ln|u|",
-            d2_min,
-            f64::MIN_POSITIVE,
-        )
-        .note(format!("{} grid points; > 0 ⇔ |u| > 1", counts[1])),
-    );
-    rep.check(
-        Check::at_least(
-            "lemma-over-predicted-sign-sgn",
-            "Lemma D.3: min over |b − 1| > c of the predicted sign × sgn v",
-            d3_min,
-            1.0,
-        )
-        .note(format!(
-            "{} grid points; v < 0 for b > 1 + c, v > 0 for b < 1 − c",
-            counts[2]
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "eq-plain-f64-vs-log-domain",
-            "eq. (7) in plain f64 vs the log-domain (u, v), units ε(1+|ln w|+|ln c|)",
-            eq7_worst,
-            *c.eq7_units,
-        )
-        .note("relative to max(|u|, |v|); e^x has relative condition |x|"),
-    );
+    rep.at_least(
+        "lemma-over-log-alpha",
+        "Lemma D.1: min over b ∈ (c, 2−c) of log_α max(|u|,|v|) − c/2",
+        d1_min,
+        0.0,
+    )
+    .note(format!(
+        "{} grid points; ≥ 0 ⇔ max(|u|, |v|) ≤ α^(c/2)",
+        counts[0]
+    ));
+    rep.at_least(
+        "lemma-over-ln",
+        "Lemma D.2: min over b ∉ (−c, 2+c) of ln|u|",
+        d2_min,
+        f64::MIN_POSITIVE,
+    )
+    .note(format!("{} grid points; > 0 ⇔ |u| > 1", counts[1]));
+    rep.at_least(
+        "lemma-over-predicted-sign-sgn",
+        "Lemma D.3: min over |b − 1| > c of the predicted sign × sgn v",
+        d3_min,
+        1.0,
+    )
+    .note(format!(
+        "{} grid points; v < 0 for b > 1 + c, v > 0 for b < 1 − c",
+        counts[2]
+    ));
+    rep.at_most(
+        "eq-plain-f64-vs-log-domain",
+        "eq. (7) in plain f64 vs the log-domain (u, v), units ε(1+|ln w|+|ln c|)",
+        eq7_worst,
+        *c.eq7_units,
+    )
+    .note("relative to max(|u|, |v|); e^x has relative condition |x|");
     round_trip_checks(p, c, ctx, &mut rep);
     rep.figure = Some(figure(p)?);
     Ok(rep)
@@ -278,42 +270,36 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
     }
     let tested = table.rows.len();
     rep.tables.push(("round_trip".into(), table));
-    rep.check(
-        Check::at_most(
-            "raw-log-raw-round-trip-logarithms",
-            "raw → log → raw round trip (O(1) logarithms), relative",
-            small_worst,
-            *c.round_trip_tol,
-        )
-        .note(format!(
-            "{small_count} of {tested} pairs with |ζ| + |ln c − ζ| ≤ {}",
-            c.round_trip_small_logs
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "raw-log-raw-round-trip-scales",
-            "raw → log → raw round trip (all scales), units ε(1+|ζ|+|ln c−ζ|)",
-            units_worst,
-            *c.round_trip_units,
-        )
-        .note(format!(
-            "{tested} pairs of scale 10^-e, e ≤ {}",
-            p.max_exponent
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "wlog-orientation-keeps-exactly-gives-fraction",
-            "WLOG orientation keeps u v exactly and gives ũ > |ṽ| (fraction of pairs)",
-            product_kept as f64 / tested.max(1) as f64,
-            1.0,
-        )
-        .paper_claim(format!(
-            "§C.3: ũ = sgn(u)u, ṽ = sgn(v)v — flips the sign of u v on {paper_flips} of \
+    rep.at_most(
+        "raw-log-raw-round-trip-logarithms",
+        "raw → log → raw round trip (O(1) logarithms), relative",
+        small_worst,
+        *c.round_trip_tol,
+    )
+    .note(format!(
+        "{small_count} of {tested} pairs with |ζ| + |ln c − ζ| ≤ {}",
+        c.round_trip_small_logs
+    ));
+    rep.at_most(
+        "raw-log-raw-round-trip-scales",
+        "raw → log → raw round trip (all scales), units ε(1+|ζ|+|ln c−ζ|)",
+        units_worst,
+        *c.round_trip_units,
+    )
+    .note(format!(
+        "{tested} pairs of scale 10^-e, e ≤ {}",
+        p.max_exponent
+    ));
+    rep.at_least(
+        "wlog-orientation-keeps-exactly-gives-fraction",
+        "WLOG orientation keeps u v exactly and gives ũ > |ṽ| (fraction of pairs)",
+        product_kept as f64 / tested.max(1) as f64,
+        1.0,
+    )
+    .paper_claim(format!(
+        "§C.3: ũ = sgn(u)u, ṽ = sgn(v)v — flips the sign of u v on {paper_flips} of \
              {tested} pairs (spec §6 item 9)"
-        )),
-    );
+    ));
     rep.derive("round_trip_pairs", tested);
     rep.derive("round_trip_small_log_pairs", small_count);
     rep.derive("paper_orientation_sign_flips", paper_flips);

@@ -19,7 +19,7 @@ use crate::models::diagonal::{
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::basics_common::{alpha_label, logistic_half_offset, positive_or_nan};
@@ -324,52 +324,44 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let cf2 = logistic_error(&teacher, loss, p, &ctx.ode)?;
     rep.tables.push(("half_times".into(), halves_table));
-    rep.check(
-        Check::at_most(
-            "cf1-beta-num-beta-exact-inf",
-            "CF1: max_t ‖β_num(t) − β_exact(t)‖_∞ (log layout, all α)",
-            beta_worst,
-            *c.beta_tol,
-        )
-        .note("exact Riccati solution evaluated in the log domain (stable roots)"),
-    );
-    rep.check(
-        Check::at_most(
-            "cf1-half-activation-times-event-vs",
-            "CF1: half-activation times, event vs closed form, relative",
-            half_worst,
-            *c.half_time_rtol,
-        )
-        .note("root events β_i = ½β*_i vs t_h = ln(r₀/r_h)/γ"),
-    );
-    rep.check(
-        Check::at_most(
-            "offset-vs-logistic-expansion",
-            "T4.1(ii): max over α, i of |(|β*_i|t_h − Λ) − logistic expansion to α⁴| / bound",
-            offset_worst,
-            1.0,
-        )
-        .note(format!(
-            "t_h = T_kΛ + a with T_k = 1/|β*_(k)| and a = ln(2√|β*_i|/w0_i) + O(α²) (CF2 \
+    rep.at_most(
+        "cf1-beta-num-beta-exact-inf",
+        "CF1: max_t ‖β_num(t) − β_exact(t)‖_∞ (log layout, all α)",
+        beta_worst,
+        *c.beta_tol,
+    )
+    .note("exact Riccati solution evaluated in the log domain (stable roots)");
+    rep.at_most(
+        "cf1-half-activation-times-event-vs",
+        "CF1: half-activation times, event vs closed form, relative",
+        half_worst,
+        *c.half_time_rtol,
+    )
+    .note("root events β_i = ½β*_i vs t_h = ln(r₀/r_h)/γ");
+    rep.at_most(
+        "offset-vs-logistic-expansion",
+        "T4.1(ii): max over α, i of |(|β*_i|t_h − Λ) − logistic expansion to α⁴| / bound",
+        offset_worst,
+        1.0,
+    )
+    .note(format!(
+        "t_h = T_kΛ + a with T_k = 1/|β*_(k)| and a = ln(2√|β*_i|/w0_i) + O(α²) (CF2 \
              logistic, basics_common::logistic_half_offset, terms to α⁴); bound = \
              half_time_rtol·|β*_i|t_h + |α⁴ term| (the O(α⁶) rest); {offset_text}"
-        ))
-        .paper_claim(
-            "spec §4 row T4.1(ii): the normalized offset |β*_i|·|t_h − Λ/|β*_i|| is O(1), ≤ 10",
-        ),
+    ))
+    .paper_claim(
+        "spec §4 row T4.1(ii): the normalized offset |β*_i|·|t_h − Λ/|β*_i|| is O(1), ≤ 10",
     );
-    rep.check(
-        Check::at_most(
-            "cf2-balanced-flow-vs-logistic-beta",
-            "CF2: balanced flow vs logistic β*/(1 + (β*/β₀ − 1)e^{−2|β*|t})",
-            cf2,
-            *c.beta_tol,
-        )
-        .note(format!(
-            "reduced flow on each nonzero coordinate from β₀ = sgn(β*)·{:e}",
-            *p.logistic_eps * *p.logistic_eps
-        )),
-    );
+    rep.at_most(
+        "cf2-balanced-flow-vs-logistic-beta",
+        "CF2: balanced flow vs logistic β*/(1 + (β*/β₀ − 1)e^{−2|β*|t})",
+        cf2,
+        *c.beta_tol,
+    )
+    .note(format!(
+        "reduced flow on each nonzero coordinate from β₀ = sgn(β*)·{:e}",
+        *p.logistic_eps * *p.logistic_eps
+    ));
     rep.derive("limit_stage_times", &limit_times);
     rep.figure = Some(figure.panel(error_panel).title(format!(
         "{} (Σ = I): log-layout flow (solid) vs exact Riccati solution CF1 (dashed); \

@@ -16,7 +16,7 @@ use crate::models::diagonal::{algorithm1, g_vec, Algorithm1Options, BetaLoss};
 use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::basics_common::{alpha_label, logistic_half_offset, positive_or_nan};
@@ -145,22 +145,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     // and the O(α⁶) rest of the logistic (below its α⁴ term)
     let m = first.neglect_exponent(t1);
     let bound = *c.offset_tol + p.alpha.powf(m) + fourth.abs();
-    rep.check(
-        Check::at_most(
-            "offset-vs-logistic-half-time",
-            "T4.1(ii): |g_{i_0}(0)|·(t̂_1 − T_1Λ) vs the logistic half time ln(2√|β¹|/w0) + O(α²)",
-            signed.map_or(f64::NAN, |a| (a - predicted).abs()),
-            bound,
-        )
-        .note(format!(
-            "measured {signed:?}, predicted {predicted:.10} (CF2 logistic: limit {limit:.10}, α² \
+    rep.at_most(
+        "offset-vs-logistic-half-time",
+        "T4.1(ii): |g_{i_0}(0)|·(t̂_1 − T_1Λ) vs the logistic half time ln(2√|β¹|/w0) + O(α²)",
+        signed.map_or(f64::NAN, |a| (a - predicted).abs()),
+        bound,
+    )
+    .note(format!(
+        "measured {signed:?}, predicted {predicted:.10} (CF2 logistic: limit {limit:.10}, α² \
              term {second:.3e}, α⁴ term {fourth:.3e}); bound offset_tol + α^m + |α⁴ term| with \
              m = {m:.4} (neglect exponent at T_1); t̂_1 = {t_hat:?} (β_{{i_0}} reaches \
              ½β¹_{{i_0}}), T_1Λ = {:.4}",
-            t1 * run.lambda
-        ))
-        .paper_claim("spec §4 row T4.1(ii), §7: the normalized offset is O(1), ≤ 10"),
-    );
+        t1 * run.lambda
+    ))
+    .paper_claim("spec §4 row T4.1(ii), §7: the normalized offset is O(1), ≤ 10");
     rep.derive("normalized_offset_signed", signed);
     rep.derive("normalized_offset_bound", bound);
     rep.derive(
@@ -224,43 +222,37 @@ fn rep_and_figure(
     }
     let t_hat = run.transitions.first().copied().flatten();
     let offset = t_hat.map_or(f64::INFINITY, |t| g0[i0].abs() * (t - t1 * lambda).abs());
-    rep.check(
-        Check::at_most(
-            "eq-ln-ln-inf-1lambda",
-            "eq. (8): max ‖ln w(t) − ln w(0) − g(0)t‖_∞ for t ≤ 0.8 T_1Λ",
-            worst,
-            *c.linear_tol,
-        )
-        .note(format!(
-            "{} at Λ = {lambda:.3}; up to t = {t_linear:.3}",
-            alpha_label(*p.alpha)
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "algorithm-vs-closed-form-cf3-cf4",
-            "T_1: Algorithm 1 vs closed form 1/max|g(0)| (CF3/CF4), relative",
-            (t1 / t1_closed - 1.0).abs(),
-            *c.t1_rtol,
-        )
-        .note(format!("T_1 = {t1:.12}, closed form {t1_closed:.12}"))
-        .paper_claim(
-            "Algorithm 1 line 1 sets b⁰ = 0, which would give T_1 = 0 instead of \
+    rep.at_most(
+        "eq-ln-ln-inf-1lambda",
+        "eq. (8): max ‖ln w(t) − ln w(0) − g(0)t‖_∞ for t ≤ 0.8 T_1Λ",
+        worst,
+        *c.linear_tol,
+    )
+    .note(format!(
+        "{} at Λ = {lambda:.3}; up to t = {t_linear:.3}",
+        alpha_label(*p.alpha)
+    ));
+    rep.at_most(
+        "algorithm-vs-closed-form-cf3-cf4",
+        "T_1: Algorithm 1 vs closed form 1/max|g(0)| (CF3/CF4), relative",
+        (t1 / t1_closed - 1.0).abs(),
+        *c.t1_rtol,
+    )
+    .note(format!("T_1 = {t1:.12}, closed form {t1_closed:.12}"))
+    .paper_claim(
+        "Algorithm 1 line 1 sets b⁰ = 0, which would give T_1 = 0 instead of \
              min_i 1/|g_i(0)| (spec §6 item 1; b⁰ = 1 is used)",
-        ),
     );
-    rep.check(
-        Check::holds(
-            "stage-activates-argmax-closed-form",
-            "stage 1 activates i_0 = argmax|g_i(0)| of the closed form",
-            i0 == i0_closed,
-        )
-        .note(format!(
-            "i_0 = {} (closed form: {})",
-            loss.coordinate_name(i0),
-            loss.coordinate_name(i0_closed)
-        )),
-    );
+    rep.holds(
+        "stage-activates-argmax-closed-form",
+        "stage 1 activates i_0 = argmax|g_i(0)| of the closed form",
+        i0 == i0_closed,
+    )
+    .note(format!(
+        "i_0 = {} (closed form: {})",
+        loss.coordinate_name(i0),
+        loss.coordinate_name(i0_closed)
+    ));
     rep.derive("lambda", lambda);
     rep.derive("T1", t1);
     rep.derive("T1_closed_form", t1_closed);

@@ -22,7 +22,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::figures_common::{step_curve, support_order};
@@ -175,70 +175,60 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let stages = 1..=kk;
 
     let missing = t_hat.iter().filter(|t| t.is_nan()).count();
-    rep.check(
-        Check::at_most(
-            &format!("transitions-not-found-alpha.{label}-{alpha}"),
-            &format!("{label}: transitions not found at α = {alpha}"),
-            missing as f64,
-            0.0,
-        )
-        .note(format!("{kk} transitions of Algorithm 1")),
-    );
-    rep.check(
-        Check::at_most(
-            &format!("klambda-alpha.{label}-{alpha}"),
-            &format!("{label}: max |g_(i_(k−1))|·|t̂_k − T_kΛ| at α = {alpha}"),
-            stats::max(stages.clone().map(|k| normalized(k).abs())),
-            *c.offset_max,
-        )
-        .note("normalized offset over the stages; O(1) by T4.1(ii)"),
-    );
+    rep.at_most(
+        &format!("transitions-not-found-alpha.{label}-{alpha}"),
+        &format!("{label}: transitions not found at α = {alpha}"),
+        missing as f64,
+        0.0,
+    )
+    .note(format!("{kk} transitions of Algorithm 1"));
+    rep.at_most(
+        &format!("klambda-alpha.{label}-{alpha}"),
+        &format!("{label}: max |g_(i_(k−1))|·|t̂_k − T_kΛ| at α = {alpha}"),
+        stats::max(stages.clone().map(|k| normalized(k).abs())),
+        *c.offset_max,
+    )
+    .note("normalized offset over the stages; O(1) by T4.1(ii)");
     let rhos: Vec<f64> = stages.clone().map(rho_prev).collect();
-    rep.check(
-        Check::within(
-            &format!("rho-farthest-alpha.{label}-{alpha}"),
-            &format!("{label}: ρ_k farthest from 1 at α = {alpha}"),
-            farthest_from_one(&rhos),
-            *c.rho_min,
-            c.rho_max,
-        )
-        .note("each stage lasts Θ(Λ): D_k/((T_{k+1} − T_k)Λ) over k"),
-    );
+    rep.within(
+        &format!("rho-farthest-alpha.{label}-{alpha}"),
+        &format!("{label}: ρ_k farthest from 1 at α = {alpha}"),
+        farthest_from_one(&rhos),
+        *c.rho_min,
+        c.rho_max,
+    )
+    .note("each stage lasts Θ(Λ): D_k/((T_{k+1} − T_k)Λ) over k");
     if let Some(tc) = &t_cross {
-        rep.check(
-            Check::at_most(
-                &format!(
-                    "relative-tau-tau-alpha.{label}-{}-{}-{alpha}",
-                    ctx.ode.method.name(),
-                    p.cross_method.name()
-                ),
-                &format!(
-                    "{label}: max relative |τ̂_k({}) − τ̂_k({})| at α = {alpha}",
-                    ctx.ode.method.name(),
-                    p.cross_method.name()
-                ),
-                stats::max(tc.iter().zip(&t_hat).map(|(x, y)| (x / y - 1.0).abs())),
-                *c.cross_rel_tol,
-            )
-            .note(format!(
-                "same tolerances (rtol {:e}, atol {:e})",
-                ctx.ode.rtol, ctx.ode.atol
-            )),
-        );
-    }
-    rep.check(
-        Check::at_most(
-            &format!("tau-tol-tau-tol-alpha.{label}-{alpha}"),
-            &format!("{label}: max_k |τ̂_k(tol/2) − τ̂_k(tol)|/T_k at α = {alpha}"),
-            stats::max(
-                stages
-                    .clone()
-                    .map(|k| (t_half[k - 1] - t_hat[k - 1]).abs() / (lambda * t_th[k])),
+        rep.at_most(
+            &format!(
+                "relative-tau-tau-alpha.{label}-{}-{}-{alpha}",
+                ctx.ode.method.name(),
+                p.cross_method.name()
             ),
-            *c.tol_sensitivity,
+            &format!(
+                "{label}: max relative |τ̂_k({}) − τ̂_k({})| at α = {alpha}",
+                ctx.ode.method.name(),
+                p.cross_method.name()
+            ),
+            stats::max(tc.iter().zip(&t_hat).map(|(x, y)| (x / y - 1.0).abs())),
+            *c.cross_rel_tol,
         )
-        .note("rtol and atol halved"),
-    );
+        .note(format!(
+            "same tolerances (rtol {:e}, atol {:e})",
+            ctx.ode.rtol, ctx.ode.atol
+        ));
+    }
+    rep.at_most(
+        &format!("tau-tol-tau-tol-alpha.{label}-{alpha}"),
+        &format!("{label}: max_k |τ̂_k(tol/2) − τ̂_k(tol)|/T_k at α = {alpha}"),
+        stats::max(
+            stages
+                .clone()
+                .map(|k| (t_half[k - 1] - t_hat[k - 1]).abs() / (lambda * t_th[k])),
+        ),
+        *c.tol_sensitivity,
+    )
+    .note("rtol and atol halved");
 
     rep.series = Table::new(&[
         "instance",
@@ -425,33 +415,29 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
             rep.derive(&format!("{label}.slope_{k}"), fit.slope);
             rep.derive(&format!("{label}.intercept_{k}"), fit.intercept);
         }
-        rep.check(
-            Check::at_most(
-                &format!("slope-vs-lambda.{label}"),
-                &format!("{label}: max_k |slope_k/T_k − 1| of t̂_k vs Λ"),
-                stats::max(slope_err.iter()),
-                *c.slope_rel_tol,
-            )
-            .note(format!(
-                "least squares over {} α; per stage: {}",
-                g.lambda.len(),
-                fmt_list(&slope_err)
-            )),
-        );
-        rep.check(
-            Check::at_most(
-                &format!("spread-over-conv-lambda-tau.{label}"),
-                &format!("{label}: spread over A_conv of |g|·Λ(τ̂_k − T_k)"),
-                stats::max(spreads.iter()),
-                *c.offset_spread_max,
-            )
-            .note(format!(
-                "{} α with log10 α ≥ {}; per stage: {}",
-                conv.len(),
-                c.spread_min_log10_alpha,
-                fmt_list(&spreads)
-            )),
-        );
+        rep.at_most(
+            &format!("slope-vs-lambda.{label}"),
+            &format!("{label}: max_k |slope_k/T_k − 1| of t̂_k vs Λ"),
+            stats::max(slope_err.iter()),
+            *c.slope_rel_tol,
+        )
+        .note(format!(
+            "least squares over {} α; per stage: {}",
+            g.lambda.len(),
+            fmt_list(&slope_err)
+        ));
+        rep.at_most(
+            &format!("spread-over-conv-lambda-tau.{label}"),
+            &format!("{label}: spread over A_conv of |g|·Λ(τ̂_k − T_k)"),
+            stats::max(spreads.iter()),
+            *c.offset_spread_max,
+        )
+        .note(format!(
+            "{} α with log10 α ≥ {}; per stage: {}",
+            conv.len(),
+            c.spread_min_log10_alpha,
+            fmt_list(&spreads)
+        ));
         // ρ_k → 1 strictly as Λ grows, with Λ|ρ_k − 1| roughly constant (ρ_k − 1 = O(1/Λ))
         let mut not_decreasing = 0;
         let mut ratios = Vec::new();
@@ -464,25 +450,21 @@ fn reduce(_p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError>
                     .map(|(d, l)| (l[1] * d[1]) / (l[0] * d[0])),
             );
         }
-        rep.check(
-            Check::at_most(
-                &format!("steps-where-rho-does-not-decrease.{label}"),
-                &format!("{label}: steps where |ρ_k − 1| does not decrease as Λ grows"),
-                not_decreasing as f64,
-                0.0,
-            )
-            .note("ρ_k → 1 as α → 0, strictly along the grid"),
-        );
-        rep.check(
-            Check::within(
-                &format!("consecutive-ratio-lambda-rho-farthest.{label}"),
-                &format!("{label}: consecutive ratio of Λ|ρ_k − 1| farthest from 1"),
-                farthest_from_one(&ratios),
-                1.0 / *c.rho_ratio_max,
-                *c.rho_ratio_max,
-            )
-            .note("ρ_k − 1 = O(1/Λ): Λ|ρ_k − 1| roughly constant over the grid"),
-        );
+        rep.at_most(
+            &format!("steps-where-rho-does-not-decrease.{label}"),
+            &format!("{label}: steps where |ρ_k − 1| does not decrease as Λ grows"),
+            not_decreasing as f64,
+            0.0,
+        )
+        .note("ρ_k → 1 as α → 0, strictly along the grid");
+        rep.within(
+            &format!("consecutive-ratio-lambda-rho-farthest.{label}"),
+            &format!("{label}: consecutive ratio of Λ|ρ_k − 1| farthest from 1"),
+            farthest_from_one(&ratios),
+            1.0 / *c.rho_ratio_max,
+            *c.rho_ratio_max,
+        )
+        .note("ρ_k − 1 = O(1/Λ): Λ|ρ_k − 1| roughly constant over the grid");
         let (offsets, extrapolation) = instance_panels(g);
         figure = figure.panel(offsets).panel(extrapolation);
     }

@@ -30,7 +30,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::reduce::{SweepRun, SweepRuns, SweptKind};
 use crate::scenario::registry::Kind;
 use crate::scenario::sweep::SweepSpec;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::sweeps_common::{
@@ -387,40 +387,32 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             stats::max(v.iter())
         }
     };
-    rep.check(
-        Check::at_most(
-            "races-not-found-this-alpha-never",
-            "races not found at this α (ũ_(i_k) never reached ρ)",
-            missing_races as f64,
-            0.0,
-        )
-        .note(format!(
-            "{} at α = {}: {kk} transitions, ρ = {:e}",
-            setup.label(),
-            alpha_label(la),
-            p.rho
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "alpha-this-alpha",
-            "max_k max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c at this α",
-            max_or_zero(&inactive),
-            *c.inactive_factor,
-        )
-        .note(
-            "L.C.8: the other inactive coordinates stay ≤ 10·α^c, c = min(b_i, 2 − b_i) at T_(k+1)",
-        ),
-    );
-    rep.check(
-        Check::at_most(
-            "races-sgn-beta-sigma-this-alpha",
-            "races with sgn β_(i_k) ≠ σ_k at t̲ at this α",
-            sign_bad as f64,
-            0.0,
-        )
-        .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout"),
-    );
+    rep.at_most(
+        "races-not-found-this-alpha-never",
+        "races not found at this α (ũ_(i_k) never reached ρ)",
+        missing_races as f64,
+        0.0,
+    )
+    .note(format!(
+        "{} at α = {}: {kk} transitions, ρ = {:e}",
+        setup.label(),
+        alpha_label(la),
+        p.rho
+    ));
+    rep.at_most(
+        "alpha-this-alpha",
+        "max_k max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c at this α",
+        max_or_zero(&inactive),
+        *c.inactive_factor,
+    )
+    .note("L.C.8: the other inactive coordinates stay ≤ 10·α^c, c = min(b_i, 2 − b_i) at T_(k+1)");
+    rep.at_most(
+        "races-sgn-beta-sigma-this-alpha",
+        "races with sgn β_(i_k) ≠ σ_k at t̲ at this α",
+        sign_bad as f64,
+        0.0,
+    )
+    .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout");
     // reported: one α cannot test an O(1) law; the reduction compares the α
     rep.derive("race_offset_max", max_or_zero(&offsets));
     rep.derive("Lambda", lambda);
@@ -574,110 +566,92 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
         }
         not_decreasing += dev.windows(2).filter(|w| !decreases(w[0], w[1])).count();
     }
-    rep.check(
-        Check::at_most(
-            "races-not-found-never-reached-rho",
-            "races not found (ũ_(i_k) never reached ρ)",
-            missing_races,
-            0.0,
-        )
-        .note(format!(
-            "{kk} transitions × {} α, ρ = {:e}",
-            runs.len(),
-            p.rho
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "transitions-fewer-than-widths-measured",
-            "transitions with fewer than min_widths measured W_k",
-            uncovered.len() as f64,
-            0.0,
-        )
-        .note(if uncovered.is_empty() {
-            "W_k is measured where the plateau error drops below the radius before the next race"
-                .to_string()
-        } else {
-            format!("uncovered: k → k+1 for k+1 = {}", uncovered.join(", "))
-        }),
-    );
-    rep.check(
-        Check::at_most(
-            "relative-spread-over-alpha",
-            "max_k relative spread (max − min)/min of W_k over α",
-            stats::max(spreads.iter()),
-            *c.width_spread_max,
-        )
-        .note(format!(
-            "L.C.10: W_k = O(1) unrescaled time, the same for every α; per transition: {}",
-            fmt_percent(&spreads)
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "alpha-stage-rho",
-            "max |W_k(α)/W_k(STAGE_B from ρ) − 1|",
-            stats::max(vs_stage_b.iter()),
-            *c.stage_b_rel_tol,
-        )
-        .note(format!(
-            "reduced balanced flow from β^k with |β_(i_k)| = ρ²; W_B = {}",
-            w_b.iter()
-                .map(|w| format!("{w:.2}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "offset-spread",
-            &format!(
-                "max_k spread over α ≤ 1e{} of |g_(i_k)|·(t̲_(k+1) − T_(k+1)Λ)",
-                c.offset_log10_alpha_max
-            ),
-            stats::max_with(0.0, offset_spreads.iter()),
-            *c.offset_spread_max,
-        )
-        .note(format!(
-            "L.C.7/C.9, T4.1(ii): t̲_(k+1) = T_(k+1)Λ + a with a independent of α; per \
-             transition: {}",
-            offset_spreads
-                .iter()
-                .map(|x| format!("{x:.2e}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .paper_claim("spec §4 L.C.7–C.9: t̲/Λ − T_(k+1) = O(1/Λ) (normalized offset ≤ 10)"),
-    );
-    rep.check(
-        Check::at_most(
-            "steps-where-lambda-does-not-decrease",
-            "steps where |t̲_(k+1)/Λ − T_(k+1)| does not decrease as Λ grows",
-            not_decreasing as f64,
-            0.0,
-        )
-        .note("L.C.9: t̲_(k+1)/Λ → T_(k+1)"),
-    );
-    rep.check(
-        Check::at_most(
-            "over-races-alpha",
-            "max over races of max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c",
-            stats::max(inactive.iter()),
-            *c.inactive_factor,
-        )
-        .note(
-            "L.C.8: the other inactive coordinates stay ≤ 10·α^c, c = min(b_i, 2 − b_i) at T_(k+1)",
+    rep.at_most(
+        "races-not-found-never-reached-rho",
+        "races not found (ũ_(i_k) never reached ρ)",
+        missing_races,
+        0.0,
+    )
+    .note(format!(
+        "{kk} transitions × {} α, ρ = {:e}",
+        runs.len(),
+        p.rho
+    ));
+    rep.at_most(
+        "transitions-fewer-than-widths-measured",
+        "transitions with fewer than min_widths measured W_k",
+        uncovered.len() as f64,
+        0.0,
+    )
+    .note(if uncovered.is_empty() {
+        "W_k is measured where the plateau error drops below the radius before the next race"
+            .to_string()
+    } else {
+        format!("uncovered: k → k+1 for k+1 = {}", uncovered.join(", "))
+    });
+    rep.at_most(
+        "relative-spread-over-alpha",
+        "max_k relative spread (max − min)/min of W_k over α",
+        stats::max(spreads.iter()),
+        *c.width_spread_max,
+    )
+    .note(format!(
+        "L.C.10: W_k = O(1) unrescaled time, the same for every α; per transition: {}",
+        fmt_percent(&spreads)
+    ));
+    rep.at_most(
+        "alpha-stage-rho",
+        "max |W_k(α)/W_k(STAGE_B from ρ) − 1|",
+        stats::max(vs_stage_b.iter()),
+        *c.stage_b_rel_tol,
+    )
+    .note(format!(
+        "reduced balanced flow from β^k with |β_(i_k)| = ρ²; W_B = {}",
+        w_b.iter()
+            .map(|w| format!("{w:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    rep.at_most(
+        "offset-spread",
+        &format!(
+            "max_k spread over α ≤ 1e{} of |g_(i_k)|·(t̲_(k+1) − T_(k+1)Λ)",
+            c.offset_log10_alpha_max
         ),
-    );
-    rep.check(
-        Check::at_most(
-            "races-sgn-beta-sigma",
-            "races with sgn β_(i_k) ≠ σ_k at t̲",
-            sign_bad as f64,
-            0.0,
-        )
-        .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout"),
-    );
+        stats::max_with(0.0, offset_spreads.iter()),
+        *c.offset_spread_max,
+    )
+    .note(format!(
+        "L.C.7/C.9, T4.1(ii): t̲_(k+1) = T_(k+1)Λ + a with a independent of α; per \
+             transition: {}",
+        offset_spreads
+            .iter()
+            .map(|x| format!("{x:.2e}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+    .paper_claim("spec §4 L.C.7–C.9: t̲/Λ − T_(k+1) = O(1/Λ) (normalized offset ≤ 10)");
+    rep.at_most(
+        "steps-where-lambda-does-not-decrease",
+        "steps where |t̲_(k+1)/Λ − T_(k+1)| does not decrease as Λ grows",
+        not_decreasing as f64,
+        0.0,
+    )
+    .note("L.C.9: t̲_(k+1)/Λ → T_(k+1)");
+    rep.at_most(
+        "over-races-alpha",
+        "max over races of max_(i ∉ S_k ∪ {i_k}) max(|u_i|,|v_i|)/α^c",
+        stats::max(inactive.iter()),
+        *c.inactive_factor,
+    )
+    .note("L.C.8: the other inactive coordinates stay ≤ 10·α^c, c = min(b_i, 2 − b_i) at T_(k+1)");
+    rep.at_most(
+        "races-sgn-beta-sigma",
+        "races with sgn β_(i_k) ≠ σ_k at t̲",
+        sign_bad as f64,
+        0.0,
+    )
+    .note("L.C.9: sgn v_(i_k) = s^(k+1)_(i_k) in the normalized layout");
     rep.series = all_runs.stacked("series")?;
     rep.tables
         .push(("curves".into(), all_runs.stacked("curves")?));

@@ -18,7 +18,7 @@ use crate::instance::diagonal::{instance_arrays, DiagonalData, DiagonalInit};
 use crate::instance::{Arrays, InstanceError, InstanceFile};
 use crate::models::diagonal::{algorithm1, Algorithm1Options, DiagonalNet, Schedule, Termination};
 use crate::scenario::diagonal::common::{builtin_data, draw_direction, Instance, InstanceName};
-use crate::scenario::{Check, InputError, Report, Scenario};
+use crate::scenario::{InputError, Report, Scenario};
 use crate::stats;
 
 pub static KIND: FlowKind<Diagonal> = FlowKind(Diagonal);
@@ -218,12 +218,11 @@ impl FlowModel for DiagonalFlow {
         let beta = self.beta(traj.last_state());
         let scale = stats::max_with(1.0, last.beta.iter().map(|b| b.abs()));
         let err = stats::max_abs_diff(&beta, &last.beta) / scale;
-        rep.check(
-            Check::at_most("algorithm-1-limit", name, err, self.options.limit_tol).note(format!(
+        rep.at_most("algorithm-1-limit", name, err, self.options.limit_tol)
+            .note(format!(
                 "K = {} transitions, T_K·ln(1/α) = {:.4}; the gap is O(α^c) at finite α",
                 times.len(),
                 last.t_start * lambda
-            )),
-        );
+            ));
     }
 }

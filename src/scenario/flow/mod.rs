@@ -549,20 +549,18 @@ pub fn run(
     let margins = model.max_margin().map_err(RunError::Other)?;
     for m in &margins {
         let worst = stats::max(m.certificate.iter().map(|(_, r)| *r));
-        rep.check(
-            Check::at_most(
-                &format!("certificate-largest-residual.{}", m.name),
-                &format!("certificate of the {}: largest residual", m.name),
-                worst,
-                m.tolerance,
-            )
-            .note(
-                m.certificate
-                    .iter()
-                    .map(|(k, r)| format!("{k} = {r:.3e}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
+        rep.at_most(
+            &format!("certificate-largest-residual.{}", m.name),
+            &format!("certificate of the {}: largest residual", m.name),
+            worst,
+            m.tolerance,
+        )
+        .note(
+            m.certificate
+                .iter()
+                .map(|(k, r)| format!("{k} = {r:.3e}"))
+                .collect::<Vec<_>>()
+                .join(", "),
         );
     }
     let analysis = analyse(model, &traj, &margins);
@@ -660,15 +658,15 @@ fn descent_and_invariants(traj: &Trajectory, p: &Params, c: &Checks, rep: &mut R
     let rise = stats::max(traj.loss.windows(2).map(|w| (w[1] - w[0]) / l0));
     rep.derive("loss_rise", rise);
     match p.optimizer {
-        Optimizer::Flow => rep.check(
-            Check::at_most(
+        Optimizer::Flow => {
+            rep.at_most(
                 "largest-rise-loss-along-flow-relative",
                 "largest rise of the loss along the flow (relative to ℓ(0))",
                 rise,
                 c.loss_rise,
             )
-            .note("dℓ/dt = −‖∇ℓ‖² ≤ 0: any rise is integration error"),
-        ),
+            .note("dℓ/dt = −‖∇ℓ‖² ≤ 0: any rise is integration error");
+        }
         _ => rep.skip(
             "largest-rise-loss-along-flow-relative",
             "largest rise of the loss along the flow (relative to ℓ(0))",

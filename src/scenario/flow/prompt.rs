@@ -29,7 +29,7 @@ use crate::models::prompt::{
     Attention, PromptData, PromptModel, Synthetic, SyntheticDraw, Trained,
 };
 use crate::scenario::prompt::common::{TrainName, TRIAL_STREAM};
-use crate::scenario::{Check, InputError, Report, Scenario};
+use crate::scenario::{InputError, Report, Scenario};
 use crate::stats;
 
 pub static KIND: FlowKind<Prompt> = FlowKind(Prompt);
@@ -333,17 +333,15 @@ impl FlowModel for PromptFlow {
         }
         let worst = stats::min(derived.iter());
         rep.derive("pl_ratio_paper_min", stats::min(paper.iter()));
-        rep.check(
-            Check::at_least("lemma-2-pl", name, worst, 1.0 - self.pl_tol)
-                .note(format!(
-                    "∇_p L = F(p)ᵀg with ‖g‖² = 2N·L, F from the attention Jacobian row by row; \
+        rep.at_least("lemma-2-pl", name, worst, 1.0 - self.pl_tol)
+            .note(format!(
+                "∇_p L = F(p)ᵀg with ‖g‖² = 2N·L, F from the attention Jacobian row by row; \
                      {} samples of the trajectory; with the paper's constant 2σ²_min the ratio's \
                      minimum is {:.4} (≥ 1 needed)",
-                    derived.len(),
-                    stats::min(paper.iter())
-                ))
-                .paper_claim("Lemma 2: μ(p) = 2mσ²_min(F(p)) (the derivation gives mNσ²_min)"),
-        );
+                derived.len(),
+                stats::min(paper.iter())
+            ))
+            .paper_claim("Lemma 2: μ(p) = 2mσ²_min(F(p)) (the derivation gives mNσ²_min)");
     }
 }
 

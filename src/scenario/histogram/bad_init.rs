@@ -19,7 +19,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Nonzero;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::df_common::{closed_form_error, gaussian_state, gaussian_vector, TaskName};
@@ -328,76 +328,66 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for r in &runs {
         let name = r.task;
         rep.stats(format!("{name}, corrected bad set"), &r.traj.stats);
-        rep.check(
-            Check::at_most(
-                &format!("bad-v-ratio.{name}"),
-                &format!("{name}: max_bad |v_i(t_s)/v_i(0)|"),
-                r.v_ratio,
-                *c.saddle_tol,
-            )
-            .note(format!(
-                "t_s = 5/min_bad(μ_iρ_i) = {:.4}, bad columns {:?} (R10)",
-                r.t_saddle, p.bad_columns
-            )),
-        );
-        rep.check(Check::at_most(
+        rep.at_most(
+            &format!("bad-v-ratio.{name}"),
+            &format!("{name}: max_bad |v_i(t_s)/v_i(0)|"),
+            r.v_ratio,
+            *c.saddle_tol,
+        )
+        .note(format!(
+            "t_s = 5/min_bad(μ_iρ_i) = {:.4}, bad columns {:?} (R10)",
+            r.t_saddle, p.bad_columns
+        ));
+        rep.at_most(
             &format!("bad-p-ratio.{name}"),
             &format!("{name}: max_bad |p_i(t_s)/p_i(0)|"),
             r.p_ratio,
             *c.saddle_tol,
-        ));
-        rep.check(
-            Check::close(
-                &format!("sigma-bad-sigma-bad-mu-i2.{name}"),
-                &format!("{name}: Σ_bad ℓ_i(t_p) / ½Σ_bad μ_i²"),
-                r.bad_loss / r.saddle_loss,
-                1.0,
-                *c.plateau_tol,
-            )
-            .note(format!(
-                "t_p = ½ln(1/rtol)/max_bad(μ_iρ̄_i) = {:.4}: the bad columns sit at the saddle; \
-                 the good columns still hold {:.3e} of the loss (R10)",
-                r.traj.last_t(),
-                r.good_loss
-            ))
-            .paper_claim("Remark 1.1: bad set ∪_i {q_iᵀm_i + ρ̄_iv_i = 0} (μ_i missing, E5)"),
         );
-        rep.check(Check::at_most(
+        rep.close(
+            &format!("sigma-bad-sigma-bad-mu-i2.{name}"),
+            &format!("{name}: Σ_bad ℓ_i(t_p) / ½Σ_bad μ_i²"),
+            r.bad_loss / r.saddle_loss,
+            1.0,
+            *c.plateau_tol,
+        )
+        .note(format!(
+            "t_p = ½ln(1/rtol)/max_bad(μ_iρ̄_i) = {:.4}: the bad columns sit at the saddle; \
+                 the good columns still hold {:.3e} of the loss (R10)",
+            r.traj.last_t(),
+            r.good_loss
+        ))
+        .paper_claim("Remark 1.1: bad set ∪_i {q_iᵀm_i + ρ̄_iv_i = 0} (μ_i missing, E5)");
+        rep.at_most(
             &format!("ode-closed-form.{name}"),
             &format!("{name}: max |z_ODE − z_closed form| on [0, t_s]"),
             r.closed_error,
             *c.closed_form_tol,
-        ));
+        );
     }
     let (wrong, tried) = existence_mismatches(p, &ms, ctx);
-    rep.check(
-        Check::at_most(
-            "bad-column-prescribed-delta-exists-delta",
-            "bad column with prescribed δ exists ⇔ δ ≥ 0: mismatches",
-            wrong as f64,
-            0.0,
-        )
-        .note(format!(
-            "{tried} cases (tasks × columns × δ ∈ {:?}); E17",
-            p.delta_probe
-        ))
-        .paper_claim(
-            "Remark 1.1: the bad set is a union of hypersurfaces (empty for δ_i < 0, E17)",
-        ),
-    );
+    rep.at_most(
+        "bad-column-prescribed-delta-exists-delta",
+        "bad column with prescribed δ exists ⇔ δ ≥ 0: mismatches",
+        wrong as f64,
+        0.0,
+    )
+    .note(format!(
+        "{tried} cases (tasks × columns × δ ∈ {:?}); E17",
+        p.delta_probe
+    ))
+    .paper_claim("Remark 1.1: the bad set is a union of hypersurfaces (empty for δ_i < 0, E17)");
     let min_delta = root_min_delta(p, &ms, ctx)?;
-    rep.check(
-        Check::at_least(
-            "r10-solve-fixed-delta-root",
-            "R10 p-solve (q⊥, v fixed): min δ at the root",
-            min_delta,
-            -1e-12,
-        )
-        .note(format!(
-            "{} draws per task: the root exists and moves δ to ≥ 0 (E17)",
-            p.root_draws
-        )),
-    );
+    rep.at_least(
+        "r10-solve-fixed-delta-root",
+        "R10 p-solve (q⊥, v fixed): min δ at the root",
+        min_delta,
+        -1e-12,
+    )
+    .note(format!(
+        "{} draws per task: the root exists and moves δ to ≥ 0 (E17)",
+        p.root_draws
+    ));
 
     // E5 on lt: the paper's condition without μ_i gives a normally converging init. A property
     // of the lt task: it runs when a run's matrix is lt, from the paper's set drawn from the
@@ -416,24 +406,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .iter()
             .map(|&col| 0.5 * m.column(col - 1).norm_squared())
             .sum();
-        rep.check(
-            Check::at_most(
-                "lt-paper-set-itm-rho-alpha",
-                "lt, paper's set q_iᵀm_i + ρ̄_i v_i = 0: ℓ(T + h/α) / ½Σ_{bad} μ_i²",
-                traj.loss[traj.len() - 1] / saddle_loss,
-                *c.paper_set_tol,
-            )
-            .note(format!(
-                "converges normally (h = {}); corrected bad-set values q_iᵀm_i + ρ̄_iμ_iv_i of the \
+        rep.at_most(
+            "lt-paper-set-itm-rho-alpha",
+            "lt, paper's set q_iᵀm_i + ρ̄_i v_i = 0: ℓ(T + h/α) / ½Σ_{bad} μ_i²",
+            traj.loss[traj.len() - 1] / saddle_loss,
+            *c.paper_set_tol,
+        )
+        .note(format!(
+            "converges normally (h = {}); corrected bad-set values q_iᵀm_i + ρ̄_iμ_iv_i of the \
                  columns: {:?}",
-                *p.paper_horizon,
-                p.bad_columns
-                    .iter()
-                    .map(|&col| closed.columns()[col - 1].bad_set_value())
-                    .collect::<Vec<_>>()
-            ))
-            .paper_claim("Theorem 1 / Remark 1.1: q_iᵀm_i = −ρ̄_i v_i is a bad initialization (E5)"),
-        );
+            *p.paper_horizon,
+            p.bad_columns
+                .iter()
+                .map(|&col| closed.columns()[col - 1].bad_set_value())
+                .collect::<Vec<_>>()
+        ))
+        .paper_claim("Theorem 1 / Remark 1.1: q_iᵀm_i = −ρ̄_i v_i is a bad initialization (E5)");
         paper_panel = Some(paper_figure_panel(&traj, Some(&runs[j]), saddle_loss));
     }
 

@@ -19,7 +19,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::df_common::{audit_gd, gaussian_state, gaussian_vector, TaskName};
@@ -243,37 +243,31 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let audit = audit_flow(flow, &z0, &times, &ctx.ode)?;
         let tr = &audit.traj;
         rep.stats(format!("{label} flow"), &tr.stats);
-        rep.check(
-            Check::at_most(
-                &format!("beta-drift-beta.{label}"),
-                &format!("{label}: max β drift / max(1, |β|)"),
-                stats::max(audit.beta_drift.iter()),
-                *c.beta_drift_tol,
-            )
-            .note(format!(
-                "Lemma A.1, {} solver at rtol {:e}, t ≤ {}",
-                ctx.ode.method.name(),
-                ctx.ode.rtol,
-                *p.t_end
-            )),
-        );
-        rep.check(
-            Check::at_most(
+        rep.at_most(
+            &format!("beta-drift-beta.{label}"),
+            &format!("{label}: max β drift / max(1, |β|)"),
+            stats::max(audit.beta_drift.iter()),
+            *c.beta_drift_tol,
+        )
+        .note(format!(
+            "Lemma A.1, {} solver at rtol {:e}, t ≤ {}",
+            ctx.ode.method.name(),
+            ctx.ode.rtol,
+            *p.t_end
+        ));
+        rep.at_most(
                 &format!("loss-increase-solver-tolerance-effect.{label}"), &format!("{label}: loss increase / solver-tolerance effect"),
                 audit.monotone_ratio,
                 *c.monotone_tol,
             )
-            .note("max_k (ℓ_{k+1} − ℓ_k)/(rtol·ℓ_k + ‖∇ℓ_k‖(rtol‖z_k‖ + atol√dim)); ≤ 0 is strictly decreasing"),
-        );
-        rep.check(
-            Check::at_most(
-                &format!("energy-identity-mismatch.{label}"),
-                &format!("{label}: energy identity mismatch"),
-                audit.energy_mismatch,
-                *c.energy_tol,
-            )
-            .note("Σ_k |Δℓ_k + ∫‖∇ℓ‖²| / (ℓ(0) − ℓ(t_end)), Hermite-corrected trapezoid"),
-        );
+            .note("max_k (ℓ_{k+1} − ℓ_k)/(rtol·ℓ_k + ‖∇ℓ_k‖(rtol‖z_k‖ + atol√dim)); ≤ 0 is strictly decreasing");
+        rep.at_most(
+            &format!("energy-identity-mismatch.{label}"),
+            &format!("{label}: energy identity mismatch"),
+            audit.energy_mismatch,
+            *c.energy_tol,
+        )
+        .note("Σ_k |Δℓ_k + ∫‖∇ℓ‖²| / (ℓ(0) − ℓ(t_end)), Hermite-corrected trapezoid");
         rep.derive(&format!("{label}_loss0"), tr.loss[0]);
         rep.derive(&format!("{label}_loss_end"), tr.loss[tr.len() - 1]);
         for k in 0..tr.len() {
@@ -316,18 +310,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             );
 
         let gd = audit_gd(flow, &z0, eta, *p.gd_steps)?;
-        rep.check(
-            Check::at_most(
-                &format!("gd-eta-beta-drift-formula-error.{label}-{eta}"),
-                &format!("{label} GD (η = {eta}): β drift formula error"),
-                stats::max(gd.error.iter()),
-                *c.gd_formula_tol,
-            )
-            .note(format!(
-                "accumulated over {} steps; the drift itself is {:.3e} (relative)",
-                *p.gd_steps, gd.total_drift
-            )),
-        );
+        rep.at_most(
+            &format!("gd-eta-beta-drift-formula-error.{label}-{eta}"),
+            &format!("{label} GD (η = {eta}): β drift formula error"),
+            stats::max(gd.error.iter()),
+            *c.gd_formula_tol,
+        )
+        .note(format!(
+            "accumulated over {} steps; the drift itself is {:.3e} (relative)",
+            *p.gd_steps, gd.total_drift
+        ));
         rep.derive(&format!("{label}_gd_total_beta_drift"), gd.total_drift);
         for k in 0..gd.k.len() {
             gd_table.push(vec![

@@ -21,7 +21,7 @@ use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::fixed_points_column::{
@@ -250,128 +250,106 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     } else {
         &t.grad
     };
-    rep.check(
-        Check::at_most(
-            "constructed-points",
-            "max ‖∇ℓ‖ / |f| at the constructed points",
-            stats::larger(t.grad.value, jac.stationarity.value),
-            *chk.stationarity_tol,
-        )
-        .note(format!("worst at {}", stationarity.at)),
-    );
-    rep.check(
-        Check::at_most(
-            "hessian-spectra-vs-d1-deltalambda-lambda",
-            "Hessian spectra vs D1: max |Δλ| / max|λ|",
-            t.hessian.value,
-            *chk.hessian_eig_tol,
-        )
-        .note(format!(
-            "dense Hessians from the exact hvp at the constructed points (one column and the \
+    rep.at_most(
+        "constructed-points",
+        "max ‖∇ℓ‖ / |f| at the constructed points",
+        stats::larger(t.grad.value, jac.stationarity.value),
+        *chk.stationarity_tol,
+    )
+    .note(format!("worst at {}", stationarity.at));
+    rep.at_most(
+        "hessian-spectra-vs-d1-deltalambda-lambda",
+        "Hessian spectra vs D1: max |Δλ| / max|λ|",
+        t.hessian.value,
+        *chk.hessian_eig_tol,
+    )
+    .note(format!(
+        "dense Hessians from the exact hvp at the constructed points (one column and the \
              full df flow); worst at {}",
-            t.hessian.at
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "newton-found-points-spectra-vs-d1",
-            "Newton-found points: spectra vs D1 on their own level set",
-            t.newton.value,
-            *chk.hessian_eig_tol,
-        )
-        .note(format!(
-            "{} starts per point, perturbation {:e}; worst at {}",
-            p.starts, *p.perturbation, t.newton.at
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "newton-searches-that-failed-or-changed",
-            "Newton searches that failed or changed kind",
-            t.newton_failures.len() as f64,
-            0.0,
-        )
-        .note(if t.newton_failures.is_empty() {
-            "each returned to a stationary point of the same index and loss".to_string()
-        } else {
-            t.newton_failures.join("; ")
-        }),
-    );
-    rep.check(
-        Check::holds(
-            "saddle-exists-iff-beta-model-construction",
-            "saddle exists iff β ≥ 0 (model construction)",
-            t.saddles_missing.is_empty() && t.saddles_for_negative_beta == 0,
-        )
-        .note("column_critical_point builds the saddle for β ≥ 0 and reports none for β < 0"),
-    );
-    rep.check(
-        Check::at_least(
-            "beta-saddles-newton-finds-random-starts",
-            "min β of the saddles Newton finds from random starts",
-            t.saddle_min_beta,
-            0.0,
-        )
-        .note(format!(
-            "{} saddles found from {} random starts: the saddle set {{v = 0, q ⊥ m}} has \
+        t.hessian.at
+    ));
+    rep.at_most(
+        "newton-found-points-spectra-vs-d1",
+        "Newton-found points: spectra vs D1 on their own level set",
+        t.newton.value,
+        *chk.hessian_eig_tol,
+    )
+    .note(format!(
+        "{} starts per point, perturbation {:e}; worst at {}",
+        p.starts, *p.perturbation, t.newton.at
+    ));
+    rep.at_most(
+        "newton-searches-that-failed-or-changed",
+        "Newton searches that failed or changed kind",
+        t.newton_failures.len() as f64,
+        0.0,
+    )
+    .note(if t.newton_failures.is_empty() {
+        "each returned to a stationary point of the same index and loss".to_string()
+    } else {
+        t.newton_failures.join("; ")
+    });
+    rep.holds(
+        "saddle-exists-iff-beta-model-construction",
+        "saddle exists iff β ≥ 0 (model construction)",
+        t.saddles_missing.is_empty() && t.saddles_for_negative_beta == 0,
+    )
+    .note("column_critical_point builds the saddle for β ≥ 0 and reports none for β < 0");
+    rep.at_least(
+        "beta-saddles-newton-finds-random-starts",
+        "min β of the saddles Newton finds from random starts",
+        t.saddle_min_beta,
+        0.0,
+    )
+    .note(format!(
+        "{} saddles found from {} random starts: the saddle set {{v = 0, q ⊥ m}} has \
              β = ‖q‖² ≥ 0, so no level set β < 0 holds one",
-            t.saddles_found, p.random_starts
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "theorem-jacobians-deltalambda-c1-simple-eigenvalues",
-            "Theorem 2 Jacobians: max |Δλ| / c1 (simple eigenvalues)",
-            jac.simple.value,
-            *chk.jacobian_eig_tol,
-        )
-        .note(format!("worst at {}", jac.simple.at)),
-    );
+        t.saddles_found, p.random_starts
+    ));
+    rep.at_most(
+        "theorem-jacobians-deltalambda-c1-simple-eigenvalues",
+        "Theorem 2 Jacobians: max |Δλ| / c1 (simple eigenvalues)",
+        jac.simple.value,
+        *chk.jacobian_eig_tol,
+    )
+    .note(format!("worst at {}", jac.simple.at));
     if jac.jordan.count > 0 {
-        rep.check(
-            Check::at_most(
-                "theorem-jacobian-node-jordan-block-deltalambda",
-                "Theorem 2 Jacobian at the c = 0 node (Jordan block): max |Δλ| / c1",
-                jac.jordan.value,
-                *chk.jordan_eig_tol,
-            )
-            .note(format!("double eigenvalue −2c1; {}", jac.jordan.at)),
-        );
+        rep.at_most(
+            "theorem-jacobian-node-jordan-block-deltalambda",
+            "Theorem 2 Jacobian at the c = 0 node (Jordan block): max |Δλ| / c1",
+            jac.jordan.value,
+            *chk.jordan_eig_tol,
+        )
+        .note(format!("double eigenvalue −2c1; {}", jac.jordan.at));
     }
-    rep.check(
-        Check::at_most(
-            "theorem-jacobians-trace-determinant-vs-formula",
-            "Theorem 2 Jacobians: trace and determinant vs formula (relative to c1, c1²)",
-            jac.trace_det.value,
-            *chk.trace_det_tol,
-        )
-        .note(format!("worst at {}", jac.trace_det.at)),
-    );
-    rep.check(
-        Check::at_most(
-            "kappa-vs-d4-relative-error",
-            "κ vs D4: relative error",
-            t.kappa.value,
-            *chk.kappa_tol,
-        )
-        .note(format!(
-            "nonzero spectrum of dense Hessians at minima; worst {}",
-            t.kappa.at
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "full-df-flow-critical-points-index",
-            "full df flow: critical points with index ≠ |S| or loss ≠ ½Σ_S μ²",
-            t.full_flow_failures.len() as f64,
-            0.0,
-        )
-        .note(if t.full_flow_failures.is_empty() {
-            format!("{} critical points of the full flow", t.full_flow_points)
-        } else {
-            t.full_flow_failures.join("; ")
-        }),
-    );
+    rep.at_most(
+        "theorem-jacobians-trace-determinant-vs-formula",
+        "Theorem 2 Jacobians: trace and determinant vs formula (relative to c1, c1²)",
+        jac.trace_det.value,
+        *chk.trace_det_tol,
+    )
+    .note(format!("worst at {}", jac.trace_det.at));
+    rep.at_most(
+        "kappa-vs-d4-relative-error",
+        "κ vs D4: relative error",
+        t.kappa.value,
+        *chk.kappa_tol,
+    )
+    .note(format!(
+        "nonzero spectrum of dense Hessians at minima; worst {}",
+        t.kappa.at
+    ));
+    rep.at_most(
+        "full-df-flow-critical-points-index",
+        "full df flow: critical points with index ≠ |S| or loss ≠ ½Σ_S μ²",
+        t.full_flow_failures.len() as f64,
+        0.0,
+    )
+    .note(if t.full_flow_failures.is_empty() {
+        format!("{} critical points of the full flow", t.full_flow_points)
+    } else {
+        t.full_flow_failures.join("; ")
+    });
 }
 
 /// Newton searches on one column (dimension d + 1), ~50 iterations with a dense solve each.

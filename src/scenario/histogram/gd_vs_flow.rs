@@ -16,7 +16,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Positive;
 use crate::scenario::param::PositiveRange;
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::df_common::{audit_gd, gaussian_state, GdAudit, TaskName};
@@ -126,49 +126,43 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let [low, high] = *c.halving_ratio;
     let ratios: Vec<f64> = gaps.windows(2).map(|w| w[1] / w[0]).collect();
     for (j, r) in ratios.iter().enumerate() {
-        rep.check(
-            Check::within(
-                &format!("gap-eta-gap-eta.{}-{}", p.etas[j + 1], p.etas[j]),
-                &format!("gap(η = {}) / gap(η = {})", p.etas[j + 1], p.etas[j]),
-                *r,
-                low,
-                high,
-            )
-            .note(format!(
-                "gap = max_(kη ≤ {}) |ln ℓ_GD(k) − ln ℓ_GF(kη)| = {:.4e} → {:.4e}; O(η) gives ½",
-                *p.t_end,
-                gaps[j],
-                gaps[j + 1]
-            )),
-        );
+        rep.within(
+            &format!("gap-eta-gap-eta.{}-{}", p.etas[j + 1], p.etas[j]),
+            &format!("gap(η = {}) / gap(η = {})", p.etas[j + 1], p.etas[j]),
+            *r,
+            low,
+            high,
+        )
+        .note(format!(
+            "gap = max_(kη ≤ {}) |ln ℓ_GD(k) − ln ℓ_GF(kη)| = {:.4e} → {:.4e}; O(η) gives ½",
+            *p.t_end,
+            gaps[j],
+            gaps[j + 1]
+        ));
     }
-    rep.check(
-        Check::at_most(
-            "gd-beta-drift-vs-exact-formula",
-            "GD β drift vs exact formula (all η)",
-            stats::max(runs.iter().flat_map(|g| g.error.iter().copied())),
-            *c.drift_formula_tol,
-        )
-        .note(format!(
-            "accumulated per-step η²(‖∇_qℓ‖² − (∂_vℓ)²); the drifts themselves are {:.3e} \
+    rep.at_most(
+        "gd-beta-drift-vs-exact-formula",
+        "GD β drift vs exact formula (all η)",
+        stats::max(runs.iter().flat_map(|g| g.error.iter().copied())),
+        *c.drift_formula_tol,
+    )
+    .note(format!(
+        "accumulated per-step η²(‖∇_qℓ‖² − (∂_vℓ)²); the drifts themselves are {:.3e} \
              (relative), i.e. GD does not conserve β",
-            stats::max(runs.iter().map(|g| g.total_drift))
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "reference-ln-ode-ln-closed-form",
-            "reference: max |ln ℓ_ODE − ln ℓ_closed form|",
-            reference_error,
-            *c.reference_tol,
-        )
-        .note(format!(
-            "{} solver, rtol {:e}, at the GD times of η = {}",
-            ctx.ode.method.name(),
-            ctx.ode.rtol,
-            p.etas.last().copied().unwrap_or(f64::NAN)
-        )),
-    );
+        stats::max(runs.iter().map(|g| g.total_drift))
+    ));
+    rep.at_most(
+        "reference-ln-ode-ln-closed-form",
+        "reference: max |ln ℓ_ODE − ln ℓ_closed form|",
+        reference_error,
+        *c.reference_tol,
+    )
+    .note(format!(
+        "{} solver, rtol {:e}, at the GD times of η = {}",
+        ctx.ode.method.name(),
+        ctx.ode.rtol,
+        p.etas.last().copied().unwrap_or(f64::NAN)
+    ));
     rep.derive("gaps", &gaps);
     rep.derive("alpha", closed.alpha());
 

@@ -21,7 +21,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::PositiveRange;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::df_common::{analysis_failed, closed_form_error, time_at_loss, TaskName};
@@ -224,45 +224,39 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         points.push(point);
     }
     let rel_err = |pt: &Point| (pt.alpha_tail / pt.alpha_theory - 1.0).abs();
-    rep.check(
-        Check::at_most(
-            "delta-late-slope-2alpha-delta",
-            "max_δ |late slope / (−2α(δ_1)) − 1|",
-            stats::max(points.iter().map(rel_err)),
-            *c.slope_tol,
-        )
-        .note(format!(
-            "α(δ_1) = min(μ_1ρ̄(δ_1), min_(i≥2) μ_i); least-squares slope of the closed-form \
+    rep.at_most(
+        "delta-late-slope-2alpha-delta",
+        "max_δ |late slope / (−2α(δ_1)) − 1|",
+        stats::max(points.iter().map(rel_err)),
+        *c.slope_tol,
+    )
+    .note(format!(
+        "α(δ_1) = min(μ_1ρ̄(δ_1), min_(i≥2) μ_i); least-squares slope of the closed-form \
              ln ℓ on ℓ ∈ [{:e}, {:e}], {} points δ_1 ∈ [{}, {}]",
-            p.tail_window[0], p.tail_window[1], *p.points, p.delta_min, p.delta_max
-        ))
-        .paper_claim("Remark 1.2: α = ρ_1 (E8: it is 1/ρ_1 = ρ̄_1, capped by the balanced columns)"),
-    );
-    rep.check(
-        Check::at_least(
-            "delta-ode-slope-2alpha-delta",
-            "min_δ ODE slope / (−2α(δ_1))",
-            -stats::max(
-                points
-                    .iter()
-                    .map(|pt| pt.ode_slope / (2.0 * pt.alpha_theory)),
-            ),
-            1.0 - *c.ode_slope_margin,
-        )
-        .note(format!(
-            "ODE fit on ℓ ∈ [{:e}, {:e}] (R9(b), one-sided: faster columns still contribute)",
-            p.ode_window[0], p.ode_window[1]
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "ode-closed-form",
-            "max |z_ODE − z_closed form|",
-            stats::max(points.iter().map(|pt| pt.closed_error)),
-            *c.closed_form_tol,
-        )
-        .note("over all sweep points (R9(a))"),
-    );
+        p.tail_window[0], p.tail_window[1], *p.points, p.delta_min, p.delta_max
+    ))
+    .paper_claim("Remark 1.2: α = ρ_1 (E8: it is 1/ρ_1 = ρ̄_1, capped by the balanced columns)");
+    rep.at_least(
+        "delta-ode-slope-2alpha-delta",
+        "min_δ ODE slope / (−2α(δ_1))",
+        -stats::max(
+            points
+                .iter()
+                .map(|pt| pt.ode_slope / (2.0 * pt.alpha_theory)),
+        ),
+        1.0 - *c.ode_slope_margin,
+    )
+    .note(format!(
+        "ODE fit on ℓ ∈ [{:e}, {:e}] (R9(b), one-sided: faster columns still contribute)",
+        p.ode_window[0], p.ode_window[1]
+    ));
+    rep.at_most(
+        "ode-closed-form",
+        "max |z_ODE − z_closed form|",
+        stats::max(points.iter().map(|pt| pt.closed_error)),
+        *c.closed_form_tol,
+    )
+    .note("over all sweep points (R9(a))");
     let paper_dev = stats::max(
         points
             .iter()

@@ -25,7 +25,7 @@ use crate::plot::{Figure, HeatmapPanel, LegendPosition, LinePanel, LineStyle, Re
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::task_param::TaskName;
@@ -194,20 +194,18 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]);
     }
     rep.tables.push(("loss_forms".into(), forms));
-    rep.check(
-        Check::at_most(
-            "raw-vs-lemma-vs-t3-form",
-            "raw vs Lemma 3.1 vs T3 form: max relative difference",
-            worst_rel,
-            *chk.rel_tol,
-        )
-        .note(format!(
-            "{} random (Q, v) ~ N(0, {}²) on n = {} strings (d = {d}, N = {seq_len})",
-            points.len(),
-            *p.sigma,
-            *p.n
-        )),
-    );
+    rep.at_most(
+        "raw-vs-lemma-vs-t3-form",
+        "raw vs Lemma 3.1 vs T3 form: max relative difference",
+        worst_rel,
+        *chk.rel_tol,
+    )
+    .note(format!(
+        "{} random (Q, v) ~ N(0, {}²) on n = {} strings (d = {d}, N = {seq_len})",
+        points.len(),
+        *p.sigma,
+        *p.n
+    ));
 
     // R3, E16: definiteness of the H_a against the number of strings
     rep.series = Table::new(&["n", "min_a_lambda_min_over_lambda_max", "lambda_max"]);
@@ -232,64 +230,56 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .push(vec![n.into(), ratio.into(), lambda_max.into()]);
     }
     if definite_worst.is_finite() {
-        rep.check(
-            Check::at_least(
-                "lambda-lambda",
-                "n ≥ d: min_a λ_min(H_a) / max_a λ_max",
-                definite_worst,
-                *chk.singular_rel_tol,
-            )
-            .note(format!(
-                "every H_a positive definite for n ∈ {:?}",
-                sweep.iter().filter(|&&n| n >= d).collect::<Vec<_>>()
-            )),
-        );
+        rep.at_least(
+            "lambda-lambda",
+            "n ≥ d: min_a λ_min(H_a) / max_a λ_max",
+            definite_worst,
+            *chk.singular_rel_tol,
+        )
+        .note(format!(
+            "every H_a positive definite for n ∈ {:?}",
+            sweep.iter().filter(|&&n| n >= d).collect::<Vec<_>>()
+        ));
     }
     if sweep.iter().any(|&n| n < d) {
-        rep.check(
-            Check::at_most(
-                "over-lambda-lambda",
-                "n < d: max over n of min_a |λ_min(H_a)| / max_a λ_max",
-                singular_worst,
-                *chk.singular_rel_tol,
-            )
-            .note("rank H_a ≤ n < d: every H_a is singular"),
-        );
+        rep.at_most(
+            "over-lambda-lambda",
+            "n < d: max over n of min_a |λ_min(H_a)| / max_a λ_max",
+            singular_worst,
+            *chk.singular_rel_tol,
+        )
+        .note("rank H_a ≤ n < d: every H_a is singular");
     }
     // E16 made concrete: for n < d a null vector u of H_a gives Q = M + e_a uᵀ with zero loss
     if let Some((n, prefix, moments)) = null_demo {
         let (ratio, row) = zero_loss_non_solution(&prefix, &moments)?;
-        rep.check(
-            Check::at_most(
-                "tf-ut-lambda-ker",
-                "n < d: ℓ_tf(M + e_a uᵀ, 1) / (½ λ_max ‖u‖²), u ∈ ker H_a",
-                ratio,
-                *chk.singular_rel_tol,
-            )
-            .note(format!(
-                "n = {n}, row a = {row}: a zero-loss point with Q Diag(v) ≠ M (raw loss form)"
-            ))
-            .paper_claim(
-                "§3.3: zero loss gives Q Diag(v) = M almost surely, with no condition on n (E16)",
-            ),
+        rep.at_most(
+            "tf-ut-lambda-ker",
+            "n < d: ℓ_tf(M + e_a uᵀ, 1) / (½ λ_max ‖u‖²), u ∈ ker H_a",
+            ratio,
+            *chk.singular_rel_tol,
+        )
+        .note(format!(
+            "n = {n}, row a = {row}: a zero-loss point with Q Diag(v) ≠ M (raw loss form)"
+        ))
+        .paper_claim(
+            "§3.3: zero loss gives Q Diag(v) = M almost surely, with no condition on n (E16)",
         );
     }
     let (lambda_min, cond) = t3.conditioning();
     rep.derive("lambda_min", lambda_min);
     rep.derive("cond", cond);
-    rep.check(
-        Check::at_least(
-            "main-dataset-lambda-lambda",
-            "main dataset: min_a λ_min(H_a) / max_a λ_max",
-            1.0 / cond,
-            *chk.singular_rel_tol,
-        )
-        .note(format!(
-            "n = {}: λ_min = {lambda_min:.4}, cond = max λ / min λ = {cond:.2} (spec prototype \
+    rep.at_least(
+        "main-dataset-lambda-lambda",
+        "main dataset: min_a λ_min(H_a) / max_a λ_max",
+        1.0 / cond,
+        *chk.singular_rel_tol,
+    )
+    .note(format!(
+        "n = {}: λ_min = {lambda_min:.4}, cond = max λ / min λ = {cond:.2} (spec prototype \
              for eq, d = 10, N = n = 100: spec(H_a) ⊂ [46, 1.03e4], cond ≈ 223)",
-            *p.n
-        )),
-    );
+        *p.n
+    ));
     rep.figure = Some(figure(p, &m, seq_len, &t3, &sweep, &ratios, chk));
     Ok(rep)
 }

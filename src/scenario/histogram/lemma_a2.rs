@@ -32,7 +32,7 @@ use crate::models::histogram::{Imbalance, Thm2System};
 use crate::scenario::cost::{n, Cost, ODE_STEPS};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use crate::scenario::param::Nonzero;
 use crate::stats;
@@ -236,21 +236,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         } else {
             String::new()
         };
-        rep.check(
-            Check::at_most(
-                &format!("invariant-set.{}", set.id),
-                &format!(
-                    "max_t |residual of {}| along a run started on it",
-                    set.title
-                ),
-                worst,
-                allowed0,
-            )
-            .note(format!(
-                "Lemma A.2; t ≤ {:.4}, y₀ offset {:e}; bound {}·(rtol·{:.3} + atol){growth_note}",
-                set.t_end, p.offset, *c.tol_factor, scale
-            )),
-        );
+        rep.at_most(
+            &format!("invariant-set.{}", set.id),
+            &format!(
+                "max_t |residual of {}| along a run started on it",
+                set.title
+            ),
+            worst,
+            allowed0,
+        )
+        .note(format!(
+            "Lemma A.2; t ≤ {:.4}, y₀ offset {:e}; bound {}·(rtol·{:.3} + atol){growth_note}",
+            set.t_end, p.offset, *c.tol_factor, scale
+        ));
         solved.push(tr);
     }
 
@@ -298,24 +296,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("ghat_residual", worst);
     rep.derive("ghat_residual_paper", worst_paper);
     rep.derive("ghat_residual_ulps", worst_ulps);
-    rep.check(
-        Check::at_most(
-            "ghat-rate",
-            "max_t |dĝ/dt + k c₁x²ĝ| / (ε·Σ|summands|), k = 2",
-            worst_ulps,
-            *c.identity_ulps,
-        )
-        .note(format!(
-            "ĝ = s(ρ̄x + y)(ρx − y) − (1 − xy), dĝ/dt by the chain rule from the right-hand sides; \
+    rep.at_most(
+        "ghat-rate",
+        "max_t |dĝ/dt + k c₁x²ĝ| / (ε·Σ|summands|), k = 2",
+        worst_ulps,
+        *c.identity_ulps,
+    )
+    .note(format!(
+        "ĝ = s(ρ̄x + y)(ρx − y) − (1 − xy), dĝ/dt by the chain rule from the right-hand sides; \
              k = {}; the identity holds at every (x, y, s), so only rounding remains (relative \
              residual {worst:.2e}, large only where ĝ cancels); from (x₀, y₀) = ({x0}, {y0:.4}), \
              s₀ shifted by {}; the paper's k = 1 leaves {worst_ulps_paper:.3e} ε (relative {:.3})",
-            p.ghat_factor, *p.s0_shift, worst_paper
-        ))
-        .paper_claim(format!(
-            "dĝ/dt = −c₁x²ĝ (App. A.2, Case 1): relative residual {worst_paper:.3}"
-        )),
-    );
+        p.ghat_factor, *p.s0_shift, worst_paper
+    ))
+    .paper_claim(format!(
+        "dĝ/dt = −c₁x²ĝ (App. A.2, Case 1): relative residual {worst_paper:.3}"
+    ));
     case_checks(&mut rep, p, c, &sys, &imb, &solved[0], &solved[2]);
     case1_limit_check(&mut rep, p, c, &sys, &ctx.ode)?;
     rep.derive("rho", imb.rho);
@@ -375,44 +371,40 @@ fn case_checks(
         true => format!("{printed} (as printed)"),
         false => corrected.to_string(),
     };
-    rep.check(
-        Check::at_most(
-            "case2-derivative",
-            &format!(
-                "Case 2 on y = ρx: max_t |d(X − x²)/dt − {}| / (ε·Σ|summands|)",
-                form("2c₁(X − x²)(ρ̄ − X − x²)", "2c₁(x² + X + ρ̄)(X − x²)")
-            ),
-            r2,
-            *c.identity_ulps,
-        )
-        .note(format!(
-            "X = ρ̄/(1 + c₂e^{{−2c₁ρ̄t}}), X₀ = x₀² + {}; x(t) from the run on y = ρx, ẋ from the \
+    rep.at_most(
+        "case2-derivative",
+        &format!(
+            "Case 2 on y = ρx: max_t |d(X − x²)/dt − {}| / (ε·Σ|summands|)",
+            form("2c₁(X − x²)(ρ̄ − X − x²)", "2c₁(x² + X + ρ̄)(X − x²)")
+        ),
+        r2,
+        *c.identity_ulps,
+    )
+    .note(format!(
+        "X = ρ̄/(1 + c₂e^{{−2c₁ρ̄t}}), X₀ = x₀² + {}; x(t) from the run on y = ρx, ẋ from the \
              vector field at (x, ρx); the printed factor leaves {r2_paper:.3e} ε",
-            *p.case2_shift
-        ))
-        .paper_claim(format!(
-            "d(X − x²)/dt = 2c₁(x² + X + ρ̄)(X − x²) (App. A.2, Case 2): {r2_paper:.3e} ε"
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "case3-derivative",
-            &format!(
-                "Case 3 on y = −ρ̄x: max_t |ẋ + {}| / (ε·Σ|summands|)",
-                form("c₁(ρ + x²)x", "(ρ + x²)x")
-            ),
-            r3,
-            *c.identity_ulps,
-        )
-        .note(format!(
-            "x(t) from the run on y = −ρ̄x, ẋ from the vector field at (x, −ρ̄x); c₁ = {c1}: the \
+        *p.case2_shift
+    ))
+    .paper_claim(format!(
+        "d(X − x²)/dt = 2c₁(x² + X + ρ̄)(X − x²) (App. A.2, Case 2): {r2_paper:.3e} ε"
+    ));
+    rep.at_most(
+        "case3-derivative",
+        &format!(
+            "Case 3 on y = −ρ̄x: max_t |ẋ + {}| / (ε·Σ|summands|)",
+            form("c₁(ρ + x²)x", "(ρ + x²)x")
+        ),
+        r3,
+        *c.identity_ulps,
+    )
+    .note(format!(
+        "x(t) from the run on y = −ρ̄x, ẋ from the vector field at (x, −ρ̄x); c₁ = {c1}: the \
              printed form (no c₁) leaves {r3_paper:.3e} ε (equal forms at c₁ = 1); the decay rate \
              is ≥ c₁ρ"
-        ))
-        .paper_claim(format!(
-            "ẋ = −(ρ + x²)x (App. A.2, Case 3): {r3_paper:.3e} ε"
-        )),
-    );
+    ))
+    .paper_claim(format!(
+        "ẋ = −(ρ + x²)x (App. A.2, Case 3): {r3_paper:.3e} ε"
+    ));
 }
 
 /// The end of Case 1: from one start per row of the proof's table of r₀ = y₀/x₀, the limit
@@ -463,28 +455,26 @@ fn case1_limit_check(
         true => (worst_printed, "sign(L)·√ρ̄ (as printed)"),
         false => (worst, "sign(L)·√ρ"),
     };
-    rep.check(
-        Check::at_most(
-            "case1-limit-y",
-            &format!("end of Case 1: max over r₀ of |y(t_end) − {form}|"),
-            measured,
-            allowed_solver + worst_tail,
-        )
-        .note(format!(
-            "x∞ = ±√ρ̄ and x∞y∞ = 1 give y∞ = ±√ρ, sign(L), L = ρ̄x₀ + y₀; x₀ = {}, r₀ ∈ \
+    rep.at_most(
+        "case1-limit-y",
+        &format!("end of Case 1: max over r₀ of |y(t_end) − {form}|"),
+        measured,
+        allowed_solver + worst_tail,
+    )
+    .note(format!(
+        "x∞ = ±√ρ̄ and x∞y∞ = 1 give y∞ = ±√ρ, sign(L), L = ρ̄x₀ + y₀; x₀ = {}, r₀ ∈ \
              {{−ρ̄ − 1, −ρ̄/2, ρ/2, ρ + 1}} (one per row of the proof's table); t_end = \
              40/(min(ρ̄, A)c₁) = {t_end:.4}; bound {}·(rtol·√ρ + atol) + the closed form's \
              distance to the limit at t_end ({worst_tail:.1e}); √ρ = {:.6}, √ρ̄ = {:.6}; the \
              printed ±√ρ̄ misses by {worst_printed:.4} (they agree only at c = 0)",
-            *p.x0,
-            *c.tol_factor,
-            rho.sqrt(),
-            rhob.sqrt()
-        ))
-        .paper_claim(format!(
-            "y∞ = ±√ρ̄ with the sign of x∞ (App. A.2, end of Case 1): misses by {worst_printed:.4}"
-        )),
-    );
+        *p.x0,
+        *c.tol_factor,
+        rho.sqrt(),
+        rhob.sqrt()
+    ))
+    .paper_claim(format!(
+        "y∞ = ±√ρ̄ with the sign of x∞ (App. A.2, end of Case 1): misses by {worst_printed:.4}"
+    ));
     Ok(())
 }
 

@@ -21,7 +21,7 @@ use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::df_common::{analysis_failed, gaussian_state, TaskName};
@@ -248,72 +248,61 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         p.inits.iter().map(|b| b.label()).collect::<Vec<_>>(),
         d
     );
-    rep.check(
-        Check::at_most(
-            "end-inf-sign-rule", "max |z(t_end) − z(∞)| (sign rule)",
-            worst(&|r| r.limit_error),
-            *c.limit_tol,
-        )
-        .note(format!(
-            "z(∞): v_i = σ_i√(μ_iρ̄_i), q_i = m_i/v_i, σ_i = sign(q_iᵀm_i + ρ̄_iμ_iv_i)(0) (D2); {cases}"
-        ))
-        .paper_claim("Theorem 2: (x∞², y∞²) = (√ρ̄, √ρ), no sign given (E4, E13)"),
-    );
-    rep.check(
-        Check::at_most(
-            "columns-sign-inf-sign-rule",
-            "columns with sign v_i(∞) ≠ sign rule",
-            runs.iter().map(|r| r.sign_mismatches).sum::<usize>() as f64,
-            0.0,
-        )
-        .note("D2 sign rule"),
-    );
-    rep.check(
-        Check::at_most(
-            "end-argmin-phi",
-            "max_i |v_i(t_end)² / argmin Φ_i − 1|",
-            worst(&|r| r.argmin_error),
-            *c.argmin_tol,
-        )
-        .note("argmin of Φ_i(u) = ½(u + μ²/u) + (β/2) ln u by Brent on Φ_i' (D5)"),
-    );
-    rep.check(
-        Check::at_most(
-            "argmin-phi-mu-irho",
-            "max_i |argmin Φ_i / (μ_iρ̄_i) − 1|",
-            worst(&|r| r.formula_error),
-            *c.formula_tol,
-        )
-        .note("u² + βu − μ² = 0 ⇔ u = μρ̄(β/μ) (D5)"),
-    );
-    rep.check(Check::at_most(
+    rep.at_most(
+        "end-inf-sign-rule",
+        "max |z(t_end) − z(∞)| (sign rule)",
+        worst(&|r| r.limit_error),
+        *c.limit_tol,
+    )
+    .note(format!(
+        "z(∞): v_i = σ_i√(μ_iρ̄_i), q_i = m_i/v_i, σ_i = sign(q_iᵀm_i + ρ̄_iμ_iv_i)(0) (D2); {cases}"
+    ))
+    .paper_claim("Theorem 2: (x∞², y∞²) = (√ρ̄, √ρ), no sign given (E4, E13)");
+    rep.at_most(
+        "columns-sign-inf-sign-rule",
+        "columns with sign v_i(∞) ≠ sign rule",
+        runs.iter().map(|r| r.sign_mismatches).sum::<usize>() as f64,
+        0.0,
+    )
+    .note("D2 sign rule");
+    rep.at_most(
+        "end-argmin-phi",
+        "max_i |v_i(t_end)² / argmin Φ_i − 1|",
+        worst(&|r| r.argmin_error),
+        *c.argmin_tol,
+    )
+    .note("argmin of Φ_i(u) = ½(u + μ²/u) + (β/2) ln u by Brent on Φ_i' (D5)");
+    rep.at_most(
+        "argmin-phi-mu-irho",
+        "max_i |argmin Φ_i / (μ_iρ̄_i) − 1|",
+        worst(&|r| r.formula_error),
+        *c.formula_tol,
+    )
+    .note("u² + βu − μ² = 0 ⇔ u = μρ̄(β/μ) (D5)");
+    rep.at_most(
         "kkt-feasibility-diag",
         "KKT feasibility max |Q Diag(v) − M|",
         worst(&|r| r.feasibility),
         *c.kkt_tol,
-    ));
-    rep.check(
-        Check::at_most(
-            "kkt-stationarity-beta-lambda-itq",
-            "KKT stationarity max_i |v_i + β_i/v_i − λ_iᵀq_i|",
-            worst(&|r| r.stationarity),
-            *c.kkt_tol,
-        )
-        .note("Λ = Q Diag(v)⁻¹, β of the initialization (D5)"),
     );
-    rep.check(
-        Check::at_least(
-            "over-rescalings-phi-phi-limit",
-            "min over rescalings of Φ(Q C⁻¹, C v) − Φ(limit)",
-            stats::min(runs.iter().map(|r| r.phi_gap)),
-            0.0,
-        )
-        .note(format!(
-            "{} random diagonal C per run, ln C_ii ~ N(0, {}²): the limit minimizes Φ on the \
+    rep.at_most(
+        "kkt-stationarity-beta-lambda-itq",
+        "KKT stationarity max_i |v_i + β_i/v_i − λ_iᵀq_i|",
+        worst(&|r| r.stationarity),
+        *c.kkt_tol,
+    )
+    .note("Λ = Q Diag(v)⁻¹, β of the initialization (D5)");
+    rep.at_least(
+        "over-rescalings-phi-phi-limit",
+        "min over rescalings of Φ(Q C⁻¹, C v) − Φ(limit)",
+        stats::min(runs.iter().map(|r| r.phi_gap)),
+        0.0,
+    )
+    .note(format!(
+        "{} random diagonal C per run, ln C_ii ~ N(0, {}²): the limit minimizes Φ on the \
              feasible set (D5)",
-            *p.rescalings, *p.rescale
-        )),
-    );
+        *p.rescalings, *p.rescale
+    ));
 
     rep.series = Table::new(&[
         "task",

@@ -25,7 +25,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::PositiveRange;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::df_common::{analysis_failed, closed_form_error, TaskName};
@@ -230,21 +230,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
 
     let small: Vec<&NearRun> = runs.iter().filter(|r| r.eps <= p.plateau_max_eps).collect();
-    rep.check(
-        Check::at_least(
-            &format!(
-                "over-eps-longest-time.{}-{}",
-                p.plateau_max_eps, *c.plateau_band
-            ),
-            &format!(
-                "min over ε ≤ {} of the longest time with ℓ ∈ ½‖M‖²(1 ± {})",
-                p.plateau_max_eps, *c.plateau_band
-            ),
-            stats::min(small.iter().map(|r| r.longest_plateau)),
-            *c.plateau_min_length,
-        )
-        .note(format!("saddle level ½‖M‖_F² = {saddle} (Fig. 4)")),
-    );
+    rep.at_least(
+        &format!(
+            "over-eps-longest-time.{}-{}",
+            p.plateau_max_eps, *c.plateau_band
+        ),
+        &format!(
+            "min over ε ≤ {} of the longest time with ℓ ∈ ½‖M‖²(1 ± {})",
+            p.plateau_max_eps, *c.plateau_band
+        ),
+        stats::min(small.iter().map(|r| r.longest_plateau)),
+        *c.plateau_min_length,
+    )
+    .note(format!("saddle level ½‖M‖_F² = {saddle} (Fig. 4)"));
     let decade_name = format!(
         "max |Δt(ℓ < {}) per decade of ε / (ln 10/(μρ̄)) − 1|",
         p.escape_level
@@ -273,36 +271,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 decades * std::f64::consts::LN_10 / (0.5 * (a.escape_rate + b.escape_rate));
             worst_decade = stats::larger(worst_decade, ((tb - ta) / predicted - 1.0).abs());
         }
-        rep.check(
-            Check::at_most("escape-decade", &decade_name, worst_decade, *c.decade_tol).note(
-                "μρ̄ averaged over the columns of the two inits; NaN if some run never escapes",
-            ),
-        );
+        rep.at_most("escape-decade", &decade_name, worst_decade, *c.decade_tol)
+            .note("μρ̄ averaged over the columns of the two inits; NaN if some run never escapes");
     }
     let slopes: Vec<f64> = runs.iter().map(|r| r.late_slope).collect();
     let (lo, hi) = stats::range(slopes.iter().map(|s| s.abs()));
-    rep.check(
-        Check::at_most(
-            "late-slopes-over-eps",
-            "late slopes over ε: max/min − 1",
-            hi / lo - 1.0,
-            *c.late_slope_tol,
-        )
-        .note(format!(
-            "ODE fit on ℓ ∈ [{:e}, {:e}]; slopes {slopes:.4?}",
-            p.late_window[0], p.late_window[1]
-        ))
-        .paper_claim("App. A.3: near the bad set \"the rate of decay is much smaller\" (E11)"),
-    );
-    rep.check(
-        Check::at_most(
-            "ode-closed-form",
-            "max |z_ODE − z_closed form|",
-            stats::max(runs.iter().map(|r| r.closed_error)),
-            *c.closed_form_tol,
-        )
-        .note(format!("all ε, t ≤ {}", *p.t_end)),
-    );
+    rep.at_most(
+        "late-slopes-over-eps",
+        "late slopes over ε: max/min − 1",
+        hi / lo - 1.0,
+        *c.late_slope_tol,
+    )
+    .note(format!(
+        "ODE fit on ℓ ∈ [{:e}, {:e}]; slopes {slopes:.4?}",
+        p.late_window[0], p.late_window[1]
+    ))
+    .paper_claim("App. A.3: near the bad set \"the rate of decay is much smaller\" (E11)");
+    rep.at_most(
+        "ode-closed-form",
+        "max |z_ODE − z_closed form|",
+        stats::max(runs.iter().map(|r| r.closed_error)),
+        *c.closed_form_tol,
+    )
+    .note(format!("all ε, t ≤ {}", *p.t_end));
 
     let mut table = Table::new(&[
         "eps",

@@ -18,7 +18,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::df_common::{analysis_failed, closed_form_error, column_xy, gaussian_state, TaskName};
@@ -115,24 +115,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect::<Result<Vec<f64>, _>>()?;
     let mus: Vec<f64> = closed.columns().iter().map(|col| col.mu()).collect();
 
-    rep.check(
-        Check::at_most(
-            "ode-d3",
-            "max_i |t½,i(ODE) / t½,i(D3) − 1|",
-            stats::max(
-                measured
-                    .iter()
-                    .zip(&predicted)
-                    .map(|(m, p)| (m / p - 1.0).abs()),
-            ),
-            *c.escape_tol,
-        )
-        .note(format!(
-            "t½,i = first time x_iy_i = ½ on the ODE samples vs ln(4A_i²/(ρ_iL_i²))/(2A_iμ_i); \
+    rep.at_most(
+        "ode-d3",
+        "max_i |t½,i(ODE) / t½,i(D3) − 1|",
+        stats::max(
+            measured
+                .iter()
+                .zip(&predicted)
+                .map(|(m, p)| (m / p - 1.0).abs()),
+        ),
+        *c.escape_tol,
+    )
+    .note(format!(
+        "t½,i = first time x_iy_i = ½ on the ODE samples vs ln(4A_i²/(ρ_iL_i²))/(2A_iμ_i); \
              NaN if a column has not escaped by t = {}",
-            *p.t_end
-        )),
-    );
+        *p.t_end
+    ));
     // pairs (i, j) escaping in the other order than `key` says (a column that never escaped,
     // NaN, counts as out of order)
     let inversions = |key: &[f64]| {
@@ -145,28 +143,24 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     let neg_mu: Vec<f64> = mus.iter().map(|m| -m).collect();
     let mu_inversions = inversions(&neg_mu);
-    rep.check(
-        Check::at_most(
-            "column-pairs-escaping-out-predicted-order",
-            "column pairs escaping out of the predicted order",
-            inversions(&predicted) as f64,
-            0.0,
-        )
-        .note(format!(
-            "order of t½,i ≈ ln(2/|L_i|)/μ_i (D3); by μ_i alone {mu_inversions} pairs are out of \
+    rep.at_most(
+        "column-pairs-escaping-out-predicted-order",
+        "column pairs escaping out of the predicted order",
+        inversions(&predicted) as f64,
+        0.0,
+    )
+    .note(format!(
+        "order of t½,i ≈ ln(2/|L_i|)/μ_i (D3); by μ_i alone {mu_inversions} pairs are out of \
              order: the spread of ln(1/|L_i|) over a random init still matters at σ = {:e}",
-            *p.sigma
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "ode-closed-form",
-            "max |z_ODE − z_closed form|",
-            closed_form_error(&traj, &closed, *p.t_end),
-            *c.closed_form_tol,
-        )
-        .note("near the saddle the error is amplified by ~1/|L_i| (spec R8(a))"),
-    );
+        *p.sigma
+    ));
+    rep.at_most(
+        "ode-closed-form",
+        "max |z_ODE − z_closed form|",
+        closed_form_error(&traj, &closed, *p.t_end),
+        *c.closed_form_tol,
+    )
+    .note("near the saddle the error is amplified by ~1/|L_i| (spec R8(a))");
 
     let options = StageOptions {
         axis: TimeAxis::Linear,
@@ -185,31 +179,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .any(|&t| drop.span.start <= t && t <= drop.span.end)
         })
         .count();
-    rep.check(
-        Check::at_most(
-            "loss-drops-without-predicted-inside",
-            "loss drops without a predicted t½,i inside",
-            unexplained as f64,
-            0.0,
-        )
-        .note(format!(
-            "{} drops detected (rate > {}, Δln ℓ ≥ {}): each is a column leaving the saddle",
-            stages.drops.len(),
-            *p.rate_threshold,
-            *p.min_log_drop
-        )),
-    );
+    rep.at_most(
+        "loss-drops-without-predicted-inside",
+        "loss drops without a predicted t½,i inside",
+        unexplained as f64,
+        0.0,
+    )
+    .note(format!(
+        "{} drops detected (rate > {}, Δln ℓ ≥ {}): each is a column leaving the saddle",
+        stages.drops.len(),
+        *p.rate_threshold,
+        *p.min_log_drop
+    ));
     // each plateau between drops sits at ½ Σ μ_j² over the columns not yet learned
     let level_error = plateau_level_error(&stages, &predicted, &mus);
-    rep.check(
-        Check::at_most(
-            "plateau-level-sigma-unlearned-mu-j2",
-            "max |plateau level / ½Σ_(unlearned) μ_j² − 1|",
-            level_error,
-            *c.plateau_level_tol,
-        )
-        .note("plateaus after the first drop, unlearned = predicted t½ after the plateau's middle"),
-    );
+    rep.at_most(
+        "plateau-level-sigma-unlearned-mu-j2",
+        "max |plateau level / ½Σ_(unlearned) μ_j² − 1|",
+        level_error,
+        *c.plateau_level_tol,
+    )
+    .note("plateaus after the first drop, unlearned = predicted t½ after the plateau's middle");
     rep.derive("drops", stages.drops.len());
     rep.derive("pairs_out_of_mu_order", mu_inversions);
     rep.derive("escape_times_predicted", &predicted);

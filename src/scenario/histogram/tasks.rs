@@ -409,21 +409,19 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     }
     if family_points > 0 {
-        rep.check(
-            Check::at_most(
-                "family",
-                "family (Q C⁻¹, C v): max |ŷ − y| / max|y|",
-                family,
-                *chk.family_rel_tol,
-            )
-            .note(format!(
-                "{family_points} {} per string",
-                match files.init() {
-                    Some(_) => "points (Q, v) with Q Diag(v) = M from params.init_file",
-                    None => "random diagonal C = Diag(e^N(0,1))",
-                }
-            )),
-        );
+        rep.at_most(
+            "family",
+            "family (Q C⁻¹, C v): max |ŷ − y| / max|y|",
+            family,
+            *chk.family_rel_tol,
+        )
+        .note(format!(
+            "{family_points} {} per string",
+            match files.init() {
+                Some(_) => "points (Q, v) with Q Diag(v) = M from params.init_file",
+                None => "random diagonal C = Diag(e^N(0,1))",
+            }
+        ));
     }
     let fig = example(p, chk, &mut rep);
     rep.figure = Some(fig);
@@ -512,19 +510,17 @@ fn example(p: &Params, chk: &Checks, rep: &mut Report) -> Figure {
         );
     }
     rep.tables.push(("example".into(), table));
-    rep.check(
-        Check::at_most(
-            "example-computed-printed-output",
-            "example: max |computed − printed output|",
-            worst,
-            0.0,
-        )
-        .note(format!(
-            "\"{}\", tasks eq, lt, thr (D = {}); X M c, brute force and (M, 1)",
-            p.example, p.example_d_thr
-        ))
-        .paper_claim("§3.1 prints the input as \"adbcb\": 5 symbols for 6 outputs (E2)"),
-    );
+    rep.at_most(
+        "example-computed-printed-output",
+        "example: max |computed − printed output|",
+        worst,
+        0.0,
+    )
+    .note(format!(
+        "\"{}\", tasks eq, lt, thr (D = {}); X M c, brute force and (M, 1)",
+        p.example, p.example_d_thr
+    ))
+    .paper_claim("§3.1 prints the input as \"adbcb\": 5 symbols for 6 outputs (E2)");
     fig
 }
 

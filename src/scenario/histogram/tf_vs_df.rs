@@ -22,7 +22,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::tf_common::{
@@ -367,103 +367,89 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Trial]) {
     let n_trials = trials.len();
     let (variation, k) = worst(trials, |t| t.ratio_variation);
-    rep.check(
-        Check::at_most(
-            "tf-df-sigma-last-quarter-worst",
-            "R(t) = ℓ_tf(t)/ℓ_df(σ̂t): max/min on the last quarter (worst dataset)",
-            variation,
-            *c.ratio_variation_max,
-        )
-        .note(format!(
-            "dataset {k}; R on t ∈ [{}, end] while both losses > {:e}; sup R = C is reported \
+    rep.at_most(
+        "tf-df-sigma-last-quarter-worst",
+        "R(t) = ℓ_tf(t)/ℓ_df(σ̂t): max/min on the last quarter (worst dataset)",
+        variation,
+        *c.ratio_variation_max,
+    )
+    .note(format!(
+        "dataset {k}; R on t ∈ [{}, end] while both losses > {:e}; sup R = C is reported \
              (Assumption 3.1 with the predicted σ̂)",
-            *p.ratio_from, *p.loss_floor
-        ))
-        .paper_claim("Assumption 3.1 gives no C, σ or T (E15): σ̂ here is predicted from spectra"),
-    );
+        *p.ratio_from, *p.loss_floor
+    ))
+    .paper_claim("Assumption 3.1 gives no C, σ or T (E15): σ̂ here is predicted from spectra");
     let sigma_ratios: Vec<f64> = trials.iter().map(|t| t.sigma_fit / t.sigma_hat).collect();
     let (_, k) = worst(trials, |t| (t.sigma_fit / t.sigma_hat).ln().abs());
     let far = sigma_ratios[k];
     let (lo, hi) = stats::range(&sigma_ratios);
-    rep.check(
-        Check::within(
-            "sigma-fit-sigma-farthest-over-datasets",
-            "σ̂_fit/σ̂ (farthest from 1 over the datasets)",
-            far,
-            c.sigma_ratio_lo,
-            c.sigma_ratio_hi,
-        )
-        .note(format!(
-            "dataset {}; σ̂ = λ⁺_min(∇²ℓ_tf)/λ⁺_min(∇²ℓ_df) at the exact limit, σ̂_fit = ratio \
+    rep.within(
+        "sigma-fit-sigma-farthest-over-datasets",
+        "σ̂_fit/σ̂ (farthest from 1 over the datasets)",
+        far,
+        c.sigma_ratio_lo,
+        c.sigma_ratio_hi,
+    )
+    .note(format!(
+        "dataset {}; σ̂ = λ⁺_min(∇²ℓ_tf)/λ⁺_min(∇²ℓ_df) at the exact limit, σ̂_fit = ratio \
              of the late log-slopes on ℓ ∈ [{:e}, {:e}]; range over datasets [{lo:.4}, \
              {hi:.4}]",
-            k, *p.fit_low, p.fit_high
-        )),
-    );
+        k, *p.fit_low, p.fit_high
+    ));
     let (diff, k) = worst(trials, |t| t.alignment.max_diff_mod_sign);
     let raw = worst(trials, |t| t.alignment.max_diff_raw).0;
     let flipped: usize = trials.iter().map(|t| t.alignment.flipped).sum();
-    rep.check(
-        Check::at_most(
-            "tf-end-df-modulo-per-column",
-            "max |z_tf(end) − s·z*_df| modulo per-column sign (worst dataset)",
-            diff,
-            *c.limit_mod_sign_tol,
-        )
-        .note(format!(
-            "dataset {k}; z*_df = the df limit (closed form, D2); {flipped} of {} columns \
+    rep.at_most(
+        "tf-end-df-modulo-per-column",
+        "max |z_tf(end) − s·z*_df| modulo per-column sign (worst dataset)",
+        diff,
+        *c.limit_mod_sign_tol,
+    )
+    .note(format!(
+        "dataset {k}; z*_df = the df limit (closed form, D2); {flipped} of {} columns \
              flipped over {n_trials} datasets",
-            d * n_trials
-        ))
-        .paper_claim(format!(
-            "§3.3: the limits coincide (E10): max |z_tf − z*_df| without sign alignment = \
+        d * n_trials
+    ))
+    .paper_claim(format!(
+        "§3.3: the limits coincide (E10): max |z_tf − z*_df| without sign alignment = \
              {raw:.3e}, {flipped} of {} columns have the opposite sign",
-            d * n_trials
-        )),
-    );
+        d * n_trials
+    ));
     let (v_err, k) = worst(trials, |t| t.v_error);
-    rep.check(
-        Check::at_most(
-            "tf-sqrt-mu-irho-worst-dataset",
-            "max_i ||v_tf,i| − √(μ_iρ̄_i)| (worst dataset)",
-            v_err,
-            *c.v_limit_tol,
-        )
-        .note(format!("dataset {k}; ρ̄_i from the conserved β_i (spec R5)")),
-    );
+    rep.at_most(
+        "tf-sqrt-mu-irho-worst-dataset",
+        "max_i ||v_tf,i| − √(μ_iρ̄_i)| (worst dataset)",
+        v_err,
+        *c.v_limit_tol,
+    )
+    .note(format!("dataset {k}; ρ̄_i from the conserved β_i (spec R5)"));
     let (drift, k) = worst(trials, |t| t.beta_drift);
-    rep.check(
-        Check::at_most(
-            "beta-drift-beta-both-flows-worst",
-            "β_i drift / max(1, |β_i|), both flows (worst dataset)",
-            drift,
-            *c.beta_drift_tol,
-        )
-        .note(format!("dataset {k} (Lemma A.1)")),
-    );
+    rep.at_most(
+        "beta-drift-beta-both-flows-worst",
+        "β_i drift / max(1, |β_i|), both flows (worst dataset)",
+        drift,
+        *c.beta_drift_tol,
+    )
+    .note(format!("dataset {k} (Lemma A.1)"));
     let (err, k) = worst(trials, |t| t.df_closed_error);
-    rep.check(
-        Check::at_most(
-            "df-ode-closed-form-grid-worst",
-            "max |df ODE − closed form| on the grid (worst dataset)",
-            err,
-            *c.df_closed_form_tol,
-        )
-        .note(format!("dataset {k} (spec §2.6, R9(a))")),
-    );
+    rep.at_most(
+        "df-ode-closed-form-grid-worst",
+        "max |df ODE − closed form| on the grid (worst dataset)",
+        err,
+        *c.df_closed_form_tol,
+    )
+    .note(format!("dataset {k} (spec §2.6, R9(a))"));
     let wrong_zero_modes = trials.iter().filter(|t| t.zero_modes_tf != d).count();
-    rep.check(
-        Check::at_most(
-            "datasets-whose-tf-hessian-limit-has",
-            "datasets whose tf Hessian at the limit has ≠ d zero modes",
-            wrong_zero_modes as f64,
-            0.0,
-        )
-        .note(format!(
-            "the d rescaling directions (spec R4); |λ| ≤ {:e}·max|λ| counts as zero",
-            *p.zero_mode_tol
-        )),
-    );
+    rep.at_most(
+        "datasets-whose-tf-hessian-limit-has",
+        "datasets whose tf Hessian at the limit has ≠ d zero modes",
+        wrong_zero_modes as f64,
+        0.0,
+    )
+    .note(format!(
+        "the d rescaling directions (spec R4); |λ| ≤ {:e}·max|λ| counts as zero",
+        *p.zero_mode_tol
+    ));
 }
 
 fn add_tables(rep: &mut Report, p: &Params, trials: &[Trial]) {

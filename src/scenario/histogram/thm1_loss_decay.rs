@@ -18,7 +18,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::PositiveRange;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::df_common::{
@@ -298,77 +298,70 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let n = trials.len();
 
-    rep.check(
-        Check::at_most(
-            "ode-closed-form",
-            "max |z_ODE − z_closed form|",
-            stats::max(trials.iter().map(|t| t.closed_error)),
-            *c.closed_form_tol,
-        )
-        .note(format!("{n} trials, t ≤ T + {}/α (R9(a))", *p.horizon)),
-    );
-    rep.check(
-        Check::at_least(
-            "over-trials-ode-slope-2alpha", "min over trials of ODE slope/(−2α)",
-            -stats::max(trials.iter().map(|t| t.ode_slope / (2.0 * t.alpha))),
-            1.0 - *c.ode_slope_margin,
-        )
-        .note(format!(
-            "least-squares slope of ln ℓ on ℓ ∈ [{:e}, {:e}] (R9(b))",
-            p.fit_window[0], p.fit_window[1]
-        ))
-        .paper_claim("ℓ = O(d max μ² t^γ e^{−2αt}) with γ = 1 if some δ_i = 0 (the loss has no t factor, E9)"),
+    rep.at_most(
+        "ode-closed-form",
+        "max |z_ODE − z_closed form|",
+        stats::max(trials.iter().map(|t| t.closed_error)),
+        *c.closed_form_tol,
+    )
+    .note(format!("{n} trials, t ≤ T + {}/α (R9(a))", *p.horizon));
+    rep.at_least(
+        "over-trials-ode-slope-2alpha",
+        "min over trials of ODE slope/(−2α)",
+        -stats::max(trials.iter().map(|t| t.ode_slope / (2.0 * t.alpha))),
+        1.0 - *c.ode_slope_margin,
+    )
+    .note(format!(
+        "least-squares slope of ln ℓ on ℓ ∈ [{:e}, {:e}] (R9(b))",
+        p.fit_window[0], p.fit_window[1]
+    ))
+    .paper_claim(
+        "ℓ = O(d max μ² t^γ e^{−2αt}) with γ = 1 if some δ_i = 0 (the loss has no t factor, E9)",
     );
     let deep: Vec<f64> = trials
         .iter()
         .filter_map(|t| t.deep_slope.map(|s| (s / (-2.0 * t.alpha) - 1.0).abs()))
         .collect();
-    rep.check(
-        Check::at_most(
-            &format!("closed-form-slope-or-2alpha.{:e}", *p.deep_level),
-            &format!(
-                "max |closed-form slope at ℓ = {:e} (or t*) / (−2α) − 1|",
-                *p.deep_level
-            ),
-            stats::max(deep.iter()),
-            *c.deep_slope_tol,
-        )
-        .note(format!(
-            "{} of {n} trials: q⊥ ≠ 0 for the argmin column, and near-ties ((α₂ − α)/α < {}) \
+    rep.at_most(
+        &format!("closed-form-slope-or-2alpha.{:e}", *p.deep_level),
+        &format!(
+            "max |closed-form slope at ℓ = {:e} (or t*) / (−2α) − 1|",
+            *p.deep_level
+        ),
+        stats::max(deep.iter()),
+        *c.deep_slope_tol,
+    )
+    .note(format!(
+        "{} of {n} trials: q⊥ ≠ 0 for the argmin column, and near-ties ((α₂ − α)/α < {}) \
              skipped since there the slope mixes −2α and −2α₂; measured at t* = T + \
              max(40/α, 7/(α₂ − α)) if ℓ = {:e} comes earlier (R9(b))",
-            deep.len(),
-            *c.near_tie,
-            *p.deep_level
-        )),
-    );
+        deep.len(),
+        *c.near_tie,
+        *p.deep_level
+    ));
     let asym: Vec<f64> = trials.iter().filter_map(|t| t.asymptote_ratio).collect();
-    rep.check(
-        Check::at_most(
-            "2alphat-sigma-argmin",
-            "max |ℓ(t*)e^{2αt*} / Σ_argmin K_i − 1|",
-            stats::max(asym.iter().map(|r| (r - 1.0).abs())),
-            *c.asymptote_tol,
-        )
-        .note(format!(
-            "{} of {n} trials; {} skipped as near-ties ((α₂ − α)/α < {}) (R9(c))",
-            asym.len(),
-            n - asym.len(),
-            *c.near_tie
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "sigma-mu2-xy-x2g",
-            "max |ℓ − Σ½μ²[(1 − xy)² + x²g]| / ℓ",
-            stats::max(trials.iter().map(|t| t.decomposition_error)),
-            *c.decomposition_tol,
-        )
-        .note(format!(
-            "exact decomposition of the df loss on ODE states with ℓ ≥ {:e} (spec R9, §2.6)",
-            p.fit_window[1]
-        )),
-    );
+    rep.at_most(
+        "2alphat-sigma-argmin",
+        "max |ℓ(t*)e^{2αt*} / Σ_argmin K_i − 1|",
+        stats::max(asym.iter().map(|r| (r - 1.0).abs())),
+        *c.asymptote_tol,
+    )
+    .note(format!(
+        "{} of {n} trials; {} skipped as near-ties ((α₂ − α)/α < {}) (R9(c))",
+        asym.len(),
+        n - asym.len(),
+        *c.near_tie
+    ));
+    rep.at_most(
+        "sigma-mu2-xy-x2g",
+        "max |ℓ − Σ½μ²[(1 − xy)² + x²g]| / ℓ",
+        stats::max(trials.iter().map(|t| t.decomposition_error)),
+        *c.decomposition_tol,
+    )
+    .note(format!(
+        "exact decomposition of the df loss on ODE states with ℓ ≥ {:e} (spec R9, §2.6)",
+        p.fit_window[1]
+    ));
     let paper_undefined = trials
         .iter()
         .filter(|t| !(t.paper_onset.is_finite() && t.paper_onset > 0.0))
@@ -377,34 +370,30 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .iter()
         .filter(|t| t.bound_excess_from_onset > *c.boundedness_tol)
         .count();
-    rep.check(
-        Check::at_most(
-            "over-trials-sup-esc-alpha-esc",
-            "max over trials of sup_{t>T_esc+1/α} h − max_{[T_esc,T_esc+1/α]} h",
-            stats::max(trials.iter().map(|t| t.bound_excess)),
-            *c.boundedness_tol,
-        )
-        .note(format!(
-            "h = ln ℓ + 2αt − γ ln t on the closed form and its limit, from T_esc = the time \
+    rep.at_most(
+        "over-trials-sup-esc-alpha-esc",
+        "max over trials of sup_{t>T_esc+1/α} h − max_{[T_esc,T_esc+1/α]} h",
+        stats::max(trials.iter().map(|t| t.bound_excess)),
+        *c.boundedness_tol,
+    )
+    .note(format!(
+        "h = ln ℓ + 2αt − γ ln t on the closed form and its limit, from T_esc = the time \
              after which every x_iy_i ≥ ½ (R9(d) corrected: from T it fails in {from_onset} of \
              {n} trials, worst {:.2}, since columns near the bad set still sit on the saddle \
              plateau after T)",
-            stats::max(trials.iter().map(|t| t.bound_excess_from_onset))
-        ))
-        .paper_claim(format!(
-            "T = max_i ln(ρ̄_i²/(ρ_iv_i(0)) |(ρ_iv_iμ_i − p_i)/(ρ̄_iv_iμ_i + p_i)|) (E6): NaN or ≤ 0 \
+        stats::max(trials.iter().map(|t| t.bound_excess_from_onset))
+    ))
+    .paper_claim(format!(
+        "T = max_i ln(ρ̄_i²/(ρ_iv_i(0)) |(ρ_iv_iμ_i − p_i)/(ρ̄_iv_iμ_i + p_i)|) (E6): NaN or ≤ 0 \
              in {paper_undefined} of {n} trials"
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "ode-samples-violating-sign-iy-sign",
-            "ODE samples violating sign(min_i x_iy_i) = sign(t − T)",
-            trials.iter().map(|t| t.sign_violations).sum::<usize>() as f64,
-            0.0,
-        )
-        .note("T = max_i T_i with R8's corrected T_i (E6): the last sign change of any x_i, y_i"),
-    );
+    ));
+    rep.at_most(
+        "ode-samples-violating-sign-iy-sign",
+        "ODE samples violating sign(min_i x_iy_i) = sign(t − T)",
+        trials.iter().map(|t| t.sign_violations).sum::<usize>() as f64,
+        0.0,
+    )
+    .note("T = max_i T_i with R8's corrected T_i (E6): the last sign change of any x_i, y_i");
 
     let mut table = Table::new(&[
         "trial",

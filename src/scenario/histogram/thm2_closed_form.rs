@@ -10,7 +10,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::phase::{phase_portrait, PhaseTrajectory};
 use super::thm2_common::{
@@ -122,43 +122,37 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ]);
     }
     rep.stats(format!("{} integrations", rep.series.rows.len()), &stats);
-    rep.check(
-        Check::at_most(
-            "ode-closed-form-1e",
-            "max |ODE − closed form|, |L| ≥ 1e-2",
-            far.value,
-            *c.closed_form_tol,
-        )
-        .note(format!(
-            "{} cases on t ∈ [0, {}/c1]; worst at {}",
-            far.count, *p.horizon, far.at
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "l-ode-closed-form-0-l-1e-2",
-            "max |L|·|ODE − closed form|, 0 < |L| < 1e-2",
-            near.value,
-            *c.near_bad_line_tol,
-        )
-        .note(format!(
-            "{} cases near the bad line (error ≤ tol/|L|); worst at {}",
-            near.count, near.at
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "ode-closed-form-bad-line",
-            "max |ODE − closed form| on the bad line L = 0",
-            on_line.value,
-            *c.closed_form_tol,
-        )
-        .note(format!(
-            "{} cases, each on t ≤ min(5/ρ, {}/ρ̄)/c1 (the spec's 5/(c1ρ) alone lets the \
+    rep.at_most(
+        "ode-closed-form-1e",
+        "max |ODE − closed form|, |L| ≥ 1e-2",
+        far.value,
+        *c.closed_form_tol,
+    )
+    .note(format!(
+        "{} cases on t ∈ [0, {}/c1]; worst at {}",
+        far.count, *p.horizon, far.at
+    ));
+    rep.at_most(
+        "l-ode-closed-form-0-l-1e-2",
+        "max |L|·|ODE − closed form|, 0 < |L| < 1e-2",
+        near.value,
+        *c.near_bad_line_tol,
+    )
+    .note(format!(
+        "{} cases near the bad line (error ≤ tol/|L|); worst at {}",
+        near.count, near.at
+    ));
+    rep.at_most(
+        "ode-closed-form-bad-line",
+        "max |ODE − closed form| on the bad line L = 0",
+        on_line.value,
+        *c.closed_form_tol,
+    )
+    .note(format!(
+        "{} cases, each on t ≤ min(5/ρ, {}/ρ̄)/c1 (the spec's 5/(c1ρ) alone lets the \
              saddle amplify solver error by e^{{5ρ̄/ρ}}, e^54 at c = −3); worst at {}",
-            on_line.count, *p.bad_line_growth, on_line.at
-        )),
-    );
+        on_line.count, *p.bad_line_growth, on_line.at
+    ));
     rep.derive("cases", rep.series.rows.len());
     rep.figure = Some(figure(p, c, ctx, &abs_l, &errors, &mut rep)?);
     Ok(rep)

@@ -11,7 +11,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::thm2_common::{add_stats, describe, Thm2Case, Thm2Grid};
@@ -197,42 +197,36 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     }
     rep.stats(format!("{} integrations", tally.limit.count), &stats);
-    rep.check(
-        Check::at_most(
-            "integrated-limits-sign-sign",
-            "integrated limits with sign ≠ sign(L)",
-            tally.sign_failures as f64,
-            0.0,
-        )
-        .note(format!(
-            "{} trajectories off the bad line (grid and basin panels), limit read at \
+    rep.at_most(
+        "integrated-limits-sign-sign",
+        "integrated limits with sign ≠ sign(L)",
+        tally.sign_failures as f64,
+        0.0,
+    )
+    .note(format!(
+        "{} trajectories off the bad line (grid and basin panels), limit read at \
              t = {}/(min(ρ̄, A)c1)",
-            tally.limit.count, *p.horizon
-        ))
-        .paper_claim("Theorem 2 prints (x∞², y∞²) = (√ρ̄, √ρ) and gives no sign rule (E4, E13)"),
-    );
-    rep.check(
-        Check::at_most(
-            "end-rho-end-rho",
-            "max(|x(t_end)² − ρ̄|, |y(t_end)² − ρ|)",
-            tally.limit.value,
-            *c.limit_tol,
-        )
-        .note(format!("worst at {}", tally.limit.at))
-        .paper_claim("x∞² = √ρ̄, y∞² = √ρ (E4)"),
-    );
-    rep.check(
-        Check::at_most(
-            "bad-line-x0-y0-c1rho",
-            "bad line: max |x|/|x0|, |y|/|y0| at t = 5/(c1ρ)",
-            tally.decay.value,
-            *c.saddle_factor,
-        )
-        .note(format!(
-            "{} initial points with L = 0, closed form (the exact decay is ≤ e^(−{}))",
-            tally.decay.count, *p.bad_line_time
-        )),
-    );
+        tally.limit.count, *p.horizon
+    ))
+    .paper_claim("Theorem 2 prints (x∞², y∞²) = (√ρ̄, √ρ) and gives no sign rule (E4, E13)");
+    rep.at_most(
+        "end-rho-end-rho",
+        "max(|x(t_end)² − ρ̄|, |y(t_end)² − ρ|)",
+        tally.limit.value,
+        *c.limit_tol,
+    )
+    .note(format!("worst at {}", tally.limit.at))
+    .paper_claim("x∞² = √ρ̄, y∞² = √ρ (E4)");
+    rep.at_most(
+        "bad-line-x0-y0-c1rho",
+        "bad line: max |x|/|x0|, |y|/|y0| at t = 5/(c1ρ)",
+        tally.decay.value,
+        *c.saddle_factor,
+    )
+    .note(format!(
+        "{} initial points with L = 0, closed form (the exact decay is ≤ e^(−{}))",
+        tally.decay.count, *p.bad_line_time
+    ));
     let decay_panel = bad_line_panel(p, c, ctx, &mut rep)?;
     let mut fig = Figure::new(basin_panels.len() + 1)
         .aspect(0.92)

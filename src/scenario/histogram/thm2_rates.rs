@@ -17,7 +17,7 @@ use crate::plot::{Figure, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::worst_case::WorstCase;
 
@@ -289,67 +289,57 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             })
             .collect::<Vec<_>>()
             .join("; ");
-    rep.check(
-        Check::at_most(
-            "closed-form-residue-slope-2min-rho",
-            "closed form: |residue slope + 2min(ρ̄, A)c1|, c ≠ 0",
-            rate_err.value,
-            *chk.slope_tol,
-        )
-        .note(format!(
-            "secants on [{}, {}]/c1; worst {}",
-            p.slope_times[0], p.slope_times[1], rate_err.at
-        ))
-        .paper_claim(format!(
-            "Theorem 2: residues decay as e^(−2ρ̄c1t) for every c (E7). {paper_gap}"
-        )),
-    );
+    rep.at_most(
+        "closed-form-residue-slope-2min-rho",
+        "closed form: |residue slope + 2min(ρ̄, A)c1|, c ≠ 0",
+        rate_err.value,
+        *chk.slope_tol,
+    )
+    .note(format!(
+        "secants on [{}, {}]/c1; worst {}",
+        p.slope_times[0], p.slope_times[1], rate_err.at
+    ))
+    .paper_claim(format!(
+        "Theorem 2: residues decay as e^(−2ρ̄c1t) for every c (E7). {paper_gap}"
+    ));
     if p.c.contains(&0.0) {
-        rep.check(
-            Check::at_most(
-                "closed-form-residue-slope-exact-bc1t",
-                "closed form, c = 0: |residue slope − exact (a + bc1t)e^(−2c1t) slope|",
-                jordan_err.value,
-                *chk.jordan_slope_tol,
-            )
-            .note(format!("Jordan block at c = 0; worst {}", jordan_err.at)),
-        );
+        rep.at_most(
+            "closed-form-residue-slope-exact-bc1t",
+            "closed form, c = 0: |residue slope − exact (a + bc1t)e^(−2c1t) slope|",
+            jordan_err.value,
+            *chk.jordan_slope_tol,
+        )
+        .note(format!("Jordan block at c = 0; worst {}", jordan_err.at));
     }
-    rep.check(
-        Check::at_most(
-            "closed-form-loss-slope-2rho-c1",
-            "closed form: |loss slope + 2ρ̄c1|",
-            loss_err.value,
-            *chk.loss_slope_tol,
-        )
-        .note(format!(
-            "the loss rate holds for every c; worst {}",
-            loss_err.at
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "ode-window-slope-theory-slope",
-            "ODE: |window slope / theory slope − 1|",
-            ode_rate_err.value,
-            *chk.ode_rate_rel_tol,
-        )
-        .note(format!(
-            "integrated residues fitted while in [{:e}, {:e}]; theory −2min(ρ̄, A)c1 (c = 0: \
+    rep.at_most(
+        "closed-form-loss-slope-2rho-c1",
+        "closed form: |loss slope + 2ρ̄c1|",
+        loss_err.value,
+        *chk.loss_slope_tol,
+    )
+    .note(format!(
+        "the loss rate holds for every c; worst {}",
+        loss_err.at
+    ));
+    rep.at_most(
+        "ode-window-slope-theory-slope",
+        "ODE: |window slope / theory slope − 1|",
+        ode_rate_err.value,
+        *chk.ode_rate_rel_tol,
+    )
+    .note(format!(
+        "integrated residues fitted while in [{:e}, {:e}]; theory −2min(ρ̄, A)c1 (c = 0: \
              (a + bc1t)e^(−2c1t)); worst {}",
-            p.ode_window[0], p.ode_window[1], ode_rate_err.at
-        ))
-        .paper_claim("−2ρ̄c1 for c < 0 (E7)"),
-    );
-    rep.check(
-        Check::at_most(
-            "ode-window-slope-closed-form-slope",
-            "ODE: |window slope − closed-form slope on the same samples|",
-            ode_cf_err.value,
-            *chk.ode_slope_tol,
-        )
-        .note(format!("solver error on the fit; worst {}", ode_cf_err.at)),
-    );
+        p.ode_window[0], p.ode_window[1], ode_rate_err.at
+    ))
+    .paper_claim("−2ρ̄c1 for c < 0 (E7)");
+    rep.at_most(
+        "ode-window-slope-closed-form-slope",
+        "ODE: |window slope − closed-form slope on the same samples|",
+        ode_cf_err.value,
+        *chk.ode_slope_tol,
+    )
+    .note(format!("solver error on the fit; worst {}", ode_cf_err.at));
     panels.push(summary_panel(p, &measured));
     let mut fig = Figure::new(3).title(format!(
         "Theorem 2 rates (c₁ = {c1}, (x₀, y₀) = ({}, {})): residues decay at 2min(ρ̄, A)c₁, \

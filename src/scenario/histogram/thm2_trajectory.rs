@@ -9,7 +9,7 @@ use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost, ODE_STEPS};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::{no_validation, Kind};
-use crate::scenario::{Cell, Check, Report, RunContext, RunError, Table};
+use crate::scenario::{Cell, Report, RunContext, RunError, Table};
 use crate::stats;
 
 use super::phase::{phase_portrait, PhaseTrajectory};
@@ -82,17 +82,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let bound = *c.closed_form_tol * (1e-2f64 / l.abs()).max(1.0);
     let bound = if l == 0.0 { *c.closed_form_tol } else { bound };
-    rep.check(
-        Check::at_most(
-            "ode-closed-form",
-            "max |ODE − closed form| (x, y)",
-            err,
-            bound,
-        )
-        .note(format!(
-            "on t ≤ {t_cmp}; bound tol·max(1, 1e-2/|L|), L = {l:.3e}"
-        )),
-    );
+    rep.at_most(
+        "ode-closed-form",
+        "max |ODE − closed form| (x, y)",
+        err,
+        bound,
+    )
+    .note(format!(
+        "on t ≤ {t_cmp}; bound tol·max(1, 1e-2/|L|), L = {l:.3e}"
+    ));
     let t_onset = cf.onset_time();
     if l != 0.0 {
         // after T, xy > 0 (spec 000 R8(d)); before T, xy ≤ 0
@@ -103,19 +101,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 (t > t_onset + margin && xy <= 0.0) || (t < t_onset - margin && xy > 1e-12)
             })
             .count();
-        rep.check(
-            Check::at_most(
-                "samples-violating-sign-xy-sign",
-                "samples violating sign(xy) = sign(t − T)",
-                violations as f64,
-                0.0,
-            )
-            .paper_claim(format!(
-                "T as printed in Theorem 2 = {:.6} (corrected T = {:.6})",
-                cf.paper_onset_time(),
-                t_onset
-            )),
-        );
+        rep.at_most(
+            "samples-violating-sign-xy-sign",
+            "samples violating sign(xy) = sign(t − T)",
+            violations as f64,
+            0.0,
+        )
+        .paper_claim(format!(
+            "T as printed in Theorem 2 = {:.6} (corrected T = {:.6})",
+            cf.paper_onset_time(),
+            t_onset
+        ));
     }
     rep.derive("rho", imb.rho);
     rep.derive("rhob", imb.rhob);

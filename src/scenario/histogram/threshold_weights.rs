@@ -19,7 +19,7 @@ use crate::plot::{Figure, HeatmapPanel};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::tf_common::{require_tf_data, tf_flow_checked, trial_data, trial_init, TaskName};
@@ -140,48 +140,40 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut rep = Report::default();
     rep.instance = Some(tf_instance(&data, vec![z0.clone()]));
     rep.stats("tf", &tr.stats);
-    rep.check(
-        Check::at_most(
-            "diag-end",
-            "max |Q Diag(v) − M| at t_end",
-            product_err,
-            *c.product_tol,
-        )
-        .note(format!(
-            "ℓ_tf(t_end) = {:.3e} (R3: zero loss ⇔ Q Diag(v) = M)",
-            tr.loss.last().copied().unwrap_or(f64::NAN)
-        )),
-    );
-    rep.check(
-        Check::at_most("sqrt-mu-irho", "max_i ||v_i| − √(μ_iρ̄_i)|", v_err, *c.v_tol)
-            .note("ρ̄_i from the conserved β_i (spec R5, D2)"),
-    );
-    rep.check(
-        Check::at_most(
-            "sin-columns",
-            "max_i sin∠(q_i, m_i): columns of Q ∝ m_i",
-            parallel_err,
-            *c.parallel_tol,
-        )
-        .note("‖q_i − (q_i·m̂_i)m̂_i‖ / |q_i·m̂_i|; the limit is q_i = m_i/v_i"),
-    );
-    rep.check(
-        Check::at_least(
-            "lambda-lambda",
-            "min_a λ_min(H_a) / max_a λ_max(H_a)",
-            lambda_min_h / lambda_max_h,
-            *c.definite_rel_min,
-        )
-        .note(format!(
-            "H_a definite (R3, E16): λ ∈ [{lambda_min_h:.4}, {lambda_max_h:.4}], cond {cond_h:.1}"
-        )),
-    );
-    rep.check(Check::at_most(
+    rep.at_most(
+        "diag-end",
+        "max |Q Diag(v) − M| at t_end",
+        product_err,
+        *c.product_tol,
+    )
+    .note(format!(
+        "ℓ_tf(t_end) = {:.3e} (R3: zero loss ⇔ Q Diag(v) = M)",
+        tr.loss.last().copied().unwrap_or(f64::NAN)
+    ));
+    rep.at_most("sqrt-mu-irho", "max_i ||v_i| − √(μ_iρ̄_i)|", v_err, *c.v_tol)
+        .note("ρ̄_i from the conserved β_i (spec R5, D2)");
+    rep.at_most(
+        "sin-columns",
+        "max_i sin∠(q_i, m_i): columns of Q ∝ m_i",
+        parallel_err,
+        *c.parallel_tol,
+    )
+    .note("‖q_i − (q_i·m̂_i)m̂_i‖ / |q_i·m̂_i|; the limit is q_i = m_i/v_i");
+    rep.at_least(
+        "lambda-lambda",
+        "min_a λ_min(H_a) / max_a λ_max(H_a)",
+        lambda_min_h / lambda_max_h,
+        *c.definite_rel_min,
+    )
+    .note(format!(
+        "H_a definite (R3, E16): λ ∈ [{lambda_min_h:.4}, {lambda_max_h:.4}], cond {cond_h:.1}"
+    ));
+    rep.at_most(
         "beta-drift-beta",
         "β_i drift / max(1, |β_i|)",
         tr.max_invariant_drift(),
         *c.beta_drift_tol,
-    ));
+    );
     rep.derive("lambda_min_H", lambda_min_h);
     rep.derive("lambda_max_H", lambda_max_h);
     rep.derive("cond_H", cond_h);

@@ -25,7 +25,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::histogram::instance_files::InstanceFiles;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::tf_common::{
@@ -334,26 +334,20 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
         let (worst_rank, worst_rank_method) =
             stats::best(per_method.iter().map(|m| (m.1, m.2))).expect("≥ 1 method");
         let (loosest, tightest) = (p.rtols[0], p.rtols[p.rtols.len() - 1]);
-        rep.check(
-            Check::at_most(
-                &format!("error-rtol-error-rtol-worst-method.{name}-{tightest:e}-{loosest:e}"),
-                &format!(
-                    "{name}: error(rtol {tightest:e}) / error(rtol {loosest:e}), worst method"
-                ),
-                worst_reduction,
-                *c.error_reduction_max,
-            )
-            .note(format!("worst: {worst_method}; max error over the grid")),
-        );
-        rep.check(
-            Check::at_least(
-                &format!("spearman-rho-rtol-error-worst-method.{name}"),
-                &format!("{name}: Spearman ρ(rtol, error), worst method"),
-                worst_rank,
-                c.spearman_min,
-            )
-            .note(format!("worst: {worst_rank_method}")),
-        );
+        rep.at_most(
+            &format!("error-rtol-error-rtol-worst-method.{name}-{tightest:e}-{loosest:e}"),
+            &format!("{name}: error(rtol {tightest:e}) / error(rtol {loosest:e}), worst method"),
+            worst_reduction,
+            *c.error_reduction_max,
+        )
+        .note(format!("worst: {worst_method}; max error over the grid"));
+        rep.at_least(
+            &format!("spearman-rho-rtol-error-worst-method.{name}"),
+            &format!("{name}: Spearman ρ(rtol, error), worst method"),
+            worst_rank,
+            c.spearman_min,
+        )
+        .note(format!("worst: {worst_rank_method}"));
         // GD is first order: error ∝ η
         let mut gd: Vec<(f64, f64)> = s
             .curve("gd")
@@ -367,37 +361,33 @@ fn add_checks(rep: &mut Report, p: &Params, c: &Checks, studies: &[Study]) {
             to: f64::INFINITY,
         };
         let slope = log_log_slope_fit(&etas, &errs, window).map_or(f64::NAN, |f| f.slope);
-        rep.check(
-            Check::within(
-                &format!("gd-slope-log-error-log-eta.{name}"),
-                &format!("{name}: GD slope d log error / d log η"),
-                slope,
-                c.gd_slope_lo,
-                c.gd_slope_hi,
-            )
-            .note("GD is a first-order method for the flow at t = kη"),
-        );
+        rep.within(
+            &format!("gd-slope-log-error-log-eta.{name}"),
+            &format!("{name}: GD slope d log error / d log η"),
+            slope,
+            c.gd_slope_lo,
+            c.gd_slope_hi,
+        )
+        .note("GD is a first-order method for the flow at t = kη");
         if s.problem.stiff {
             stiffness_checks(rep, s, on_files);
         }
         if s.reference_stats.is_some() {
             let smallest = stats::min(s.points.iter().map(|q| q.error_grid));
-            rep.check(
-                Check::at_most(
-                    &format!("reference-error-estimate-smallest-measured-error.{name}"),
-                    &format!("{name}: reference error estimate / smallest measured error"),
-                    s.reference_error / smallest,
-                    *c.reference_error_ratio_max,
-                )
-                .note(format!(
-                    "reference {} rtol {:e} vs {} rtol {:e}: max difference {:.3e} on the grid",
-                    p.reference.method.name(),
-                    p.reference.rtol,
-                    p.reference_check.method.name(),
-                    p.reference_check.rtol,
-                    s.reference_error
-                )),
-            );
+            rep.at_most(
+                &format!("reference-error-estimate-smallest-measured-error.{name}"),
+                &format!("{name}: reference error estimate / smallest measured error"),
+                s.reference_error / smallest,
+                *c.reference_error_ratio_max,
+            )
+            .note(format!(
+                "reference {} rtol {:e} vs {} rtol {:e}: max difference {:.3e} on the grid",
+                p.reference.method.name(),
+                p.reference.rtol,
+                p.reference_check.method.name(),
+                p.reference_check.rtol,
+                s.reference_error
+            ));
         }
     }
 }
@@ -437,17 +427,15 @@ fn stiffness_checks(rep: &mut Report, s: &Study, on_files: bool) {
             .collect();
         let losses = ratios.iter().filter(|&&r| r >= 1.0).count();
         let worst = stats::max(ratios.iter());
-        rep.check(
-            Check::at_most(
-                &format!("bdf-loses.{}-{what}", s.problem.name),
-                &name,
-                losses as f64,
-                0.0,
-            )
-            .note(format!(
-                "stiff problem; max {what}(Bdf)/{what}(Tsit45) over the tolerances = {worst:.3}"
-            )),
-        );
+        rep.at_most(
+            &format!("bdf-loses.{}-{what}", s.problem.name),
+            &name,
+            losses as f64,
+            0.0,
+        )
+        .note(format!(
+            "stiff problem; max {what}(Bdf)/{what}(Tsit45) over the tolerances = {worst:.3}"
+        ));
     }
 }
 

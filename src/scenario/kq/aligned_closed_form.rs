@@ -19,7 +19,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::Cost;
 use crate::scenario::param::{AtLeast, NonEmpty, Nonzeros, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use std::path::PathBuf;
@@ -210,58 +210,53 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let dist = worst(&|k| *k.distance.last().unwrap());
     rep.derive("off_diagonal", off);
     rep.derive("direction_error", dist);
-    rep.check(
-        Check::at_most(
-            "lemma-off-diagonal-ktkv-qtqv-over",
-            "Lemma 5.1: max off-diagonal of U_KᵀKV, U_QᵀQV over the run",
-            off,
-            *c.off_diagonal_tol,
-        )
-        .note(setting.clone()),
-    );
-    rep.check(
-        Check::at_most(
-            "lemma-frozen-singular-values-pi-unchanged",
-            "Lemma 5.1: frozen singular values j ∉ π([n]) unchanged",
-            worst(&|k| k.frozen),
-            *c.frozen_tol,
-        )
-        .note("spec §6 item 6: the completion columns carry constant Λ entries"),
-    );
-    rep.check(
-        Check::at_most("theorem-tau", "Theorem 5.1: ‖Ŵ(τ_max) − W*‖_F", dist, *c.direction_tol)
-            .note(format!("W* = Σ_i x_i,opt z_iᵀ/((1 − c_i)‖x_i,opt‖²‖z_i‖²) (spec §3.3), ‖W*‖_* = {opt_closed:.9}")),
-    );
-    rep.check(
-        Check::at_most(
-            "svm",
-            "W_F-SVM = W*: ‖W_F − W*‖_F",
-            frob_err,
-            *c.frobenius_tol,
-        )
-        .note("under A4 the aligned limit is also the Frobenius solution (spec §6 item 11)"),
-    );
-    rep.check(
-        Check::at_most(
-            "nuclear-optimal-opt",
-            "W* is nuclear-optimal: |OPT_*/‖W*‖_* − 1|",
-            nuc_err,
-            *c.nuclear_tol,
-        )
-        .note(format!(
-            "certified nuclear program: OPT_* = {:.9}, gap {:.1e}",
-            svms.nuclear.nuclear_norm, svms.nuclear.kkt.duality_gap
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "balance-drift-tau",
-            "balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
-            worst(&|k| k.drift),
-            *c.balance_drift_tol,
-        )
-        .note("C = KᵀK − QᵀQ (spec §2.5)"),
-    );
+    rep.at_most(
+        "lemma-off-diagonal-ktkv-qtqv-over",
+        "Lemma 5.1: max off-diagonal of U_KᵀKV, U_QᵀQV over the run",
+        off,
+        *c.off_diagonal_tol,
+    )
+    .note(setting.clone());
+    rep.at_most(
+        "lemma-frozen-singular-values-pi-unchanged",
+        "Lemma 5.1: frozen singular values j ∉ π([n]) unchanged",
+        worst(&|k| k.frozen),
+        *c.frozen_tol,
+    )
+    .note("spec §6 item 6: the completion columns carry constant Λ entries");
+    rep.at_most(
+        "theorem-tau",
+        "Theorem 5.1: ‖Ŵ(τ_max) − W*‖_F",
+        dist,
+        *c.direction_tol,
+    )
+    .note(format!(
+        "W* = Σ_i x_i,opt z_iᵀ/((1 − c_i)‖x_i,opt‖²‖z_i‖²) (spec §3.3), ‖W*‖_* = {opt_closed:.9}"
+    ));
+    rep.at_most(
+        "svm",
+        "W_F-SVM = W*: ‖W_F − W*‖_F",
+        frob_err,
+        *c.frobenius_tol,
+    )
+    .note("under A4 the aligned limit is also the Frobenius solution (spec §6 item 11)");
+    rep.at_most(
+        "nuclear-optimal-opt",
+        "W* is nuclear-optimal: |OPT_*/‖W*‖_* − 1|",
+        nuc_err,
+        *c.nuclear_tol,
+    )
+    .note(format!(
+        "certified nuclear program: OPT_* = {:.9}, gap {:.1e}",
+        svms.nuclear.nuclear_norm, svms.nuclear.kkt.duality_gap
+    ));
+    rep.at_most(
+        "balance-drift-tau",
+        "balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
+        worst(&|k| k.drift),
+        *c.balance_drift_tol,
+    )
+    .note("C = KᵀK − QᵀQ (spec §2.5)");
 
     let mut headers = vec![
         "de".to_string(),

@@ -15,7 +15,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{instance_svms, require_a4};
@@ -103,23 +103,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("frobenius_excess", &excess);
     rep.derive("eta", &etas);
     let setting = format!("{}; OPT_* = {opt_star:.6}", inputs.setting(p));
-    rep.check(
-        Check::at_most(
-            "over-seeds-opt-tau",
-            "max over seeds ‖Ŵ‖_*/OPT_* − 1 at τ_max",
-            gap,
-            *c.nuclear_gap_tol,
-        )
-        .note(setting),
-    );
+    rep.at_most(
+        "over-seeds-opt-tau",
+        "max over seeds ‖Ŵ‖_*/OPT_* − 1 at τ_max",
+        gap,
+        *c.nuclear_gap_tol,
+    )
+    .note(setting);
     let excess_name = "max over seeds ‖Ŵ‖_F/‖W_F‖_F − 1 at τ_max";
     if p.data_file.is_none() {
-        rep.check(
-            Check::at_least("frobenius-excess", excess_name, excess_max, *c.frobenius_excess_min).note(format!(
+        rep.at_least("frobenius-excess", excess_name, excess_max, *c.frobenius_excess_min).note(format!(
                 "limits W(η) with η = {etas:.4?} (U-frame off-diagonal); W_F = W(0), ‖W_F‖_F = {norm_f:.6}: \
                  nuclear-optimal yet not Frobenius-optimal"
-            )),
-        );
+            ));
     } else {
         rep.skip(
             "frobenius-excess",
@@ -129,15 +125,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              data the nuclear and Frobenius solutions may coincide",
         );
     }
-    rep.check(
-        Check::at_most(
-            "balance-drift-tau",
-            "balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
-            drift,
-            *c.balance_drift_tol,
-        )
-        .note("C = KᵀK − QᵀQ (spec §2.5)"),
-    );
+    rep.at_most(
+        "balance-drift-tau",
+        "balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
+        drift,
+        *c.balance_drift_tol,
+    )
+    .note("C = KᵀK − QᵀQ (spec §2.5)");
     rep.series = Table::new(&[
         "seed",
         "tau",

@@ -32,7 +32,7 @@ use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, Series
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{build_instance, data_label, DataName, FIRST_FREE_STREAM, USER_LABEL};
@@ -151,15 +151,13 @@ fn user_checks(rep: &mut Report, inst: &Instance, r: &AssumptionReport, c: &Chec
             ),
         );
     }
-    rep.check(
-        Check::at_most(
-            "a3-vs-a2-closed-form",
-            name,
-            (r.a3.loss - a2_initial_loss(inst)).abs(),
-            *c.exact_tol,
-        )
-        .note("softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4) on your data"),
-    );
+    rep.at_most(
+        "a3-vs-a2-closed-form",
+        name,
+        (r.a3.loss - a2_initial_loss(inst)).abs(),
+        *c.exact_tol,
+    )
+    .note("softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4) on your data");
 }
 
 fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)], c: &Checks) {
@@ -168,50 +166,42 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
         .filter(|(_, _, r)| !(r.a1 && r.a1_diag && r.opt_consistent && r.opt_gap >= 1e-12))
         .map(|(l, _, _)| l.as_str())
         .collect();
-    rep.check(
-        Check::holds("def-a1-a1-diag-hold-dataset", "Def. 3.1, A1 and A1-diag hold on every dataset", failing.is_empty())
-            .note(format!("unique optimal tokens (gap ≥ 1e-12) and LP feasibility, full and diagonal; failing: {failing:?}")),
-    );
+    rep.holds("def-a1-a1-diag-hold-dataset", "Def. 3.1, A1 and A1-diag hold on every dataset", failing.is_empty())
+            .note(format!("unique optimal tokens (gap ≥ 1e-12) and LP feasibility, full and diagonal; failing: {failing:?}"));
     let (spread, at) = worst(sets.iter().map(|(l, _, r)| (r.a2_spread, l.clone())));
-    rep.check(
-        Check::at_most(
-            "a2-spread-non-optimal-scores",
-            "A2: spread of the non-optimal scores",
-            spread,
-            *c.exact_tol,
-        )
-        .note(format!("max_i (max − min of γ_il, l ≠ opt); worst: {at}")),
-    );
+    rep.at_most(
+        "a2-spread-non-optimal-scores",
+        "A2: spread of the non-optimal scores",
+        spread,
+        *c.exact_tol,
+    )
+    .note(format!("max_i (max − min of γ_il, l ≠ opt); worst: {at}"));
     let (err, at) = worst(
         sets.iter()
             .map(|(l, inst, r)| ((r.a3.loss - a2_initial_loss(inst)).abs(), l.clone())),
     );
-    rep.check(
-        Check::at_most(
-            "a3-vs-a2-closed-form",
-            "A3: L(0) vs the A2 closed form",
-            err,
-            *c.exact_tol,
-        )
-        .note(format!(
-            "softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4); worst: {at}"
-        )),
-    );
+    rep.at_most(
+        "a3-vs-a2-closed-form",
+        "A3: L(0) vs the A2 closed form",
+        err,
+        *c.exact_tol,
+    )
+    .note(format!(
+        "softmax loss at W = 0 vs (1/n)Σ exp(−γ_nopt − Δ_i/L) (§1.4); worst: {at}"
+    ));
     for (label, want) in [("toy2b", 0.1998), ("toy3", 0.2211), ("toy4", 0.0792)] {
         if let Some((_, _, r)) = sets.iter().find(|(l, _, _)| l == label) {
-            rep.check(
-                Check::close(
-                    &format!("a3-slack.{label}"),
-                    &format!("{label}: A3 slack"),
-                    r.a3.slack,
-                    want,
-                    *c.a3_table_tol,
-                )
-                .note(format!(
-                    "bound {:.6} − L(0) {:.6}; spec §7 prints {want}",
-                    r.a3.bound, r.a3.loss
-                )),
-            );
+            rep.close(
+                &format!("a3-slack.{label}"),
+                &format!("{label}: A3 slack"),
+                r.a3.slack,
+                want,
+                *c.a3_table_tol,
+            )
+            .note(format!(
+                "bound {:.6} − L(0) {:.6}; spec §7 prints {want}",
+                r.a3.bound, r.a3.loss
+            ));
         }
     }
     let is_a4 = |l: &str| l == "toy4" || l.starts_with("random-a4");
@@ -220,10 +210,8 @@ fn dataset_checks(rep: &mut Report, sets: &[(String, Instance, AssumptionReport)
         .filter(|(l, _, r)| r.a4.holds(*c.exact_tol) != is_a4(l))
         .map(|(l, _, _)| l.as_str())
         .collect();
-    rep.check(
-        Check::holds("a4-accepted-exactly-a4-datasets-toy", "A4 accepted exactly on the A4 datasets (toy-4, random-A4)", wrong.is_empty())
-            .note(format!("(i) orthogonality, (ii) query ∥ optimal token, (iii) pairs with c ∈ [−1, 1), L odd; wrong verdicts: {wrong:?}")),
-    );
+    rep.holds("a4-accepted-exactly-a4-datasets-toy", "A4 accepted exactly on the A4 datasets (toy-4, random-A4)", wrong.is_empty())
+            .note(format!("(i) orthogonality, (ii) query ∥ optimal token, (iii) pairs with c ∈ [−1, 1), L odd; wrong verdicts: {wrong:?}"));
 }
 
 fn threshold_checks(
@@ -237,41 +225,33 @@ fn threshold_checks(
         .map(|&((n, l), v)| a3_threshold_gap(n, l) - v)
         .collect();
     let (lo, hi) = stats::range(&diffs);
-    rep.check(
-        Check::at_least(
-            "delta-table-smallest",
-            "Δ*(n, L) − §1.4 table: smallest",
-            lo,
-            0.0,
-        )
-        .note("the table truncates the exact roots to three decimals")
-        .paper_claim("spec §4: table values ±1e-3"),
-    );
-    rep.check(
-        Check::at_most(
-            "delta-table-largest",
-            "Δ*(n, L) − §1.4 table: largest",
-            hi,
-            *c.delta_star_table_tol,
-        )
-        .note(format!(
-            "{} entries; (2, 8) is 5.512969",
-            SPEC_THRESHOLDS.len()
-        )),
-    );
+    rep.at_least(
+        "delta-table-smallest",
+        "Δ*(n, L) − §1.4 table: smallest",
+        lo,
+        0.0,
+    )
+    .note("the table truncates the exact roots to three decimals")
+    .paper_claim("spec §4: table values ±1e-3");
+    rep.at_most(
+        "delta-table-largest",
+        "Δ*(n, L) − §1.4 table: largest",
+        hi,
+        *c.delta_star_table_tol,
+    )
+    .note(format!(
+        "{} entries; (2, 8) is 5.512969",
+        SPEC_THRESHOLDS.len()
+    ));
     let l2 =
         stats::max((3..=10).map(|n| (a3_threshold_gap(n, 2) - 2.0 * ((n - 1) as f64).ln()).abs()));
-    rep.check(
-        Check::at_most(
-            "delta-vs-ln-10",
-            "Δ*(n, 2) vs 2 ln(n − 1), n = 3…10",
-            l2,
-            *c.exact_tol,
-        )
-        .note(
-            "L = 2: the A3 inequality factors as (1 − s)(1 − (n−1)s) ≥ 0, s = e^{−Δ/2} [derived]",
-        ),
-    );
+    rep.at_most(
+        "delta-vs-ln-10",
+        "Δ*(n, 2) vs 2 ln(n − 1), n = 3…10",
+        l2,
+        *c.exact_tol,
+    )
+    .note("L = 2: the A3 inequality factors as (1 − s)(1 − (n−1)s) ≥ 0, s = e^{−Δ/2} [derived]");
     // the general softmax-loss validator agrees with the bisection on either side of Δ*
     let mut rng = ctx.rng(FIRST_FREE_STREAM);
     let mut mismatches = Vec::new();
@@ -299,17 +279,15 @@ fn threshold_checks(
             }
         }
     }
-    rep.check(
-        Check::at_most(
-            "a3-verdicts-delta-1e-that-disagree",
-            "A3 verdicts at Δ*(1 ∓ 1e-6) that disagree with Δ*",
-            mismatches.len() as f64,
-            0.0,
-        )
-        .note(format!(
-            "{cases} random-A2 draws (random γ_nopt); mismatches: {mismatches:?}"
-        )),
-    );
+    rep.at_most(
+        "a3-verdicts-delta-1e-that-disagree",
+        "A3 verdicts at Δ*(1 ∓ 1e-6) that disagree with Δ*",
+        mismatches.len() as f64,
+        0.0,
+    )
+    .note(format!(
+        "{cases} random-A2 draws (random γ_nopt); mismatches: {mismatches:?}"
+    ));
     Ok(())
 }
 
@@ -322,16 +300,14 @@ fn structure_checks(
     // spec §4 negative control: 0.1·e₄ added to token 1 of sample 1 of toy-4 breaks A4(iii)
     let mut broken = toys::toy4();
     broken.data.x[4 + 3] += 0.1;
-    rep.check(
-        Check::close(
-            "toy-1e4-a4-iii-pairing-residual",
-            "toy-4 + 0.1e₄ on x_{1,1}: A4(iii) pairing residual",
-            a4_report(&broken).pairing,
-            0.05,
-            *c.exact_tol,
-        )
-        .note("‖x_l + x_l' − 2c x_opt‖/‖x_opt‖ = 0.1/2: rejected"),
-    );
+    rep.close(
+        "toy-1e4-a4-iii-pairing-residual",
+        "toy-4 + 0.1e₄ on x_{1,1}: A4(iii) pairing residual",
+        a4_report(&broken).pairing,
+        0.05,
+        *c.exact_tol,
+    )
+    .note("‖x_l + x_l' − 2c x_opt‖/‖x_opt‖ = 0.1/2: rejected");
     // Def. 5.1 on toy-4's frames with a random V ∈ O(d_e)
     let inst = toys::toy4();
     let (u_k, u_q) = alignment_frames(&inst);
@@ -342,27 +318,23 @@ fn structure_checks(
     let w = DMatrix::from_fn(de, de, |_, _| gauss()).qr().q();
     let (xi_k, xi_q) = ([0.3, 0.5, 0.7, 0.2], [0.0; 4]);
     let (k, q) = aligned_factors(&u_k, &u_q, &v, &xi_k, &xi_q);
-    rep.check(
-        Check::at_most(
-            "def-aligned-factors-lambda-vt",
-            "Def. 5.1: aligned factors U Λ Vᵀ",
-            alignment_residual(&k, &q, &u_k, &u_q, &v),
-            *c.exact_tol,
-        )
-        .note(format!(
-            "toy-4 frames (7), random V ∈ O({de}); off-diagonal of U_KᵀKV, U_QᵀQV"
-        )),
-    );
+    rep.at_most(
+        "def-aligned-factors-lambda-vt",
+        "Def. 5.1: aligned factors U Λ Vᵀ",
+        alignment_residual(&k, &q, &u_k, &u_q, &v),
+        *c.exact_tol,
+    )
+    .note(format!(
+        "toy-4 frames (7), random V ∈ O({de}); off-diagonal of U_KᵀKV, U_QᵀQV"
+    ));
     let (_, q_other) = aligned_factors(&u_k, &u_q, &w, &xi_k, &[0.4, 0.1, 0.6, 0.3]);
-    rep.check(
-        Check::at_least(
-            "def-negative-control-another",
-            "Def. 5.1 negative control: Q with another V",
-            alignment_residual(&k, &q_other, &u_k, &u_q, &v),
-            1e-3,
-        )
-        .note("K = U_KΛ_KVᵀ, Q = U_QΛ_QWᵀ with W ≠ V: rejected"),
-    );
+    rep.at_least(
+        "def-negative-control-another",
+        "Def. 5.1 negative control: Q with another V",
+        alignment_residual(&k, &q_other, &u_k, &u_q, &v),
+        1e-3,
+    )
+    .note("K = U_KΛ_KVᵀ, Q = U_QΛ_QWᵀ with W ≠ V: rejected");
     // raw generator draws
     let mut rng = ctx.rng(FIRST_FREE_STREAM + 2);
     let fail = |e: String| RunError::Other(e);
@@ -372,36 +344,32 @@ fn structure_checks(
         .map_err(|e| fail(e.to_string()))?;
     let r2 = validate_assumptions(&a2, None).map_err(|e| fail(e.to_string()))?;
     let star = a3_threshold_gap(p.random_a2.n, p.random_a2.tokens);
-    rep.check(
-        Check::at_least(
-            "raw-random-a2-draw-a3-slack",
-            "raw random-A2 draw: A3 slack at W = 0",
-            r2.a3.slack,
-            0.0,
-        )
-        .note(format!(
-            "holds iff Δ = {} ≥ Δ*({}, {}) = {star:.4} (equal γ_nopt); A2 spread {:.1e}",
-            p.random_a2.delta, p.random_a2.n, p.random_a2.tokens, r2.a2_spread
-        )),
-    );
+    rep.at_least(
+        "raw-random-a2-draw-a3-slack",
+        "raw random-A2 draw: A3 slack at W = 0",
+        r2.a3.slack,
+        0.0,
+    )
+    .note(format!(
+        "holds iff Δ = {} ≥ Δ*({}, {}) = {star:.4} (equal γ_nopt); A2 spread {:.1e}",
+        p.random_a2.delta, p.random_a2.n, p.random_a2.tokens, r2.a2_spread
+    ));
     let a4 = p
         .random_a4
         .generate(&mut rng)
         .map_err(|e| fail(e.to_string()))?;
     let r4 = a4_report(&a4);
     let residual = stats::max([r4.orthogonality, r4.alignment, r4.pairing]);
-    rep.check(
-        Check::at_most(
-            "raw-random-a4-draw-a4-residual",
-            "raw random-A4 draw: A4 residual",
-            residual,
-            *c.exact_tol,
-        )
-        .note(format!(
-            "max of (i)–(iii); pair constants {:?}",
-            r4.pair_constants
-        )),
-    );
+    rep.at_most(
+        "raw-random-a4-draw-a4-residual",
+        "raw random-A4 draw: A4 residual",
+        residual,
+        *c.exact_tol,
+    )
+    .note(format!(
+        "max of (i)–(iii); pair constants {:?}",
+        r4.pair_constants
+    ));
     // strict complementarity (§2.8)
     let settings = NuclearSettings::default();
     let margin =
@@ -416,12 +384,10 @@ fn structure_checks(
         (m12.l1_margin - 1.0 / 6.0).abs(),
         (m3.nuclear_margin - 2.0 / 3.0).abs(),
     ]);
-    rep.check(
-        Check::at_most("strict-complementarity-margins-toy-2b-toy", "strict-complementarity margins (toy-2b, toy-2(1.2), toy-3)", err, *c.margin_tol).note(format!(
+    rep.at_most("strict-complementarity-margins-toy-2b-toy", "strict-complementarity margins (toy-2b, toy-2(1.2), toy-3)", err, *c.margin_tol).note(format!(
             "ℓ1: 1 − max_(j∉J)|(Bλ)_j| = {:.10} (0.375), {:.10} (1/6); nuclear 1 − ‖P_U⊥MP_V⊥‖ = {:.8} (2/3)",
             m2b.l1_margin, m12.l1_margin, m3.nuclear_margin
-        )),
-    );
+        ));
     rep.derive("raw_random_a2", json!({"report": r2}));
     rep.derive("raw_random_a4", json!({"a4": r4}));
     Ok(())

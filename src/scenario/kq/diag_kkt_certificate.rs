@@ -250,17 +250,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let statement =
         "Thm A.2 (Dutta et al. 2013, Thm 3.6): β_k (ε_k, ε′_k, δ_k)-KKT with ε_k, ε′_k, \
                      δ_k → 0, β_k → β̄ and MFCQ at β̄ ⇒ β̄ is a KKT point of the ℓ1-SVM";
-    rep.check(
-        Check::at_least(
-            "lambda-nonnegative",
-            "Thm A.2 certificate: min_τ,il φ_il(τ) (λ = φ/ln µ ≥ 0)",
-            min_phi,
-            0.0,
-        )
-        .note(format!(
-            "min λ on the window {all_min_lambda:.4e}; {setting}"
-        )),
-    );
+    rep.at_least(
+        "lambda-nonnegative",
+        "Thm A.2 certificate: min_τ,il φ_il(τ) (λ = φ/ln µ ≥ 0)",
+        min_phi,
+        0.0,
+    )
+    .note(format!(
+        "min λ on the window {all_min_lambda:.4e}; {setting}"
+    ));
     // ε, ε′ and δ of Thm A.2 never rise between samples (rises of δ below its rounding level
     // `floor` are noise)
     let never_rises = |id: &str, what: &str, v: &[f64], floor: f64, note: String| {
@@ -274,8 +272,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         0.0,
         format!("ε from {:.4e} to {:.4e}; {statement}", eps[0], cl.eps),
     ));
-    rep.check(
-        Check::close(
+    rep.close(
             "c1-stationarity-rate",
             "(C1) ε(τ_max)·ln µ / ‖ln(2|β̂_J|/ω₀,J²)‖₂ (spec §2.7: → 1, the certificate closes like 1/ln µ)",
             eps_ratio,
@@ -286,8 +283,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "ε(τ_max) = {:.4e}, predicted {:.4e} (from Bφ = arcsinh(β/ω₀²), Lemma A.1); ε → 0 \
              only as 1/ln µ (spec §6 item 12); {setting}",
             cl.eps, cl.eps_predicted
-        )),
-    );
+        ));
     rep.check(never_rises(
         "near-point-distance-nonincreasing",
         "ε′(τ) = ‖β̂ − β̌‖₂ = ‖β̂ off J‖₂",
@@ -295,22 +291,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         0.0,
         format!("ε′ from {:.4e} to {:.4e}", eps_prime[0], cl.eps_prime),
     ));
-    rep.check(
-        Check::close(
-            "near-point-distance-exponent",
-            "ε′ ∝ µ^(−(1 − max_{j∉J}|a*_j|)), a* = Bλ*: fitted exponent over the last decade of τ",
-            fit.slope,
-            exponent_target,
-            *c.eps_prime_exponent_tol,
-        )
-        .note(format!(
-            "target {exponent_target:.4} (a* = {:?} from the LP dual); fit over {} samples, max \
+    rep.close(
+        "near-point-distance-exponent",
+        "ε′ ∝ µ^(−(1 − max_{j∉J}|a*_j|)), a* = Bλ*: fitted exponent over the last decade of τ",
+        fit.slope,
+        exponent_target,
+        *c.eps_prime_exponent_tol,
+    )
+    .note(format!(
+        "target {exponent_target:.4} (a* = {:?} from the LP dual); fit over {} samples, max \
              residual {:.2e}; {setting}",
-            a_star.iter().map(|v| format!("{v:.4}")).collect::<Vec<_>>(),
-            fit.points,
-            fit.max_residual
-        )),
-    );
+        a_star.iter().map(|v| format!("{v:.4}")).collect::<Vec<_>>(),
+        fit.points,
+        fit.max_residual
+    ));
     rep.check(never_rises(
         "c3-complementarity-nonincreasing",
         "(C3) δ(τ) = max_il λ_il(β̂ᵀB_il − 1)",
@@ -322,18 +316,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             delta[0], cl.delta
         ),
     ));
-    rep.check(
-        Check::at_most(
-            "subgradient-off-support",
-            "I ∈ ∂‖β̌‖₁: max over the window of max_{j∉J}|(Bλ)_j| (≤ 1)",
-            stats::max(off.iter()),
-            *c.off_support_max,
-        )
-        .note(format!(
-            "limit max_{{j∉J}}|a*_j| = {off_star:.4}; {setting}"
-        ))
-        .paper_claim("spec §4 allowed 1 + 0.1 at τ = 1e8; the subdifferential needs ≤ 1"),
-    );
+    rep.at_most(
+        "subgradient-off-support",
+        "I ∈ ∂‖β̌‖₁: max over the window of max_{j∉J}|(Bλ)_j| (≤ 1)",
+        stats::max(off.iter()),
+        *c.off_support_max,
+    )
+    .note(format!(
+        "limit max_{{j∉J}}|a*_j| = {off_star:.4}; {setting}"
+    ))
+    .paper_claim("spec §4 allowed 1 + 0.1 at τ = 1e8; the subdifferential needs ≤ 1");
     rep.instance = Some(diagonal_instance(inst, &p.omega0));
     let x = lnmu.clone();
     let floor = |v: &[f64]| v.iter().map(|&y| log_axis_floor(y)).collect::<Vec<_>>();

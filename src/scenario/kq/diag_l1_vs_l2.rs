@@ -29,7 +29,7 @@ use crate::plot::{Figure, LinePanel, LineStyle, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{
@@ -427,46 +427,40 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ));
     for cs in &cases {
         let l = &cs.label;
-        rep.check(
-            Check::at_most(
-                format!("l1-lp-certificate-polished-kkt.{l}").as_str(),
-                format!("{l}: ℓ1 LP certificate (polished KKT)").as_str(),
-                cs.kkt.max(),
-                *c.lp_kkt,
-            )
-            .note(format!(
-                "β*₁ = {:?}, OPT₁ = {:.12}; primal {:.1e}, dual {:.1e}, stationarity {:.1e}, \
+        rep.at_most(
+            format!("l1-lp-certificate-polished-kkt.{l}").as_str(),
+            format!("{l}: ℓ1 LP certificate (polished KKT)").as_str(),
+            cs.kkt.max(),
+            *c.lp_kkt,
+        )
+        .note(format!(
+            "β*₁ = {:?}, OPT₁ = {:.12}; primal {:.1e}, dual {:.1e}, stationarity {:.1e}, \
                      complementarity {:.1e}, gap {:.1e}",
-                cs.l1,
-                cs.opt1,
-                cs.kkt.primal_infeasibility,
-                cs.kkt.dual_infeasibility,
-                cs.kkt.stationarity,
-                cs.kkt.complementary_slackness,
-                cs.kkt.duality_gap
-            )),
-        );
-        rep.check(
-            Check::at_most(
-                format!("l1-solution-unique-widest-coordinate-range.{l}").as_str(),
-                format!("{l}: ℓ1 solution unique (widest coordinate range)").as_str(),
-                cs.widest_range,
-                *c.unique_range,
-            )
-            .note(format!(
-                "optimal face {{‖β‖₁ ≤ OPT₁(1 + {:e})}}",
-                *p.unique_slack
-            )),
-        );
-        rep.check(
-            Check::at_least(
-                format!("a3-slack-beta.{l}").as_str(),
-                format!("{l}: A3 slack at β(0) = 0").as_str(),
-                cs.a3_slack,
-                0.0,
-            )
-            .note("bound − L(0) (Assumption 3, needed by Thm 4.1)"),
-        );
+            cs.l1,
+            cs.opt1,
+            cs.kkt.primal_infeasibility,
+            cs.kkt.dual_infeasibility,
+            cs.kkt.stationarity,
+            cs.kkt.complementary_slackness,
+            cs.kkt.duality_gap
+        ));
+        rep.at_most(
+            format!("l1-solution-unique-widest-coordinate-range.{l}").as_str(),
+            format!("{l}: ℓ1 solution unique (widest coordinate range)").as_str(),
+            cs.widest_range,
+            *c.unique_range,
+        )
+        .note(format!(
+            "optimal face {{‖β‖₁ ≤ OPT₁(1 + {:e})}}",
+            *p.unique_slack
+        ));
+        rep.at_least(
+            format!("a3-slack-beta.{l}").as_str(),
+            format!("{l}: A3 slack at β(0) = 0").as_str(),
+            cs.a3_slack,
+            0.0,
+        )
+        .note("bound − L(0) (Assumption 3, needed by Thm 4.1)");
         for (i, (r, s)) in cs.kq.iter().zip(&cs.starts).enumerate() {
             let b = &r.beta_hat[last];
             let d1 = dist(b, &cs.l1);
@@ -483,37 +477,33 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             );
             let (run, tag) = (&s.name, &s.tag);
             rep.derive(&format!("{l}_kq{tag}_l1_distance"), d1);
-            rep.check(
-                Check::at_most(
-                    format!("kq-beta-beta-tau-thm.{l}-{run}").as_str(),
-                    format!("{l}, KQ {run}: ‖β̂ − β*₁‖ at τ_max (Thm 4.1)").as_str(),
-                    d1,
-                    *c.kq_l1_distance[i],
-                )
-                .note(format!(
-                    "τ = {:e}, µ = {:.4e}; β̂ = {:?} (spec measured toy-2b 1.08e-3 at ω₀ = 1, \
+            rep.at_most(
+                format!("kq-beta-beta-tau-thm.{l}-{run}").as_str(),
+                format!("{l}, KQ {run}: ‖β̂ − β*₁‖ at τ_max (Thm 4.1)").as_str(),
+                d1,
+                *c.kq_l1_distance[i],
+            )
+            .note(format!(
+                "τ = {:e}, µ = {:.4e}; β̂ = {:?} (spec measured toy-2b 1.08e-3 at ω₀ = 1, \
                      1.93e-4 at ω₀ = 0.1)",
-                    *p.tau_max, r.mu[last], b
-                )),
-            );
-            rep.check(Check::at_most(
+                *p.tau_max, r.mu[last], b
+            ));
+            rep.at_most(
                 format!("kq-beta-opt1.{l}-{run}").as_str(),
                 format!("{l}, KQ {run}: ‖β̂‖₁/OPT₁ − 1").as_str(),
                 obj,
                 *c.kq_l1_objective,
-            ));
+            );
             let separation = format!("{l}, KQ {run}: distance to the ℓ2 solution");
             let svm_gap = dist(&cs.l1, &cs.l2);
             if svm_gap > *c.kq_l2_separation {
-                rep.check(
-                    Check::at_least(
-                        &format!("kq-l2-separation.{l}-{run}"),
-                        separation.as_str(),
-                        d2,
-                        *c.kq_l2_separation,
-                    )
-                    .note(format!("‖β*₁ − β*₂‖ = {svm_gap:.4}")),
-                );
+                rep.at_least(
+                    &format!("kq-l2-separation.{l}-{run}"),
+                    separation.as_str(),
+                    d2,
+                    *c.kq_l2_separation,
+                )
+                .note(format!("‖β*₁ − β*₂‖ = {svm_gap:.4}"));
             } else {
                 rep.skip(
                     &format!("kq-l2-separation.{l}-{run}"),
@@ -524,15 +514,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     ),
                 );
             }
-            rep.check(
-                Check::at_most(
-                    format!("kq-off-support-beta-beta-inf.{l}-{run}").as_str(),
-                    format!("{l}, KQ {run}: off-support |β̂_j|/‖β̂‖_∞ (sparse limit)").as_str(),
-                    off,
-                    *c.sparsity,
-                )
-                .note(format!("support of β*₁: {support:?}")),
-            );
+            rep.at_most(
+                format!("kq-off-support-beta-beta-inf.{l}-{run}").as_str(),
+                format!("{l}, KQ {run}: off-support |β̂_j|/‖β̂‖_∞ (sparse limit)").as_str(),
+                off,
+                *c.sparsity,
+            )
+            .note(format!("support of β*₁: {support:?}"));
             // exponent of the off-support decay over the last fit_decades of τ
             let from = *p.tau_max / 10f64.powf(*p.fit_decades);
             let ks: Vec<usize> = (1..taus.len())
@@ -545,8 +533,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .collect();
             let fit = line_fit(&x, &y);
             rep.derive(&format!("{l}_kq{tag}_exponent"), -fit.slope);
-            rep.check(
-                Check::close(
+            rep.close(
                     format!("kq-derived-slope-ln-beta-beta.{l}-{run}").as_str(), format!("{l}, KQ {run}: [derived] slope of ln‖β̂ − β*₁‖ vs ln µ").as_str(),
                     fit.slope,
                     -cs.exponent,
@@ -556,8 +543,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                     "spec §2.7: off-support error ~ µ^−(1 − max_{{j∉J}}|a*_j|), strict-complementarity \
                      margin {:.4} (LP max over dual optima); fit over τ ∈ [{from:e}, {:e}]",
                     cs.exponent, *p.tau_max
-                )),
-            );
+                ));
         }
         // [derived] loss rates (spec §2.7): t·gap → ‖β*₂‖² (W), t ln t·gap → OPT₁/2 (KQ)
         let tau = taus[last];
@@ -565,68 +551,60 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let l2_sq: f64 = cs.l2.iter().map(|x| x * x).sum();
         let rate_w = (cs.w.log_excess[last] + ln_t).exp();
         rep.derive(&format!("{l}_w_t_gap"), rate_w);
-        rep.check(
-            Check::at_most(
-                format!("derived-beta-tau.{l}").as_str(),
-                format!("{l}, W: [derived] |t·(L − L*)/‖β*₂‖² − 1| at τ_max").as_str(),
-                (rate_w / l2_sq - 1.0).abs(),
-                *c.rate_w_tol,
-            )
-            .note(format!(
-                "t·gap = {rate_w:.6}, ‖β*₂‖² = {l2_sq:.6} (spec §7 loss-rate: toy-2b 0.21930)"
-            )),
-        );
+        rep.at_most(
+            format!("derived-beta-tau.{l}").as_str(),
+            format!("{l}, W: [derived] |t·(L − L*)/‖β*₂‖² − 1| at τ_max").as_str(),
+            (rate_w / l2_sq - 1.0).abs(),
+            *c.rate_w_tol,
+        )
+        .note(format!(
+            "t·gap = {rate_w:.6}, ‖β*₂‖² = {l2_sq:.6} (spec §7 loss-rate: toy-2b 0.21930)"
+        ));
         for (r, s) in cs.kq.iter().zip(&cs.starts) {
             let rate = (r.log_excess[last] + ln_t + ln_t.ln()).exp();
             rep.derive(&format!("{l}_kq{}_t_log_t_gap", s.tag), rate);
-            rep.check(
-                Check::at_most(
-                    &format!("kq-t-ln-t-rate.{l}-{}", s.name),
-                    format!(
-                        "{l}, KQ {}: [derived] |t ln t·(L − L*)/(OPT₁/2) − 1| at τ_max",
-                        s.name
-                    )
-                    .as_str(),
-                    (rate / (0.5 * cs.opt1) - 1.0).abs(),
-                    *c.rate_kq_tol,
+            rep.at_most(
+                &format!("kq-t-ln-t-rate.{l}-{}", s.name),
+                format!(
+                    "{l}, KQ {}: [derived] |t ln t·(L − L*)/(OPT₁/2) − 1| at τ_max",
+                    s.name
                 )
-                .note(format!(
-                    "t ln t·gap = {rate:.6}, OPT₁/2 = {:.6} (spec §7 loss-rate: toy-2b 0.3125, \
+                .as_str(),
+                (rate / (0.5 * cs.opt1) - 1.0).abs(),
+                *c.rate_kq_tol,
+            )
+            .note(format!(
+                "t ln t·gap = {rate:.6}, OPT₁/2 = {:.6} (spec §7 loss-rate: toy-2b 0.3125, \
                      measured 0.31325 at τ = 1e6); corrections O(ln ln t/ln t)",
-                    0.5 * cs.opt1
-                )),
-            );
+                0.5 * cs.opt1
+            ));
         }
         let bw = &cs.w.beta_hat[last];
         let dw = dist(bw, &cs.l2);
         rep.derive(&format!("{l}_w_l2_distance"), dw);
-        rep.check(
-            Check::at_most(
-                format!("beta-beta-tau-sec.{l}").as_str(),
-                format!("{l}, W: ‖β̂ − β*₂‖ at τ_max (Sec. 4.2)").as_str(),
-                dw,
-                *c.w_l2_distance,
-            )
-            .note(format!(
-                "β̂_W = {bw:?}, β*₂ = {:?}; distance to β*₁ {:.4}",
-                cs.l2,
-                dist(bw, &cs.l1)
-            )),
-        );
+        rep.at_most(
+            format!("beta-beta-tau-sec.{l}").as_str(),
+            format!("{l}, W: ‖β̂ − β*₂‖ at τ_max (Sec. 4.2)").as_str(),
+            dw,
+            *c.w_l2_distance,
+        )
+        .note(format!(
+            "β̂_W = {bw:?}, β*₂ = {:?}; distance to β*₁ {:.4}",
+            cs.l2,
+            dist(bw, &cs.l1)
+        ));
         let gap = stats::max(cs.kq.iter().chain([&cs.w]).flat_map(|r| {
             (0..taus.len())
                 .filter(|&k| taus[k] >= 30.0)
                 .map(|k| r.rel_gap[k])
         }));
-        rep.check(
-            Check::at_most(
-                format!("tau-30.{l}").as_str(),
-                format!("{l}: (L − L*)/L* for τ ≥ 30").as_str(),
-                gap,
-                *c.loss_gap,
-            )
-            .note("L → L* (Thm 4.1 consequence); log-domain excess"),
-        );
+        rep.at_most(
+            format!("tau-30.{l}").as_str(),
+            format!("{l}: (L − L*)/L* for τ ≥ 30").as_str(),
+            gap,
+            *c.loss_gap,
+        )
+        .note("L → L* (Thm 4.1 consequence); log-domain excess");
         for r in cs.kq.iter().chain([&cs.w]) {
             rep.stats(r.label.clone(), &r.stats);
         }

@@ -20,7 +20,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use std::path::PathBuf;
@@ -341,10 +341,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .map_err(|e| RunError::Other(e.to_string()))?
         .a2_spread;
     if p.data_file.is_none() || a2_spread <= A2_TOL {
-        rep.check(
-            Check::at_most("g0-closed-form", g0_name, g0_err, *c.g0_tol)
-                .note("(1/n) Σ_i e^{−γ_i,nopt − Δ_i/L}(Δ_i/L)(x_i,opt − x̄_i)z_iᵀ (A2)"),
-        );
+        rep.at_most("g0-closed-form", g0_name, g0_err, *c.g0_tol)
+            .note("(1/n) Σ_i e^{−γ_i,nopt − Δ_i/L}(Δ_i/L)(x_i,opt − x̄_i)z_iᵀ (A2)");
     } else {
         rep.skip(
             "g0-closed-form",
@@ -355,53 +353,47 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ),
         );
     }
-    rep.check(
-        Check::at_most(
-            "jacobian-eigenvalues-vs",
-            "Jacobian at K = Q = 0: eigenvalues vs ±s_k(G_0) (×d_e)",
-            eig_err,
-            *c.eigen_tol,
-        )
-        .note(format!(
-            "s(G_0) = {:?}; exact-JVP Jacobian, asymmetry {asym:.1e} included",
-            lin.s
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "error-vs-duhamel",
-            "max_t rel. error vs cosh/sinh against Duhamel's prediction: |e/e_D − 1| / max_t‖W‖",
-            stats::max(duhamel_dev.iter()),
-            *c.duhamel_rel_per_w,
-        )
-        .note(format!(
-            "e_D from δ̇ = Aδ + F(z_lin) − Az_lin (exact HVP at 0); per s: {}; e/max‖W‖ = \
+    rep.at_most(
+        "jacobian-eigenvalues-vs",
+        "Jacobian at K = Q = 0: eigenvalues vs ±s_k(G_0) (×d_e)",
+        eig_err,
+        *c.eigen_tol,
+    )
+    .note(format!(
+        "s(G_0) = {:?}; exact-JVP Jacobian, asymmetry {asym:.1e} included",
+        lin.s
+    ));
+    rep.at_most(
+        "error-vs-duhamel",
+        "max_t rel. error vs cosh/sinh against Duhamel's prediction: |e/e_D − 1| / max_t‖W‖",
+        stats::max(duhamel_dev.iter()),
+        *c.duhamel_rel_per_w,
+    )
+    .note(format!(
+        "e_D from δ̇ = Aδ + F(z_lin) − Az_lin (exact HVP at 0); per s: {}; e/max‖W‖ = \
              {ratio:.4} (reported); {setting}",
-            runs.iter()
-                .zip(&duhamel_dev)
-                .map(|(r, d)| format!(
-                    "e = {:.4e}, e_D = {:.4e} ({d:.3})",
-                    max(&r.rel_err),
-                    max(&r.rel_err_duhamel)
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ))
-        .paper_claim("spec §7: rel err ≤ 10·max‖W‖"),
-    );
-    rep.check(
-        Check::close(
-            "ln-rel-err-ln-fixed",
-            "d ln(rel err)/d ln s at fixed T",
-            slope,
-            c.slope_target,
-            *c.slope_tol,
-        )
-        .note(format!(
-            "the error is ∝ max‖W‖ ∝ s² at fixed T (slope against max‖W‖: {slope_w:.3})"
-        ))
-        .paper_claim("spec §7: the error halves when s halves (log-log slope 1 ± 0.2)"),
-    );
+        runs.iter()
+            .zip(&duhamel_dev)
+            .map(|(r, d)| format!(
+                "e = {:.4e}, e_D = {:.4e} ({d:.3})",
+                max(&r.rel_err),
+                max(&r.rel_err_duhamel)
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
+    .paper_claim("spec §7: rel err ≤ 10·max‖W‖");
+    rep.close(
+        "ln-rel-err-ln-fixed",
+        "d ln(rel err)/d ln s at fixed T",
+        slope,
+        c.slope_target,
+        *c.slope_tol,
+    )
+    .note(format!(
+        "the error is ∝ max‖W‖ ∝ s² at fixed T (slope against max‖W‖: {slope_w:.3})"
+    ))
+    .paper_claim("spec §7: the error halves when s halves (log-log slope 1 ± 0.2)");
 
     rep.series = Table::new(&["s", "t", "rel_err", "rel_err_duhamel", "w_norm"]);
     for r in &runs {

@@ -21,7 +21,7 @@ use crate::attention::Instance;
 use crate::instance::kq::{FullInits, KqData};
 use crate::instance::{Arrays, InstanceFile};
 use crate::scenario::param::{AtLeast, Decades, Positive};
-use crate::scenario::{Check, InputError, Report, Scenario};
+use crate::scenario::{InputError, Report, Scenario};
 use crate::stats;
 
 /// The log-time horizon of a full-model flow: τ_max in (1, 1e10] (spec §8: beyond µ ≈ 1e10
@@ -191,15 +191,13 @@ pub fn run_log_time<M: ScaledGradient + ?Sized>(
                 FlowError::NonFinite { t, .. } => *t,
                 _ => f64::NAN,
             };
-            rep.check(
-                Check::at_least(
-                    &format!("integrator-reached-tau.{label}"),
-                    &format!("{label}: integrator reached τ_max"),
-                    reached,
-                    *taus.last().unwrap(),
-                )
-                .note(format!("solver failure: {e}")),
-            );
+            rep.at_least(
+                &format!("integrator-reached-tau.{label}"),
+                &format!("{label}: integrator reached τ_max"),
+                reached,
+                *taus.last().unwrap(),
+            )
+            .note(format!("solver failure: {e}"));
             None
         }
     }

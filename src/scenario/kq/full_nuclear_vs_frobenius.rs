@@ -16,7 +16,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, Report, RunContext, RunError, Table};
+use crate::scenario::{Report, RunContext, RunError, Table};
 use crate::stats;
 
 use super::common::instance_svms;
@@ -215,49 +215,46 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("kq_nuclear_gap", kq_gap);
     rep.derive("w_dist_frobenius", w_dist);
     rep.derive("svm_distance", ref_gap);
-    rep.check(
-        Check::at_most(
-            "kq-tau",
-            "KQ: max ‖Ŵ − W_*‖_F at τ_max",
-            kq_dist,
-            *c.kq_direction_tol,
-        )
-        .note(format!(
-            "{setting}; W_* from the certified nuclear program (complementarity margin {:.3})",
-            svms.nuclear.complementarity_margin
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "kq-sigma2-sigma1-tau-low-rank",
-            "KQ: σ₂(Ŵ)/σ₁(Ŵ) at τ_max (low rank)",
-            kq_ratio,
-            *c.kq_rank_ratio_tol,
-        )
-        .note(format!("W_* has rank {}", svms.nuclear.rank)),
-    );
-    rep.check(
-        Check::at_most("kq-opt-tau", "KQ: ‖Ŵ‖_*/OPT_* − 1 at τ_max", kq_gap, *c.kq_nuclear_gap_tol)
-            .note(format!("OPT_* = {opt_star:.9}; Ŵ is feasible by construction, so the gap is ≥ 0 up to rounding")),
-    );
-    rep.check(
-        Check::at_most(
-            "tau",
-            "W: max ‖Ŵ − W_F‖_F at τ_max",
-            w_dist,
-            *c.w_direction_tol,
-        )
-        .note("Sec. 4.2 (Tarzanagh et al. 2023a): GF on the combined W → W_F-SVM, error O(1/µ)"),
-    );
-    rep.check(
-        Check::at_least(
-            "two-limits-differ-kq",
-            "the two limits differ: min(‖Ŵ_KQ − W_F‖, ‖Ŵ_W − W_*‖)",
-            stats::smaller(kq_to_f, w_to_star),
-            *c.separation_min,
-        )
-        .note(format!("‖W_F − W_*‖_F = {ref_gap:.4}")),
-    );
+    rep.at_most(
+        "kq-tau",
+        "KQ: max ‖Ŵ − W_*‖_F at τ_max",
+        kq_dist,
+        *c.kq_direction_tol,
+    )
+    .note(format!(
+        "{setting}; W_* from the certified nuclear program (complementarity margin {:.3})",
+        svms.nuclear.complementarity_margin
+    ));
+    rep.at_most(
+        "kq-sigma2-sigma1-tau-low-rank",
+        "KQ: σ₂(Ŵ)/σ₁(Ŵ) at τ_max (low rank)",
+        kq_ratio,
+        *c.kq_rank_ratio_tol,
+    )
+    .note(format!("W_* has rank {}", svms.nuclear.rank));
+    rep.at_most(
+        "kq-opt-tau",
+        "KQ: ‖Ŵ‖_*/OPT_* − 1 at τ_max",
+        kq_gap,
+        *c.kq_nuclear_gap_tol,
+    )
+    .note(format!(
+        "OPT_* = {opt_star:.9}; Ŵ is feasible by construction, so the gap is ≥ 0 up to rounding"
+    ));
+    rep.at_most(
+        "tau",
+        "W: max ‖Ŵ − W_F‖_F at τ_max",
+        w_dist,
+        *c.w_direction_tol,
+    )
+    .note("Sec. 4.2 (Tarzanagh et al. 2023a): GF on the combined W → W_F-SVM, error O(1/µ)");
+    rep.at_least(
+        "two-limits-differ-kq",
+        "the two limits differ: min(‖Ŵ_KQ − W_F‖, ‖Ŵ_W − W_*‖)",
+        stats::smaller(kq_to_f, w_to_star),
+        *c.separation_min,
+    )
+    .note(format!("‖W_F − W_*‖_F = {ref_gap:.4}"));
     let kappa = svms.nuclear.complementarity_margin;
     let kq_exp: Vec<f64> = kq_runs.iter().map(|(_, r)| r.exponent(&w_star)).collect();
     let w_exp: Vec<f64> = w_runs.iter().map(|(_, r)| r.exponent(&w_f)).collect();
@@ -266,28 +263,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     };
     rep.derive("kq_exponents", &kq_exp);
     rep.derive("w_exponents", &w_exp);
-    rep.check(
-        Check::at_most(
-            "decay-exponent-tau-last-two-decades",
-            "W: |decay exponent of ‖Ŵ − W_F‖ in τ + 1| (last two decades)",
-            dev(&w_exp, -1.0, w_ok),
-            *c.exponent_tol,
-        )
-        .note(format!(
-            "exponents {w_exp:.4?}; derived (spec §2.7: error O(1/µ), µ ≈ τ)"
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "kq-decay-exponent-tau-kappa-kappa", "KQ: |decay exponent of ‖Ŵ − W_*‖ in τ + κ|, κ = complementarity margin",
-            dev(&kq_exp, -kappa, kq_ok),
-            *c.exponent_tol,
-        )
-        .note(format!(
-            "exponents {kq_exp:.4?}, κ = 1 − ‖P_U⊥MP_V⊥‖_op = {kappa:.4}; derived, not in the paper \
+    rep.at_most(
+        "decay-exponent-tau-last-two-decades",
+        "W: |decay exponent of ‖Ŵ − W_F‖ in τ + 1| (last two decades)",
+        dev(&w_exp, -1.0, w_ok),
+        *c.exponent_tol,
+    )
+    .note(format!(
+        "exponents {w_exp:.4?}; derived (spec §2.7: error O(1/µ), µ ≈ τ)"
+    ));
+    rep.at_most(
+        "kq-decay-exponent-tau-kappa-kappa",
+        "KQ: |decay exponent of ‖Ŵ − W_*‖ in τ + κ|, κ = complementarity margin",
+        dev(&kq_exp, -kappa, kq_ok),
+        *c.exponent_tol,
+    )
+    .note(format!(
+        "exponents {kq_exp:.4?}, κ = 1 − ‖P_U⊥MP_V⊥‖_op = {kappa:.4}; derived, not in the paper \
              (spec §2.8: the margin predicts the KQ convergence exponent)"
-        )),
-    );
+    ));
     // Theorem 1.1's σ_opt → 1 and its separation time (spec §4 recipe)
     let kq_rate: Vec<f64> = kq_runs
         .iter()
@@ -308,8 +302,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("kq_log10_one_minus_sigma_opt", log10_gap(&kq_runs));
     rep.derive("w_log10_one_minus_sigma_opt", log10_gap(&w_runs));
     let rel = |v: &[f64], ok: bool| nan_unless(ok, stats::max(v.iter().map(|x| (x - 1.0).abs())));
-    rep.check(
-        Check::at_most(
+    rep.at_most(
             "kq-sigma-opt-rate",
             "KQ: σ_opt → 1 at rate 1/(t ln t): |t ln t·(L − L*)/(OPT_*/2) − 1| at τ_max",
             rel(&kq_rate, kq_ok),
@@ -320,21 +313,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              under A2, so every 1 − σ_i,opt ≤ n e^{{γ_i,opt}}(L − L*)/Δ_i; \
              max_i log₁₀(1 − σ_i,opt) at τ_max: {:.4?}; derived rate (spec §2.7)",
             log10_gap(&kq_runs)
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "w-sigma-opt-rate",
-            "W: σ_opt → 1 at rate 1/t: |t·(L − L*)/‖W_F‖_F² − 1| at τ_max",
-            rel(&w_rate, w_ok),
-            *c.loss_rate_tol,
-        )
-        .note(format!(
-            "t·(L − L*) / ‖W_F‖_F² = {w_rate:.6?} (‖W_F‖_F² = {w_norm2:.6}); max_i log₁₀(1 − σ_i,opt) \
+        ));
+    rep.at_most(
+        "w-sigma-opt-rate",
+        "W: σ_opt → 1 at rate 1/t: |t·(L − L*)/‖W_F‖_F² − 1| at τ_max",
+        rel(&w_rate, w_ok),
+        *c.loss_rate_tol,
+    )
+    .note(format!(
+        "t·(L − L*) / ‖W_F‖_F² = {w_rate:.6?} (‖W_F‖_F² = {w_norm2:.6}); max_i log₁₀(1 − σ_i,opt) \
              at τ_max: {:.4?}; derived rate (spec §2.7)",
-            log10_gap(&w_runs)
-        )),
-    );
+        log10_gap(&w_runs)
+    ));
     let mut not_for_good = 0usize;
     let mut separated_at = [Vec::new(), Vec::new()];
     for (m, runs) in [&kq_runs, &w_runs].into_iter().enumerate() {
@@ -345,28 +335,24 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     rep.derive("kq_separation_tau", &separated_at[0]);
     rep.derive("w_separation_tau", &separated_at[1]);
-    rep.check(
-        Check::at_most(
-            "separated-for-good",
-            "runs whose optimal tokens are not separated for good (µ ≤ 0 at τ_max or after it was > 0)",
-            nan_unless(kq_ok && w_ok, not_for_good as f64),
-            0.0,
-        )
-        .note(format!(
-            "Theorem 1.1: µ → ∞; separation times τ_sep (the root of µ; 0: separated from the \
+    rep.at_most(
+        "separated-for-good",
+        "runs whose optimal tokens are not separated for good (µ ≤ 0 at τ_max or after it was > 0)",
+        nan_unless(kq_ok && w_ok, not_for_good as f64),
+        0.0,
+    )
+    .note(format!(
+        "Theorem 1.1: µ → ∞; separation times τ_sep (the root of µ; 0: separated from the \
              start) KQ {:.4?}, W {:.4?}",
-            separated_at[0], separated_at[1]
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "kq-balance-drift-tau",
-            "KQ: balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
-            drift,
-            *c.balance_drift_tol,
-        )
-        .note("C = KᵀK − QᵀQ is conserved by the flow (spec §2.5)"),
-    );
+        separated_at[0], separated_at[1]
+    ));
+    rep.at_most(
+        "kq-balance-drift-tau",
+        "KQ: balance drift ‖C(τ) − C(0)‖_F / max(1, ‖K‖² + ‖Q‖²)",
+        drift,
+        *c.balance_drift_tol,
+    )
+    .note("C = KᵀK − QᵀQ is conserved by the flow (spec §2.5)");
 
     rep.series = Table::new(&[
         "model",

@@ -19,7 +19,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Fraction, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{instance_svms, singular_values, DATA_STREAM, FIRST_FREE_STREAM};
@@ -231,30 +231,26 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         stats::worst(sat.iter().map(|m| (m.w_direction, m.label.as_str())))
             .unwrap_or((f64::NAN, "-"));
     rep.derive("worst_w_direction", worst_w);
-    rep.check(
-        Check::at_most(
-            "w-frobenius-worst",
-            "Sec. 4.2: worst ‖Ŵ_W − W_F‖_F at τ_max over the satisfying sets",
-            worst_w,
-            *c.w_direction,
-        )
-        .note(format!(
-            "worst: {worst_w_label}; combined-W gradient flow → W_F-SVM (Tarzanagh et al. 2023a), \
+    rep.at_most(
+        "w-frobenius-worst",
+        "Sec. 4.2: worst ‖Ŵ_W − W_F‖_F at τ_max over the satisfying sets",
+        worst_w,
+        *c.w_direction,
+    )
+    .note(format!(
+        "worst: {worst_w_label}; combined-W gradient flow → W_F-SVM (Tarzanagh et al. 2023a), \
              error O(1/µ); {setting}"
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "w-passing-all-satisfying",
-            "sets whose W flow reaches W_F ≥ satisfying sets",
-            w_passing as f64,
-            sat.len() as f64,
-        )
-        .note(format!(
-            "{w_passing} of {} (a theorem: every set)",
-            sat.len()
-        )),
-    );
+    ));
+    rep.at_least(
+        "w-passing-all-satisfying",
+        "sets whose W flow reaches W_F ≥ satisfying sets",
+        w_passing as f64,
+        sat.len() as f64,
+    )
+    .note(format!(
+        "{w_passing} of {} (a theorem: every set)",
+        sat.len()
+    ));
     let fraction = kq_passing as f64 / sat.len() as f64;
     let (worst_kq, worst_kq_label) =
         stats::worst(sat.iter().map(|m| (m.kq_gap, m.label.as_str()))).unwrap_or((f64::NAN, "-"));
@@ -279,25 +275,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .unwrap_or((f64::NAN, "-"));
     rep.derive("distinct_sets", distinct.len());
     rep.derive("worst_kq_over_w_gap", worst_ratio);
-    rep.check(
-        Check::at_most(
-            "kq-nearer-than-w-worst",
-            &format!(
-                "KQ vs W: worst ({target})_KQ / ({target})_W at τ_max over the sets where the two \
+    rep.at_most(
+        "kq-nearer-than-w-worst",
+        &format!(
+            "KQ vs W: worst ({target})_KQ / ({target})_W at τ_max over the sets where the two \
                  SVMs differ"
-            ),
-            worst_ratio,
-            1.0,
-        )
-        .note(format!(
-            "worst: {worst_ratio_label}; {} of {} satisfying sets have the other SVM's gap ≥ {:e}; \
+        ),
+        worst_ratio,
+        1.0,
+    )
+    .note(format!(
+        "worst: {worst_ratio_label}; {} of {} satisfying sets have the other SVM's gap ≥ {:e}; \
              conjecture (Thm 1.1 beyond the aligned case): the separate K, Q flow is biased \
              toward the nuclear norm, the combined W toward the Frobenius norm",
-            distinct.len(),
-            sat.len(),
-            *c.kq_gap
-        )),
-    );
+        distinct.len(),
+        sat.len(),
+        *c.kq_gap
+    ));
     let missing: Vec<String> = sat
         .iter()
         .filter(|m| !kq_pass(m))
@@ -313,18 +307,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         missing.join(", ")
     );
     if *p.tau_max >= SPEC_FRACTION_TAU {
-        rep.check(
-            Check::at_least("kq-nuclear-fraction", &title, fraction, *c.kq_fraction)
-                .note(format!(
-                    "{detail}. A conjecture beyond the aligned case of Thm 5.1, so the spec's soft \
+        rep.at_least("kq-nuclear-fraction", &title, fraction, *c.kq_fraction)
+            .note(format!(
+                "{detail}. A conjecture beyond the aligned case of Thm 5.1, so the spec's soft \
                      fraction is checked, not every set"
-                ))
-                .paper_claim(
-                    "Theorem 1.1 (informal): GF on separate K, Q converges to a nuclear-norm SVM \
+            ))
+            .paper_claim(
+                "Theorem 1.1 (informal): GF on separate K, Q converges to a nuclear-norm SVM \
                      solution; proven for diagonal (Thm 4.1) and aligned (Thm 5.1) settings only; \
                      spec §5.2/§7 expects ≥ 80% of random sets within 1e-3 at τ = 1e8",
-                ),
-        );
+            );
     } else {
         rep.skip(
             "kq-nuclear-fraction",

@@ -16,7 +16,7 @@ use crate::plot::{Figure, LinePanel, RefLine, Series};
 use crate::scenario::cost::Cost;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::{no_validation, Kind};
-use crate::scenario::{Check, Report, RunContext, RunError, Table};
+use crate::scenario::{Report, RunContext, RunError, Table};
 use crate::stats;
 
 use super::common::{build_instance, data_label, DataName, DiagonalHorizon};
@@ -126,49 +126,43 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("et_grad_max", et_max);
     rep.derive("separation_tau", taus[first_sep]);
     let setting = format!("{label}, ω₀ = {}, τ_max = {:e}", *p.omega0, *p.tau_max);
-    rep.check(
-        Check::at_most(
-            "norm-nondecreasing",
-            "Lemma 4.2: largest relative drop of ‖β‖ between samples after separation",
-            drop,
-            0.0,
-        )
-        .note(format!(
-            "separation at τ = {:.3e}; ‖β‖ from {:.3e} to {:.3e}; {setting}",
-            taus[first_sep], norms[first_sep], norms[last]
-        )),
-    );
-    rep.check(
-        Check::close(
-            "norm-over-tau",
-            "Lemma 4.2: ‖β(τ_max)‖/(τ_max ‖β*₁‖₂) → 1",
-            rate,
-            1.0,
-            *c.norm_rate,
-        )
-        .note(format!(
-            "‖β‖ = {:.6e}, ‖β*₁‖₂ = {l1_norm:.6}, µ = {:.6e} (µ ≈ τ + ln τ + C, β̂ → β*₁; spec §4)",
-            norms[last], mus[last]
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "ineq-27-pointwise",
-            &format!(
-                "(27): min over the run of (dL/dt)/(−{} ω_min² ‖∇L‖²) (≥ 1 pointwise)",
-                *c.ineq27_constant
-            ),
-            worst_ratio,
-            1.0 - ROUNDING,
-        )
-        .note(format!(
-            "equality holds at β = 0, hence the bound 1 − {ROUNDING:e} (rounding); dL/dt = ∇L·β̇ \
+    rep.at_most(
+        "norm-nondecreasing",
+        "Lemma 4.2: largest relative drop of ‖β‖ between samples after separation",
+        drop,
+        0.0,
+    )
+    .note(format!(
+        "separation at τ = {:.3e}; ‖β‖ from {:.3e} to {:.3e}; {setting}",
+        taus[first_sep], norms[first_sep], norms[last]
+    ));
+    rep.close(
+        "norm-over-tau",
+        "Lemma 4.2: ‖β(τ_max)‖/(τ_max ‖β*₁‖₂) → 1",
+        rate,
+        1.0,
+        *c.norm_rate,
+    )
+    .note(format!(
+        "‖β‖ = {:.6e}, ‖β*₁‖₂ = {l1_norm:.6}, µ = {:.6e} (µ ≈ τ + ln τ + C, β̂ → β*₁; spec §4)",
+        norms[last], mus[last]
+    ));
+    rep.at_least(
+        "ineq-27-pointwise",
+        &format!(
+            "(27): min over the run of (dL/dt)/(−{} ω_min² ‖∇L‖²) (≥ 1 pointwise)",
+            *c.ineq27_constant
+        ),
+        worst_ratio,
+        1.0 - ROUNDING,
+    )
+    .note(format!(
+        "equality holds at β = 0, hence the bound 1 − {ROUNDING:e} (rounding); dL/dt = ∇L·β̇ \
              from the flow's vector field; e^τ‖∇L‖ stays ≤ {et_max:.3e} (bounded, \
              spec §4); {setting}"
-        ))
-        .paper_claim(
-            "(27): dL/dt ≤ −(2ω_min²/n)‖∇L‖² (spec §6 item 7: the exact constant is 2, stronger)",
-        ),
+    ))
+    .paper_claim(
+        "(27): dL/dt ≤ −(2ω_min²/n)‖∇L‖² (spec §6 item 7: the exact constant is 2, stronger)",
     );
     let (xi_k, xi_q) = init5(&vec![*p.omega0; d]);
     let mut arrays = KqData::new(inst).to_arrays();

@@ -22,7 +22,7 @@ use crate::plot::{BarPanel, Figure, LineStyle};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{
@@ -212,17 +212,15 @@ fn worst<'a>(values: impl Iterator<Item = (f64, &'a str)>) -> (f64, &'a str) {
 fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
     let all = || solved.iter().map(|(p, s)| (s, p.label.as_str()));
     let (gap, at) = worst(all().map(|(s, l)| (s.suite.nuclear.kkt.duality_gap, l)));
-    rep.check(
-        Check::at_most(
-            "certified-relative-duality-gap",
-            "W_*: certified relative duality gap",
-            gap,
-            *c.max_duality_gap,
-        )
-        .note(format!(
-            "(‖W_*‖_* − 1ᵀλ)/‖W_*‖_*, λ ≥ 0 with ‖Σλ A‖_op ≤ 1; worst: {at}"
-        )),
-    );
+    rep.at_most(
+        "certified-relative-duality-gap",
+        "W_*: certified relative duality gap",
+        gap,
+        *c.max_duality_gap,
+    )
+    .note(format!(
+        "(‖W_*‖_* − 1ᵀλ)/‖W_*‖_*, λ ≥ 0 with ‖Σλ A‖_op ≤ 1; worst: {at}"
+    ));
     let (inf, at) = worst(all().map(|(s, l)| {
         let k = &s.suite.nuclear.kkt;
         (
@@ -230,27 +228,23 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             l,
         )
     }));
-    rep.check(
-        Check::at_most(
-            "primal-dual-infeasibility",
-            "W_*: primal and dual infeasibility",
-            inf,
-            *c.max_infeasibility,
-        )
-        .note(format!("max(1 − min margin, ‖Σλ A‖_op − 1); worst: {at}")),
-    );
+    rep.at_most(
+        "primal-dual-infeasibility",
+        "W_*: primal and dual infeasibility",
+        inf,
+        *c.max_infeasibility,
+    )
+    .note(format!("max(1 − min margin, ‖Σλ A‖_op − 1); worst: {at}"));
     let (sub, at) = worst(all().map(|(s, l)| (s.suite.nuclear.kkt.subgradient, l)));
-    rep.check(
-        Check::at_most(
-            "subgradient-residual",
-            "W_*: subgradient residual",
-            sub,
-            *c.max_subgradient,
-        )
-        .note(format!(
-            "M = Σλ A ∈ ∂‖W_*‖_*: max(‖MV_r − U_r‖, ‖MᵀU_r − V_r‖) (§3.2); worst: {at}"
-        )),
-    );
+    rep.at_most(
+        "subgradient-residual",
+        "W_*: subgradient residual",
+        sub,
+        *c.max_subgradient,
+    )
+    .note(format!(
+        "M = Σλ A ∈ ∂‖W_*‖_*: max(‖MV_r − U_r‖, ‖MᵀU_r − V_r‖) (§3.2); worst: {at}"
+    ));
     let diag: Vec<_> = solved
         .iter()
         .filter_map(|(p, s)| {
@@ -267,18 +261,16 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             diag.iter()
                 .map(|(l, lp, pd, _)| ((pd.norm_l1 - lp.norm_l1).abs() / lp.norm_l1, *l)),
         );
-        rep.check(
-            Check::at_most(
-                "diagonal-opt1-primal-dual-opt1-lp",
-                "diagonal: |OPT₁(primal–dual) − OPT₁(LP)|/OPT₁",
-                v,
-                *c.diagonal_tol,
-            )
-            .note(format!(
-                "nuclear SVM on diagonal W (soft thresholding, pure Rust) vs the ℓ1 LP \
+        rep.at_most(
+            "diagonal-opt1-primal-dual-opt1-lp",
+            "diagonal: |OPT₁(primal–dual) − OPT₁(LP)|/OPT₁",
+            v,
+            *c.diagonal_tol,
+        )
+        .note(format!(
+            "nuclear SVM on diagonal W (soft thresholding, pure Rust) vs the ℓ1 LP \
                      (clarabel), §3.3; worst: {at}"
-            )),
-        );
+        ));
         let unique: Vec<_> = diag
             .iter()
             .filter(|d| d.3.l1_unique == Some(true))
@@ -289,18 +281,16 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
                     .iter()
                     .map(|(l, lp, pd, _)| (stats::max_abs_diff(&pd.beta, &lp.beta), *l)),
             );
-            rep.check(
-                Check::at_most(
-                    "diagonal-beta-primal-dual-beta-lp",
-                    "diagonal: ‖β(primal–dual) − β(LP)‖_∞ (unique LP)",
-                    v,
-                    *c.diagonal_tol,
-                )
-                .note(format!(
-                    "{} instances with a certified unique LP solution; worst: {at}",
-                    unique.len()
-                )),
-            );
+            rep.at_most(
+                "diagonal-beta-primal-dual-beta-lp",
+                "diagonal: ‖β(primal–dual) − β(LP)‖_∞ (unique LP)",
+                v,
+                *c.diagonal_tol,
+            )
+            .note(format!(
+                "{} instances with a certified unique LP solution; worst: {at}",
+                unique.len()
+            ));
         }
     }
     let aligned: Vec<_> = solved
@@ -318,18 +308,16 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
                 *l,
             )
         }));
-        rep.check(
-            Check::at_most(
-                "aligned-a4-data-opt-opt1-opt1",
-                "aligned (A4) data: |OPT_* − OPT₁|/OPT₁ and vs closed form",
-                v,
-                *c.diagonal_tol,
-            )
-            .note(format!(
-                "under A4 the full nuclear SVM is solved by a diagonal W in the aligned \
+        rep.at_most(
+            "aligned-a4-data-opt-opt1-opt1",
+            "aligned (A4) data: |OPT_* − OPT₁|/OPT₁ and vs closed form",
+            v,
+            *c.diagonal_tol,
+        )
+        .note(format!(
+            "under A4 the full nuclear SVM is solved by a diagonal W in the aligned \
                      frames, OPT_* = OPT₁ = Σ 1/((1−c_i)‖x_opt‖‖z_i‖) (§3.3, Thm 5.1); worst: {at}"
-            )),
-        );
+        ));
     }
     let (v, at) = worst(all().map(|(s, l)| {
         let opt = s.suite.nuclear.nuclear_norm;
@@ -343,17 +331,15 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
             .map_or(frob_nuclear, |lp| lp.norm_l1.min(frob_nuclear));
         ((opt - cap) / opt, l)
     }));
-    rep.check(
-        Check::at_most(
-            "opt-opt1-relative-excess",
-            "OPT_* ≤ min(OPT₁, ‖W_F‖_*) (relative excess)",
-            v,
-            *c.ordering_tol,
-        )
-        .note(format!(
-            "Diag(β_ℓ1) and W_F are feasible for the nuclear SVM; worst: {at}"
-        )),
-    );
+    rep.at_most(
+        "opt-opt1-relative-excess",
+        "OPT_* ≤ min(OPT₁, ‖W_F‖_*) (relative excess)",
+        v,
+        *c.ordering_tol,
+    )
+    .note(format!(
+        "Diag(β_ℓ1) and W_F are feasible for the nuclear SVM; worst: {at}"
+    ));
 }
 
 fn singular_value_panel(pr: &Problem, s: &Solved) -> BarPanel {

@@ -19,7 +19,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{NonEmpty, Nonzeros, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use std::path::PathBuf;
@@ -344,49 +344,43 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("max_rel_diff", worst);
     rep.derive("control_min_diff", control);
     rep.derive("invariant_drift", drift);
-    rep.check(
-        Check::at_most(
-            "beta-xi-xi-reduced-flows-agree",
-            "β(t) of (ξ_k, ξ_q), (w₊, w₋) and reduced flows agree (Lemma 4.1)",
-            worst,
-            *c.max_rel_diff,
-        )
-        .note(format!(
-            "{label}; init (5) with ω_0 = {:?} and the general init ξ_k(0) = {:?}, ξ_q(0) = {:?}; \
+    rep.at_most(
+        "beta-xi-xi-reduced-flows-agree",
+        "β(t) of (ξ_k, ξ_q), (w₊, w₋) and reduced flows agree (Lemma 4.1)",
+        worst,
+        *c.max_rel_diff,
+    )
+    .note(format!(
+        "{label}; init (5) with ω_0 = {:?} and the general init ξ_k(0) = {:?}, ξ_q(0) = {:?}; \
              max over t ∈ {:?} and τ ∈ {:?} of max_j|Δβ_j|/max_j|β_j|",
-            p.omega0, xi_k, xi_q, p.t_points, p.tau_points
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "negative-control-start-breaking-gives-different",
-            "negative control: (w₊, w₋) start breaking (4) gives a different β(t)",
-            control,
-            *c.control_min_diff,
-        )
-        .note(format!(
-            "same β(0), w₊(0)² + w₋(0)² scaled by {}; relative difference at t ∈ [{}, {}]: {} \
+        p.omega0, xi_k, xi_q, p.t_points, p.tau_points
+    ));
+    rep.at_least(
+        "negative-control-start-breaking-gives-different",
+        "negative control: (w₊, w₋) start breaking (4) gives a different β(t)",
+        control,
+        *c.control_min_diff,
+    )
+    .note(format!(
+        "same β(0), w₊(0)² + w₋(0)² scaled by {}; relative difference at t ∈ [{}, {}]: {} \
              (spec measured 0.127, 0.098, 0.083); later: {}",
-            p.control_scale,
-            *p.control_from_t,
-            p.control_to_t,
-            control_at.join(", "),
-            control_late.join(", ")
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "conserved-xi-k2-xi-q2-drift",
-            "conserved ξ_k² − ξ_q² and w₊ ⊙ w₋: drift",
-            drift,
-            *c.invariant_drift,
-        )
-        .note(format!(
-            "max over τ ≤ {tau_max} and j of |I_j(τ) − I_j(0)|/max(1, a_j² + c_j²) (rtol {:e}, \
+        p.control_scale,
+        *p.control_from_t,
+        p.control_to_t,
+        control_at.join(", "),
+        control_late.join(", ")
+    ));
+    rep.at_most(
+        "conserved-xi-k2-xi-q2-drift",
+        "conserved ξ_k² − ξ_q² and w₊ ⊙ w₋: drift",
+        drift,
+        *c.invariant_drift,
+    )
+    .note(format!(
+        "max over τ ≤ {tau_max} and j of |I_j(τ) − I_j(0)|/max(1, a_j² + c_j²) (rtol {:e}, \
              atol {:e})",
-            cfg.rtol, cfg.atol
-        )),
-    );
+        cfg.rtol, cfg.atol
+    ));
 
     rep.series = Table::new(&[
         "case",

@@ -24,7 +24,7 @@ use crate::plot::{Figure, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Fraction};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::DATA_STREAM;
@@ -208,43 +208,39 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let claim =
         "Sec. 3.1: the separability assumption holds for data with Gaussian noise when d is \
                  larger than L and n (Tarzanagh et al. 2023a, Thm 1)";
-    rep.check(
-        Check::at_least(
-            "separable-above-threshold-worst",
-            &format!("A1 on every Gaussian dataset with d ≥ {from}: smallest max-margin 1/‖W_F‖"),
-            worst,
-            f64::MIN_POSITIVE,
-        )
-        .note(format!(
-            "worst instance {worst_label}; A1 decided by LP feasibility in d² unknowns, the \
+    rep.at_least(
+        "separable-above-threshold-worst",
+        &format!("A1 on every Gaussian dataset with d ≥ {from}: smallest max-margin 1/‖W_F‖"),
+        worst,
+        f64::MIN_POSITIVE,
+    )
+    .note(format!(
+        "worst instance {worst_label}; A1 decided by LP feasibility in d² unknowns, the \
              margin from the Frobenius max-margin QP; {claim}; {setting}"
-        )),
-    );
+    ));
     let fraction = passing as f64 / sat.len() as f64;
-    rep.check(
-        Check::at_least(
-            "separable-above-threshold-fraction",
-            &format!("fraction of the datasets with d ≥ {from} satisfying A1"),
-            fraction,
-            *c.above_fraction,
-        )
-        .note(format!(
-            "{passing} of {} separable; below the threshold {below_separable} of {} are (no claim \
+    rep.at_least(
+        "separable-above-threshold-fraction",
+        &format!("fraction of the datasets with d ≥ {from} satisfying A1"),
+        fraction,
+        *c.above_fraction,
+    )
+    .note(format!(
+        "{passing} of {} separable; below the threshold {below_separable} of {} are (no claim \
              there: with d ≥ max(L − 1, n) the A_il are generically independent, so separability \
              already holds at d = max(L − 1, n); fractions per d {:?}, diagonal W (A1-diag, not \
              claimed) {:?}); {setting}",
-            sat.len(),
-            below.len(),
-            fractions
-                .iter()
-                .map(|f| format!("{f:.2}"))
-                .collect::<Vec<_>>(),
-            diag_fractions
-                .iter()
-                .map(|f| format!("{f:.2}"))
-                .collect::<Vec<_>>()
-        )),
-    );
+        sat.len(),
+        below.len(),
+        fractions
+            .iter()
+            .map(|f| format!("{f:.2}"))
+            .collect::<Vec<_>>(),
+        diag_fractions
+            .iter()
+            .map(|f| format!("{f:.2}"))
+            .collect::<Vec<_>>()
+    ));
     let ds: Vec<f64> = p.d_values.iter().map(|&d| d as f64).collect();
     rep.figure = Some(
         Figure::new(1)

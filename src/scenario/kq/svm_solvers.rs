@@ -226,18 +226,16 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
                 |b, &(w, e)| if e > b.0 || e.is_nan() { (e, w) } else { b },
             );
         let names: Vec<&str> = errors.iter().map(|e| e.0).collect();
-        rep.check(
-            Check::at_most(
-                &format!("exact-values.{}", s.label),
-                &format!("{}: exact values of §5.1", s.label),
-                worst,
-                *c.exact_tol,
-            )
-            .note(format!(
-                "max error over {}; worst: {what}",
-                names.join(", ")
-            )),
-        );
+        rep.at_most(
+            &format!("exact-values.{}", s.label),
+            &format!("{}: exact values of §5.1", s.label),
+            worst,
+            *c.exact_tol,
+        )
+        .note(format!(
+            "max error over {}; worst: {what}",
+            names.join(", ")
+        ));
     }
     let mut gaps: Vec<(f64, String)> = Vec::new();
     for s in solved {
@@ -261,15 +259,13 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
             b
         }
     });
-    rep.check(
-        Check::at_most(
-            "relative-duality-gap-program-solver",
-            "relative duality gap, every program and solver",
-            gap,
-            *c.max_duality_gap,
-        )
-        .note(format!("{} solves; worst: {at}", gaps.len())),
-    );
+    rep.at_most(
+        "relative-duality-gap-program-solver",
+        "relative duality gap, every program and solver",
+        gap,
+        *c.max_duality_gap,
+    )
+    .note(format!("{} solves; worst: {at}", gaps.len()));
     let (agree, at) = solved
         .iter()
         .map(|s| {
@@ -280,10 +276,8 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
             (0.0, "-"),
             |b, x| if x.0 > b.0 || x.0.is_nan() { x } else { b },
         );
-    rep.check(
-        Check::at_most("opt-primal-dual-opt-column-generation", "W_*: |OPT(primal–dual) − OPT(column generation)|/OPT", agree, *c.solver_agreement)
-            .note(format!("two independent nuclear-norm solvers (SVT iteration; clarabel LPs over rank-one atoms); worst: {at}")),
-    );
+    rep.at_most("opt-primal-dual-opt-column-generation", "W_*: |OPT(primal–dual) − OPT(column generation)|/OPT", agree, *c.solver_agreement)
+            .note(format!("two independent nuclear-norm solvers (SVT iteration; clarabel LPs over rank-one atoms); worst: {at}"));
     let mut diag = (0.0f64, String::from("-"));
     for s in solved {
         if let (Some(lp), Some(pd), Some(r)) = (&s.suite.l1, &s.diagonal_pd, &s.ranges) {
@@ -296,18 +290,16 @@ fn checks(rep: &mut Report, solved: &[Solved], c: &Checks) {
             }
         }
     }
-    rep.check(
-        Check::at_most(
-            "l1-primal-dual-vs-lp-opt1",
-            "ℓ1: primal–dual vs LP (OPT₁ rel., β where unique)",
-            diag.0,
-            *c.diagonal_tol,
-        )
-        .note(format!(
-            "diagonal nuclear SVM by soft thresholding vs clarabel's LP; worst: {}",
-            diag.1
-        )),
-    );
+    rep.at_most(
+        "l1-primal-dual-vs-lp-opt1",
+        "ℓ1: primal–dual vs LP (OPT₁ rel., β where unique)",
+        diag.0,
+        *c.diagonal_tol,
+    )
+    .note(format!(
+        "diagonal nuclear SVM by soft thresholding vs clarabel's LP; worst: {}",
+        diag.1
+    ));
     for s in solved {
         let (Some(want), Some(r)) = (expected_unique(s.name), &s.ranges) else {
             continue;

@@ -498,8 +498,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let g: Vec<String> = batch.iter().map(|b| format!("{:.2}", pick(b))).collect();
         g.join(", ")
     };
-    rep.check(
-        Check::at_least(
+    rep.at_least(
             "incremental-fraction",
             "small init: fraction of instances with min_k t_{k+1}/t_k ≥ c (σ_k(ΔW) emerge one at a time)",
             frac_small,
@@ -515,26 +514,23 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .paper_claim(
             "seed 004 §5 and Figs. 1, 6: from small init the singular values of ΔW_K W_Qᵀ are \
              learnt one at a time (incremental rank)",
-        ),
-    );
-    rep.check(
-        Check::at_least(
-            "smaller-init-more-incremental",
-            "fraction of incremental instances: small init − large init",
-            frac_small - frac_large,
-            c.min_fraction_contrast,
-        )
-        .note(format!(
-            "{inc_small} incremental at s = {:e}, {inc_large} at s = {:e}, of {}; large-init gaps \
+        );
+    rep.at_least(
+        "smaller-init-more-incremental",
+        "fraction of incremental instances: small init − large init",
+        frac_small - frac_large,
+        c.min_fraction_contrast,
+    )
+    .note(format!(
+        "{inc_small} incremental at s = {:e}, {inc_large} at s = {:e}, of {}; large-init gaps \
              [{}]; instance 0: {}",
-            p.small_init,
-            p.large_init,
-            p.instances,
-            gaps(&|b| b.large.gap()),
-            first.large.describe()
-        ))
-        .paper_claim("seed 004 §5: smaller initialization ⇒ more clearly incremental dynamics"),
-    );
+        p.small_init,
+        p.large_init,
+        p.instances,
+        gaps(&|b| b.large.gap()),
+        first.large.describe()
+    ))
+    .paper_claim("seed 004 §5: smaller initialization ⇒ more clearly incremental dynamics");
 
     // the shape of an incremental trajectory, on the instances where the σ_k emerged in order
     let sequential: Vec<(usize, &Instance)> = batch
@@ -612,58 +608,52 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .expect("at least one instance")
     };
     let (srank_small, i_srank) = worst_all(&|b| b.small.final_stable_rank());
-    rep.check(
-        Check::at_most(
-            "small-init-stable-rank-worst",
-            "small init: stable rank of ΔW at the end ≤ r + slack, worst instance",
-            srank_small,
-            r as f64 + c.rank_slack,
-        )
-        .note(format!(
-            "teacher rank r = {r}; worst: instance {i_srank}, {} (its teacher's own stable rank \
+    rep.at_most(
+        "small-init-stable-rank-worst",
+        "small init: stable rank of ΔW at the end ≤ r + slack, worst instance",
+        srank_small,
+        r as f64 + c.rank_slack,
+    )
+    .note(format!(
+        "teacher rank r = {r}; worst: instance {i_srank}, {} (its teacher's own stable rank \
              {:.3})",
-            batch[i_srank].small.describe(),
-            batch[i_srank].teacher_rank
-        ))
-        .paper_claim("spec 004 §5.4 (expectation, not a theorem): stable rank ≤ teacher rank + 1"),
-    );
+        batch[i_srank].small.describe(),
+        batch[i_srank].teacher_rank
+    ))
+    .paper_claim("spec 004 §5.4 (expectation, not a theorem): stable rank ≤ teacher rank + 1");
     let (tail, i_tail) = worst_all(&|b| b.small.final_tail_ratio(r));
-    rep.check(
-        Check::at_most(
-            "small-init-rank-r-worst",
-            "small init: σ_{r+1}(ΔW)/σ_r(ΔW) at the end (ΔW has numerical rank r), worst instance",
-            tail,
-            c.max_tail_ratio,
-        )
-        .note(format!(
-            "worst: instance {i_tail}; large init on the same instance: {:.3e}; r = {r}",
-            batch[i_tail].large.final_tail_ratio(r)
-        )),
-    );
+    rep.at_most(
+        "small-init-rank-r-worst",
+        "small init: σ_{r+1}(ΔW)/σ_r(ΔW) at the end (ΔW has numerical rank r), worst instance",
+        tail,
+        c.max_tail_ratio,
+    )
+    .note(format!(
+        "worst: instance {i_tail}; large init on the same instance: {:.3e}; r = {r}",
+        batch[i_tail].large.final_tail_ratio(r)
+    ));
     let differences: Vec<f64> = batch
         .iter()
         .map(|b| b.large.final_stable_rank() - b.small.final_stable_rank())
         .collect();
     let median_difference = stats::median(&differences);
-    rep.check(
-        Check::at_least(
-            "smaller-init-lower-rank",
-            "median over instances of the final stable rank of ΔW: large init − small init",
-            median_difference,
-            c.min_rank_difference,
-        )
-        .note(format!(
-            "differences [{}]; instance 0: {}; {}",
-            differences
-                .iter()
-                .map(|x| format!("{x:.3}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            first.large.describe(),
-            first.small.describe()
-        ))
-        .paper_claim("seed 004 Fig. 7: smaller init scale ⇒ lower stable rank of ΔW_K W_Qᵀ"),
-    );
+    rep.at_least(
+        "smaller-init-lower-rank",
+        "median over instances of the final stable rank of ΔW: large init − small init",
+        median_difference,
+        c.min_rank_difference,
+    )
+    .note(format!(
+        "differences [{}]; instance 0: {}; {}",
+        differences
+            .iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        first.large.describe(),
+        first.small.describe()
+    ))
+    .paper_claim("seed 004 Fig. 7: smaller init scale ⇒ lower stable rank of ΔW_K W_Qᵀ");
 
     rep.derive("instances", p.instances);
     rep.derive("incremental_small", inc_small);

@@ -18,7 +18,7 @@ use crate::models::network::AttentionRegression;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -216,8 +216,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             s.student_ln_r
         )
     };
-    rep.check(
-        Check::at_least(
+    rep.at_least(
             "sparse-teacher-slower",
             "(L_K/L_0)_sparse ≥ c · (L_K/L_0)_dense: the sparse teacher's loss decreases more slowly",
             slowdown,
@@ -235,32 +234,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             describe(&sparse),
             c.min_slowdown
         ))
-        .paper_claim("Fig. 3 (tiny ViT on MNIST, R ≈ 10⁷ vs R ≈ 20): the sparse teacher's training loss decreases much more slowly"),
-    );
+        .paper_claim("Fig. 3 (tiny ViT on MNIST, R ≈ 10⁷ vs R ≈ 20): the sparse teacher's training loss decreases much more slowly");
     let kappa_note = |s: &Student| {
         format!(
             "{}: λ_max = {:.4e}, smallest nonzero |λ| = {:.4e}, {} zero modes, {} negative",
             s.name, s.cond.largest, s.cond.smallest_nonzero, s.cond.zero_modes, s.negative
         )
     };
-    rep.check(
-        Check::at_least(
-            "sparse-teacher-worse-conditioned",
-            "κ(∇²L(θ_K))_sparse ≥ c · κ(∇²L(θ_K))_dense at the trained student",
-            sparse.cond.kappa_nonzero,
-            c.min_kappa_ratio * dense.cond.kappa_nonzero,
-        )
-        .note(format!(
-            "κ = max|λ| / min|λ| over eigenvalues with |λ| > {:e}·max|λ| of the exact Hessian \
+    rep.at_least(
+        "sparse-teacher-worse-conditioned",
+        "κ(∇²L(θ_K))_sparse ≥ c · κ(∇²L(θ_K))_dense at the trained student",
+        sparse.cond.kappa_nonzero,
+        c.min_kappa_ratio * dense.cond.kappa_nonzero,
+    )
+    .note(format!(
+        "κ = max|λ| / min|λ| over eigenvalues with |λ| > {:e}·max|λ| of the exact Hessian \
              (p = {}); κ_sparse = {:.4e}, κ_dense = {:.4e}, ratio {kappa_ratio:.3}; {}; {}",
-            p.zero_rel_tol,
-            data.dim(),
-            sparse.cond.kappa_nonzero,
-            dense.cond.kappa_nonzero,
-            kappa_note(&dense),
-            kappa_note(&sparse)
-        )),
-    );
+        p.zero_rel_tol,
+        data.dim(),
+        sparse.cond.kappa_nonzero,
+        dense.cond.kappa_nonzero,
+        kappa_note(&dense),
+        kappa_note(&sparse)
+    ));
 
     rep.series = Table::new(&["step", "loss_dense", "loss_sparse"]);
     let every = (p.steps / 400).max(1);

@@ -29,7 +29,7 @@ use crate::models::prompt::{Attention, PromptModel, Trained};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::orth_common::{blocks, gaussian_vec, unit_vec};
@@ -235,104 +235,90 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let remark2_eq = gaussian_instance("remark2-d-equals-n", p, *p.samples, &mut ctx.rng(7));
 
     let mut rep = Report::default();
-    rep.check(
-        Check::at_least(
-            "a3-x-i-surjective",
-            "A3 (X_i surjective): min_i σ_n(X_i)/σ_1(X_i)",
-            main.x_ratio,
-            *c.rank_ratio_min,
-        )
-        .note(format!(
-            "Theorem-1/Lemma-2 instance (C-orth, n = {n}, N = {}, d = {nn}): rows of an \
+    rep.at_least(
+        "a3-x-i-surjective",
+        "A3 (X_i surjective): min_i σ_n(X_i)/σ_1(X_i)",
+        main.x_ratio,
+        *c.rank_ratio_min,
+    )
+    .note(format!(
+        "Theorem-1/Lemma-2 instance (C-orth, n = {n}, N = {}, d = {nn}): rows of an \
              orthogonal matrix, ratio 1 up to rounding",
-            *p.samples
-        )),
-    );
+        *p.samples
+    ));
     let w_text = match p.head_dim {
         Some(h) => format!("W = W_QW_Kᵀ with d × {h} Gaussian factors"),
         None => "W = I".into(),
     };
-    rep.check(
-        Check::at_least(
-            "a4-w-full-rank",
-            "A4 (W full rank): σ_d(W)/σ_1(W)",
-            main.w_ratio,
-            *c.rank_ratio_min,
-        )
-        .note(format!(
-            "{w_text} (numerical rank {} of d = {nn}); the Remark-4 multi-head W (h = {}) \
+    rep.at_least(
+        "a4-w-full-rank",
+        "A4 (W full rank): σ_d(W)/σ_1(W)",
+        main.w_ratio,
+        *c.rank_ratio_min,
+    )
+    .note(format!(
+        "{w_text} (numerical rank {} of d = {nn}); the Remark-4 multi-head W (h = {}) \
              violates it: ratio {:.3e}, rank {}",
-            main.w_rank, *p.remark4_head_dim, remark4.w_ratio, remark4.w_rank
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "remark4-multi-head-w-rank",
-            "Remark 4: rank(W_QW_Kᵀ) ≤ h for one head of dimension h < d",
-            remark4.w_rank as f64,
-            *p.remark4_head_dim as f64,
-        )
-        .note(format!(
-            "d = {nn}, h = {}: σ_d(W)/σ_1(W) = {:.3e}, so A4 fails for multi-head W",
-            *p.remark4_head_dim, remark4.w_ratio
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "a2-at-d-nn",
-            "A2 at d = nN: ‖KKᵀ − I_{nN}‖₂ over the stacked keys K = [K_1; …; K_N]",
-            main.a2_residual,
-            *c.a2_residual_max,
-        )
-        .note(format!("C-orth keys, {w_text}")),
-    );
+        main.w_rank, *p.remark4_head_dim, remark4.w_ratio, remark4.w_rank
+    ));
+    rep.at_most(
+        "remark4-multi-head-w-rank",
+        "Remark 4: rank(W_QW_Kᵀ) ≤ h for one head of dimension h < d",
+        remark4.w_rank as f64,
+        *p.remark4_head_dim as f64,
+    )
+    .note(format!(
+        "d = {nn}, h = {}: σ_d(W)/σ_1(W) = {:.3e}, so A4 fails for multi-head W",
+        *p.remark4_head_dim, remark4.w_ratio
+    ));
+    rep.at_most(
+        "a2-at-d-nn",
+        "A2 at d = nN: ‖KKᵀ − I_{nN}‖₂ over the stacked keys K = [K_1; …; K_N]",
+        main.a2_residual,
+        *c.a2_residual_max,
+    )
+    .note(format!("C-orth keys, {w_text}"));
     let remark1_worst = stats::min([remark1.a2_residual, remark1_gauss.a2_residual]);
-    rep.check(
-        Check::at_least(
-            "remark1-a2-impossible-below-nn",
-            "Remark 1 at n ≤ d < nN: min over candidate keys of ‖KKᵀ − I_{nN}‖₂ (≥ 1 for every K)",
-            remark1_worst,
-            1.0 - *c.a2_gap_rel_tol,
-        )
-        .note(format!(
-            "n = {n}, N = {}, d = {d1}, nN = {nn}: rank K = {} (orthonormal columns, the best K: \
+    rep.at_least(
+        "remark1-a2-impossible-below-nn",
+        "Remark 1 at n ≤ d < nN: min over candidate keys of ‖KKᵀ − I_{nN}‖₂ (≥ 1 for every K)",
+        remark1_worst,
+        1.0 - *c.a2_gap_rel_tol,
+    )
+    .note(format!(
+        "n = {n}, N = {}, d = {d1}, nN = {nn}: rank K = {} (orthonormal columns, the best K: \
              ‖KKᵀ − I‖₂ = {:.15}), Gaussian keys: rank {}, ‖KKᵀ − I‖₂ = {:.3}; rank K ≤ d < nN \
              leaves KKᵀ an eigenvalue 0, so A2 needs d ≥ nN (spec E1)",
-            *p.samples,
-            remark1.key_rank,
-            remark1.a2_residual,
-            remark1_gauss.key_rank,
-            remark1_gauss.a2_residual
-        ))
-        .paper_claim("Remark 1: \"Assumption 2 requires d ≥ n\""),
-    );
+        *p.samples,
+        remark1.key_rank,
+        remark1.a2_residual,
+        remark1_gauss.key_rank,
+        remark1_gauss.a2_residual
+    ))
+    .paper_claim("Remark 1: \"Assumption 2 requires d ≥ n\"");
     let ratio = |m: &Measured| m.f_min / m.f_max;
-    rep.check(
-        Check::at_most(
-            "remark2-sigma-min-f-zero-below-n",
-            "Remark 2 at d < N: σ_N(F(p₀))/σ_1(F(p₀)) (F ∈ ℝ^{N×d} has rank ≤ d)",
-            ratio(&remark2),
-            *c.vacuous_ratio_max,
-        )
-        .note(format!(
-            "Gaussian tokens, n = {n}, N = {}, d = {}: σ_N(F) = {:.3e}, σ_1(F) = {:.3e}; \
+    rep.at_most(
+        "remark2-sigma-min-f-zero-below-n",
+        "Remark 2 at d < N: σ_N(F(p₀))/σ_1(F(p₀)) (F ∈ ℝ^{N×d} has rank ≤ d)",
+        ratio(&remark2),
+        *c.vacuous_ratio_max,
+    )
+    .note(format!(
+        "Gaussian tokens, n = {n}, N = {}, d = {}: σ_N(F) = {:.3e}, σ_1(F) = {:.3e}; \
              Theorem 1's hypothesis σ_min(F(p₀)) > γ + √(μ/2m) cannot hold",
-            *p.samples, *p.remark2_d, remark2.f_min, remark2.f_max
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "remark2-sigma-min-f-positive-at-d-n",
-            "Remark 2 at d = N: σ_N(F(p₀))/σ_1(F(p₀)) > 0 (generic data)",
-            ratio(&remark2_eq),
-            *c.rank_ratio_min,
-        )
-        .note(format!(
-            "Gaussian tokens, d = N = {}: σ_N(F) = {:.3e}; the bound is vacuous only for d < N",
-            *p.samples, remark2_eq.f_min
-        ))
-        .paper_claim("Remark 2: \"the case d ≤ N would guarantee σ_min(F(p₀)) = 0\""),
-    );
+        *p.samples, *p.remark2_d, remark2.f_min, remark2.f_max
+    ));
+    rep.at_least(
+        "remark2-sigma-min-f-positive-at-d-n",
+        "Remark 2 at d = N: σ_N(F(p₀))/σ_1(F(p₀)) > 0 (generic data)",
+        ratio(&remark2_eq),
+        *c.rank_ratio_min,
+    )
+    .note(format!(
+        "Gaussian tokens, d = N = {}: σ_N(F) = {:.3e}; the bound is vacuous only for d < N",
+        *p.samples, remark2_eq.f_min
+    ))
+    .paper_claim("Remark 2: \"the case d ≤ N would guarantee σ_min(F(p₀)) = 0\"");
 
     let all = [
         &main,

@@ -26,7 +26,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::param::{AtLeastOne, NonNegative};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::file_error;
@@ -256,44 +256,37 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             false => "z₀ = φ(w₀) from init_file",
         }
     );
-    rep.check(
-        Check::at_most(
-            "simplex-invariance-tz",
-            "simplex invariance: max |𝟙ᵀz_k − 1|",
-            simplex_drift,
-            *c.simplex_tol,
-        )
-        .note(format!(
-            "{} iterations of the exact map at η = {} from each start",
-            p.invariance_steps, *p.eta_max
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "eq-16-remainder-order-eta-eta",
-            "eq. 16 remainder order: max |‖r(η)‖/‖r(η/2)‖ / 4 − 1|",
-            ratio_dev(&|t| &t.remainder, 4.0),
-            *c.order_rel_tol,
-        )
-        .note(eta_range.clone()),
-    );
-    rep.check(
-        Check::at_most(
-            "eq-16-remainder-vs-crude-bound",
-            "eq. 16 remainder vs crude bound (η²/2N²)·2n^{3/2}‖J∇ℓ̃‖²: max ratio",
-            stats::max(
-                trials
-                    .iter()
-                    .flat_map(|t| t.remainder.iter().zip(&t.crude_bound).map(|(r, b)| r / b)),
-            ),
-            1.0,
-        )
-        .note("from |∂²φ_i/∂x_j∂x_k| ≤ 2 (41), every η and start"),
-    );
+    rep.at_most(
+        "simplex-invariance-tz",
+        "simplex invariance: max |𝟙ᵀz_k − 1|",
+        simplex_drift,
+        *c.simplex_tol,
+    )
+    .note(format!(
+        "{} iterations of the exact map at η = {} from each start",
+        p.invariance_steps, *p.eta_max
+    ));
+    rep.at_most(
+        "eq-16-remainder-order-eta-eta",
+        "eq. 16 remainder order: max |‖r(η)‖/‖r(η/2)‖ / 4 − 1|",
+        ratio_dev(&|t| &t.remainder, 4.0),
+        *c.order_rel_tol,
+    )
+    .note(eta_range.clone());
+    rep.at_most(
+        "eq-16-remainder-vs-crude-bound",
+        "eq. 16 remainder vs crude bound (η²/2N²)·2n^{3/2}‖J∇ℓ̃‖²: max ratio",
+        stats::max(
+            trials
+                .iter()
+                .flat_map(|t| t.remainder.iter().zip(&t.crude_bound).map(|(r, b)| r / b)),
+        ),
+        1.0,
+    )
+    .note("from |∂²φ_i/∂x_j∂x_k| ≤ 2 (41), every η and start");
     let literal = stats::min(trials.iter().map(|t| t.literal_error));
     rep.derive("literal_c_t_min_deviation", literal);
-    rep.check(
-        Check::at_most(
+    rep.at_most(
             "eta-eta2-d2phi-2n2-rel-deviation", "r(η)/η² → D²φ(w)[h,h]/(2N²): rel. deviation at the smallest η",
             stats::max(trials.iter().map(|t| t.leading_term_error)),
             *c.leading_term_tol,
@@ -303,21 +296,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              logits (c_t → z_t, the literal reading) the deviation is ≥ {literal:.2} in every start",
             etas[etas.len() - 1]
         ))
-        .paper_claim("c_t lies on the segment joining z_t and z_t+1"),
-    );
-    rep.check(
-        Check::at_most(
-            "gd-flow-first-order-err-eta",
-            "GD → flow at first order: max |err(η)/err(η/2) / 2 − 1|",
-            ratio_dev(&|t| &t.gd_error, 2.0),
-            *c.gd_order_rel_tol,
-        )
-        .note(format!(
-            "err = ‖z_K − φ(w(t))‖, Kη = t = {}, logit flow by {}; {eta_range}",
-            *p.flow_time,
-            ctx.ode.method.name()
-        )),
-    );
+        .paper_claim("c_t lies on the segment joining z_t and z_t+1");
+    rep.at_most(
+        "gd-flow-first-order-err-eta",
+        "GD → flow at first order: max |err(η)/err(η/2) / 2 − 1|",
+        ratio_dev(&|t| &t.gd_error, 2.0),
+        *c.gd_order_rel_tol,
+    )
+    .note(format!(
+        "err = ‖z_K − φ(w(t))‖, Kη = t = {}, logit flow by {}; {eta_range}",
+        *p.flow_time,
+        ctx.ode.method.name()
+    ));
     rep.derive("etas", &etas);
     rep.derive("loss_c", p.c);
 

@@ -24,7 +24,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::hessian_common::{hessian_spectrum, kappa};
@@ -213,8 +213,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let (lo, hi) = stats::range(&k);
         (hi - lo) / lo
     }));
-    rep.check(
-        Check::at_most(
+    rep.at_most(
             "linear-attention-kappa-lin-identical-across", "linear attention: κ(H_lin) identical across σ_p (max relative spread per trial)",
             spread,
             *c.linear_rel_tol,
@@ -224,55 +223,50 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
              data are common random numbers across σ_p; seed-mean log10 κ_lin = {:.3} ([proto] 1.81)",
             p.linear_train,
             means.iter().map(|m| m.kappa_lin).sum::<f64>() / means.len() as f64
-        )),
-    );
+        ));
     // 2. κ_p grows with R, but far slower than the per-sample R^~1.8
     let at = |s: f64| means.iter().find(|m| m.sigma_p == s).expect("validated");
     let (lo, hi) = (at(p.growth_sigma_lo), at(p.growth_sigma_hi));
-    rep.check(
-        Check::at_least(
-            "kappa-growth-seed-mean-log10-kappa",
-            "κ_p growth: seed-mean log10 κ(∇²_pp L) at σ_hi minus at σ_lo",
-            hi.kappa_p - lo.kappa_p,
-            *c.kappa_p_growth_min,
-        )
-        .note(format!(
-            "σ_p = {} (log10 R = {:.2}, log10 κ_p = {:.2}) vs σ_p = {} (log10 R = {:.2}, log10 κ_p \
+    rep.at_least(
+        "kappa-growth-seed-mean-log10-kappa",
+        "κ_p growth: seed-mean log10 κ(∇²_pp L) at σ_hi minus at σ_lo",
+        hi.kappa_p - lo.kappa_p,
+        *c.kappa_p_growth_min,
+    )
+    .note(format!(
+        "σ_p = {} (log10 R = {:.2}, log10 κ_p = {:.2}) vs σ_p = {} (log10 R = {:.2}, log10 κ_p \
              = {:.2}); [proto] 3.01 − 1.50 = 1.51; κ_p is non-monotone at small R: {}",
-            hi.sigma_p,
-            hi.log10_r,
-            hi.kappa_p,
-            lo.sigma_p,
-            lo.log10_r,
-            lo.kappa_p,
-            means
-                .iter()
-                .map(|m| format!("{:.2}", m.kappa_p))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    );
+        hi.sigma_p,
+        hi.log10_r,
+        hi.kappa_p,
+        lo.sigma_p,
+        lo.log10_r,
+        lo.kappa_p,
+        means
+            .iter()
+            .map(|m| format!("{:.2}", m.kappa_p))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     // 3. the per-sample κ(J|_T) follows R almost linearly
     let x: Vec<f64> = means.iter().map(|m| m.log10_r).collect();
     let y: Vec<f64> = means.iter().map(|m| m.kappa_j).collect();
     let fit = line_fit(&x, &y);
-    rep.check(
-        Check::within(
-            "per-sample-slope-median-log10-kappa",
-            "per-sample: slope of median log10 κ(J(z_i)|_T) vs log10 R",
-            fit.slope,
-            c.jacobian_slope_lo,
-            c.jacobian_slope_hi,
-        )
-        .note(format!(
-            "teacher attention, secular-equation eigenvalues (λ_n/λ₂), seed means over {} σ_p \
+    rep.within(
+        "per-sample-slope-median-log10-kappa",
+        "per-sample: slope of median log10 κ(J(z_i)|_T) vs log10 R",
+        fit.slope,
+        c.jacobian_slope_lo,
+        c.jacobian_slope_hi,
+    )
+    .note(format!(
+        "teacher attention, secular-equation eigenvalues (λ_n/λ₂), seed means over {} σ_p \
              from log10 R = {:.2} to {:.2}; max residual {:.3}; [proto] ≈ 0.88",
-            means.len(),
-            x[0],
-            x[x.len() - 1],
-            fit.max_residual
-        )),
-    );
+        means.len(),
+        x[0],
+        x[x.len() - 1],
+        fit.max_residual
+    ));
     for m in &means {
         let s = m.sigma_p;
         rep.derive(&format!("log10_r_sigma{s}"), m.log10_r);

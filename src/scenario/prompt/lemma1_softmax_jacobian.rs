@@ -27,7 +27,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::NonNegative;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -273,77 +273,63 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let count = all.len();
     let over = |f: &dyn Fn(&Measured) -> f64| stats::max(all.iter().map(f));
     let note = |what: &str| format!("{what}; worst of {count} instances (eigvalsh)");
-    rep.check(
-        Check::at_most(
-            "claim-jt",
-            "claim 1: max |J − Jᵀ|",
-            over(&|m| m.dense.asymmetry),
-            *c.symmetry_tol,
-        )
-        .note(note("symmetry")),
-    );
-    rep.check(
-        Check::at_most(
-            "claim-psd-lambda",
-            "claim 1: PSD, max(0, −λ_min)",
-            over(&|m| m.dense.negativity),
-            *c.psd_tol,
-        )
-        .note(note("J ⪰ 0")),
-    );
-    rep.check(
-        Check::at_most(
-            "claim-inf",
-            "claim 2: ‖J𝟙‖_∞",
-            over(&|m| m.dense.kernel_residual),
-            *c.kernel_tol,
-        )
-        .note(note("𝟙 spans the kernel")),
-    );
-    rep.check(
-        Check::at_most(
-            "claim-interlacing-lambda-outside",
-            "claim 3 + interlacing: λ_{k+1} outside [z̃_k, z̃_{k+1}]",
-            over(&|m| m.dense.interlacing_violation),
-            *c.interlacing_tol,
-        )
-        .note(note(
-            "rank-one interlacing, which contains z̃₁ ≤ λ₂, λ_n ≤ z̃_n (eq. 8), λ₂ ≤ z̃₂ and \
+    rep.at_most(
+        "claim-jt",
+        "claim 1: max |J − Jᵀ|",
+        over(&|m| m.dense.asymmetry),
+        *c.symmetry_tol,
+    )
+    .note(note("symmetry"));
+    rep.at_most(
+        "claim-psd-lambda",
+        "claim 1: PSD, max(0, −λ_min)",
+        over(&|m| m.dense.negativity),
+        *c.psd_tol,
+    )
+    .note(note("J ⪰ 0"));
+    rep.at_most(
+        "claim-inf",
+        "claim 2: ‖J𝟙‖_∞",
+        over(&|m| m.dense.kernel_residual),
+        *c.kernel_tol,
+    )
+    .note(note("𝟙 spans the kernel"));
+    rep.at_most(
+        "claim-interlacing-lambda-outside",
+        "claim 3 + interlacing: λ_{k+1} outside [z̃_k, z̃_{k+1}]",
+        over(&|m| m.dense.interlacing_violation),
+        *c.interlacing_tol,
+    )
+    .note(note(
+        "rank-one interlacing, which contains z̃₁ ≤ λ₂, λ_n ≤ z̃_n (eq. 8), λ₂ ≤ z̃₂ and \
              λ_n ≥ z̃_{n−1}",
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "lambda",
-            "λ_n ≤ ½",
-            over(&|m| m.dense.lambda_max),
-            0.5 + *c.interlacing_tol,
-        )
-        .note(note(
-            "Gershgorin: row sums 2z_i(1 − z_i) ≤ ½; bound ½ + interlacing_tol",
-        ))
-        .paper_claim("Lemma 1 only states λ_n ≤ z̃_n < 1"),
-    );
-    rep.check(
-        Check::at_most(
-            "tr-sigmalambda-tr",
-            "tr J = 1 − ‖z‖²: |Σλ − tr|",
-            over(&|m| m.dense.trace_error),
-            *c.trace_tol,
-        )
-        .note(note("1 − ‖z‖² formed as Σ_i z_i Σ_{j≠i} z_j")),
-    );
+    ));
+    rep.at_most(
+        "lambda",
+        "λ_n ≤ ½",
+        over(&|m| m.dense.lambda_max),
+        0.5 + *c.interlacing_tol,
+    )
+    .note(note(
+        "Gershgorin: row sums 2z_i(1 − z_i) ≤ ½; bound ½ + interlacing_tol",
+    ))
+    .paper_claim("Lemma 1 only states λ_n ≤ z̃_n < 1");
+    rep.at_most(
+        "tr-sigmalambda-tr",
+        "tr J = 1 − ‖z‖²: |Σλ − tr|",
+        over(&|m| m.dense.trace_error),
+        *c.trace_tol,
+    )
+    .note(note("1 − ‖z‖² formed as Σ_i z_i Σ_{j≠i} z_j"));
     let two = all.iter().filter(|m| m.n == 2).count();
     if two > 0 {
-        rep.check(
-            Check::at_most(
-                "lambda2-2z1z2",
-                "n = 2: |λ₂ − 2z₁z₂|",
-                stats::max(all.iter().filter_map(|m| m.dense.two_token_error)),
-                *c.two_token_tol,
-            )
-            .note(format!("eigvalsh, {two} two-token instances")),
-        );
+        rep.at_most(
+            "lambda2-2z1z2",
+            "n = 2: |λ₂ − 2z₁z₂|",
+            stats::max(all.iter().filter_map(|m| m.dense.two_token_error)),
+            *c.two_token_tol,
+        )
+        .note(format!("eigvalsh, {two} two-token instances"));
     } else {
         rep.skip(
             "lambda2-2z1z2",
@@ -352,64 +338,56 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     }
     let chain_failures = all.iter().filter(|m| !m.secular.strict_chain).count();
-    rep.check(
-        Check::at_most(
-            "eq-exactly-secular-eigenvalues-instances-violating",
-            "eq. (8) exactly, secular eigenvalues: instances violating the chain",
-            chain_failures as f64,
-            0.0,
-        )
-        .note(format!(
-            "0 = λ₁ < z̃₁ ≤ λ₂ ≤ … ≤ λ_n ≤ z̃_n < 1 in exact comparisons, {count} instances \
+    rep.at_most(
+        "eq-exactly-secular-eigenvalues-instances-violating",
+        "eq. (8) exactly, secular eigenvalues: instances violating the chain",
+        chain_failures as f64,
+        0.0,
+    )
+    .note(format!(
+        "0 = λ₁ < z̃₁ ≤ λ₂ ≤ … ≤ λ_n ≤ z̃_n < 1 in exact comparisons, {count} instances \
              (z̃₁ down to {:.1e}, where eigvalsh cannot resolve λ₂)",
-            stats::min(all.iter().map(|m| m.z_min))
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "secular-vs-eigvalsh-deltalambda",
-            "secular vs eigvalsh: max |Δλ|",
-            over(&|m| m.secular_vs_dense),
-            *c.secular_vs_dense_tol,
-        )
-        .note(note(
-            "absolute; both are accurate to ~ε·λ_max in absolute terms",
-        )),
-    );
+        stats::min(all.iter().map(|m| m.z_min))
+    ));
+    rep.at_most(
+        "secular-vs-eigvalsh-deltalambda",
+        "secular vs eigvalsh: max |Δλ|",
+        over(&|m| m.secular_vs_dense),
+        *c.secular_vs_dense_tol,
+    )
+    .note(note(
+        "absolute; both are accurate to ~ε·λ_max in absolute terms",
+    ));
     let closed = closed_form_error(p)?;
     let eq7_printed = over(&|m| m.eq7_printed);
-    rep.check(
-        Check::at_most(
-            "secular-eigenvalues-vs-closed-forms-rel",
-            "secular eigenvalues vs closed forms: max rel. error",
-            closed,
-            *c.secular_rel_tol,
-        )
-        .note(format!(
-            "dominant token (n = {}, ε ∈ {:?}) and n = 2 (u ∈ {:?}): relative accuracy at any \
+    rep.at_most(
+        "secular-eigenvalues-vs-closed-forms-rel",
+        "secular eigenvalues vs closed forms: max rel. error",
+        closed,
+        *c.secular_rel_tol,
+    )
+    .note(format!(
+        "dominant token (n = {}, ε ∈ {:?}) and n = 2 (u ∈ {:?}): relative accuracy at any \
              sparsity (§2.8)",
-            *p.tail_n, p.tails, p.two_token_gaps
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "eq-ij-dphi-fd-phi-ij",
-            "eq. 7: max_ij |Dφ_fd − J(φ(w))|_ij / z_i",
-            over(&|m| m.eq7),
-            *c.eq7_rel_tol,
-        )
-        .note(format!(
-            "central differences, h = {:e}; row i held to its scale z_i (Dφ = diag(z)(I − 𝟙zᵀ): \
+        *p.tail_n, p.tails, p.two_token_gaps
+    ));
+    rep.at_most(
+        "eq-ij-dphi-fd-phi-ij",
+        "eq. 7: max_ij |Dφ_fd − J(φ(w))|_ij / z_i",
+        over(&|m| m.eq7),
+        *c.eq7_rel_tol,
+    )
+    .note(format!(
+        "central differences, h = {:e}; row i held to its scale z_i (Dφ = diag(z)(I − 𝟙zᵀ): \
              the factor diag(z) scales row i by z_i); J = diag(z) − zzᵀ with the diagonal \
              z_iΣ_{{j≠i}}z_j; the printed factorization evaluated literally, z_i(δ_ij − z_j), \
              gives {eq7_printed:.2e}: the printed (6)–(7) are right",
-            *p.fd_step
-        ))
-        .paper_claim(format!(
-            "dφ(w)/dw = J(φ(w)) = diag(z)(I_n − 𝟙zᵀ) (eqs. 6–7), evaluated as printed: \
+        *p.fd_step
+    ))
+    .paper_claim(format!(
+        "dφ(w)/dw = J(φ(w)) = diag(z)(I_n − 𝟙zᵀ) (eqs. 6–7), evaluated as printed: \
              {eq7_printed:.2e}"
-        )),
-    );
+    ));
     rep.derive("max_eq7_rel_error_printed", eq7_printed);
     rep.derive("instances", count);
     rep.derive("max_ln_ratio", stats::max(all.iter().map(|m| m.ln_r)));

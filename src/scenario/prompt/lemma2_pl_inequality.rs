@@ -22,7 +22,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::orth_common::{
@@ -182,62 +182,53 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         usable.len(),
         *p.radius
     );
-    rep.check(
-        Check::at_least(
-            "pl-derived-constant-mnsigma2-mnsigma2",
-            "PL with the derived constant mNσ²_min: min ½‖∇L‖²/(mNσ²_min(L − L*))",
-            min_ratio / n,
-            1.0 - *c.pl_rel_tol,
-        )
-        .note(setting.clone()),
-    );
+    rep.at_least(
+        "pl-derived-constant-mnsigma2-mnsigma2",
+        "PL with the derived constant mNσ²_min: min ½‖∇L‖²/(mNσ²_min(L − L*))",
+        min_ratio / n,
+        1.0 - *c.pl_rel_tol,
+    )
+    .note(setting.clone());
     let paper_constant = "Lemma 2: μ(p) = 2mσ²_min(F(p)) (the derivation gives mNσ²_min)";
     if data.samples == 1 {
         // N = 1: F has one row, ½‖∇L‖² = mσ²_min·L at every p, so the paper's ratio is 1/2
         // everywhere (a counterexample to its constant, not a loose bound)
-        rep.check(
-            Check::close(
-                "pl-paper-constant-n1-counterexample",
-                "N = 1 counterexample to the paper's constant: min ½‖∇L‖²/(2mσ²_min(L − L*)) = 1/2",
-                min_ratio / 2.0,
-                0.5,
-                0.5 * *c.pl_rel_tol,
-            )
-            .note(setting.clone())
-            .paper_claim(format!("{paper_constant}: the ratio would be ≥ 1")),
-        );
+        rep.close(
+            "pl-paper-constant-n1-counterexample",
+            "N = 1 counterexample to the paper's constant: min ½‖∇L‖²/(2mσ²_min(L − L*)) = 1/2",
+            min_ratio / 2.0,
+            0.5,
+            0.5 * *c.pl_rel_tol,
+        )
+        .note(setting.clone())
+        .paper_claim(format!("{paper_constant}: the ratio would be ≥ 1"));
     } else {
-        rep.check(
-            Check::at_least(
-                "pl-paper-constant-2msigma2-2msigma2",
-                "PL with the paper's constant 2mσ²_min: min ½‖∇L‖²/(2mσ²_min(L − L*))",
-                min_ratio / 2.0,
-                1.0 - *c.pl_rel_tol,
-            )
-            .note(format!(
-                "conservative by N/2 = {} for N ≥ 2 (for N = 1 the paper's constant is false: \
+        rep.at_least(
+            "pl-paper-constant-2msigma2-2msigma2",
+            "PL with the paper's constant 2mσ²_min: min ½‖∇L‖²/(2mσ²_min(L − L*))",
+            min_ratio / 2.0,
+            1.0 - *c.pl_rel_tol,
+        )
+        .note(format!(
+            "conservative by N/2 = {} for N ≥ 2 (for N = 1 the paper's constant is false: \
                  see lemma2-one-sample)",
-                n / 2.0
-            ))
-            .paper_claim(paper_constant),
-        );
+            n / 2.0
+        ))
+        .paper_claim(paper_constant);
     }
     let tight = "tightness: residual only on the smallest row of F ⇒ ½‖∇L‖²/(mNσ²_min·L) = 1";
     if_a2(&mut rep, user_a2, ("tightness", tight), |rep| {
-        rep.check(
-            Check::close("tightness", tight, tight_ratio, 1.0, *c.tight_rel_tol).note(format!(
+        rep.close("tightness", tight, tight_ratio, 1.0, *c.tight_rel_tol)
+            .note(format!(
                 "labels from p_T = p + K_kᵀ({}, 0, …), k = {k} (the smallest (1/N)‖J(z_k)a_k‖): \
                  mNσ²_min is the best constant",
                 *p.tight_shift
-            )),
-        )
+            ));
     });
     let closed = "A2 closed form: max |(1/N)min_i‖J(z_i)a_i‖ / σ_min(F) − 1|";
     if_a2(&mut rep, user_a2, ("a2-closed-form", closed), |rep| {
-        rep.check(
-            Check::at_most("a2-closed-form", closed, closed_err, *c.closed_form_rel_tol)
-                .note("rows of F are orthogonal under A2 (spec §2.2); σ_min(F) from the SVD"),
-        )
+        rep.at_most("a2-closed-form", closed, closed_err, *c.closed_form_rel_tol)
+            .note("rows of F are orthogonal under A2 (spec §2.2); σ_min(F) from the SVD");
     });
     rep.derive("min_ratio_over_n", min_ratio / n);
     rep.derive("tight_ratio", tight_ratio);

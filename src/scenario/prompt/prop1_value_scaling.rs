@@ -26,7 +26,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 
 use super::orth_common::{
     a2_violation, blocks, gaussian_vec, if_a2, norm, orth_instance, orth_tokens_cost, unit_vec,
@@ -182,19 +182,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         last.loss0 / last.alpha.powi(2),
         prev.loss0 / prev.alpha.powi(2),
     );
-    rep.check(
-        Check::at_most(
-            "l0-alpha2-converges-l0-theta-alpha2",
-            "L₀/α² converges (L₀ = Θ(α²) with fixed labels): relative change over the last α step",
-            loss_change,
-            *c.scaling_rel_tol,
-        )
-        .note(format!(
-            "L₀ = {:.4e} at α = {}, {:.4e} at α = {}",
-            rows[0].loss0, rows[0].alpha, last.loss0, last.alpha
-        ))
-        .paper_claim("App. C treats L₀ as independent of α (so C_p = O(α⁻²), γ = O(1/α))"),
-    );
+    rep.at_most(
+        "l0-alpha2-converges-l0-theta-alpha2",
+        "L₀/α² converges (L₀ = Θ(α²) with fixed labels): relative change over the last α step",
+        loss_change,
+        *c.scaling_rel_tol,
+    )
+    .note(format!(
+        "L₀ = {:.4e} at α = {}, {:.4e} at α = {}",
+        rows[0].loss0, rows[0].alpha, last.loss0, last.alpha
+    ))
+    .paper_claim("App. C treats L₀ as independent of α (so C_p = O(α⁻²), γ = O(1/α))");
     for (k, reading) in [Reading::Literal, Reading::Intended]
         .into_iter()
         .enumerate()
@@ -207,8 +205,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             &format!("{}_margin_over_alpha_limit", reading.name()),
             limit,
         );
-        rep.check(
-            Check::at_most(
+        rep.at_most(
                 &format!("margin-alpha-converges-relative-change-over.{}", reading.name()), &format!("{}: margin/α converges (relative change over the last α step)", reading.name()),
                 conv,
                 *c.scaling_rel_tol,
@@ -221,24 +218,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 last.sigma0 / last.alpha,
                 last.parts[k].2 / last.alpha,
                 last.parts[k].3 / last.alpha
-            )),
-        );
+            ));
         let name = format!(
             "{}: α values with a positive hypothesis margin",
             reading.name()
         );
         let id = format!("positive-margins.{}", reading.name());
         if_a2(&mut rep, user_a2, (&id, &name), |rep| {
-            rep.check(
-                Check::at_most(&id, &name, positive as f64, c.max_positive as f64)
-                    .note(format!(
-                        "labels {:?}; α ∈ {:?}; the margin scales like α with limit {limit:.4}·α",
-                        p.labels, p.alphas
-                    ))
-                    .paper_claim(
-                        "Proposition 1: there is A such that α > A ⇒ σ_min(F(p₀)) > γ + √(μ/2m)",
-                    ),
-            )
+            rep.at_most(&id, &name, positive as f64, c.max_positive as f64)
+                .note(format!(
+                    "labels {:?}; α ∈ {:?}; the margin scales like α with limit {limit:.4}·α",
+                    p.labels, p.alphas
+                ))
+                .paper_claim(
+                    "Proposition 1: there is A such that α > A ⇒ σ_min(F(p₀)) > γ + √(μ/2m)",
+                );
         });
     }
 

@@ -28,7 +28,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::AboveOne;
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::hessian_common::{hessian_eigenvalues, kappa};
@@ -138,22 +138,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         cfg.rtol,
         *p.t_end
     );
-    rep.check(
-        Check::at_most(
-            "stationary-after-newton-polish",
-            "stationary: ‖∇L‖ after the Newton polish",
-            point.grad_norm,
-            *c.grad_max,
-        )
-        .note(format!(
-            "{} Newton steps on the exact Hessian from the flow's end point (‖∇L‖ = {:.2e} \
+    rep.at_most(
+        "stationary-after-newton-polish",
+        "stationary: ‖∇L‖ after the Newton polish",
+        point.grad_norm,
+        *c.grad_max,
+    )
+    .note(format!(
+        "{} Newton steps on the exact Hessian from the flow's end point (‖∇L‖ = {:.2e} \
                  there); {setting}",
-            point.iterations,
-            traj.grad_norm.last().copied().unwrap_or(f64::NAN)
-        )),
-    );
-    rep.check(
-        Check::at_least(
+        point.iterations,
+        traj.grad_norm.last().copied().unwrap_or(f64::NAN)
+    ));
+    rep.at_least(
             "strict-local-minimum-lambda-lambda-2l", "strict local minimum: λ_min/λ_max of ∇²L",
             lmin / lmax,
             *c.min_eig_rel,
@@ -172,84 +169,73 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             norm(&point.z) / norm(&end)
         ))
         .paper_claim("spec §2.5/item 14: stalled runs are spurious strict local minima — true for \
-                      some draws only; others escape toward the boundary (see the scenario header)"),
-    );
-    rep.check(
-        Check::at_least(
-            "spurious-loss-minimum",
-            "spurious: loss at the minimum",
-            point.loss,
-            *c.loss_min,
-        )
-        .note(format!(
-            "global minimum 0 (realizable teacher); ‖θ* − θ_T‖ = {:.3}; [proto] 1.360409",
-            norm(&dist_teacher)
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "teacher-loss",
-            "teacher loss",
-            teacher_loss,
-            *c.teacher_loss_max,
-        )
-        .note("the labels are the teacher's outputs: L(p_T, v_T) = 0 up to rounding"),
-    );
-    rep.check(
-        Check::at_least(
-            "sparse-geometric-mean-log10-minimum",
-            "sparse: geometric-mean log10 R at the minimum",
-            stats.log10_geometric_mean,
-            c.log10_r_min,
-        )
-        .note(format!(
-            "‖p*‖ = {:.2}, {:.0}% of samples with top attention > 0.99, arithmetic-mean log10 R̄ \
+                      some draws only; others escape toward the boundary (see the scenario header)");
+    rep.at_least(
+        "spurious-loss-minimum",
+        "spurious: loss at the minimum",
+        point.loss,
+        *c.loss_min,
+    )
+    .note(format!(
+        "global minimum 0 (realizable teacher); ‖θ* − θ_T‖ = {:.3}; [proto] 1.360409",
+        norm(&dist_teacher)
+    ));
+    rep.at_most(
+        "teacher-loss",
+        "teacher loss",
+        teacher_loss,
+        *c.teacher_loss_max,
+    )
+    .note("the labels are the teacher's outputs: L(p_T, v_T) = 0 up to rounding");
+    rep.at_least(
+        "sparse-geometric-mean-log10-minimum",
+        "sparse: geometric-mean log10 R at the minimum",
+        stats.log10_geometric_mean,
+        c.log10_r_min,
+    )
+    .note(format!(
+        "‖p*‖ = {:.2}, {:.0}% of samples with top attention > 0.99, arithmetic-mean log10 R̄ \
              = {:.1}; teacher: geometric {:.2}, arithmetic {:.2}; [proto] ‖p‖ = 14.44, 22.9, 45%",
-            norm(ps),
-            100.0 * stats.saturated_fraction,
-            stats.log10_arithmetic_mean,
-            teacher_stats.log10_geometric_mean,
-            teacher_stats.log10_arithmetic_mean
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "stalled-at-independent-minimum",
-            "the flow stalled at an independently located minimum: ‖θ(t_end) − θ*_s‖/‖θ*_s‖",
-            stall.end_rel,
-            *c.flow_end_rel_max,
-        )
-        .note(format!(
-            "θ*_s: {} Newton steps from θ(t = {:.4e}) (‖θ(t) − θ*_s‖/‖θ*_s‖ = {:.3e} there, \
+        norm(ps),
+        100.0 * stats.saturated_fraction,
+        stats.log10_arithmetic_mean,
+        teacher_stats.log10_geometric_mean,
+        teacher_stats.log10_arithmetic_mean
+    ));
+    rep.at_most(
+        "stalled-at-independent-minimum",
+        "the flow stalled at an independently located minimum: ‖θ(t_end) − θ*_s‖/‖θ*_s‖",
+        stall.end_rel,
+        *c.flow_end_rel_max,
+    )
+    .note(format!(
+        "θ*_s: {} Newton steps from θ(t = {:.4e}) (‖θ(t) − θ*_s‖/‖θ*_s‖ = {:.3e} there, \
              ‖∇L‖ = {:.2e}), reaching ‖∇L‖ = {:.2e}, L = {:.10}; L(θ(t_end)) = {:.10}; {} steps, \
              {} RHS, {} Jacobian-vector products",
-            indep.iterations,
-            traj.t[k_s],
-            stall.start_rel,
-            traj.grad_norm[k_s],
-            indep.grad_norm,
-            indep.loss,
-            traj.loss.last().copied().unwrap_or(f64::NAN),
-            traj.stats.steps,
-            traj.stats.rhs_evals,
-            traj.stats.jvp_evals
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "approach-rate",
-            "it approaches θ*_s at least at the linearized rate: max_t ‖θ(t) − θ*_s‖ / \
+        indep.iterations,
+        traj.t[k_s],
+        stall.start_rel,
+        traj.grad_norm[k_s],
+        indep.grad_norm,
+        indep.loss,
+        traj.loss.last().copied().unwrap_or(f64::NAN),
+        traj.stats.steps,
+        traj.stats.rhs_evals,
+        traj.stats.jvp_evals
+    ));
+    rep.at_most(
+        "approach-rate",
+        "it approaches θ*_s at least at the linearized rate: max_t ‖θ(t) − θ*_s‖ / \
              (‖θ(t_s) − θ*_s‖e^{−λ_min(t − t_s)} + tol·‖θ*_s‖)",
-            stall.rate_ratio,
-            1.0,
-        )
-        .note(format!(
-            "λ_min = {:.4e} of ∇²L(θ*_s): near a strict minimum the flow contracts every \
+        stall.rate_ratio,
+        1.0,
+    )
+    .note(format!(
+        "λ_min = {:.4e} of ∇²L(θ*_s): near a strict minimum the flow contracts every \
              component at least as fast as e^{{−λ_min t}}; tol = flow_end_rel_max (the solver's \
              floor); {} samples after t_s; worst at t = {:.4e}",
-            stall.lambda_min, stall.samples, stall.worst_t
-        )),
-    );
+        stall.lambda_min, stall.samples, stall.worst_t
+    ));
     rep.derive("loss", point.loss);
     rep.derive("lambda_min", lmin);
     rep.derive("lambda_max", lmax);

@@ -29,7 +29,7 @@ use crate::scenario::cost::{n, Cost as SizeCost};
 use crate::scenario::param::Open01;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::hessian_common::{gd_until, hessian_eigenvalues};
@@ -289,65 +289,58 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .join(", ")
     };
     let (s_exp, n_exp) = slope(&points, "tsit45");
-    rep.check(
-        Check::at_least(
-            "explicit-tsit45-log-log-slope-rhs",
-            "explicit Tsit45: log–log slope of RHS evaluations vs κ",
-            s_exp,
-            *c.explicit_slope_min,
-        )
-        .note(format!(
-            "theory 1 (step pinned at ≈ 3.3/λ_max over a horizon ∝ 1/λ_min); {n_exp} uncapped \
+    rep.at_least(
+        "explicit-tsit45-log-log-slope-rhs",
+        "explicit Tsit45: log–log slope of RHS evaluations vs κ",
+        s_exp,
+        *c.explicit_slope_min,
+    )
+    .note(format!(
+        "theory 1 (step pinned at ≈ 3.3/λ_max over a horizon ∝ 1/λ_min); {n_exp} uncapped \
              points (cap {} steps); RHS: {}; {kappas}",
-            *p.explicit_max_steps,
-            costs_of("tsit45")
-        )),
-    );
+        *p.explicit_max_steps,
+        costs_of("tsit45")
+    ));
     let (s_gd, n_gd) = slope(&points, "gd");
-    rep.check(
-        Check::at_least(
-            "gd-log-log-slope-iterations-vs",
-            "GD: log–log slope of iterations vs κ",
-            s_gd,
-            *c.gd_slope_min,
-        )
-        .note(format!(
-            "η = {}/λ_max(∇²L(p_T)); theory 1 (ln(1/tol)/(ηλ_min) iterations); {n_gd} points; \
+    rep.at_least(
+        "gd-log-log-slope-iterations-vs",
+        "GD: log–log slope of iterations vs κ",
+        s_gd,
+        *c.gd_slope_min,
+    )
+    .note(format!(
+        "η = {}/λ_max(∇²L(p_T)); theory 1 (ln(1/tol)/(ηλ_min) iterations); {n_gd} points; \
              iterations: {}",
-            p.gd_step_factor,
-            costs_of("gd")
-        )),
-    );
+        p.gd_step_factor,
+        costs_of("gd")
+    ));
     for m in p.implicit.iter() {
         let (s_imp, n_imp) = slope(&points, m.name());
-        rep.check(
-            Check::at_most(
-                &format!("implicit-log-log-slope-rhs-hvp.{}", m.name()), &format!(
-                    "implicit {}: log–log slope of RHS + HVP evaluations vs κ",
-                    m.name()
-                ),
-                s_imp,
-                *c.implicit_slope_max,
-            )
-            .note(format!(
-                "exact-HVP Jacobian (one HVP per column, counted); accuracy-limited steps, O(log T) \
+        rep.at_most(
+            &format!("implicit-log-log-slope-rhs-hvp.{}", m.name()),
+            &format!(
+                "implicit {}: log–log slope of RHS + HVP evaluations vs κ",
+                m.name()
+            ),
+            s_imp,
+            *c.implicit_slope_max,
+        )
+        .note(format!(
+            "exact-HVP Jacobian (one HVP per column, counted); accuracy-limited steps, O(log T) \
                  with T ∝ 1/λ_min, so the log–log slope is ≈ 1/ln κ ≈ 0.2–0.3 here, not 0; \
                  {n_imp} points; RHS + HVP: {}",
-                costs_of(m.name())
-            )),
-        );
-        rep.check(
-            Check::at_least(
-                &format!("explicit-vs-implicit-tsit45-slope-minus.{}", m.name()),
-                &format!(
-                    "explicit vs implicit {}: Tsit45 slope minus implicit slope",
-                    m.name()
-                ),
-                s_exp - s_imp,
-                *c.slope_gap_min,
-            )
-            .note("theory ≈ 1 − 1/ln κ: explicit work ∝ κ, implicit ∝ log κ"),
-        );
+            costs_of(m.name())
+        ));
+        rep.at_least(
+            &format!("explicit-vs-implicit-tsit45-slope-minus.{}", m.name()),
+            &format!(
+                "explicit vs implicit {}: Tsit45 slope minus implicit slope",
+                m.name()
+            ),
+            s_exp - s_imp,
+            *c.slope_gap_min,
+        )
+        .note("theory ≈ 1 − 1/ln κ: explicit work ∝ κ, implicit ∝ log κ");
         rep.derive(&format!("slope_{}", m.name()), s_imp);
     }
     // reaching L < tol is the solvers' own stopping event: reported, not checked
@@ -372,23 +365,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
         })
         .collect();
-    rep.check(
-        Check::at_most(
-            "gd-tail-rate",
-            "GD tail vs the linearization at p_T: max |slope of ln L_k / 2 ln max|1 − ηλ_k| − 1|",
-            rate_err,
-            *c.gd_rate_rel_tol,
-        )
-        .note(format!(
-            "η = {}/λ_max, so the slowest mode contracts by (1 − {}/κ)² per step: the ∝ κ \
+    rep.at_most(
+        "gd-tail-rate",
+        "GD tail vs the linearization at p_T: max |slope of ln L_k / 2 ln max|1 − ηλ_k| − 1|",
+        rate_err,
+        *c.gd_rate_rel_tol,
+    )
+    .note(format!(
+        "η = {}/λ_max, so the slowest mode contracts by (1 − {}/κ)² per step: the ∝ κ \
              iteration count; slope fitted on {:e} ≤ L_k ≤ {:e}; {}",
-            p.gd_step_factor,
-            p.gd_step_factor,
-            *p.loss_tol,
-            *c.gd_rate_window * *p.loss_tol,
-            per_sigma.join("; ")
-        )),
-    );
+        p.gd_step_factor,
+        p.gd_step_factor,
+        *p.loss_tol,
+        *c.gd_rate_window * *p.loss_tol,
+        per_sigma.join("; ")
+    ));
     rep.derive("gd_rate_rel_err", rate_err);
     rep.derive("slope_tsit45", s_exp);
     rep.derive("slope_gd", s_gd);

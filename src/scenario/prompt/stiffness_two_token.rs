@@ -23,7 +23,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::AboveOne;
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -317,24 +317,20 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    rep.check(
-        Check::at_most(
-            "implicit-rhs-evaluations-largest-kappa-smallest",
-            "implicit: rhs evaluations at the largest κ / at the smallest (max over methods)",
-            growth,
-            *c.implicit_growth_max,
-        )
-        .note(format!("{}; {kappas}", implicit_note.join("; "))),
-    );
-    rep.check(
-        Check::at_most(
-            "implicit-log-log-slope-rhs-evaluations",
-            "implicit: log–log slope of rhs evaluations vs κ (max over methods)",
-            implicit_slope,
-            c.implicit_slope_max,
-        )
-        .note("theory ≈ 0: steps limited by accuracy only, O(log T)"),
-    );
+    rep.at_most(
+        "implicit-rhs-evaluations-largest-kappa-smallest",
+        "implicit: rhs evaluations at the largest κ / at the smallest (max over methods)",
+        growth,
+        *c.implicit_growth_max,
+    )
+    .note(format!("{}; {kappas}", implicit_note.join("; ")));
+    rep.at_most(
+        "implicit-log-log-slope-rhs-evaluations",
+        "implicit: log–log slope of rhs evaluations vs κ (max over methods)",
+        implicit_slope,
+        c.implicit_slope_max,
+    )
+    .note("theory ≈ 0: steps limited by accuracy only, O(log T)");
 
     // explicit: ∝ κ
     let tsit = of("tsit45");
@@ -360,20 +356,18 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
         })
         .collect();
     rep.derive("tsit45_steps_slope", explicit_slope);
-    rep.check(
-        Check::within(
-            "explicit-tsit45-log-log-slope-steps",
-            "explicit Tsit45: log–log slope of steps vs κ (uncapped, κ ≥ stiff_kappa)",
-            explicit_slope,
-            c.explicit_slope_lo,
-            c.explicit_slope_hi,
-        )
-        .note(format!(
-            "theory 1 (h pinned at ≈ 3.3/λ_max, T ∝ 1/λ_min); {} runs; {}",
-            stiff_uncapped.len(),
-            pinned.join("; ")
-        )),
-    );
+    rep.within(
+        "explicit-tsit45-log-log-slope-steps",
+        "explicit Tsit45: log–log slope of steps vs κ (uncapped, κ ≥ stiff_kappa)",
+        explicit_slope,
+        c.explicit_slope_lo,
+        c.explicit_slope_hi,
+    )
+    .note(format!(
+        "theory 1 (h pinned at ≈ 3.3/λ_max, T ∝ 1/λ_min); {} runs; {}",
+        stiff_uncapped.len(),
+        pinned.join("; ")
+    ));
     let gd = of("gd");
     let gd_uncapped: Vec<&Work> = gd
         .iter()
@@ -382,23 +376,21 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     let gd_slope = slope(&gd_uncapped, |w| w.steps as f64);
     rep.derive("gd_iterations_slope", gd_slope);
-    rep.check(
-        Check::within(
-            "gd-eta-lambda-log-log-slope",
-            "GD at η = 1.9/λ_max: log–log slope of iterations to tol vs κ",
-            gd_slope,
-            c.gd_slope_lo,
-            c.gd_slope_hi,
-        )
-        .note(format!(
-            "theory ≈ 1: ln(|e₀|/tol)·κ/1.9 iterations; {} uncapped runs; iterations: {}",
-            gd_uncapped.len(),
-            gd.iter()
-                .map(|w| format!("{}{}", if w.capped { "≥" } else { "" }, w.steps))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    );
+    rep.within(
+        "gd-eta-lambda-log-log-slope",
+        "GD at η = 1.9/λ_max: log–log slope of iterations to tol vs κ",
+        gd_slope,
+        c.gd_slope_lo,
+        c.gd_slope_hi,
+    )
+    .note(format!(
+        "theory ≈ 1: ln(|e₀|/tol)·κ/1.9 iterations; {} uncapped runs; iterations: {}",
+        gd_uncapped.len(),
+        gd.iter()
+            .map(|w| format!("{}{}", if w.capped { "≥" } else { "" }, w.steps))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
 
     // BDF vs Tsit45 at large κ (a capped Tsit45 count is a lower bound: the ratio is too)
     let bdf = of("bdf");
@@ -409,34 +401,30 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
             .map(|(b, t)| t.rhs as f64 / b.rhs as f64),
     );
     rep.derive("min_tsit45_over_bdf_rhs", advantage);
-    rep.check(
-        Check::at_least(
-            "kappa-advantage-kappa-tsit45-rhs-evaluations",
-            "κ ≥ advantage_kappa: Tsit45 rhs evaluations / BDF rhs evaluations (min)",
-            advantage,
-            *c.advantage_min,
-        )
-        .note("cost in rhs evaluations, not wall time: outputs stay reproducible"),
-    );
+    rep.at_least(
+        "kappa-advantage-kappa-tsit45-rhs-evaluations",
+        "κ ≥ advantage_kappa: Tsit45 rhs evaluations / BDF rhs evaluations (min)",
+        advantage,
+        *c.advantage_min,
+    )
+    .note("cost in rhs evaluations, not wall time: outputs stay reproducible");
     let final_error = stats::max(
         all.iter()
             .filter(|w| w.solver != "gd" && !w.capped)
             .map(|w| w.final_error),
     );
     let capped = all.iter().filter(|w| w.capped).count();
-    rep.check(
-        Check::at_most(
-            "uncapped-integrations-inf",
-            "uncapped integrations: max ‖u(T) − u*‖∞",
-            final_error,
-            *c.final_error_max,
-        )
-        .note(format!(
-            "T = {}/λ_slow; rtol {:e}, atol {:e}; {capped} capped runs (explicit_max_steps = {}, \
+    rep.at_most(
+        "uncapped-integrations-inf",
+        "uncapped integrations: max ‖u(T) − u*‖∞",
+        final_error,
+        *c.final_error_max,
+    )
+    .note(format!(
+        "T = {}/λ_slow; rtol {:e}, atol {:e}; {capped} capped runs (explicit_max_steps = {}, \
              gd_max_iters = {})",
-            *p.horizon_factor, p.rtol, p.atol, *p.explicit_max_steps, *p.gd_max_iters
-        )),
-    );
+        *p.horizon_factor, p.rtol, p.atol, *p.explicit_max_steps, *p.gd_max_iters
+    ));
     let formula = stats::max(
         p.r2s
             .iter()

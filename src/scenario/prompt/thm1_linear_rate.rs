@@ -34,7 +34,7 @@ use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
 
 use crate::scenario::param::Open01;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::orth_common::{
@@ -308,42 +308,40 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .map(|e| format!("{e:e}"))
             .collect();
         rep.derive(&format!("{}_holding", reading.name()), count);
-        rep.check(
-            Check::at_least(
-                &format!(
-                    "reading-mu-instances-where-hypothesis-holds.{}-{}",
-                    reading.name(),
-                    if reading == Reading::Literal {
-                        "c₁/L′"
-                    } else {
-                        "c₁L′"
-                    }
-                ),
-                &format!(
-                    "{} reading (μ = {}): instances where the hypothesis holds",
-                    reading.name(),
-                    if reading == Reading::Literal {
-                        "c₁/L′"
-                    } else {
-                        "c₁L′"
-                    }
-                ),
-                count as f64,
-                c.min_holding as f64,
-            )
-            .note(format!(
-                "of {} (ε × c₁ × C_p printed/×√N); ε with the hypothesis holding: [{}]",
-                instances.len() / 2,
-                eps_ok.join(", ")
-            )),
-        );
+        rep.at_least(
+            &format!(
+                "reading-mu-instances-where-hypothesis-holds.{}-{}",
+                reading.name(),
+                if reading == Reading::Literal {
+                    "c₁/L′"
+                } else {
+                    "c₁L′"
+                }
+            ),
+            &format!(
+                "{} reading (μ = {}): instances where the hypothesis holds",
+                reading.name(),
+                if reading == Reading::Literal {
+                    "c₁/L′"
+                } else {
+                    "c₁L′"
+                }
+            ),
+            count as f64,
+            c.min_holding as f64,
+        )
+        .note(format!(
+            "of {} (ε × c₁ × C_p printed/×√N); ε with the hypothesis holding: [{}]",
+            instances.len() / 2,
+            eps_ok.join(", ")
+        ));
     }
     // the checks below hold for every holding instance: vacuously (ratio 0, looseness +∞) when
     // none holds, which the count checks above report as a failure
     let worst_bound = stats::max_with(0.0, holding.iter().map(|i| i.bound_ratio));
     let mut theorem = Report::default();
-    theorem.check(
-        Check::at_most(
+    theorem
+        .at_most(
             "14-where-hypothesis-holds-etamu-l0",
             "(14) where the hypothesis holds: max_{t≥1} (L_t − L*)/((1 − ημ)^t(L₀ − L*))",
             worst_bound,
@@ -354,8 +352,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             holding.len(),
             p.steps,
             p.c2
-        )),
-    );
+        ));
     let worst_norm = stats::max_with(0.0, holding.iter().map(|i| i.norm_ratio));
     let dist_printed =
         stats::max_with(0.0, holding.iter().filter(|i| !i.fix).map(|i| i.dist_ratio));
@@ -381,16 +378,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let literal_fixed = corrected_m_p_checks(&mut theorem, &holding, &runs, p, proof_step);
         rep.derive("literal_sqrt_n_max_norm_ratio", literal_fixed);
     } else {
-        theorem.check(
-            Check::at_most(
+        theorem
+            .at_most(
                 "where-hypothesis-holds",
                 "‖p_t‖ ≤ M_p where the hypothesis holds: max_t ‖p_t‖/M_p",
                 worst_norm,
                 1.0,
             )
             .note("M_p = ‖p₀‖ + C_p; ‖p₀‖ dominates")
-            .paper_claim(proof_step),
-        );
+            .paper_claim(proof_step);
     }
     // GD's measured factor against the bound's 1 − ημ, over the holding instances: reported, not
     // checked — (14) above already says it, and it is ~10³× loose in ln, so no bug would show
@@ -443,30 +439,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     for r in &runs {
         rep.derive(&format!("linearization_rel_err_eps_{:e}", r.eps), r.lin_err);
     }
-    rep.check(
-        Check::at_most(
-            "gd-vs-linearization", "GD vs the linearization at p_T: |ln(L_T/L₀)/ln(L^lin_T/L^lin_0) − 1| at the smallest ε",
-            closest.lin_err,
-            *c.linearization_rel_tol,
-        )
-        .note(format!(
-            "ε = {:e}, {} steps at η = c₂/L′{}; L^lin = ½eᵀ∇²L(p_T)e, e_{{t+1}} = (I − η∇²L(p_T))e_t; \
+    rep.at_most(
+        "gd-vs-linearization",
+        "GD vs the linearization at p_T: |ln(L_T/L₀)/ln(L^lin_T/L^lin_0) − 1| at the smallest ε",
+        closest.lin_err,
+        *c.linearization_rel_tol,
+    )
+    .note(format!(
+        "ε = {:e}, {} steps at η = c₂/L′{}; L^lin = ½eᵀ∇²L(p_T)e, e_{{t+1}} = (I − η∇²L(p_T))e_t; \
              L_T/L₀ = {:.4e}; (14)'s bound contracts ≥ {looseness:.3e}× slower in ln (GD's \
              factor / (1 − ημ) ≤ {rate_gap:.6}); other ε: [{}]",
-            closest.eps,
-            p.steps,
-            if *p.gd_step_scale == 1.0 {
-                String::new()
-            } else {
-                format!(" (GD ran at {}× that step)", p.gd_step_scale)
-            },
-            closest.loss[*p.steps] / closest.loss[0],
-            runs.iter()
-                .map(|r| format!("{:e}: {:.2e}", r.eps, r.lin_err))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    );
+        closest.eps,
+        p.steps,
+        if *p.gd_step_scale == 1.0 {
+            String::new()
+        } else {
+            format!(" (GD ran at {}× that step)", p.gd_step_scale)
+        },
+        closest.loss[*p.steps] / closest.loss[0],
+        runs.iter()
+            .map(|r| format!("{:e}: {:.2e}", r.eps, r.lin_err))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     // Theorem 1 supposes d ≥ N (always so on the built-in d = nN)
     for check in theorem.checks {
         if d >= data.samples {
@@ -481,10 +476,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let closed = "σ_min(F(p₀)): max |SVD / ((1/N)min_i‖J(z_i)a_i‖) − 1|";
     if_a2(&mut rep, user_a2, ("a2-closed-form", closed), |rep| {
-        rep.check(
-            Check::at_most("a2-closed-form", closed, closed_err, *c.closed_form_rel_tol)
-                .note("A2 closed form (spec §2.2)"),
-        )
+        rep.at_most("a2-closed-form", closed, closed_err, *c.closed_form_rel_tol)
+            .note("A2 closed form (spec §2.2)");
     });
 
     rep.series = Table::new(&[
@@ -570,8 +563,7 @@ fn corrected_m_p_checks(
             (stats::max(run.p_norm.iter()) - i.k.m_p, i.k.m_p, i.c1)
         })
         .max_by(|a, b| a.0.total_cmp(&b.0));
-    theorem.check(
-        Check::at_most(
+    theorem.at_most(
             "m-p-corrected-where-hypothesis-holds",
             "‖p_t‖ ≤ M_p, μ = c₁L′ and C_p × √N (E2, E3), where the hypothesis holds: max_t ‖p_t‖/M_p",
             fixed,
@@ -588,8 +580,7 @@ fn corrected_m_p_checks(
             "‖p_t‖ ≤ M_p with the printed C_p (Thm 1, literal reading μ = c₁/L′): max_t ‖p_t‖/M_p \
              = {printed:.13} over {} holding instances (> 1: violated)",
             of(false, Reading::Literal).count()
-        )),
-    );
+        ));
     let (measured, bound, note) = match excess {
         Some((excess, m_p, c1)) => (
             excess,
@@ -602,8 +593,8 @@ fn corrected_m_p_checks(
             "no instance with the printed C_p satisfies the hypothesis".to_string(),
         ),
     };
-    theorem.check(
-        Check::at_least(
+    theorem
+        .at_least(
             "printed-cp-m-p-violated",
             "demonstration of the paper's error: max_t ‖p_t‖ − M_p with the printed C_p, beyond \
              GD's rounding 10·steps·ε·M_p",
@@ -614,8 +605,7 @@ fn corrected_m_p_checks(
             "{note}; the printed C_p lacks the √N that (23) loses (E3), so the literal theorem \
              fails here"
         ))
-        .paper_claim("‖p_t‖ ≤ M_p = ‖p₀‖ + C_p for all t wherever the hypothesis holds"),
-    );
+        .paper_claim("‖p_t‖ ≤ M_p = ‖p₀‖ + C_p for all t wherever the hypothesis holds");
     literal_fixed
 }
 

@@ -34,7 +34,7 @@ use crate::scenario::param::{AboveOne, AtLeastOne};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::report::fmt_num;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::thm2_condition_figure::figure;
@@ -204,24 +204,22 @@ fn given_point_checks(
     let z_desc: Vec<String> = point.z_star.iter().map(|&x| fmt_num(x)).collect();
     let name = format!("given point: κ at z* = ({}), {h_desc}", z_desc.join(", "));
     if n0 == 2 {
-        rep.check(
-            Check::close(
-                "given-point-kappa",
-                &name,
-                r.kappa,
-                1.0,
-                *c.counterexample_tol,
-            )
-            .note(format!(
-                "n = 2: T is 1-dimensional and κ = {:.15}; (18) would need κ ≥ {:.6}",
-                r.kappa,
-                r.paper_bound()
-            ))
-            .paper_claim(format!(
-                "(18): κ ≥ (μ/L)(max z*/min z*)² = {:.4}",
-                r.paper_bound()
-            )),
-        );
+        rep.close(
+            "given-point-kappa",
+            &name,
+            r.kappa,
+            1.0,
+            *c.counterexample_tol,
+        )
+        .note(format!(
+            "n = 2: T is 1-dimensional and κ = {:.15}; (18) would need κ ≥ {:.6}",
+            r.kappa,
+            r.paper_bound()
+        ))
+        .paper_claim(format!(
+            "(18): κ ≥ (μ/L)(max z*/min z*)² = {:.4}",
+            r.paper_bound()
+        ));
     } else {
         rep.skip(
             "given-point-kappa",
@@ -234,8 +232,7 @@ fn given_point_checks(
             ),
         );
     }
-    rep.check(
-        Check::at_most(
+    rep.at_most(
             "given-point-corrected-bound-mu-rho2", "given point: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
             corrected_violation(&r),
             *c.bound_rel_tol,
@@ -246,8 +243,7 @@ fn given_point_checks(
             fmt_num(r.rho()),
             fmt_num(r.r),
             fmt_num(r.mu_t / r.l_t)
-        )),
-    );
+        ));
     Ok(r)
 }
 
@@ -313,48 +309,40 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         valid.len(),
         *p.kappa_max
     );
-    rep.check(
-        Check::at_most(
+    rep.at_most(
             "sweep-corrected-bound-mu-rho2-kappa", "sweep: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R: max rel. violation",
             stats::max(valid.iter().map(|r| corrected_violation(r))),
             *c.bound_rel_tol,
         )
-        .note(format!("also μ ≤ μ_T and L_T ≤ L; {sweep_setting}")),
-    );
-    rep.check(
-        Check::at_most(
-            "sweep-proof-actual-conclusion-kappa-kappa",
-            "sweep: the proof's actual conclusion κ ≥ κ_{H|T}/ρ²: max rel. violation",
-            stats::max(
-                valid
-                    .iter()
-                    .map(|r| ((r.proof_lower() - r.kappa) / r.kappa).max(0.0)),
-            ),
-            *c.bound_rel_tol,
-        )
-        .note(format!(
-            "(47) gives λ_max ≥ L_T λ₂², λ_min ≤ μ_T λ_n²: the ratio inverts (18); with the full \
+        .note(format!("also μ ≤ μ_T and L_T ≤ L; {sweep_setting}"));
+    rep.at_most(
+        "sweep-proof-actual-conclusion-kappa-kappa",
+        "sweep: the proof's actual conclusion κ ≥ κ_{H|T}/ρ²: max rel. violation",
+        stats::max(
+            valid
+                .iter()
+                .map(|r| ((r.proof_lower() - r.kappa) / r.kappa).max(0.0)),
+        ),
+        *c.bound_rel_tol,
+    )
+    .note(format!(
+        "(47) gives λ_max ≥ L_T λ₂², λ_min ≤ μ_T λ_n²: the ratio inverts (18); with the full \
              κ_H and R instead (κ ≥ κ_H/R², the spec's reading) {proof_violations} instances fail"
-        )),
-    );
+    ));
     let violation_count = format!(
         "{violations} of {} valid instances ({:.1}%) have κ < (μ/L)R²",
         valid.len(),
         100.0 * violations as f64 / valid.len().max(1) as f64
     );
     if sweep_builtin {
-        rep.check(
-            Check::at_least(
-                "sweep-instances-violating-18",
-                "sweep: instances violating (18)",
-                violations as f64,
-                1.0,
-            )
-            .note(violation_count)
-            .paper_claim(
-                "(18) κ ≥ (μ/L)·max(z*)²/min(z*)² holds at every interior stationary point",
-            ),
-        );
+        rep.at_least(
+            "sweep-instances-violating-18",
+            "sweep: instances violating (18)",
+            violations as f64,
+            1.0,
+        )
+        .note(violation_count)
+        .paper_claim("(18) κ ≥ (μ/L)·max(z*)²/min(z*)² holds at every interior stationary point");
     } else {
         rep.skip(
             "sweep-instances-violating-18",
@@ -365,15 +353,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ),
         );
     }
-    rep.check(
-        Check::at_most(
-            "sweep-kappa-eigvalsh-btjhjb-vs-svd",
-            "sweep: κ by eigvalsh(BᵀJHJB) vs by the SVD of CᵀJB: max rel. difference",
-            stats::max(valid.iter().map(|r| (r.kappa_eigh / r.kappa - 1.0).abs())),
-            *c.route_rel_tol,
-        )
-        .note(format!("instances with κ ≤ {:e}", *p.kappa_max)),
-    );
+    rep.at_most(
+        "sweep-kappa-eigvalsh-btjhjb-vs-svd",
+        "sweep: κ by eigvalsh(BᵀJHJB) vs by the SVD of CᵀJB: max rel. difference",
+        stats::max(valid.iter().map(|r| (r.kappa_eigh / r.kappa - 1.0).abs())),
+        *c.route_rel_tol,
+    )
+    .note(format!("instances with κ ≤ {:e}", *p.kappa_max));
     rep.derive("sweep_valid", valid.len());
     rep.derive("sweep_paper_violations", violations);
     rep.derive("sweep_full_kappa_h_over_r2_violations", proof_violations);
@@ -451,16 +437,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         fit.r_squared
     );
     if g_builtin {
-        rep.check(
-            Check::within(
-                "gaussian-slope",
-                slope_name,
-                fit.slope,
-                c.gaussian_slope[0],
-                c.gaussian_slope[1],
-            )
-            .note(slope_note),
-        );
+        rep.within(
+            "gaussian-slope",
+            slope_name,
+            fit.slope,
+            c.gaussian_slope[0],
+            c.gaussian_slope[1],
+        )
+        .note(slope_note);
     } else {
         rep.skip(
             "gaussian-slope",
@@ -478,22 +462,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .filter(|q| q.report.r >= *p.tail_r_min)
             .map(|q| (q.kappa_identity / n_sq - 1.0).abs()),
     );
-    rep.check(
-        Check::at_most(
-            &format!("dominant-token-kappa-n2-n2.{:e}", *p.tail_r_min),
-            &format!(
-                "dominant token (H = I): max |κ − n²|/n² for R ≥ {:e}",
-                *p.tail_r_min
-            ),
-            tail_dev,
-            *c.tail_rel_tol,
-        )
-        .note(format!(
-            "n = {}: λ = ε (n − 2 times) and nεz₁, so κ → n² = {n_sq} whatever R (up to {:e})",
-            *p.tail_n, *p.tail_r_max
-        ))
-        .paper_claim("κ grows like R² (abstract: softmax multiplies κ_H by a factor equal to R²)"),
-    );
+    rep.at_most(
+        &format!("dominant-token-kappa-n2-n2.{:e}", *p.tail_r_min),
+        &format!(
+            "dominant token (H = I): max |κ − n²|/n² for R ≥ {:e}",
+            *p.tail_r_min
+        ),
+        tail_dev,
+        *c.tail_rel_tol,
+    )
+    .note(format!(
+        "n = {}: λ = ε (n − 2 times) and nεz₁, so κ → n² = {n_sq} whatever R (up to {:e})",
+        *p.tail_n, *p.tail_r_max
+    ))
+    .paper_claim("κ grows like R² (abstract: softmax multiplies κ_H by a factor equal to R²)");
     let curve_points = || {
         gaussian
             .iter()
@@ -501,19 +483,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .chain(tail.iter())
             .filter(|q| q.report.kappa <= *p.curve_kappa_max)
     };
-    rep.check(
-        Check::at_most(
-            "curves-kappa-fixed-corrected-bound-rel",
-            "curves (H with κ_H fixed): corrected bound, max rel. violation",
-            stats::max(curve_points().map(|q| corrected_violation(&q.report))),
-            *c.bound_rel_tol,
-        )
-        .note(format!(
-            "{} curve points with κ ≤ {:e} (SVD route, rel. error ~ε√κ)",
-            curve_points().count(),
-            *p.curve_kappa_max
-        )),
-    );
+    rep.at_most(
+        "curves-kappa-fixed-corrected-bound-rel",
+        "curves (H with κ_H fixed): corrected bound, max rel. violation",
+        stats::max(curve_points().map(|q| corrected_violation(&q.report))),
+        *c.bound_rel_tol,
+    )
+    .note(format!(
+        "{} curve points with κ ≤ {:e} (SVD route, rel. error ~ε√κ)",
+        curve_points().count(),
+        *p.curve_kappa_max
+    ));
     rep.derive("gaussian_slope_fit", fit.slope);
     rep.derive("counterexample_paper_bound", counter.paper_bound());
     rep.derive("given_kappa", counter.kappa);

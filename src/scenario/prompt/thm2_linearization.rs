@@ -38,7 +38,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::param::{AtLeastOne, Open01};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::file_error;
@@ -495,51 +495,43 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     );
     let unprojected = stats::min(cases.iter().filter(|k| k.c != 0.0).map(|k| k.unprojected));
-    rep.check(
-        Check::at_most(
-            "flow-dv-central-differences-vs-j2hp",
-            "flow: DV(z*)P (central differences) vs −(1/N)J²HP",
-            over(&|k| k.fd_flow),
-            *c.fd_rel_tol,
-        )
-        .note(format!(
-            "max-entry relative, h = {:e}; {setting}",
-            *p.fd_step
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "flow-dv-exact-jvp-vs-j2h",
-            "flow: DV(z*) (exact JVP) vs −(1/N)(J²H − c·Jz*𝟙ᵀ)",
-            over(&|k| k.exact_flow),
-            *c.exact_rel_tol,
-        )
-        .note(format!(
-            "the off-T term c·Jz*𝟙ᵀ/N is why P is needed: without it the mismatch is ≥ \
+    rep.at_most(
+        "flow-dv-central-differences-vs-j2hp",
+        "flow: DV(z*)P (central differences) vs −(1/N)J²HP",
+        over(&|k| k.fd_flow),
+        *c.fd_rel_tol,
+    )
+    .note(format!(
+        "max-entry relative, h = {:e}; {setting}",
+        *p.fd_step
+    ));
+    rep.at_most(
+        "flow-dv-exact-jvp-vs-j2h",
+        "flow: DV(z*) (exact JVP) vs −(1/N)(J²H − c·Jz*𝟙ᵀ)",
+        over(&|k| k.exact_flow),
+        *c.exact_rel_tol,
+    )
+    .note(format!(
+        "the off-T term c·Jz*𝟙ᵀ/N is why P is needed: without it the mismatch is ≥ \
              {unprojected:.3} whenever c ≠ 0 (0 for c = 0); {count} cases"
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "logit-flow-jacobian-exact-jvp-vs",
-            "logit flow: Jacobian on T (exact JVP) vs −(1/N)BᵀJHJB",
-            over(&|k| k.logit),
-            *c.exact_rel_tol,
-        )
-        .note("symmetric on T: the z-space linearization −(1/N)J²H is J·(−(1/N)JHJ)·J⁻¹"),
-    );
-    rep.check(
-        Check::at_most(
-            "gd-map-jacobian-central-differences-vs",
-            "GD map: Jacobian on T (central differences) vs I − (η/N)J²H",
-            stats::max(cases.iter().flat_map(|k| k.fd_map.iter().copied())),
-            *c.fd_rel_tol,
-        )
-        .note(format!(
-            "η ∈ {:?}: exact at the fixed point, no O(η²) term (Thm 2.1, eq. 42)",
-            p.etas
-        )),
-    );
+    ));
+    rep.at_most(
+        "logit-flow-jacobian-exact-jvp-vs",
+        "logit flow: Jacobian on T (exact JVP) vs −(1/N)BᵀJHJB",
+        over(&|k| k.logit),
+        *c.exact_rel_tol,
+    )
+    .note("symmetric on T: the z-space linearization −(1/N)J²H is J·(−(1/N)JHJ)·J⁻¹");
+    rep.at_most(
+        "gd-map-jacobian-central-differences-vs",
+        "GD map: Jacobian on T (central differences) vs I − (η/N)J²H",
+        stats::max(cases.iter().flat_map(|k| k.fd_map.iter().copied())),
+        *c.fd_rel_tol,
+    )
+    .note(format!(
+        "η ∈ {:?}: exact at the fixed point, no O(η²) term (Thm 2.1, eq. 42)",
+        p.etas
+    ));
     let rate_error = stats::max(
         cases
             .iter()
@@ -549,34 +541,30 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let log_rate_error = stats::max(runs().map(|r| (r.ratio.ln() / r.predicted.ln() - 1.0).abs()));
     let capped = runs().filter(|r| r.steps >= *p.max_steps).count();
     rep.derive("log_rate_rel_error", log_rate_error);
-    rep.check(
-        Check::at_most(
-            "contraction-ratio-eta-lambda-j2h",
-            "contraction: |ratio / max|1 − (η/N)λ(J²H)| − 1|",
-            rate_error,
-            *c.rate_rel_tol,
-        )
-        .note(format!(
-            "‖Bᵀζ_t‖ from ‖ζ₀‖ = {:e} until it decays by {:e} (≤ {} steps; {capped} of {} runs \
+    rep.at_most(
+        "contraction-ratio-eta-lambda-j2h",
+        "contraction: |ratio / max|1 − (η/N)λ(J²H)| − 1|",
+        rate_error,
+        *c.rate_rel_tol,
+    )
+    .note(format!(
+        "‖Bᵀζ_t‖ from ‖ζ₀‖ = {:e} until it decays by {:e} (≤ {} steps; {capped} of {} runs \
              hit the cap, pre-asymptotic), geometric mean of the last tenth; as decay rates, \
              |ln ratio/ln prediction − 1| ≤ {log_rate_error:.2e}",
-            *p.zeta0,
-            *p.decay,
-            *p.max_steps,
-            runs().count()
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "contraction-btzeta-xi-xi-bt-eta",
-            "contraction: max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1|, ξ_t+1 = Bᵀ(I − (η/N)J²H)Bξ_t",
-            stats::max(runs().map(|r| r.linear_dev)),
-            *c.linear_rel_tol,
-        )
-        .note(
-            "the GD map against its linearization along the whole run (every mode, also \
+        *p.zeta0,
+        *p.decay,
+        *p.max_steps,
+        runs().count()
+    ));
+    rep.at_most(
+        "contraction-btzeta-xi-xi-bt-eta",
+        "contraction: max_t |‖Bᵀζ_t‖/‖ξ_t‖ − 1|, ξ_t+1 = Bᵀ(I − (η/N)J²H)Bξ_t",
+        stats::max(runs().map(|r| r.linear_dev)),
+        *c.linear_rel_tol,
+    )
+    .note(
+        "the GD map against its linearization along the whole run (every mode, also \
                before the asymptotic regime); the deviation is nonlinear, O(‖ζ‖) per step",
-        ),
     );
     if let Some(r) = &p.ripple {
         ripple_checks(&mut rep, &cases, r, c);
@@ -642,82 +630,72 @@ fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
         r.amplitude * *r.frequency * *r.frequency,
         if r.tilt { "" } else { ", without the tilt" }
     );
-    rep.check(
-        Check::at_most(
-            "ripple-zstar-stationary",
-            "rippled ℓ̃: ‖P∇ℓ̃(z*)‖_∞ / (‖∇ℓ̃(z*)‖_∞ + ab + max|A_ij|) (z* an interior equilibrium)",
-            over(&|q| q.stationarity),
-            *c.exact_rel_tol,
-        )
-        .note(format!(
-            "V(z*) = 0 iff ∇ℓ̃(z*) ∈ span 𝟙 (§2.5); the tilt −ab sin(φ_i)d_i cancels the \
+    rep.at_most(
+        "ripple-zstar-stationary",
+        "rippled ℓ̃: ‖P∇ℓ̃(z*)‖_∞ / (‖∇ℓ̃(z*)‖_∞ + ab + max|A_ij|) (z* an interior equilibrium)",
+        over(&|q| q.stationarity),
+        *c.exact_rel_tol,
+    )
+    .note(format!(
+        "V(z*) = 0 iff ∇ℓ̃(z*) ∈ span 𝟙 (§2.5); the tilt −ab sin(φ_i)d_i cancels the \
              ripple's slope; {ripple}"
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "ripple-hessian-positive-at-zstar",
-            "rippled ℓ̃: μ = λ_min(∇²ℓ̃(z*)) > 0 (Theorem 2's hypothesis)",
-            under(&|q| q.mu),
-            0.0,
-        )
-        .note("∇²ℓ̃(z*) = A + ab²cos φ·I; the smallest over every (n, c)"),
-    );
+    ));
+    rep.at_least(
+        "ripple-hessian-positive-at-zstar",
+        "rippled ℓ̃: μ = λ_min(∇²ℓ̃(z*)) > 0 (Theorem 2's hypothesis)",
+        under(&|q| q.mu),
+        0.0,
+    )
+    .note("∇²ℓ̃(z*) = A + ab²cos φ·I; the smallest over every (n, c)");
     let corrected = over(&|q| corrected_violation(&q.condition));
     let paper_fails = ripples
         .iter()
         .filter(|(_, _, q)| q.condition.kappa < q.condition.paper_bound())
         .count();
     let tol = *c.bound_rel_tol.expect("validated: required with a ripple");
-    rep.check(
-        Check::at_most(
-            "ripple-corrected-condition-bound",
-            "rippled ℓ̃: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R at z*: \
+    rep.at_most(
+        "ripple-corrected-condition-bound",
+        "rippled ℓ̃: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R at z*: \
              max rel. violation",
-            corrected,
-            tol,
-        )
-        .note(format!(
-            "κ of J²∇²ℓ̃(z*) on T: {}",
-            ripples
-                .iter()
-                .map(|(n, cc, q)| format!(
-                    "n = {n}, c = {cc}: κ = {:.4}, ρ = {:.4}, R = {:.4}",
-                    q.condition.kappa,
-                    q.condition.rho(),
-                    q.condition.r
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ))
-        .paper_claim(format!(
-            "(18) κ ≥ (μ/L)R²: violated at {paper_fails} of {} (n, c)",
-            ripples.len()
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "ripple-nonconvex-witness",
-            "rippled ℓ̃ is not convex: max over n of min_z λ_min(∇²ℓ̃(z)) at ripple troughs",
-            over(&|q| q.witness_curvature),
-            0.0,
-        )
-        .note(format!(
-            "z = z* + δ(e_k − e_j) with bδ + φ_k ≡ π (j the largest z*_j), where the diagonal \
+        corrected,
+        tol,
+    )
+    .note(format!(
+        "κ of J²∇²ℓ̃(z*) on T: {}",
+        ripples
+            .iter()
+            .map(|(n, cc, q)| format!(
+                "n = {n}, c = {cc}: κ = {:.4}, ρ = {:.4}, R = {:.4}",
+                q.condition.kappa,
+                q.condition.rho(),
+                q.condition.r
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
+    .paper_claim(format!(
+        "(18) κ ≥ (μ/L)R²: violated at {paper_fails} of {} (n, c)",
+        ripples.len()
+    ));
+    rep.at_most(
+        "ripple-nonconvex-witness",
+        "rippled ℓ̃ is not convex: max over n of min_z λ_min(∇²ℓ̃(z)) at ripple troughs",
+        over(&|q| q.witness_curvature),
+        0.0,
+    )
+    .note(format!(
+        "z = z* + δ(e_k − e_j) with bδ + φ_k ≡ π (j the largest z*_j), where the diagonal \
              entry is A_kk − ab²; < 0 in every instance means Remark 5 is exercised; {ripple}"
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "ripple-zstar-not-global-minimum",
-            "rippled ℓ̃: z* is not the global minimum: max over n of min ℓ̃(z′) − ℓ̃(z*)",
-            over(&|q| q.lower_value),
-            0.0,
-        )
-        .note(
-            "z′ = z* + (2π/b)(e_k − e_j) inside the simplex, every k ≠ j: the neighbouring \
+    ));
+    rep.at_most(
+        "ripple-zstar-not-global-minimum",
+        "rippled ℓ̃: z* is not the global minimum: max over n of min ℓ̃(z′) − ℓ̃(z*)",
+        over(&|q| q.lower_value),
+        0.0,
+    )
+    .note(
+        "z′ = z* + (2π/b)(e_k − e_j) inside the simplex, every k ≠ j: the neighbouring \
              ripple well, lower by the tilt",
-        ),
     );
     rep.derive("ripple_min_mu", under(&|q| q.mu));
     rep.derive("ripple_witness_curvature", over(&|q| q.witness_curvature));

@@ -32,7 +32,7 @@ use crate::plot::{Figure, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 /// Which attention the student uses (the labels always come from a softmax teacher).
@@ -312,41 +312,35 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         if let Some(k) = reached {
             rep.derive("iterations_to_floor", k);
         }
-        rep.check(
-            Check::at_most(
-                "floor-newton-point",
-                "floor: ‖∇L‖ at the Newton point",
-                found.grad_norm,
-                *c.floor_grad_tol,
-            )
-            .note(format!(
-                "damped Newton with the exact Hessian from GD's end point, {} steps",
-                found.iterations
-            )),
-        );
-        rep.check(
-            Check::at_least(
-                "floor-lambda-lambda-2l-there-local",
-                "floor: λ_min/λ_max of ∇²L there (a local minimum)",
-                eig_rel,
-                -*c.floor_eig_tol,
-            )
-            .note(format!(
-                "{} zero, {} negative of {} eigenvalues",
-                found.inertia.zero,
-                found.inertia.negative,
-                h.len()
-            )),
-        );
-        rep.check(
-            Check::at_least(
-                "floor-floor-gd-stays-above",
-                "floor: min_k L_k / L_floor (GD stays above it)",
-                min_gd / l_floor,
-                1.0 - *c.floor_below_tol,
-            )
-            .note(format!("L_floor = {l_floor:.10e}")),
-        );
+        rep.at_most(
+            "floor-newton-point",
+            "floor: ‖∇L‖ at the Newton point",
+            found.grad_norm,
+            *c.floor_grad_tol,
+        )
+        .note(format!(
+            "damped Newton with the exact Hessian from GD's end point, {} steps",
+            found.iterations
+        ));
+        rep.at_least(
+            "floor-lambda-lambda-2l-there-local",
+            "floor: λ_min/λ_max of ∇²L there (a local minimum)",
+            eig_rel,
+            -*c.floor_eig_tol,
+        )
+        .note(format!(
+            "{} zero, {} negative of {} eigenvalues",
+            found.inertia.zero,
+            found.inertia.negative,
+            h.len()
+        ));
+        rep.at_least(
+            "floor-floor-gd-stays-above",
+            "floor: min_k L_k / L_floor (GD stays above it)",
+            min_gd / l_floor,
+            1.0 - *c.floor_below_tol,
+        )
+        .note(format!("L_floor = {l_floor:.10e}"));
         floor = Some(l_floor);
     }
 

@@ -29,7 +29,7 @@ use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AboveOne, Open01};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 /// One sample (s*, s₀, c).
@@ -226,24 +226,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (local_lo, local_hi) = stats::range(local);
 
     let rel_error = stats::max(runs.iter().map(|r| r.rel_error));
-    rep.check(
-        Check::at_most(
-            "solver-vs-implicit-closed-form-cf",
-            "solver vs implicit closed form t(s): max |x − x_cf|/|x_cf|",
-            rel_error,
-            *c.closed_form_rel_tol,
-        )
-        .note(format!(
-            "x = u − u*, {} on t = 0 and {} log-spaced times in [{}, {}], {} cases; \
+    rep.at_most(
+        "solver-vs-implicit-closed-form-cf",
+        "solver vs implicit closed form t(s): max |x − x_cf|/|x_cf|",
+        rel_error,
+        *c.closed_form_rel_tol,
+    )
+    .note(format!(
+        "x = u − u*, {} on t = 0 and {} log-spaced times in [{}, {}], {} cases; \
              |x_cf| ≥ {:e}",
-            cfg.method.name(),
-            *p.grid_points,
-            *p.t_first,
-            p.t_end,
-            runs.len(),
-            *c.closed_form_floor
-        )),
-    );
+        cfg.method.name(),
+        *p.grid_points,
+        *p.t_first,
+        p.t_end,
+        runs.len(),
+        *c.closed_form_floor
+    ));
     let rate_errors = runs
         .iter()
         .map(|r| (r.tail.rate / tail_rate(r.case.c, r.case.s_star) - 1.0).abs())
@@ -254,41 +252,37 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .map(|(m, &l)| (m.rate / l - 1.0).abs()),
         );
     let rate_error = stats::max(rate_errors);
-    rep.check(
-        Check::at_most(
-            "tail-rate-lambda-fit",
-            "tail rate: max |λ_fit / c(s*(1 − s*))² − 1|",
-            rate_error,
-            *c.rate_rel_tol,
-        )
-        .note(format!(
-            "−slope of ln|u − u*| on {:e} ≤ |u − u*| ≤ {:e}; {} cases and {} values of R",
-            *p.tail_low,
-            p.tail_high,
-            runs.len(),
-            ratios.len()
-        )),
-    );
-    rep.check(
-        Check::within(
-            "rate-vs-least-squares-log-log",
-            "rate vs R: least-squares log–log slope of λ_fit",
-            slope,
-            c.slope_lo,
-            c.slope_hi,
-        )
-        .note(format!(
-            "R ∈ [{:e}, {:e}] ({} values): λ = cR²/(1 + R)⁴ ≈ c/R²; the local slope \
+    rep.at_most(
+        "tail-rate-lambda-fit",
+        "tail rate: max |λ_fit / c(s*(1 − s*))² − 1|",
+        rate_error,
+        *c.rate_rel_tol,
+    )
+    .note(format!(
+        "−slope of ln|u − u*| on {:e} ≤ |u − u*| ≤ {:e}; {} cases and {} values of R",
+        *p.tail_low,
+        p.tail_high,
+        runs.len(),
+        ratios.len()
+    ));
+    rep.within(
+        "rate-vs-least-squares-log-log",
+        "rate vs R: least-squares log–log slope of λ_fit",
+        slope,
+        c.slope_lo,
+        c.slope_hi,
+    )
+    .note(format!(
+        "R ∈ [{:e}, {:e}] ({} values): λ = cR²/(1 + R)⁴ ≈ c/R²; the local slope \
              2 − 4R/(1 + R) runs from {local_hi:.4} to {local_lo:.4} on this range",
-            *p.ratio_min, p.ratio_max, *p.ratio_count
-        ))
-        .paper_claim(format!(
-            "spec §6 item 8 asks for a local slope in [−2.02, −1.97] on R ∈ [1e2, 1e4]; at \
+        *p.ratio_min, p.ratio_max, *p.ratio_count
+    ))
+    .paper_claim(format!(
+        "spec §6 item 8 asks for a local slope in [−2.02, −1.97] on R ∈ [1e2, 1e4]; at \
              R = 1e2 the local slope is {:.4} (it enters the interval only for R ≥ 132): the \
              least-squares slope over the range is what lies in it",
-            rate_log_slope(1e2)
-        )),
-    );
+        rate_log_slope(1e2)
+    ));
     rep.derive("max_closed_form_rel_error", rel_error);
     rep.derive("max_rate_rel_error", rate_error);
     rep.derive("rate_vs_ratio_slope", slope);

@@ -21,7 +21,7 @@ use crate::plot::{Figure, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{instance_arrays, optimizer_runs, w_svm, DATA_STREAM, FIRST_FREE_STREAM};
@@ -120,20 +120,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("support_size", svm.support.len());
     rep.derive("kkt_max_residual", svm.kkt.max());
     rep.derive("opt_antipodal_residual", antipodal_residual(&inst));
-    rep.check(
-        Check::at_most(
-            "ass-1-orth",
-            "Ass. 1a: ρ_orth = max |cos∠(x_{i,t}, x_{j,τ})| over pairs with a non-optimal x_{i,t}",
-            a.rho_orth,
-            rho_max,
-        )
-        .note(format!(
-            "ρ_max = 1/(nT) = {rho_max:.4} (spec §4.1 default); the optimal tokens themselves \
+    rep.at_most(
+        "ass-1-orth",
+        "Ass. 1a: ρ_orth = max |cos∠(x_{i,t}, x_{j,τ})| over pairs with a non-optimal x_{i,t}",
+        a.rho_orth,
+        rho_max,
+    )
+    .note(format!(
+        "ρ_max = 1/(nT) = {rho_max:.4} (spec §4.1 default); the optimal tokens themselves \
              are antipodal (footnote 5: allowed), cos = −1 across classes; overlap ω = {} gives \
              ω²/(1 + ω²) between non-optimal tokens",
-            p.overlap
-        )),
-    );
+        p.overlap
+    ));
 
     // NGD from W₀, measured at every iterate
     let rule = ngd(*p.eta);
@@ -197,46 +195,40 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .slope;
     rep.derive("excess_slope_over_norm", slope);
-    rep.check(
-        Check::close(
-            "excess-rate",
-            "Thm 1 loss → L*: slope of ln(L − L*) against ‖W_k‖ on [K/2, K] ÷ (−Γ)",
-            -slope / gamma,
-            1.0,
-            *c.excess_slope_tol,
-        )
-        .note(format!(
-            "[D] L − L* ≈ Σ_k c_k e^{{−⟨W, D_k⟩}} with ⟨W, D_k⟩ → Γ‖W‖ on the support (spec \
+    rep.close(
+        "excess-rate",
+        "Thm 1 loss → L*: slope of ln(L − L*) against ‖W_k‖ on [K/2, K] ÷ (−Γ)",
+        -slope / gamma,
+        1.0,
+        *c.excess_slope_tol,
+    )
+    .note(format!(
+        "[D] L − L* ≈ Σ_k c_k e^{{−⟨W, D_k⟩}} with ⟨W, D_k⟩ → Γ‖W‖ on the support (spec \
              §4.2/§4.4); Γ = {gamma:.4}, measured slope {slope:.4}, ln(L_K − L*) = {:.2}",
-            log_excess[k_end]
-        )),
-    );
+        log_excess[k_end]
+    ));
     // Thm 1's rate k^{−1/2}: C fitted on [k₀, 2k₀], tested on the later window [k_test, K]
     let k0 = *p.envelope_start;
     let fitted = *c.envelope_factor * stats::max((k0..=2 * k0).map(|k| mis[k] * (k as f64).sqrt()));
     let worst =
         stats::max((p.envelope_test_from..=k_end).map(|k| mis[k] * (k as f64).sqrt() / fitted));
     rep.derive("envelope_C", fitted);
-    rep.check(
-        Check::at_most(
-            "thm-1-rate",
-            &format!(
-                "Thm 1 rate: max_{{k ≥ {}}} (1 − corr(W_k, W_mm)) ÷ C k^(−1/2), C from [{k0}, {}]",
-                p.envelope_test_from,
-                2 * k0
-            ),
-            worst,
-            1.0,
-        )
-        .note(format!(
-            "C = {} × max of (1 − corr)√k on [k₀, 2k₀] = {fitted:.4e}; an upper bound, not the \
-             rate (spec §6.3); 1 − corr at K = {:.3e}",
-            *c.envelope_factor, mis[k_end]
-        ))
-        .paper_claim(
-            "Thm 1/5: 1 − corr = O(k^{−1/2}) [R?], footnote 5: also for antipodal opt tokens",
+    rep.at_most(
+        "thm-1-rate",
+        &format!(
+            "Thm 1 rate: max_{{k ≥ {}}} (1 − corr(W_k, W_mm)) ÷ C k^(−1/2), C from [{k0}, {}]",
+            p.envelope_test_from,
+            2 * k0
         ),
-    );
+        worst,
+        1.0,
+    )
+    .note(format!(
+        "C = {} × max of (1 − corr)√k on [k₀, 2k₀] = {fitted:.4e}; an upper bound, not the \
+             rate (spec §6.3); 1 − corr at K = {:.3e}",
+        *c.envelope_factor, mis[k_end]
+    ))
+    .paper_claim("Thm 1/5: 1 − corr = O(k^{−1/2}) [R?], footnote 5: also for antipodal opt tokens");
     rep.figure = Some(figure(p, gamma, &mis, &log_excess, fitted));
     Ok(rep)
 }

@@ -15,7 +15,7 @@ use crate::plot::{Band, Figure, LegendPosition, LinePanel, LineStyle, RefLine, S
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{instance_arrays, DataName, UserFiles, FIRST_FREE_STREAM};
@@ -154,44 +154,37 @@ fn condition2_checks(
     let ratio_ok = fraction(&|x| x.1 >= *c.cond1_c);
     rep.derive("cond2_iii_near_orthogonal_fraction", rho_ok);
     rep.derive("cond2_ii_opt_norm_fraction", ratio_ok);
-    rep.check(
-        Check::at_least(
-            "cond-2-iii-near-orthogonal",
-            &format!(
-                "Cond. 2(iii) ⇒ Lemma 9: fraction of DM draws at d = {d_star} with ρ_orth ≤ 1/(nT)"
-            ),
-            rho_ok,
-            1.0 - *c.cond2_delta,
-        )
-        .note(format!(
-            "{} draws at d* = C·2(nT)²ln((nT)²/δ) (C = {}, δ = {}; [R?] reading, the absolute \
+    rep.at_least(
+        "cond-2-iii-near-orthogonal",
+        &format!(
+            "Cond. 2(iii) ⇒ Lemma 9: fraction of DM draws at d = {d_star} with ρ_orth ≤ 1/(nT)"
+        ),
+        rho_ok,
+        1.0 - *c.cond2_delta,
+    )
+    .note(format!(
+        "{} draws at d* = C·2(nT)²ln((nT)²/δ) (C = {}, δ = {}; [R?] reading, the absolute \
              constant was lost), at least 1 − δ; bound 1/(nT) = {rho_max:.4}; worst ρ_orth {:.4}",
-            *p.seeds,
-            *c.cond2_d_factor,
-            *c.cond2_delta,
-            stats::max(draws.iter().map(|x| x.0)),
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            "cond-2-ii-opt-norm",
-            &format!(
-                "Cond. 2(ii): fraction of DM draws at d = {d_star} with ‖x_opt‖² ≥ C·max‖x_t‖²"
-            ),
-            ratio_ok,
-            1.0 - *c.cond2_delta,
-        )
-        .note(format!(
-            "C = {} (the Cond. 1(ii) bound; σ_o²/σ² = 4 in DM), at least 1 − δ; worst ratio {:.4}",
-            *c.cond1_c,
-            stats::min(draws.iter().map(|x| x.1)),
-        )),
-    );
+        *p.seeds,
+        *c.cond2_d_factor,
+        *c.cond2_delta,
+        stats::max(draws.iter().map(|x| x.0)),
+    ));
+    rep.at_least(
+        "cond-2-ii-opt-norm",
+        &format!("Cond. 2(ii): fraction of DM draws at d = {d_star} with ‖x_opt‖² ≥ C·max‖x_t‖²"),
+        ratio_ok,
+        1.0 - *c.cond2_delta,
+    )
+    .note(format!(
+        "C = {} (the Cond. 1(ii) bound; σ_o²/σ² = 4 in DM), at least 1 − δ; worst ratio {:.4}",
+        *c.cond1_c,
+        stats::min(draws.iter().map(|x| x.1)),
+    ));
     let worst_b = stats::max(b_draws.iter());
     let smooth = super::joint_self_bound::c3(0.0, worst_b);
     rep.derive("cond2_iv_eta_times_c3_at_zero", *p.joint_eta * smooth);
-    rep.check(
-        Check::at_most(
+    rep.at_most(
             "cond-2-iv-small-step",
             "Cond. 2(iv): η·C₃(0), C₃(0) = B² + B³ (‖∇²L(θ₀)‖ ≤ C₃(0)·L(θ₀), Lemma 13(3)), worst DM draw",
             *p.joint_eta * smooth,
@@ -201,8 +194,7 @@ fn condition2_checks(
             "[R?] reading η ≤ 1/β₀ with β₀ = C₃(0)·L(θ₀) the smoothness at the zero start \
              (L(θ₀) = 1): η = {} (joint-training's), max B = {worst_b:.4}, C₃(0) = {smooth:.4}",
             *p.joint_eta
-        )),
-    );
+        ));
     Ok(())
 }
 
@@ -434,87 +426,73 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .collect();
     let (ex1_n, ex1_t) = (Example1::ex1().n, Example1::ex1().t);
 
-    rep.check(
-        Check::at_most(
-            "ass-non-optimal-score-spread-gamma",
-            "Ass. 2: max non-optimal score spread / max|γ|",
-            worst_spread,
-            *c.ass2_rel_tol,
-        )
-        .note(format!("{instances} draws of ex1, ex1-orth and DM")),
-    );
-    rep.check(
-        Check::at_most(
-            "lemma-median-rho-orth-ex1-ratio",
-            "Lemma 6: max_d median ρ_orth(ex1) ratio between consecutive d",
-            ex1_stats.worst_ratio(),
-            1.0,
-        )
-        .note("< 1: the median decreases with d"),
-    );
+    rep.at_most(
+        "ass-non-optimal-score-spread-gamma",
+        "Ass. 2: max non-optimal score spread / max|γ|",
+        worst_spread,
+        *c.ass2_rel_tol,
+    )
+    .note(format!("{instances} draws of ex1, ex1-orth and DM"));
+    rep.at_most(
+        "lemma-median-rho-orth-ex1-ratio",
+        "Lemma 6: max_d median ρ_orth(ex1) ratio between consecutive d",
+        ex1_stats.worst_ratio(),
+        1.0,
+    )
+    .note("< 1: the median decreases with d");
     let (lo, hi) = stats::range(&scaled);
-    rep.check(
-        Check::at_least(
-            "lemma-median-rho-orth-ex1-sqrtd",
-            "Lemma 6: min_d median ρ_orth(ex1)·√d",
-            lo,
-            c.rho_sqrt_d_range[0],
-        )
-        .note(format!("per d: {scaled:.3?}")),
-    );
-    rep.check(Check::at_most(
+    rep.at_least(
+        "lemma-median-rho-orth-ex1-sqrtd",
+        "Lemma 6: min_d median ρ_orth(ex1)·√d",
+        lo,
+        c.rho_sqrt_d_range[0],
+    )
+    .note(format!("per d: {scaled:.3?}"));
+    rep.at_most(
         "lemma-6-d-median-rho-orth-ex1-sqrtd",
         "Lemma 6: max_d median ρ_orth(ex1)·√d",
         hi,
         c.rho_sqrt_d_range[1],
-    ));
+    );
     let orth_worst = stats::max(orth_max.iter());
-    rep.check(
-        Check::at_most(
-            "ex1-orth-rho-orth",
-            "ex1-orth: max ρ_orth",
-            orth_worst,
-            *c.orth_max_rho,
-        )
-        .note(format!(
-            "d ∈ {orth_d:?} (ex1-orth needs d ≥ nT + 1 = {})",
-            ex1_n * ex1_t + 1
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "lemma-median-rho-orth-dm-ratio",
-            "Lemma 9: max_d median ρ_orth(DM) ratio between consecutive d",
-            dm_stats.worst_ratio(),
-            1.0,
-        )
-        .note(format!("median ρ_orth(DM)·√d per d: {dm_scaled:.3?}")),
-    );
-    rep.check(
-        Check::at_most(
-            "svm-infeasible-draws",
-            "W-SVM infeasible draws",
-            infeasible as f64,
-            0.0,
-        )
-        .note(format!(
-            "{instances} draws (Gram certificate or the dual QP)"
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            &format!("cond-ii-opt-dm.{}", p.dims.last().unwrap()),
-            &format!(
-                "Cond. 1(ii): min_i ‖x_opt‖²/max‖x_t‖², DM at d = {}",
-                p.dims.last().unwrap()
-            ),
-            cond1_at_max_d,
-            *c.cond1_c,
-        )
-        .note(format!(
-            "fraction of DM draws meeting it per d: {cond1_fraction:.2?}"
-        )),
-    );
+    rep.at_most(
+        "ex1-orth-rho-orth",
+        "ex1-orth: max ρ_orth",
+        orth_worst,
+        *c.orth_max_rho,
+    )
+    .note(format!(
+        "d ∈ {orth_d:?} (ex1-orth needs d ≥ nT + 1 = {})",
+        ex1_n * ex1_t + 1
+    ));
+    rep.at_most(
+        "lemma-median-rho-orth-dm-ratio",
+        "Lemma 9: max_d median ρ_orth(DM) ratio between consecutive d",
+        dm_stats.worst_ratio(),
+        1.0,
+    )
+    .note(format!("median ρ_orth(DM)·√d per d: {dm_scaled:.3?}"));
+    rep.at_most(
+        "svm-infeasible-draws",
+        "W-SVM infeasible draws",
+        infeasible as f64,
+        0.0,
+    )
+    .note(format!(
+        "{instances} draws (Gram certificate or the dual QP)"
+    ));
+    rep.at_least(
+        &format!("cond-ii-opt-dm.{}", p.dims.last().unwrap()),
+        &format!(
+            "Cond. 1(ii): min_i ‖x_opt‖²/max‖x_t‖², DM at d = {}",
+            p.dims.last().unwrap()
+        ),
+        cond1_at_max_d,
+        *c.cond1_c,
+    )
+    .note(format!(
+        "fraction of DM draws meeting it per d: {cond1_fraction:.2?}"
+    ));
     condition2_checks(&mut rep, &dm_bounds, p, c, ctx)?;
     let strict = 1.0 / (ex1_n * ex1_t) as f64;
     rep.derive("ex1_median_rho", &ex1_stats.median);

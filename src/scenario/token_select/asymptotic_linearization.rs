@@ -13,7 +13,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::Cost;
 use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
@@ -116,22 +116,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     } else {
         stats::max(past_margin.iter())
     };
-    rep.check(
-        Check::at_most(
-            &format!("surrogate-sigmac-once.{}", *p.margin_threshold),
-            &format!(
-                "surrogate: max |(L−L*)/Σc_k e^(−⟨W,D_k⟩) − 1| once min_k⟨W,D_k⟩ ≥ {}",
-                *p.margin_threshold
-            ),
-            worst_ratio,
-            *c.surrogate_tol,
-        )
-        .note(format!(
-            "over {} checkpoints; final |ratio − 1| = {:.3e}",
-            past_margin.len(),
-            cv.ratio_error.last().copied().unwrap_or(f64::NAN)
-        )),
-    );
+    rep.at_most(
+        &format!("surrogate-sigmac-once.{}", *p.margin_threshold),
+        &format!(
+            "surrogate: max |(L−L*)/Σc_k e^(−⟨W,D_k⟩) − 1| once min_k⟨W,D_k⟩ ≥ {}",
+            *p.margin_threshold
+        ),
+        worst_ratio,
+        *c.surrogate_tol,
+    )
+    .note(format!(
+        "over {} checkpoints; final |ratio − 1| = {:.3e}",
+        past_margin.len(),
+        cv.ratio_error.last().copied().unwrap_or(f64::NAN)
+    ));
     let predicted_support = lin.predicted_support();
     let late: Vec<usize> = (0..cv.k.len())
         .filter(|&j| cv.norm[j] >= *p.norm_threshold)
@@ -148,32 +146,28 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                 .map(|&j| (cv.perp[j].total - predicted).abs() / predicted),
         )
     };
-    rep.check(
-        Check::at_most(
-            &format!("vs-predicted-relative-difference.{}", *p.norm_threshold),
-            &format!(
-                "‖W_⊥‖² vs predicted ‖w̃_⊥‖²: max relative difference at ‖W‖ ≥ {}",
-                *p.norm_threshold
-            ),
-            worst_perp,
-            *c.perp_rel_tol,
-        )
-        .note(format!(
-            "predicted = {predicted_support:.4} (span D_S, closed form) + {non_support:.4} \
+    rep.at_most(
+        &format!("vs-predicted-relative-difference.{}", *p.norm_threshold),
+        &format!(
+            "‖W_⊥‖² vs predicted ‖w̃_⊥‖²: max relative difference at ‖W‖ ≥ {}",
+            *p.norm_threshold
+        ),
+        worst_perp,
+        *c.perp_rel_tol,
+    )
+    .note(format!(
+        "predicted = {predicted_support:.4} (span D_S, closed form) + {non_support:.4} \
              (non-support part, measured) + {outside0:.4} (W₀ outside span D); measured {:.4} \
              at K",
-            last.map_or(f64::NAN, |s| s.total)
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            "conserved-w0-projection-off-span",
-            "conserved: max_k |‖P_⊥W_k‖ − ‖P_⊥W₀‖|/‖W_k‖ (P_⊥ = projection off span{D_k})",
-            drift,
-            *c.conservation_tol,
-        )
-        .note("every gradient lies in span{D_k}"),
-    );
+        last.map_or(f64::NAN, |s| s.total)
+    ));
+    rep.at_most(
+        "conserved-w0-projection-off-span",
+        "conserved: max_k |‖P_⊥W_k‖ − ‖P_⊥W₀‖|/‖W_k‖ (P_⊥ = projection off span{D_k})",
+        drift,
+        *c.conservation_tol,
+    )
+    .note("every gradient lies in span{D_k}");
     let offset_error = last.map_or(f64::NAN, |s| s.offset_error);
     rep.derive("predicted_perp_support", predicted_support);
     rep.derive("perp_non_support_final", non_support);

@@ -14,7 +14,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, Source, UserFiles};
@@ -157,31 +157,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let loss_figure = if paper == "Fig. 2" { "Fig. 1/2" } else { paper };
     for [a, b] in c.alignment_faster.iter().filter(|_| on_example) {
         let ratio = find(a).misalignment_end / find(b).misalignment_end;
-        rep.check(
-            Check::at_most(
-                &format!("fig-corr-corr.{a}-{b}"),
-                &format!("{paper}: (1 − corr)[{a}] / (1 − corr)[{b}] at k = K"),
-                ratio,
-                1.0,
-            )
-            .note(format!(
-                "{:.3e} vs {:.3e}",
-                find(a).misalignment_end,
-                find(b).misalignment_end
-            )),
-        );
+        rep.at_most(
+            &format!("fig-corr-corr.{a}-{b}"),
+            &format!("{paper}: (1 − corr)[{a}] / (1 − corr)[{b}] at k = K"),
+            ratio,
+            1.0,
+        )
+        .note(format!(
+            "{:.3e} vs {:.3e}",
+            find(a).misalignment_end,
+            find(b).misalignment_end
+        ));
     }
     for [a, b] in c.loss_faster.iter().filter(|_| on_example) {
         let gap = (find(a).log_excess.1 - find(b).log_excess.1) / std::f64::consts::LN_10;
-        rep.check(
-            Check::at_most(
-                &format!("fig-log10-log10.{a}-{b}"),
-                &format!("{loss_figure}: log₁₀ (L − L*)[{a}] − log₁₀ (L − L*)[{b}] at k = K"),
-                gap,
-                0.0,
-            )
-            .note("stands in for Fig. 1 (SNGD and SPS train faster than SGD on BERT/MultiNLI)"),
-        );
+        rep.at_most(
+            &format!("fig-log10-log10.{a}-{b}"),
+            &format!("{loss_figure}: log₁₀ (L − L*)[{a}] − log₁₀ (L − L*)[{b}] at k = K"),
+            gap,
+            0.0,
+        )
+        .note("stands in for Fig. 1 (SNGD and SPS train faster than SGD on BERT/MultiNLI)");
     }
     if !on_example {
         rep.skip(
@@ -191,33 +187,29 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     }
     for (label, cv) in &all {
-        rep.check(
-            Check::at_most(
-                &format!("ln-excess-loss-decreases.{label}"),
-                &format!("[{label}] ln(L − L*) at K − at 0 (excess loss decreases)"),
-                cv.log_excess.1 - cv.log_excess.0,
-                0.0,
-            )
-            .note(format!(
-                "log₁₀(L − L*)(K) = {:.2}",
-                cv.log_excess.1 / std::f64::consts::LN_10
-            )),
-        );
-        rep.check(
-            Check::at_most(
-                &format!("loss.{label}"),
-                &format!("[{label}] L(W_K)/L* − 1 (loss → L* > 0)"),
-                (cv.log_loss_end - log_star).exp_m1(),
-                *c.loss_star_rel_tol,
-            )
-            .note(format!("L* = {:.6}", log_star.exp())),
-        );
-        rep.check(Check::at_most(
+        rep.at_most(
+            &format!("ln-excess-loss-decreases.{label}"),
+            &format!("[{label}] ln(L − L*) at K − at 0 (excess loss decreases)"),
+            cv.log_excess.1 - cv.log_excess.0,
+            0.0,
+        )
+        .note(format!(
+            "log₁₀(L − L*)(K) = {:.2}",
+            cv.log_excess.1 / std::f64::consts::LN_10
+        ));
+        rep.at_most(
+            &format!("loss.{label}"),
+            &format!("[{label}] L(W_K)/L* − 1 (loss → L* > 0)"),
+            (cv.log_loss_end - log_star).exp_m1(),
+            *c.loss_star_rel_tol,
+        )
+        .note(format!("L* = {:.6}", log_star.exp()));
+        rep.at_most(
             &format!("iterates-nan-or-infinite-quantity.{label}"),
             &format!("[{label}] iterates with a NaN or infinite quantity"),
             cv.non_finite as f64,
             0.0,
-        ));
+        );
         rep.derive(&format!("[{label}] one_minus_corr_K"), cv.misalignment_end);
         rep.derive(
             &format!("[{label}] log10_excess_K"),

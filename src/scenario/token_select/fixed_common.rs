@@ -12,7 +12,7 @@ use crate::attention::{Assumptions, Attention, FixedDecoder, Loss};
 use crate::flow::{norm, recorded_iterations, Recording};
 use crate::models::token_select::{FixedRule, FixedStepper, StepReport};
 use crate::scenario::param::Positive;
-use crate::scenario::{Check, Report, RunContext, RunError};
+use crate::scenario::{Report, RunContext, RunError};
 use crate::stats;
 
 use super::common::{instance_arrays, w_svm, DataName, Source, UserFiles, FIRST_FREE_STREAM};
@@ -251,24 +251,20 @@ impl Setup {
     /// spec 003 §4.1, to 1e−12) and a certified W-SVM (§3.3, KKT residuals ≤ 1e−8).
     pub fn premise_checks(&self, rep: &mut Report) {
         let a = &self.assumptions;
-        rep.check(
-            Check::at_most(
-                "ass-spread-non-optimal-scores-gamma",
-                "Ass. 2: spread of non-optimal scores / max|γ|",
-                a.nonopt_score_spread / a.score_scale,
-                1e-12,
-            )
-            .note("the Lemma 4 / Thm 7 forms of ∇L need equal non-optimal scores"),
-        );
-        rep.check(
-            Check::at_most(
-                "svm-kkt-residual",
-                "W-SVM KKT max residual",
-                self.svm.kkt.max(),
-                1e-8,
-            )
-            .note("Γ, W̄_mm and every alignment are measured against this certificate"),
-        );
+        rep.at_most(
+            "ass-spread-non-optimal-scores-gamma",
+            "Ass. 2: spread of non-optimal scores / max|γ|",
+            a.nonopt_score_spread / a.score_scale,
+            1e-12,
+        )
+        .note("the Lemma 4 / Thm 7 forms of ∇L need equal non-optimal scores");
+        rep.at_most(
+            "svm-kkt-residual",
+            "W-SVM KKT max residual",
+            self.svm.kkt.max(),
+            1e-8,
+        )
+        .note("Γ, W̄_mm and every alignment are measured against this certificate");
     }
 }
 

@@ -21,7 +21,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Cell, Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{Cell, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::arc_length::{flow_curve, stop_at_arc_lengths, Curve, OnPath};
@@ -287,24 +287,22 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             })
             .collect();
         let ratio = errors[0].0 / errors[1].0 / eta_ratio;
-        rep.check(
-            Check::within(
-                &format!("ngd-corr-error-ratio-eta-ratio.{s}"),
-                &format!("s = {s}: NGD corr error ratio ÷ η ratio"),
-                ratio,
-                c.eta_ratio_band[0],
-                c.eta_ratio_band[1],
-            )
-            .note(format!(
-                "|corr_NGD − corr_NGF| = {:.3e} (η = {}), {:.3e} (η = {}); path distance \
+        rep.within(
+            &format!("ngd-corr-error-ratio-eta-ratio.{s}"),
+            &format!("s = {s}: NGD corr error ratio ÷ η ratio"),
+            ratio,
+            c.eta_ratio_band[0],
+            c.eta_ratio_band[1],
+        )
+        .note(format!(
+            "|corr_NGD − corr_NGF| = {:.3e} (η = {}), {:.3e} (η = {}); path distance \
                  ratio ÷ η ratio = {:.3}",
-                errors[0].0,
-                p.ngd_etas[0],
-                errors[1].0,
-                p.ngd_etas[1],
-                errors[0].1 / errors[1].1 / eta_ratio
-            )),
-        );
+            errors[0].0,
+            p.ngd_etas[0],
+            errors[1].0,
+            p.ngd_etas[1],
+            errors[0].1 / errors[1].1 / eta_ratio
+        ));
         table.push(vec![
             Cell::Num(s),
             mis_ngf.into(),
@@ -320,41 +318,38 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             errors[1].1.into(),
         ]);
     }
-    rep.check(
-        Check::at_most(
-            "corr-gf-corr-ngf-corr-pf",
-            "max_s |corr_GF − corr_NGF|, |corr_PF − corr_NGF| at the checkpoints",
-            flow_gap,
-            *c.corr_agreement,
-        )
-        .note("[D] GF, NGF and PF share one path: corr is a function of arc length alone"),
-    );
-    rep.check(
-        Check::at_most(
-            "relative-gap-clocks-gf-tau-vs",
-            "max_s relative gap of the clocks (GF τ vs NGF ψ, PF t vs NGF t_PF)",
-            clock_gap,
-            *c.clock_tol,
-        )
-        .note(format!(
-            "dt/ds = 1/‖∇L‖ and dt_PF/ds = ‖∇L‖/(L − L*); arc length at the GF/PF events \
+    rep.at_most(
+        "corr-gf-corr-ngf-corr-pf",
+        "max_s |corr_GF − corr_NGF|, |corr_PF − corr_NGF| at the checkpoints",
+        flow_gap,
+        *c.corr_agreement,
+    )
+    .note("[D] GF, NGF and PF share one path: corr is a function of arc length alone");
+    rep.at_most(
+        "relative-gap-clocks-gf-tau-vs",
+        "max_s relative gap of the clocks (GF τ vs NGF ψ, PF t vs NGF t_PF)",
+        clock_gap,
+        *c.clock_tol,
+    )
+    .note(format!(
+        "dt/ds = 1/‖∇L‖ and dt_PF/ds = ‖∇L‖/(L − L*); arc length at the GF/PF events \
              matches its target to {arc_gap:.1e}"
-        )),
-    );
+    ));
     let increasing = psi.windows(2).all(|w| w[1] > w[0]);
-    rep.check(Check::holds(
+    rep.holds(
         "ln-strictly-increasing-grid",
         "ln(1 + t(s)) strictly increasing on the grid",
         increasing,
-    ));
+    );
     let t_end = psi_end.exp_m1();
     let gf_time = "GF time t(s_end)";
     match p.data_file {
-        None => rep.check(
-            Check::at_least("gf-time", gf_time, t_end, *c.min_gf_time).note(
-                "t(s) = ∫ ds/‖∇L‖ grows like e^{Γs} (spec §2.3; prototype 1.06e10 at s = 20)",
-            ),
-        ),
+        None => {
+            rep.at_least("gf-time", gf_time, t_end, *c.min_gf_time)
+                .note(
+                    "t(s) = ∫ ds/‖∇L‖ grows like e^{Γs} (spec §2.3; prototype 1.06e10 at s = 20)",
+                );
+        }
         Some(_) => rep.skip(
             "gf-time",
             gf_time,
@@ -373,19 +368,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         &half.iter().map(|&k| psi[k]).collect::<Vec<_>>(),
     )
     .slope;
-    rep.check(
-        Check::close(
-            "slope-ln-gf-over-end-end",
-            "slope of ln t_GF(s) over s ∈ [s_end/2, s_end], ÷ Γ",
-            slope / gamma,
-            1.0,
-            *c.growth_rate_tol,
-        )
-        .note(format!(
-            "t(s) grows like e^{{Γs}} (spec §2.3): dt/ds = 1/‖∇L‖ and ln(L − L*) ≈ −Γs; \
+    rep.close(
+        "slope-ln-gf-over-end-end",
+        "slope of ln t_GF(s) over s ∈ [s_end/2, s_end], ÷ Γ",
+        slope / gamma,
+        1.0,
+        *c.growth_rate_tol,
+    )
+    .note(format!(
+        "t(s) grows like e^{{Γs}} (spec §2.3): dt/ds = 1/‖∇L‖ and ln(L − L*) ≈ −Γs; \
              Γ = 1/‖W_mm‖ = {gamma:.5}, slope = {slope:.5}"
-        )),
-    );
+    ));
     rep.derive("gf_time_at_s_end", t_end);
     rep.derive("pf_time_at_s_end", t_pf_end);
     rep.derive("one_minus_corr_at_s_end", *ngf_mis.last().unwrap());

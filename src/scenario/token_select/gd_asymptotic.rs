@@ -14,7 +14,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::Positive;
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles, BUILT_IN_GRAD, BUILT_IN_W};
@@ -256,23 +256,21 @@ fn limit_check(
     let dim = w0.len();
     let probe = setup.probe(&tr.last_state()[..dim], &mut vec![0.0; dim]);
     let constant = probe.one_minus_corr * p.limit_ln_t.powi(2);
-    rep.check(
-        Check::close(
-            "rate-constant",
-            &format!(
-                "Thm 6 / Eq. 3 rate constant: (1−corr)·ln²t at ln t = {} ÷ Γ²‖w̃_⊥‖²/2",
-                p.limit_ln_t
-            ),
-            constant / limit,
-            1.0,
-            *c.limit_tol,
-        )
-        .note(format!(
-            "gradient flow in the log clock; (1 − corr)·ln²t = {constant:.4} vs the limit \
+    rep.close(
+        "rate-constant",
+        &format!(
+            "Thm 6 / Eq. 3 rate constant: (1−corr)·ln²t at ln t = {} ÷ Γ²‖w̃_⊥‖²/2",
+            p.limit_ln_t
+        ),
+        constant / limit,
+        1.0,
+        *c.limit_tol,
+    )
+    .note(format!(
+        "gradient flow in the log clock; (1 − corr)·ln²t = {constant:.4} vs the limit \
              {limit:.4} (w̃ of spec §4.4); ‖W‖ = {:.2}: 1 − corr = Θ(1/ln²t) with this constant",
-            probe.norm
-        )),
-    );
+        probe.norm
+    ));
     rep.derive("limit_rate_constant", constant);
     Ok(())
 }
@@ -294,18 +292,16 @@ fn checks(
             .zip(r.misalignment.windows(2))
             .filter(|(t, m)| t[0] >= *p.burn_in && m[1] > m[0] * (1.0 + *c.monotone_rel_tol))
             .count();
-    rep.check(
-        Check::at_most(
-            &format!("increases-corr-between-checkpoints.{label}-{}", *p.burn_in),
-            &format!(
-                "[{label}] increases of 1 − corr between checkpoints, t ≥ {}",
-                *p.burn_in
-            ),
-            increases as f64,
-            0.0,
-        )
-        .note("Thm 6: the direction converges to W_mm; log-spaced checkpoints"),
-    );
+    rep.at_most(
+        &format!("increases-corr-between-checkpoints.{label}-{}", *p.burn_in),
+        &format!(
+            "[{label}] increases of 1 − corr between checkpoints, t ≥ {}",
+            *p.burn_in
+        ),
+        increases as f64,
+        0.0,
+    )
+    .note("Thm 6: the direction converges to W_mm; log-spaced checkpoints");
     let [a, b] = p.envelope_window;
     // (1 − corr)·ln²t on t ≥ a, and on the fit window [a, b]
     let scaled: Vec<(f64, f64)> =
@@ -338,12 +334,11 @@ fn checks(
                 .filter(|((&t, _), _)| t >= a)
                 .map(|((_, &m), &n)| 2.0 * m * n * n / conserved),
         );
-        rep.check(
-            Check::at_least(&format!("eq-3-gd-slow.{label}"), &name, floor, 1.0).note(format!(
+        rep.at_least(&format!("eq-3-gd-slow.{label}"), &name, floor, 1.0)
+            .note(format!(
                 "[D] ‖P_out W₀‖² = {conserved:.4e}: the part of W₀ outside span{{D_k}}, which no \
              gradient moves, bounds 1 − corr below by ‖P_out W₀‖²/(2‖W‖²)"
-            )),
-        );
+            ));
     } else {
         rep.skip(
             &format!("eq-3-gd-slow.{label}"),
@@ -359,17 +354,15 @@ fn checks(
             .map(|(t, n)| n - t.ln() / gamma)
             .collect();
     let (lo, hi) = stats::range(&offsets);
-    rep.check(
-        Check::at_most(
-            &format!("ln-gamma-variation.{label}-{from:.3e}-{t_end:.3e}"),
-            &format!("[{label}] ‖W‖ − (ln t)/Γ: variation on [{from:.3e}, {t_end:.3e}]"),
-            hi - lo,
-            *c.offset_variation_max,
-        )
-        .note(format!(
-            "values in [{lo:.4}, {hi:.4}]; ‖W‖ = ‖W_mm‖ ln t + O(1)"
-        )),
-    );
+    rep.at_most(
+        &format!("ln-gamma-variation.{label}-{from:.3e}-{t_end:.3e}"),
+        &format!("[{label}] ‖W‖ − (ln t)/Γ: variation on [{from:.3e}, {t_end:.3e}]"),
+        hi - lo,
+        *c.offset_variation_max,
+    )
+    .note(format!(
+        "values in [{lo:.4}, {hi:.4}]; ‖W‖ = ‖W_mm‖ ln t + O(1)"
+    ));
     rep.derive(
         &format!("[{label}] final_one_minus_corr"),
         r.misalignment.last(),

@@ -30,7 +30,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::attention_common::{gaussian_matrix, logits, unit_direction};
@@ -372,21 +372,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ));
     let starts = rep.series.rows.len();
     let slack = *c.rel_slack;
-    rep.check(
-        Check::at_most(
-            "lemma-starts-w0-w0-b2",
-            "Lemma 2: max_{starts} max|s_{i,t}(W₀)| / (‖W₀‖B²)",
-            stats::max(sweeps.iter().map(|s| s.logit_ratio)),
-            1.0 + slack,
-        )
-        .note(format!("{starts} starts (scales × directions × instances)")),
-    );
-    rep.check(Check::at_least(
+    rep.at_most(
+        "lemma-starts-w0-w0-b2",
+        "Lemma 2: max_{starts} max|s_{i,t}(W₀)| / (‖W₀‖B²)",
+        stats::max(sweeps.iter().map(|s| s.logit_ratio)),
+        1.0 + slack,
+    )
+    .note(format!("{starts} starts (scales × directions × instances)"));
+    rep.at_least(
         "lemma-starts-phi-opt-w0-w0",
         "Lemma 2: min_{starts} min_i φ_{i,opt}(W₀) / (e^{−2‖W₀‖B²}/T)",
         stats::min(sweeps.iter().map(|s| s.phi_ratio)),
         1.0 - slack,
-    ));
+    );
 
     // Lemma 2, probabilistic form, on the first instance
     let first = &sweeps[0];
@@ -400,35 +398,31 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             logits(data, &w0).iter().any(|s| s.abs() > *p.lemma2_c)
         })
         .count();
-    rep.check(
-        Check::at_most(
-            "lemma-gaussian-w0-fraction",
-            "Lemma 2 (Gaussian W₀): fraction with max|s| > c",
-            failures as f64 / *p.gaussian_trials as f64,
-            *p.lemma2_delta,
-        )
-        .note(format!(
-            "σ₀ = c/(B²√(2 ln(2nT/δ))) = {sigma0:.3e}, c = {}, δ = {}, {} draws on {}",
-            *p.lemma2_c, *p.lemma2_delta, *p.gaussian_trials, first.label
-        )),
-    );
+    rep.at_most(
+        "lemma-gaussian-w0-fraction",
+        "Lemma 2 (Gaussian W₀): fraction with max|s| > c",
+        failures as f64 / *p.gaussian_trials as f64,
+        *p.lemma2_delta,
+    )
+    .note(format!(
+        "σ₀ = c/(B²√(2 ln(2nT/δ))) = {sigma0:.3e}, c = {}, δ = {}, {} draws on {}",
+        *p.lemma2_c, *p.lemma2_delta, *p.gaussian_trials, first.label
+    ));
     let floor = 1.0 / (1.0 + (2.0 * *p.eta * b2).exp());
-    rep.check(
-        Check::at_most(
-            "lemma-violating-runs-w0-b2",
-            "Lemma 3: violating runs with ‖W₀‖B² ≤ c_max",
-            sweeps.iter().map(|s| s.violations).sum::<usize>() as f64,
-            0.0,
-        )
-        .note(format!(
-            "{} NGD runs (η = {}, {} steps); a violation is a decrease of some φ_{{i,opt}} < ½ \
+    rep.at_most(
+        "lemma-violating-runs-w0-b2",
+        "Lemma 3: violating runs with ‖W₀‖B² ≤ c_max",
+        sweeps.iter().map(|s| s.violations).sum::<usize>() as f64,
+        0.0,
+    )
+    .note(format!(
+        "{} NGD runs (η = {}, {} steps); a violation is a decrease of some φ_{{i,opt}} < ½ \
              or min_k φ_{{i,opt}} below min(φ_{{i,opt}}(W₀), 1/(1 + e^{{2ηB²}})) ({} = {floor:.4})",
-            sweeps.iter().map(|s| s.asserted).sum::<usize>(),
-            *p.eta,
-            *p.steps,
-            first.label
-        )),
-    );
+        sweeps.iter().map(|s| s.asserted).sum::<usize>(),
+        *p.eta,
+        *p.steps,
+        first.label
+    ));
     for s in &sweeps {
         rep.derive(
             &s.label,

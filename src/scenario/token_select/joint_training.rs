@@ -298,19 +298,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let mut ordered: Vec<&JointRun> = runs.iter().filter(|r| r.alpha.is_some()).collect();
     ordered.push(&runs[0]);
     for pair in ordered.windows(2).filter(|_| !user_data) {
-        rep.check(
-            Check::at_most(
-                &format!("corr-mm.{}-{}", pair[0].label, pair[1].label),
-                &format!("1 − corr(W_K, W_mm): {} ÷ {}", pair[0].label, pair[1].label),
-                pair[0].mis_w[k_end] / pair[1].mis_w[k_end],
-                1.0,
-            )
-            .note(format!(
-                "{:.3e} vs {:.3e} at K = {k_end} (Fig. 3: NGD faster than NGD-joint, both \
+        rep.at_most(
+            &format!("corr-mm.{}-{}", pair[0].label, pair[1].label),
+            &format!("1 − corr(W_K, W_mm): {} ÷ {}", pair[0].label, pair[1].label),
+            pair[0].mis_w[k_end] / pair[1].mis_w[k_end],
+            1.0,
+        )
+        .note(format!(
+            "{:.3e} vs {:.3e} at K = {k_end} (Fig. 3: NGD faster than NGD-joint, both \
                  faster than GD; spec §7 prototype 4.8e−6 < 4.6e−4 < 6.3e−3)",
-                pair[0].mis_w[k_end], pair[1].mis_w[k_end]
-            )),
-        );
+            pair[0].mis_w[k_end], pair[1].mis_w[k_end]
+        ));
     }
 
     if user_data {
@@ -394,31 +392,27 @@ fn lemma_checks(
             "assumes Cond. 1(i), u₀ = 0 and W₀ = 0; init_file gives another start",
         ),
     };
-    rep.check(
-        Check::at_most(
-            &id("lem-10-u-growth"),
-            &name("Lem. 10 max_k ‖u_k‖/(‖u₀‖ + ηk)"),
-            r.u_bound_ratio,
-            1.0 + *c.norm_slack,
-        )
-        .note(format!(
-            "[D] each u-step has length η; from ‖u₀‖ = {:.4} (0 under Cond. 1(i): then ‖u_k‖ ≤ ηk)",
-            r.norm_u[0]
-        )),
-    );
-    rep.check(
-        Check::at_most(
-            &id("lem-10-w-growth"),
-            &name("Lem. 10 max_k ‖W_k‖/(‖W₀‖ + ηΣ_{s<k}(s+1)^{−α})"),
-            r.w_bound_ratio,
-            1.0 + *c.norm_slack,
-        )
-        .note(format!(
-            "[D] W-step s has length η(s+1)^{{−α}} (step 0 is skipped: ∇_W L(0, 0) = 0); \
+    rep.at_most(
+        &id("lem-10-u-growth"),
+        &name("Lem. 10 max_k ‖u_k‖/(‖u₀‖ + ηk)"),
+        r.u_bound_ratio,
+        1.0 + *c.norm_slack,
+    )
+    .note(format!(
+        "[D] each u-step has length η; from ‖u₀‖ = {:.4} (0 under Cond. 1(i): then ‖u_k‖ ≤ ηk)",
+        r.norm_u[0]
+    ));
+    rep.at_most(
+        &id("lem-10-w-growth"),
+        &name("Lem. 10 max_k ‖W_k‖/(‖W₀‖ + ηΣ_{s<k}(s+1)^{−α})"),
+        r.w_bound_ratio,
+        1.0 + *c.norm_slack,
+    )
+    .note(format!(
+        "[D] W-step s has length η(s+1)^{{−α}} (step 0 is skipped: ∇_W L(0, 0) = 0); \
              from ‖W₀‖ = {:.4}; ‖W_K‖ = {:.4}",
-            r.norm_w[0], r.norm_w[k_end]
-        )),
-    );
+        r.norm_w[0], r.norm_w[k_end]
+    ));
     let min_gap = stats::min(r.min_gap[1..].iter());
     cond1(
         rep,
@@ -460,21 +454,19 @@ fn lemma_checks(
             1.0 - 1e-12,
         ),
     );
-    rep.check(
-        Check::close(
-            &id("lem-11-i-loss-ratio-limit"),
-            &name("Lem. 11(i) loss ratio at K ÷ α_max/α_min (u-SVM duals)"),
-            r.log_loss_ratio[k_end].exp() / loss_ratio_limit,
-            1.0,
-            *c.loss_ratio_limit_tol,
-        )
-        .note(format!(
-            "[D] ℓ_i/L → α_i/Σα as u_k/‖u_k‖ → ū_mm and φ → e_opt, so C_k → α_max/α_min = \
+    rep.close(
+        &id("lem-11-i-loss-ratio-limit"),
+        &name("Lem. 11(i) loss ratio at K ÷ α_max/α_min (u-SVM duals)"),
+        r.log_loss_ratio[k_end].exp() / loss_ratio_limit,
+        1.0,
+        *c.loss_ratio_limit_tol,
+    )
+    .note(format!(
+        "[D] ℓ_i/L → α_i/Σα as u_k/‖u_k‖ → ū_mm and φ → e_opt, so C_k → α_max/α_min = \
              {loss_ratio_limit:.4} (infinite if a sample is not a u-SVM support vector): \
              bounded, but by a data-dependent constant"
-        ))
-        .paper_claim("Lem. 11(i): the loss ratio stays below a universal constant (Eq. 13)"),
-    );
+    ))
+    .paper_claim("Lem. 11(i): the loss ratio stays below a universal constant (Eq. 13)");
     theorem3_checks(rep, r, p, c);
     // Theorem 2's exp(−Ω(k^{1/3})) has no surviving constant: −ln L_k/k^{1/3} is reported;
     // the rate is checked by the [D] slope below, which is linear in k
@@ -490,18 +482,16 @@ fn lemma_checks(
         &half.iter().map(|&k| r.log_loss[k]).collect::<Vec<_>>(),
     )
     .slope;
-    rep.check(
-        Check::close(
-            &id("loss-slope"),
-            &name("slope of ln L_k on [K/2, K] ÷ (−η/‖u_mm‖)"),
-            -slope * limits.u_mm_norm / *p.ngd_eta,
-            1.0,
-            *c.loss_slope_tol,
-        )
-        .note(
-            "[D] ln L ≈ −min_i y_i u_kᵀx_{i,opt} = −‖u_k‖/‖u_mm‖ = −ηk/‖u_mm‖ (spec §8.1): \
+    rep.close(
+        &id("loss-slope"),
+        &name("slope of ln L_k on [K/2, K] ÷ (−η/‖u_mm‖)"),
+        -slope * limits.u_mm_norm / *p.ngd_eta,
+        1.0,
+        *c.loss_slope_tol,
+    )
+    .note(
+        "[D] ln L ≈ −min_i y_i u_kᵀx_{i,opt} = −‖u_k‖/‖u_mm‖ = −ηk/‖u_mm‖ (spec §8.1): \
              linear in k, far faster than Thm 2's exp(−Ω(k^{1/3}))",
-        ),
     );
     // Theorem 4: the decoder's normalized margin tends to the max margin ([D]: u_k → ū_mm in
     // direction, the intro's claim, and every optimal token's score ≥ its u-SVM margin), so
@@ -570,20 +560,18 @@ fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
         }
     }
     let longest = stats::max((k0..k_end).map(|s| r.w_step_len[s] / delta(s)));
-    rep.check(
-        Check::at_most(
-            &id("thm-3-skeleton"),
-            &name("Thm 3 skeleton max_k (1 − corr(W_k)) ÷ bound with δ_s = η(s+1)^{−α}"),
-            worst.0,
-            1.0 + *c.skeleton_slack,
-        )
-        .note(format!(
-            "[D] spec §4.2 certified skeleton from k₀ = {k0}; worst at k = {}; largest \
+    rep.at_most(
+        &id("thm-3-skeleton"),
+        &name("Thm 3 skeleton max_k (1 − corr(W_k)) ÷ bound with δ_s = η(s+1)^{−α}"),
+        worst.0,
+        1.0 + *c.skeleton_slack,
+    )
+    .note(format!(
+        "[D] spec §4.2 certified skeleton from k₀ = {k0}; worst at k = {}; largest \
              ‖ΔW_s‖/δ_s = {longest:.6}; numerator at K = {numerator:.4e} (converges: ε_s → 0 and \
              Σδ_s²/‖W_s‖ < ∞ for α > 0)",
-            worst.1
-        )),
-    );
+        worst.1
+    ));
     let half: Vec<usize> = (k_end / 2..=k_end).collect();
     let slope = crate::analysis::fit::line_fit(
         &half.iter().map(|&k| (k as f64).ln()).collect::<Vec<_>>(),
@@ -591,20 +579,18 @@ fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
     )
     .slope;
     rep.derive(&format!("{}_thm3_misalignment_slope", run_key(r)), slope);
-    rep.check(
-        Check::at_least(
-            &id("thm-3-rate"),
-            &name("Thm 3 rate exponent: −slope of ln(1 − corr(W_k)) vs ln k on [K/2, K] ÷ (1 − α)"),
-            -slope / (1.0 - alpha),
-            0.5,
-        )
-        .note(format!(
-            "Thm 3/9 (spec §4.3, reconstructed): 1 − corr(W_k, W_mm) = O(k^{{−(1−α)/2}}), \
+    rep.at_least(
+        &id("thm-3-rate"),
+        &name("Thm 3 rate exponent: −slope of ln(1 − corr(W_k)) vs ln k on [K/2, K] ÷ (1 − α)"),
+        -slope / (1.0 - alpha),
+        0.5,
+    )
+    .note(format!(
+        "Thm 3/9 (spec §4.3, reconstructed): 1 − corr(W_k, W_mm) = O(k^{{−(1−α)/2}}), \
              k^{{−1/3}} at α = 1/3, so the exponent ÷ (1 − α) must reach ½; measured slope \
              {slope:.4}: loose, as the skeleton's numerator converges (1 − corr = O(1/‖W_k‖)) \
              and 1 − corr ≈ ‖w̃_⊥‖²/(2‖W_k‖²) asymptotically (§4.4), exponent 2(1 − α)"
-        )),
-    );
+    ));
 }
 
 /// Fig. 3's Polyak step (paper Sec. 3.2, "after some time, when L/‖∇L‖² > cap, the PS updates
@@ -626,22 +612,20 @@ fn polyak_check(rep: &mut Report, ps: &JointRun, ngd: &JointRun, p: &Params) {
         "ps_minus_ngd_log_loss_at_K",
         ps.log_loss[k_end] - ngd.log_loss[k_end],
     );
-    rep.check(
-        Check::at_most(
-            "ps-gd-after-switch",
-            "PS: steps k ≥ k_sw with L/‖∇L‖² ≤ cap (uncapped after the switch; NaN: no switch by K)",
-            uncapped_after,
-            0.0,
-        )
-        .note(format!(
-            "k_sw = {k_sw:?} (cap {:e}); from k_sw PS is GD(cap) (paper Sec. 3.2); ln L − ln L_NGD: \
+    rep.at_most(
+        "ps-gd-after-switch",
+        "PS: steps k ≥ k_sw with L/‖∇L‖² ≤ cap (uncapped after the switch; NaN: no switch by K)",
+        uncapped_after,
+        0.0,
+    )
+    .note(format!(
+        "k_sw = {k_sw:?} (cap {:e}); from k_sw PS is GD(cap) (paper Sec. 3.2); ln L − ln L_NGD: \
              {:.3} at k_sw, {:.3} at K = {k_end}",
-            *p.ps_cap,
-            k_sw.map_or(f64::NAN, |k| ps.log_loss[k] - ngd.log_loss[k]),
-            ps.log_loss[k_end] - ngd.log_loss[k_end]
-        ))
-        .paper_claim("Fig. 3: PS is the fastest of GD, NGD, NGD-joint and PS"),
-    );
+        *p.ps_cap,
+        k_sw.map_or(f64::NAN, |k| ps.log_loss[k] - ngd.log_loss[k]),
+        ps.log_loss[k_end] - ngd.log_loss[k_end]
+    ))
+    .paper_claim("Fig. 3: PS is the fastest of GD, NGD, NGD-joint and PS");
 }
 
 /// Means of v over the doubling windows [from·2^j, from·2^{j+1}) that fit in [from, k_end].
@@ -667,8 +651,7 @@ pub(super) fn lemma12_check(rep: &mut Report, r: &JointRun, u_mm_norm: f64) {
             "no iterate has min_i φ_{i,opt} ≥ ½",
         );
     } else {
-        rep.check(
-            Check::at_least(
+        rep.at_least(
                 &id("lem-12-u-mm-separates"),
                 &name("Lemma 12: min over iterates with min_i φ_{i,opt} ≥ ½ of min_i y_i u_mmᵀX_iᵀφ_i (> 0)"),
                 r.lemma12_min_margin,
@@ -678,8 +661,7 @@ pub(super) fn lemma12_check(rep: &mut Report, r: &JointRun, u_mm_norm: f64) {
                 "{} iterates with φ_opt ≥ ½; ‖u_mm‖ = {u_mm_norm:.4}; the features X_iᵀφ_i mix the \
                  optimal token (u_mm-score ≥ 1) with weight ≥ ½ and the others",
                 r.lemma12_iterates
-            )),
-        );
+            ));
     }
     rep.derive(
         &format!("{}_lemma12_min_margin", run_key(r)),
@@ -699,8 +681,7 @@ fn lemma13_checks(rep: &mut Report, r: &JointRun, c: &Checks) {
             "no iterate has a positive u_mm-margin µ_k, so the bound is vacuous",
         );
     } else {
-        rep.check(
-            Check::at_least(
+        rep.at_least(
                 &id("lem-13-pl-like"),
                 &name("Lemma 13(1): min over iterates of (‖∇_uL‖/L) ÷ (µ_k/‖u_mm‖), µ_k = min_i y_i u_mmᵀX_iᵀφ_i > 0"),
                 r.lemma13_pl_ratio,
@@ -710,20 +691,17 @@ fn lemma13_checks(rep: &mut Report, r: &JointRun, c: &Checks) {
                 "constant reconstructed from the proof's dual-norm argument (the printed constant was \
                  lost): with exponential loss (−ℓ′ = ℓ), ‖∇_uL‖ ≥ ⟨−∇_uL, ū_mm⟩ ≥ L·µ_k/‖u_mm‖; \
                  bound 1 − 1e-12 (rounding)",
-            ),
-        );
+            );
     }
-    rep.check(
-        Check::at_most(
-            &id("lem-13-loss-between-iterates"),
-            &name("Lemma 13(2): max over k and θ′ ∈ [θ_k, θ_{k+1}] of L(θ′)/L(θ_k)"),
-            r.lemma13_segment_ln_ratio.exp(),
-            *c.segment_loss_ratio,
-        )
-        .note(
-            "16 points per segment; the constant C₂ was lost (spec §4.3 recipe: ≤ 10; \
+    rep.at_most(
+        &id("lem-13-loss-between-iterates"),
+        &name("Lemma 13(2): max over k and θ′ ∈ [θ_k, θ_{k+1}] of L(θ′)/L(θ_k)"),
+        r.lemma13_segment_ln_ratio.exp(),
+        *c.segment_loss_ratio,
+    )
+    .note(
+        "16 points per segment; the constant C₂ was lost (spec §4.3 recipe: ≤ 10; \
              log-Lipschitz loss as in Taheri–Thrampoulidis)",
-        ),
     );
     let key = run_key(r);
     rep.derive(&format!("{key}_lemma13_pl_ratio"), r.lemma13_pl_ratio);
@@ -744,45 +722,41 @@ fn lemma10_slack(p: &Params, c: &Checks) -> f64 {
 /// from its first step on, where the bound has content).
 pub(super) fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormLower, slack: f64) {
     let key = run_key(r);
-    rep.check(
-        Check::at_least(
-            &format!("lem-10-u-lower.{}", r.label),
-            &format!(
-                "{}: Lem. 10 min_k ⟨u_k, ū_mm⟩ − (⟨u₀, ū_mm⟩ + ηΣ_{{s<k}} µ_s/(B‖u_mm‖))",
-                r.label
-            ),
-            lower.u_margin,
-            slack,
-        )
-        .note(format!(
-            "[R?] lower bound (the printed one was lost), [D] per step: ‖∇_uL‖ ≤ BL and \
+    rep.at_least(
+        &format!("lem-10-u-lower.{}", r.label),
+        &format!(
+            "{}: Lem. 10 min_k ⟨u_k, ū_mm⟩ − (⟨u₀, ū_mm⟩ + ηΣ_{{s<k}} µ_s/(B‖u_mm‖))",
+            r.label
+        ),
+        lower.u_margin,
+        slack,
+    )
+    .note(format!(
+        "[R?] lower bound (the printed one was lost), [D] per step: ‖∇_uL‖ ≤ BL and \
              ⟨−∇_uL, ū_mm⟩ ≥ Lµ_s/‖u_mm‖, µ_s = min_i y_iu_mmᵀX_iᵀφ_i (−η when µ_s < 0); \
              bound at K ÷ ηK = {:.4}: ‖u_k‖ = Ω(ηk)",
-            lower.u_rate
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            &format!("lem-10-w-lower.{}", r.label),
-            &format!(
-                "{}: Lem. 10 min over k after W's first step of ⟨W_k, W̄_mm⟩ − (⟨W₀, W̄_mm⟩ + \
+        lower.u_rate
+    ));
+    rep.at_least(
+        &format!("lem-10-w-lower.{}", r.label),
+        &format!(
+            "{}: Lem. 10 min over k after W's first step of ⟨W_k, W̄_mm⟩ − (⟨W₀, W̄_mm⟩ + \
                  Σ_s η(s+1)^{{−α}}Γ/(2B²)) (NaN: W never moves)",
-                r.label
-            ),
-            lower.w_margin,
-            slack,
-        )
-        .note(format!(
-            "[R?] lower bound, [D] per W-step by Lemma 4 (Ass. 2 holds at T = 2) while the \
+            r.label
+        ),
+        lower.w_margin,
+        slack,
+    )
+    .note(format!(
+        "[R?] lower bound, [D] per W-step by Lemma 4 (Ass. 2 holds at T = 2) while the \
              decoder's optimal tokens are W_mm's (−η(s+1)^{{−α}} at the {} steps where they \
              differ); W first moves at step k = {} (∇_WL = 0 at u = 0; before, both sides are \
              ⟨W₀, W̄_mm⟩, so the margin is taken from there on); bound at K ÷ W path length = \
              {:.4} (Γ/(2B²) when no step differs): ‖W_k‖ = Ω(ηk^{{1−α}})",
-            lower.opt_mismatches,
-            lower.w_first_step.map_or("never".into(), |k| k.to_string()),
-            lower.w_rate
-        )),
-    );
+        lower.opt_mismatches,
+        lower.w_first_step.map_or("never".into(), |k| k.to_string()),
+        lower.w_rate
+    ));
     rep.derive(&format!("{key}_lemma10_u_lower_rate"), lower.u_rate);
     rep.derive(&format!("{key}_lemma10_w_lower_rate"), lower.w_rate);
 }
@@ -814,31 +788,29 @@ fn self_bound_check(
         .expect("k = 0 is always measured");
     let ratio = stats::max(points.iter().map(SelfBoundPoint::ratio));
     let largest = stats::max(points.iter().map(|pt| pt.hessian_over_loss));
-    rep.check(
-        Check::at_most(
-            &format!("lem-13-self-bounded.{}", r.label),
-            &format!(
-                "{}: Lemma 13(3): max_k ‖∇²L(θ_k)‖ ÷ (C₃·L(θ_k)), {}",
-                r.label,
-                c.self_bound_constant.formula()
-            ),
-            ratio,
-            1.0 + *c.self_bound_slack,
-        )
-        .note(format!(
-            "{} iterates, ‖∇²L‖ by Lanczos on the exact HVP (a lower estimate, exact past the \
+    rep.at_most(
+        &format!("lem-13-self-bounded.{}", r.label),
+        &format!(
+            "{}: Lemma 13(3): max_k ‖∇²L(θ_k)‖ ÷ (C₃·L(θ_k)), {}",
+            r.label,
+            c.self_bound_constant.formula()
+        ),
+        ratio,
+        1.0 + *c.self_bound_slack,
+    )
+    .note(format!(
+        "{} iterates, ‖∇²L‖ by Lanczos on the exact HVP (a lower estimate, exact past the \
              Hessian's rank); worst at k = {} (‖u_k‖ = {:.3}, ‖∇²L‖/L = {:.4e}, C₃ = {:.4e}); \
              max_k ‖∇²L‖/L = {largest:.4e}. C₃ reconstructed (the printed one was lost) from \
              ∇²L = (1/n)Σℓ_i(∇m_i∇m_iᵀ − ∇²m_i) with ‖∇m_i‖² ≤ B² + B⁶‖u‖², \
              ‖∇²m_i‖ ≤ B⁵‖u‖ + B³√(1 + B⁴‖u‖²) (softmax derivatives as φ-covariances, \
              Deora et al. 2023 Prop. 3's shape)",
-            points.len(),
-            worst.k,
-            worst.norm_u,
-            worst.hessian_over_loss,
-            worst.c3
-        )),
-    );
+        points.len(),
+        worst.k,
+        worst.norm_u,
+        worst.hessian_over_loss,
+        worst.c3
+    ));
     let key = run_key(r);
     rep.derive(&format!("{key}_lemma13_hessian_ratio"), ratio);
     rep.derive(&format!("{key}_lemma13_max_hessian_over_loss"), largest);

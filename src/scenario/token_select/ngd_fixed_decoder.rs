@@ -13,7 +13,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Fraction, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
@@ -298,85 +298,69 @@ fn run_checks(
     let (gamma, b2, eta) = (setup.margin, setup.b2(), *p.eta);
     let slack = *c.rel_slack;
     let scale = p.steps as f64 * eta;
-    rep.check(
-        Check::at_least(
-            &format!("lemma-phi-opt-phi-opt-w0.{label}"),
-            &format!("[{label}] Lemma 3: min φ_opt / min(φ_opt(W₀), 1/(1+e^{{2ηB²}}))"),
-            a.lemma3_ratio,
-            1.0 - slack,
-        )
-        .note("every sample, every k"),
-    );
-    rep.check(
-        Check::at_most(
-            &format!("lemma-decreases-phi-opt-while-phi.{label}"),
-            &format!("[{label}] Lemma 3: decreases of φ_opt while φ_opt < ½"),
-            a.lemma3_violations as f64,
-            0.0,
-        )
-        .note(format!(
-            "over all (k, i); decreases at any φ: {}",
-            a.decreases
-        )),
-    );
-    rep.check(
-        Check::at_least(
-            &format!("lemma-ln-mm-ln.{label}"),
-            &format!("[{label}] Lemma 4: min_k ln⟨−∇L, W_mm⟩ − ln P(W)"),
-            a.lemma4_lower,
-            -slack,
-        )
-        .note("P = (1/n)Σ|ℓ'_i|Δ_iφ_opt(1−φ_opt), in logs, every k"),
-    );
-    rep.check(
-        Check::at_most(
-            &format!("lemma-ln-ln-2b2p.{label}"),
-            &format!("[{label}] Lemma 4: max_k ln‖∇L‖ − ln(2B²P(W))"),
-            a.lemma4_upper,
-            slack,
-        )
-        .note("every k"),
-    );
-    rep.check(
-        Check::at_least(
-            &format!("lemma-rho-mm.{label}"),
-            &format!("[{label}] Lemma 4: min_k ρ(W_k) = ⟨−∇L, W̄_mm⟩/‖∇L‖"),
-            a.rho_min,
-            gamma / (2.0 * b2),
-        )
-        .note("bound Γ/(2B²)"),
-    );
-    rep.check(
-        Check::at_least(
-            &format!("lemma-mm-w0-mm-etagammak-2b2.{label}"),
-            &format!("[{label}] Lemma 5: min_k ⟨W_k,W̄_mm⟩ − (⟨W₀,W̄_mm⟩ + ηΓk/(2B²))"),
-            a.lemma5_lower,
-            -slack * scale,
-        )
-        .note("every k"),
-    );
-    rep.check(
-        Check::at_most(
-            &format!("lemma-w0-etak.{label}"),
-            &format!("[{label}] Lemma 5: max_k ‖W_k‖ − (‖W₀‖ + ηk)"),
-            a.lemma5_upper,
-            slack * scale,
-        )
-        .note("every k"),
-    );
+    rep.at_least(
+        &format!("lemma-phi-opt-phi-opt-w0.{label}"),
+        &format!("[{label}] Lemma 3: min φ_opt / min(φ_opt(W₀), 1/(1+e^{{2ηB²}}))"),
+        a.lemma3_ratio,
+        1.0 - slack,
+    )
+    .note("every sample, every k");
+    rep.at_most(
+        &format!("lemma-decreases-phi-opt-while-phi.{label}"),
+        &format!("[{label}] Lemma 3: decreases of φ_opt while φ_opt < ½"),
+        a.lemma3_violations as f64,
+        0.0,
+    )
+    .note(format!(
+        "over all (k, i); decreases at any φ: {}",
+        a.decreases
+    ));
+    rep.at_least(
+        &format!("lemma-ln-mm-ln.{label}"),
+        &format!("[{label}] Lemma 4: min_k ln⟨−∇L, W_mm⟩ − ln P(W)"),
+        a.lemma4_lower,
+        -slack,
+    )
+    .note("P = (1/n)Σ|ℓ'_i|Δ_iφ_opt(1−φ_opt), in logs, every k");
+    rep.at_most(
+        &format!("lemma-ln-ln-2b2p.{label}"),
+        &format!("[{label}] Lemma 4: max_k ln‖∇L‖ − ln(2B²P(W))"),
+        a.lemma4_upper,
+        slack,
+    )
+    .note("every k");
+    rep.at_least(
+        &format!("lemma-rho-mm.{label}"),
+        &format!("[{label}] Lemma 4: min_k ρ(W_k) = ⟨−∇L, W̄_mm⟩/‖∇L‖"),
+        a.rho_min,
+        gamma / (2.0 * b2),
+    )
+    .note("bound Γ/(2B²)");
+    rep.at_least(
+        &format!("lemma-mm-w0-mm-etagammak-2b2.{label}"),
+        &format!("[{label}] Lemma 5: min_k ⟨W_k,W̄_mm⟩ − (⟨W₀,W̄_mm⟩ + ηΓk/(2B²))"),
+        a.lemma5_lower,
+        -slack * scale,
+    )
+    .note("every k");
+    rep.at_most(
+        &format!("lemma-w0-etak.{label}"),
+        &format!("[{label}] Lemma 5: max_k ‖W_k‖ − (‖W₀‖ + ηk)"),
+        a.lemma5_upper,
+        slack * scale,
+    )
+    .note("every k");
     for sk in &a.skeletons {
-        rep.check(
-            Check::at_most(
-                &format!("thm-certified-skeleton-k0-corr-bound.{label}-{}", sk.start),
-                &format!(
-                    "[{label}] Thm 1/5 certified skeleton from k₀ = {}: max_k (1−corr)/bound",
-                    sk.start
-                ),
-                sk.worst_ratio,
-                1.0 + slack,
-            )
-            .note("with the measured ε̂_s and δ_s = η, every k > k₀"),
-        );
+        rep.at_most(
+            &format!("thm-certified-skeleton-k0-corr-bound.{label}-{}", sk.start),
+            &format!(
+                "[{label}] Thm 1/5 certified skeleton from k₀ = {}: max_k (1−corr)/bound",
+                sk.start
+            ),
+            sk.worst_ratio,
+            1.0 + slack,
+        )
+        .note("with the measured ε̂_s and δ_s = η, every k > k₀");
     }
     // Thm 1's rate k^{−1/2}: C = factor·max_{[k₀,2k₀]} (1 − corr)√k from the early window, the
     // envelope C k^{−1/2} tested only on the later window [k_test, K]; a decay slower than
@@ -395,8 +379,7 @@ fn run_checks(
         scaled(k_test, f64::INFINITY)
             .map(|(k, v)| v / k.sqrt() / (fitted / k.sqrt()).max(*c.resolution_floor)),
     );
-    rep.check(
-        Check::at_most(
+    rep.at_most(
             &format!("thm-1-rate.{label}"),
             &format!(
                 "[{label}] Thm 1 rate: max_{{k ≥ {}}} (1−corr) / max(C k^(−1/2), floor), C from [{}, {}]",
@@ -413,28 +396,25 @@ fn run_checks(
              rate (spec §6.3)",
             *c.envelope_factor, *c.resolution_floor, p.envelope_test_from, p.steps
         ))
-        .paper_claim("Thm 1/5: 1 − corr = O(k^{−1/2}) [R?]; measured decay is ≈ k^{−2}"),
-    );
+        .paper_claim("Thm 1/5: 1 − corr = O(k^{−1/2}) [R?]; measured decay is ≈ k^{−2}");
     let tail = ((a.eps.len() as f64) * *c.eps_tail_fraction)
         .ceil()
         .max(1.0) as usize;
     let eps_tail = a.eps[a.eps.len() - tail..].iter().sum::<f64>() / tail as f64;
-    rep.check(
-        Check::at_most(
-            &format!("lemma-mean-eps-over-last-iterations.{label}-{tail}"),
-            &format!("[{label}] Lemma 7: mean ε̂ over the last {tail} iterations"),
-            eps_tail,
-            *c.eps_tail_max,
-        )
-        .note("ε̂ → 0 as ‖W‖ → ∞"),
-    );
+    rep.at_most(
+        &format!("lemma-mean-eps-over-last-iterations.{label}-{tail}"),
+        &format!("[{label}] Lemma 7: mean ε̂ over the last {tail} iterations"),
+        eps_tail,
+        *c.eps_tail_max,
+    )
+    .note("ε̂ → 0 as ‖W‖ → ∞");
     let at_global = a.corr_at.first().map_or(f64::NAN, |&(_, v)| v);
-    rep.check(Check::at_most(
+    rep.at_most(
         &format!("global-corr.{label}-{}", *p.global_k),
         &format!("[{label}] global: 1 − corr at k = {}", *p.global_k),
         at_global,
         *c.global_max,
-    ));
+    );
     let [k1, k2] = p.slope_window;
     let slope = log_log_slope_fit(
         &curves.k,

@@ -14,7 +14,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
@@ -205,92 +205,76 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
-    rep.check(
-        Check::at_least(
-            &format!("thm-sandwich-lower-ln-mm-ln.{label}"),
-            &format!("[{label}] Thm 7 sandwich (lower): min_k ln⟨−∇L,W̄_mm⟩ − ln(Γφ_min(L−L*))"),
-            acc.lower,
-            -*c.rel_slack,
+    rep.at_least(
+        &format!("thm-sandwich-lower-ln-mm-ln.{label}"),
+        &format!("[{label}] Thm 7 sandwich (lower): min_k ln⟨−∇L,W̄_mm⟩ − ln(Γφ_min(L−L*))"),
+        acc.lower,
+        -*c.rel_slack,
+    )
+    .note("every k");
+    rep.at_most(
+        &format!("thm-sandwich-upper-ln-ln-2b2.{label}"),
+        &format!("[{label}] Thm 7 sandwich (upper): max_k ln‖∇L‖ − ln(2B²(1+Δ̄)(L−L*))"),
+        acc.upper,
+        *c.rel_slack,
+    )
+    .note(format!(
+        "every k; η_eff = (L−L*)/‖∇L‖ ranged over [{:.4}, {:.4}]",
+        acc.eta_eff.0, acc.eta_eff.1
+    ));
+    if cap.is_infinite() {
+        rep.at_least(
+            &format!("lemma-eta-eff-2b2-delta-mm.{label}"),
+            &format!("[{label}] Lemma 5 (η_eff ≥ 1/(2B²(1+Δ̄))): min_k ⟨W_k,W̄_mm⟩ − lower_k"),
+            acc.lemma5_lower,
+            0.0,
         )
-        .note("every k"),
-    );
-    rep.check(
-        Check::at_most(
-            &format!("thm-sandwich-upper-ln-ln-2b2.{label}"),
-            &format!("[{label}] Thm 7 sandwich (upper): max_k ln‖∇L‖ − ln(2B²(1+Δ̄)(L−L*))"),
-            acc.upper,
-            *c.rel_slack,
+        .note("lower_k = ⟨W₀,W̄_mm⟩ + k·Γ/(2B²)·1/(2B²(1+Δ̄)), every k ≥ 1");
+        rep.at_most(
+            &format!("lemma-eta-eff-gammaphi-upper.{label}"),
+            &format!("[{label}] Lemma 5 (η_eff ≤ 1/(Γφ_min)): max_k ‖W_k‖ − upper_k"),
+            acc.lemma5_upper,
+            0.0,
+        )
+        .note("upper_k = ‖W₀‖ + Σ_{s<k} 1/(Γφ_min(W_s)), every k ≥ 1");
+    } else {
+        rep.holds(
+            &format!("cap-binds-sw-exists.{label}"),
+            &format!("[{label}] the cap binds (k_sw exists)"),
+            acc.k_switch.is_some(),
+        )
+        .note(format!("k_sw = {:?}", acc.k_switch));
+        let k_cert = acc.last_above_level.map_or(0, |k| k + 1);
+        rep.at_most(
+            &format!("uncapped-steps-2b2-delta-cap.{label}"),
+            &format!("[{label}] uncapped steps with ‖∇L‖ ≤ 1/(2B²(1+Δ̄)·cap)"),
+            acc.uncapped_below_level as f64,
+            0.0,
         )
         .note(format!(
-            "every k; η_eff = (L−L*)/‖∇L‖ ranged over [{:.4}, {:.4}]",
-            acc.eta_eff.0, acc.eta_eff.1
-        )),
-    );
-    if cap.is_infinite() {
-        rep.check(
-            Check::at_least(
-                &format!("lemma-eta-eff-2b2-delta-mm.{label}"),
-                &format!("[{label}] Lemma 5 (η_eff ≥ 1/(2B²(1+Δ̄))): min_k ⟨W_k,W̄_mm⟩ − lower_k"),
-                acc.lemma5_lower,
-                0.0,
-            )
-            .note("lower_k = ⟨W₀,W̄_mm⟩ + k·Γ/(2B²)·1/(2B²(1+Δ̄)), every k ≥ 1"),
-        );
-        rep.check(
-            Check::at_most(
-                &format!("lemma-eta-eff-gammaphi-upper.{label}"),
-                &format!("[{label}] Lemma 5 (η_eff ≤ 1/(Γφ_min)): max_k ‖W_k‖ − upper_k"),
-                acc.lemma5_upper,
-                0.0,
-            )
-            .note("upper_k = ‖W₀‖ + Σ_{s<k} 1/(Γφ_min(W_s)), every k ≥ 1"),
-        );
-    } else {
-        rep.check(
-            Check::holds(
-                &format!("cap-binds-sw-exists.{label}"),
-                &format!("[{label}] the cap binds (k_sw exists)"),
-                acc.k_switch.is_some(),
-            )
-            .note(format!("k_sw = {:?}", acc.k_switch)),
-        );
-        let k_cert = acc.last_above_level.map_or(0, |k| k + 1);
-        rep.check(
-            Check::at_most(
-                &format!("uncapped-steps-2b2-delta-cap.{label}"),
-                &format!("[{label}] uncapped steps with ‖∇L‖ ≤ 1/(2B²(1+Δ̄)·cap)"),
-                acc.uncapped_below_level as f64,
-                0.0,
-            )
-            .note(format!(
-                "the sandwich forces (L−L*)/‖∇L‖² > cap there; ‖∇L‖ stays below that level \
+            "the sandwich forces (L−L*)/‖∇L‖² > cap there; ‖∇L‖ stays below that level \
                  from k = {k_cert} on, so PS = GD(cap) from then"
-            )),
-        );
+        ));
         let exceptions: Vec<String> = acc
             .uncapped_after
             .iter()
             .map(|(k, r)| format!("k = {k} (step/cap = {r:.4})"))
             .collect();
-        rep.check(
-            Check::at_most(
-                &format!("uncapped-steps-after-cert-ps-gd.{label}"),
-                &format!("[{label}] uncapped steps after k_cert (PS = GD(cap) from k_cert)"),
-                acc.uncapped_after
-                    .iter()
-                    .filter(|(k, _)| *k >= k_cert)
-                    .count() as f64,
-                0.0,
-            )
-            .note(format!(
-                "k_sw = {:?}, k_cert = {k_cert}; uncapped steps after k_sw: [{}]",
-                acc.k_switch,
-                exceptions.join(", ")
-            ))
-            .paper_claim(
-                "spec §4.2 recipe: every step from the first capped one (k_sw) on is capped",
-            ),
-        );
+        rep.at_most(
+            &format!("uncapped-steps-after-cert-ps-gd.{label}"),
+            &format!("[{label}] uncapped steps after k_cert (PS = GD(cap) from k_cert)"),
+            acc.uncapped_after
+                .iter()
+                .filter(|(k, _)| *k >= k_cert)
+                .count() as f64,
+            0.0,
+        )
+        .note(format!(
+            "k_sw = {:?}, k_cert = {k_cert}; uncapped steps after k_sw: [{}]",
+            acc.k_switch,
+            exceptions.join(", ")
+        ))
+        .paper_claim("spec §4.2 recipe: every step from the first capped one (k_sw) on is capped");
     }
 }
 

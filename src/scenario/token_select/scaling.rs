@@ -41,7 +41,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, Series};
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::{no_validation, Kind};
-use crate::scenario::{Check, Report, RunContext, RunError, Table};
+use crate::scenario::{Report, RunContext, RunError, Table};
 
 use super::common::DATA_STREAM;
 use super::params::{Band, Sizes};
@@ -268,19 +268,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .collect();
         let count_fit = fit(&counts, "count")?;
         rep.derive(&format!("{name}_work_exponent"), count_fit.slope);
-        rep.check(
-            Check::within(
-                &format!("exponent-per-tau-model.{name}-{counted}-{count_model}"),
-                &format!("{name}: exponent of {counted} per τ in P (model {count_model})"),
-                count_fit.slope,
-                band[0],
-                band[1],
-            )
-            .note(format!(
-                "sizes d = {:?}",
-                pts.iter().map(|q| q.d).collect::<Vec<_>>()
-            )),
-        );
+        rep.within(
+            &format!("exponent-per-tau-model.{name}-{counted}-{count_model}"),
+            &format!("{name}: exponent of {counted} per τ in P (model {count_model})"),
+            count_fit.slope,
+            band[0],
+            band[1],
+        )
+        .note(format!(
+            "sizes d = {:?}",
+            pts.iter().map(|q| q.d).collect::<Vec<_>>()
+        ));
         // the wall-time fit is drawn, not checked or stored with the reproducible outputs
         let time_label = match log_log_slope_fit(&x, &wall, all) {
             Ok(f) => format!("{label}: P^{{{:.2}}} (model {time_model})", f.slope),
@@ -365,16 +363,15 @@ fn memory_checks(
         let fit = log_log_slope_fit(&x, &bytes, all)
             .map_err(|e| RunError::Other(format!("{name} memory exponent: {e}")))?;
         rep.derive(&format!("{name}_memory_exponent"), fit.slope);
-        rep.check(
-            Check::within(&id, &title, fit.slope, band[0], band[1]).note(format!(
+        rep.within(&id, &title, fit.slope, band[0], band[1])
+            .note(format!(
                 "peak heap {:.3e} … {:.3e} bytes at P = {} … {}; faer's one-time per-thread \
                  workspace is allocated before the solves and not counted",
                 bytes[0],
                 bytes[bytes.len() - 1],
                 x[0],
                 x[x.len() - 1]
-            )),
-        );
+            ));
         panel = panel.series(
             Series::new(
                 format!("{}: P^{{{:.2}}} (model {model})", method.label(), fit.slope),

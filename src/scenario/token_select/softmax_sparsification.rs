@@ -12,7 +12,7 @@ use crate::plot::{BarPanel, Figure, LegendPosition, LinePanel, LineStyle, RefLin
 use crate::scenario::cost::Cost;
 use crate::scenario::param::{AtLeast, Fraction, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario};
 use crate::stats;
 
 use super::common::{optimizer_runs, DataName, UserFiles};
@@ -103,8 +103,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         }
     })?;
     rep.series = table;
-    rep.check(
-        Check::at_most(
+    rep.at_most(
             "lemma-certified-bound-ln-phi-opt", "Lemma 1/8 certified bound: max_{k,i} ln(1−φ_{i,opt}) − ln((T−1)e^{−‖W‖(Γ−2√2B²√(1−corr))})",
             worst_excess,
             *c.rel_slack,
@@ -112,8 +111,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .note(format!(
             "every k and sample; non-trivial (exponent > 0) from k = {}",
             nontrivial_from.map_or("never".into(), |k| k.to_string())
-        )),
-    );
+        ));
     let first = ((1.0 - *p.fit_fraction) * *p.steps as f64).floor() as usize;
     let window = first..path.norm.len();
     let x = &path.norm[window.clone()];
@@ -124,18 +122,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ("ln(1 − min_i φ_{i,opt})", phi_slope),
         ("ln(L − L*)", loss_slope),
     ] {
-        rep.check(
-            Check::at_most(
-                &format!("lemma-exponent-slope-vs-gamma-gamma.{what}"),
-                &format!("Lemma 1/8 exponent: |slope of {what} vs ‖W‖ + Γ|/Γ"),
-                (slope + gamma).abs() / gamma,
-                *c.slope_rel_tol,
-            )
-            .note(format!(
-                "least squares over k ∈ [{first}, {}]: slope {slope:.6}, Γ = {gamma:.6}",
-                *p.steps
-            )),
-        );
+        rep.at_most(
+            &format!("lemma-exponent-slope-vs-gamma-gamma.{what}"),
+            &format!("Lemma 1/8 exponent: |slope of {what} vs ‖W‖ + Γ|/Γ"),
+            (slope + gamma).abs() / gamma,
+            *c.slope_rel_tol,
+        )
+        .note(format!(
+            "least squares over k ∈ [{first}, {}]: slope {slope:.6}, Γ = {gamma:.6}",
+            *p.steps
+        ));
     }
     // sharper asymptotic per sample: −ln(1 − φ_{i,opt})/‖W‖ → Γ·min_t⟨W_mm, D_{i,t}⟩
     let per_sample_margin = per_sample_min_margin(&setup);
@@ -152,14 +148,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .zip(&predicted)
             .map(|(s, q)| (s - q).abs() / q),
     );
-    rep.check(
-        Check::at_most(
-            "per-sample-exponent-slope-gamma-mm", "per-sample exponent: max_i |−slope_i − Γ·min_t⟨W_mm, D_{i,t}⟩| / (Γ·min_t⟨W_mm, D_{i,t}⟩)",
-            worst_sample,
-            *c.slope_rel_tol,
-        )
-        .note("support samples decay at Γ, the others faster (spec §4.2, sharper asymptotic)"),
-    );
+    rep.at_most(
+        "per-sample-exponent-slope-gamma-mm",
+        "per-sample exponent: max_i |−slope_i − Γ·min_t⟨W_mm, D_{i,t}⟩| / (Γ·min_t⟨W_mm, D_{i,t}⟩)",
+        worst_sample,
+        *c.slope_rel_tol,
+    )
+    .note("support samples decay at Γ, the others faster (spec §4.2, sharper asymptotic)");
     rep.derive("slope_ln_one_minus_phi_min", phi_slope);
     rep.derive("slope_ln_excess", loss_slope);
     rep.derive("per_sample_slopes", &sample_slopes);

@@ -25,7 +25,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{NonEmpty, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::attention_common::{gaussian_matrix, line_fit, logits, min_logit_gap, naive_excess};
@@ -217,27 +217,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let run = ngd_run(&model, w0, &svm.w, p)?;
         let steps = run.step_error.len();
 
-        rep.check(
-            Check::at_most(
-                &format!("non-finite-values.{label}"),
-                &format!("{label}: non-finite values"),
-                run.non_finite as f64,
-                0.0,
-            )
-            .note(format!(
-                "W, ln(L − L*), ln‖∇L‖, ln(1 − φ_opt) over {steps} NGD steps to ‖W‖ = {:.0}, \
+        rep.at_most(
+            &format!("non-finite-values.{label}"),
+            &format!("{label}: non-finite values"),
+            run.non_finite as f64,
+            0.0,
+        )
+        .note(format!(
+            "W, ln(L − L*), ln‖∇L‖, ln(1 − φ_opt) over {steps} NGD steps to ‖W‖ = {:.0}, \
                      min logit gap {:.0}",
-                run.norm.last().unwrap(),
-                run.gap.last().unwrap()
-            )),
-        );
+            run.norm.last().unwrap(),
+            run.gap.last().unwrap()
+        ));
         let worst_step = stats::max(run.step_error.iter());
-        rep.check(Check::at_most(
+        rep.at_most(
             &format!("ngd-step-length-eta.{label}"),
             &format!("{label}: max |NGD step length/η − 1|"),
             worst_step,
             *c.step_length_rel_tol,
-        ));
+        );
 
         let from = *p.fit_from * *p.target_norm;
         let tail: Vec<usize> = (0..run.norm.len())
@@ -246,48 +244,42 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         let xs: Vec<f64> = tail.iter().map(|&k| run.norm[k]).collect();
         let ys: Vec<f64> = tail.iter().map(|&k| run.log_excess[k]).collect();
         let fit = line_fit(&xs, &ys);
-        rep.check(
-            Check::at_most(
-                &format!("slope-ln-vs-gamma.{label}"),
-                &format!("{label}: |slope of ln(L − L*) vs ‖W‖ / (−Γ) − 1|"),
-                (fit.slope / -gamma_mm - 1.0).abs(),
-                *c.slope_rel_tol,
-            )
-            .note(format!(
-                "slope {:.6} vs −Γ = {:.6} on ‖W‖ ∈ [{from:.0}, {:.0}] ({} iterates)",
-                fit.slope,
-                -gamma_mm,
-                run.norm.last().unwrap(),
-                fit.points
-            )),
-        );
-        rep.check(Check::at_most(
+        rep.at_most(
+            &format!("slope-ln-vs-gamma.{label}"),
+            &format!("{label}: |slope of ln(L − L*) vs ‖W‖ / (−Γ) − 1|"),
+            (fit.slope / -gamma_mm - 1.0).abs(),
+            *c.slope_rel_tol,
+        )
+        .note(format!(
+            "slope {:.6} vs −Γ = {:.6} on ‖W‖ ∈ [{from:.0}, {:.0}] ({} iterates)",
+            fit.slope,
+            -gamma_mm,
+            run.norm.last().unwrap(),
+            fit.points
+        ));
+        rep.at_most(
             &format!("ln-line-fit-window.{label}"),
             &format!("{label}: max |ln(L − L*) − line| on the fit window"),
             fit.max_residual,
             *c.max_line_residual,
-        ));
+        );
         if source == Source::Named(DataName::TwoToken) {
             let (loss_err, dir_err) = two_token_errors(&run, *p.eta, start);
-            rep.check(
-                Check::at_most(
-                    &format!("rel-error-ln-vs-closed-form.{label}"),
-                    &format!("{label}: max rel. error of ln(L − L*) vs closed form"),
-                    loss_err,
-                    *c.closed_form_rel_tol,
-                )
-                .note("−1 + ln expm1(σ(−g)) at every iterate, g = W₁₁ − W₂₁ (§4.2)"),
-            );
+            rep.at_most(
+                &format!("rel-error-ln-vs-closed-form.{label}"),
+                &format!("{label}: max rel. error of ln(L − L*) vs closed form"),
+                loss_err,
+                *c.closed_form_rel_tol,
+            )
+            .note("−1 + ln expm1(σ(−g)) at every iterate, g = W₁₁ − W₂₁ (§4.2)");
             if start.p > 0.0 {
-                rep.check(
-                    Check::at_most(
-                        &format!("corr-closed-form.{label}"),
-                        &format!("{label}: max |(1 − corr)/closed form − 1|"),
-                        dir_err,
-                        *c.direction_rel_tol,
-                    )
-                    .note("p/(c² + p + c√(c² + p)), c = c₀ + ηk (§4.2), via dist²/2"),
-                );
+                rep.at_most(
+                    &format!("corr-closed-form.{label}"),
+                    &format!("{label}: max |(1 − corr)/closed form − 1|"),
+                    dir_err,
+                    *c.direction_rel_tol,
+                )
+                .note("p/(c² + p + c√(c² + p)), c = c₀ + ηk (§4.2), via dist²/2");
             } else {
                 rep.skip(
                     &format!("corr-closed-form.{label}"),
@@ -298,17 +290,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         } else {
             let half = run.one_minus_corr[tail[0]];
             let last = *run.one_minus_corr.last().unwrap();
-            rep.check(
-                Check::at_most(
-                    &format!("corr-end-fit-start.{label}"),
-                    &format!("{label}: (1 − corr) at the end / at the fit start"),
-                    last / half,
-                    1.0,
-                )
-                .note(
-                    "the NGD direction keeps improving in the tail (it did not in naive f64, §8.1)",
-                ),
-            );
+            rep.at_most(
+                &format!("corr-end-fit-start.{label}"),
+                &format!("{label}: (1 − corr) at the end / at the fit start"),
+                last / half,
+                1.0,
+            )
+            .note("the NGD direction keeps improving in the tail (it did not in naive f64, §8.1)");
         }
         let broken = naive_break(&run, *c.naive_break_rel_error);
         let gap_at_break = broken.map_or(f64::NAN, |k| run.gap[k]);
@@ -322,19 +310,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
                  params.json",
             );
         } else {
-            rep.check(
-                Check::within(
-                    &format!("naive-break-gap.{label}"),
-                    &break_title,
-                    gap_at_break,
-                    c.naive_break_gap[0],
-                    c.naive_break_gap[1],
-                )
-                .note(format!(
-                    "negative control: first iterate with relative error > {} (NaN: never broke)",
-                    *c.naive_break_rel_error
-                )),
-            );
+            rep.within(
+                &format!("naive-break-gap.{label}"),
+                &break_title,
+                gap_at_break,
+                c.naive_break_gap[0],
+                c.naive_break_gap[1],
+            )
+            .note(format!(
+                "negative control: first iterate with relative error > {} (NaN: never broke)",
+                *c.naive_break_rel_error
+            ));
         }
         rep.derive(
             &label,

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::analysis::svm::{solve_l2, L2Solution, MarginConstraints, SvmError, SvmMethod};
 use crate::plot::{LegendPosition, LinePanel, LineStyle, Series};
-use crate::scenario::{Check, Report};
+use crate::scenario::Report;
 use crate::stats;
 
 use super::common::DataName;
@@ -193,10 +193,10 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
     let answers = solved.iter().flat_map(|(_, sols)| sols.all()).count();
     for (id, name, of, bound) in residuals {
         let (worst, at) = worst_of(solved, |_| true, of);
-        rep.check(Check::at_most(id, name, worst, bound).note(format!(
+        rep.at_most(id, name, worst, bound).note(format!(
             "worst over {} programs × (dual, primal): {at}",
             solved.len()
-        )));
+        ));
     }
     // a polished answer is w := Σ α_k f_k: its stationarity residual is 0 by construction
     let unpolished = |s: &L2Solution| !s.polished;
@@ -217,15 +217,13 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
         );
     } else {
         let (worst, at) = worst_of(solved, unpolished, |s| s.kkt.stationarity);
-        rep.check(
-            Check::at_most(
-                "stationarity-unpolished",
-                stationarity,
-                worst,
-                *c.max_stationarity,
-            )
-            .note(format!("worst over {count} interior-point answers: {at}")),
-        );
+        rep.at_most(
+            "stationarity-unpolished",
+            stationarity,
+            worst,
+            *c.max_stationarity,
+        )
+        .note(format!("worst over {count} interior-point answers: {at}"));
     }
     let diffs: Vec<(f64, &str)> = solved
         .iter()
@@ -239,20 +237,18 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
                 stats::larger(v, s.independent.violation),
             )
         });
-        rep.check(
-            Check::at_most(
-                "qp-vs-independent",
-                "‖w_QP − w_Hildreth‖/‖w_Hildreth‖",
-                worst,
-                *c.max_independent_difference,
-            )
-            .note(format!(
-                "the dual and primal QP answers against Hildreth's dual coordinate ascent \
+        rep.at_most(
+            "qp-vs-independent",
+            "‖w_QP − w_Hildreth‖/‖w_Hildreth‖",
+            worst,
+            *c.max_independent_difference,
+        )
+        .note(format!(
+            "the dual and primal QP answers against Hildreth's dual coordinate ascent \
                  (§3.3: one minimizer; up to {sweeps} sweeps, KKT violation ≤ {violation:.1e}); \
                  worst of {} programs: {at}",
-                diffs.len()
-            )),
-        );
+            diffs.len()
+        ));
     }
 }
 

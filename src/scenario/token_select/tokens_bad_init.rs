@@ -267,10 +267,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             let mut closed = vec![0.0; w_mm.len()];
             closed[..3].copy_from_slice(&[2.0 / 3.0, -1.0 / 3.0, 1.0 / 3.0]);
             let w_mm_err = stats::max(w_mm.iter().zip(&closed).map(|(a, b)| (a - b).abs()));
-            rep.check(
-                Check::at_most("w-svm-closed-form", closed_title, w_mm_err, *c.w_mm_tol)
-                    .note("spec 003 §3.4 closed form; both constraints active"),
-            );
+            rep.at_most("w-svm-closed-form", closed_title, w_mm_err, *c.w_mm_tol)
+                .note("spec 003 §3.4 closed form; both constraints active");
         }
     }
     rep.derive("w_mm_norm", svm.norm);
@@ -451,29 +449,25 @@ fn heads_to_zero_check(rep: &mut Report, runs: &[Run], inst: &Instance) {
     .expect("at least one run");
     let phi_min = stats::min(run.phi[i].iter());
     let k_min = run.phi[i].iter().position(|&f| f == phi_min).unwrap_or(0);
-    rep.check(
-        Check::at_most(
-            "phi-opt-never-heads-to-zero",
-            "max_{runs,i,k} [ln(1 − φ_{i,opt}(W_k)) − ln(1 − φ_{i,opt}(W₀))] (> 0: φ_opt fell)",
-            worst,
-            0.0,
-        )
-        .note(format!(
-            "[D] −∇L = Σ_j c_j D_j with c_j ≥ 0, so each step raises every logit gap when \
+    rep.at_most(
+        "phi-opt-never-heads-to-zero",
+        "max_{runs,i,k} [ln(1 − φ_{i,opt}(W_k)) − ln(1 − φ_{i,opt}(W₀))] (> 0: φ_opt fell)",
+        worst,
+        0.0,
+    )
+    .note(format!(
+        "[D] −∇L = Σ_j c_j D_j with c_j ≥ 0, so each step raises every logit gap when \
              min ⟨D_a, D_b⟩ ≥ 0 (here {min_gram:.4}); worst: {}, r = {}, sample {}: φ_opt(W₀) = \
              {:.4}, min_k φ_opt = {phi_min:.4} at k = {k_min}",
-            match run.opt {
-                Optimizer::Gd => "GD",
-                Optimizer::Ngd => "NGD",
-            },
-            run.radius,
-            i + 1,
-            run.phi[i][0],
-        ))
-        .paper_claim(
-            "Fig. 8: sample 1's φ_opt first heads to 0 (sample 2's to 1) before recovering",
-        ),
-    );
+        match run.opt {
+            Optimizer::Gd => "GD",
+            Optimizer::Ngd => "NGD",
+        },
+        run.radius,
+        i + 1,
+        run.phi[i][0],
+    ))
+    .paper_claim("Fig. 8: sample 1's φ_opt first heads to 0 (sample 2's to 1) before recovering");
 }
 
 fn series_table(runs: &[Run], ks: &[usize], p: &Params) -> Table {

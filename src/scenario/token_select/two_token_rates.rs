@@ -25,7 +25,7 @@ use crate::plot::{Figure, LegendPosition, LinePanel, LineStyle, RefLine, Series}
 use crate::scenario::cost::{n, Cost};
 use crate::scenario::param::{AtLeast, Positive};
 use crate::scenario::registry::Kind;
-use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
+use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
 
 use super::fixed_common::ngd;
@@ -438,9 +438,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ),
         ] {
             if compared > 0 {
-                rep.check(Check::at_most(id, name, err, 1.0).note(format!(
+                rep.at_most(id, name, err, 1.0).note(format!(
                     "{note}; {compared} of {table} entries inside this run"
-                )));
+                ));
             }
         }
     }
@@ -467,31 +467,27 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "every sampled time",
         ),
     ] {
-        rep.check(
-            Check::at_most(
-                &format!("rel-error.{name}"),
-                &format!("{name}: max rel. error"),
-                err,
-                *c.recursion_rel_tol,
-            )
-            .note(format!("1 − corr (gap for GF) at {what}")),
-        );
+        rep.at_most(
+            &format!("rel-error.{name}"),
+            &format!("{name}: max rel. error"),
+            err,
+            *c.recursion_rel_tol,
+        )
+        .note(format!("1 − corr (gap for GF) at {what}"));
     }
     // 3. rates
     let ngd_scaled =
         at(&ks, &ngd, *c.ngd_rate_at as f64).unwrap_or(f64::NAN) * (*c.ngd_rate_at as f64).powi(2);
     let ngd_limit = start.p / (2.0 * *p.eta_ngd * *p.eta_ngd);
-    rep.check(
-        Check::at_most(
-            &format!("ngd-corr-k2-2eta2.{}", *c.ngd_rate_at),
-            &format!("NGD |(1 − corr)k²/(p/2η²) − 1| at k = {}", *c.ngd_rate_at),
-            (ngd_scaled / ngd_limit - 1.0).abs(),
-            *c.ngd_rate_rel_tol,
-        )
-        .note(format!(
-            "(1 − corr)k² = {ngd_scaled:.4} vs p/(2η²) = {ngd_limit} (App. A.4: Θ(1/k²))"
-        )),
-    );
+    rep.at_most(
+        &format!("ngd-corr-k2-2eta2.{}", *c.ngd_rate_at),
+        &format!("NGD |(1 − corr)k²/(p/2η²) − 1| at k = {}", *c.ngd_rate_at),
+        (ngd_scaled / ngd_limit - 1.0).abs(),
+        *c.ngd_rate_rel_tol,
+    )
+    .note(format!(
+        "(1 − corr)k² = {ngd_scaled:.4} vs p/(2η²) = {ngd_limit} (App. A.4: Θ(1/k²))"
+    ));
     let gd_scaled: Vec<f64> = ks
         .iter()
         .zip(&gd)
@@ -509,24 +505,20 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         *c.gd_rate_from, *p.steps
     );
     if from_identity {
-        rep.check(
-            Check::at_least(
-                "gd-corr-ln2k",
-                "GD min (1 − corr)·ln²k",
-                lo,
-                c.gd_rate_range[0],
-            )
-            .note(gd_note.clone()),
-        );
-        rep.check(
-            Check::at_most(
-                "gd-1-corr-ln2k",
-                "GD max (1 − corr)·ln²k",
-                hi,
-                c.gd_rate_range[1],
-            )
-            .note(gd_note),
-        );
+        rep.at_least(
+            "gd-corr-ln2k",
+            "GD min (1 − corr)·ln²k",
+            lo,
+            c.gd_rate_range[0],
+        )
+        .note(gd_note.clone());
+        rep.at_most(
+            "gd-1-corr-ln2k",
+            "GD max (1 − corr)·ln²k",
+            hi,
+            c.gd_rate_range[1],
+        )
+        .note(gd_note);
     } else {
         let why = "checks.gd_rate_range is calibrated for W₀ = I (p = 3/2; (1 − corr)·ln²k \
                    tends to p slowly); init_file gives another start";

@@ -25,7 +25,7 @@
 
 use std::cell::RefCell;
 
-use diffsol::{FaerMat, FaerVec, LaError, LaLinearOp, Matrix, MatrixCommon, Vector};
+use diffsol::{FaerMat, FaerVec, LaError, LaLinearOp, MatrixCommon, Vector};
 use diffsol_la::linear_solver::LinearSolver;
 use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::{Mat, MatRef};
@@ -33,7 +33,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::lu::{column, with_avx2, FaerDense};
+use super::lu::{column, newton_matrix, with_avx2, FaerDense};
 
 /// Number of Gaussian probes that confirm an approximation.
 const PROBES: usize = 4;
@@ -382,14 +382,8 @@ impl<const SYMMETRIC: bool> LinearSolver<FaerMat<f64>> for LowRankUpdate<SYMMETR
         &mut self,
         op: &C,
     ) {
-        let n = op.nrows();
-        self.matrix = Some(FaerMat::new_from_sparsity(
-            n,
-            op.ncols(),
-            op.sparsity(),
-            *op.context(),
-        ));
-        self.allocate(n);
+        self.matrix = Some(newton_matrix(op));
+        self.allocate(op.nrows());
     }
 
     fn set_linearisation<
@@ -451,7 +445,7 @@ impl<const SYMMETRIC: bool> LowRankUpdate<SYMMETRIC> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lu::tests::Fixed;
+    use super::super::lu::tests::{solve_error, Fixed};
     use super::*;
     use crate::flow::{integrate_flow, GradientFlow, LinearSolver as Backend, Method, OdeConfig};
     use diffsol::FaerContext;
@@ -468,28 +462,6 @@ mod tests {
             let b: f64 = (0..r).map(|l| x[(i, l)] * y[(j, l)]).sum();
             scale * b + if i == j { 1.0 } else { 0.0 }
         })
-    }
-
-    /// Solves A·x = b and Aᵀ·x = b for a known x and returns the largest error of either.
-    fn solve_error(s: &impl LinearSolver<FaerMat<f64>>, a: &Fixed) -> f64 {
-        let n = a.0.nrows();
-        let x_true: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
-        let mut worst = 0.0f64;
-        for transpose in [false, true] {
-            let entry = |i, j| if transpose { a.0[(j, i)] } else { a.0[(i, j)] };
-            let b: Vec<f64> = (0..n)
-                .map(|i| (0..n).map(|j| entry(i, j) * x_true[j]).sum())
-                .collect();
-            let mut x = FaerVec::from_vec(b, FaerContext::default());
-            if transpose {
-                s.solve_transpose_in_place(&mut x).unwrap();
-            } else {
-                s.solve_in_place(&mut x).unwrap();
-            }
-            let solved: Vec<f64> = (0..n).map(|i| x[i]).collect();
-            worst = worst.max(crate::stats::max_abs_diff(&solved, &x_true));
-        }
-        worst
     }
 
     /// The error of a dense LU on the same system: the accuracy a backward-stable solve reaches

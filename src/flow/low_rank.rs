@@ -448,7 +448,6 @@ mod tests {
     use super::super::lu::tests::{solve_error, Fixed};
     use super::*;
     use crate::flow::{integrate_flow, GradientFlow, LinearSolver as Backend, Method, OdeConfig};
-    use diffsol::FaerContext;
 
     fn gaussian(rows: usize, cols: usize, seed: u64) -> Mat<f64> {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);

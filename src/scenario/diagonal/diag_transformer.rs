@@ -211,6 +211,8 @@ struct Counted {
     tau: f64,
     support: Option<Vec<usize>>,
     threshold: f64,
+    /// β_α(τ*_k): a mismatch note gives the magnitudes against the threshold.
+    beta: Vec<f64>,
 }
 
 /// The checks on the flows (ids and names), skipped when Algorithm 1 has no transition.
@@ -411,6 +413,7 @@ fn count_supports(run: &AlphaRun, s: &Schedule, best: &[f64], taus: &[f64]) -> V
                 tau,
                 support,
                 threshold,
+                beta,
             }
         })
         .collect()
@@ -493,15 +496,24 @@ fn flow_support_checks(
             if let Some(set) = &cnt.support {
                 let expected = &s.stages[k].support;
                 if set != expected {
+                    // with |β_i(τ*_k)|: Θ(1) or just above the threshold tell a coordinate that
+                    // has already (re-)entered from one that sits near α^{m_k/2}
                     let names = |a: &[usize], b: &[usize], sign: char| {
                         a.iter()
                             .filter(|i| !b.contains(i))
-                            .map(|&i| format!(" {sign}{}", model.coordinate_name(i)))
+                            .map(|&i| {
+                                format!(
+                                    " {sign}{} (|β| = {:.2e})",
+                                    model.coordinate_name(i),
+                                    cnt.beta[i].abs()
+                                )
+                            })
                             .collect::<String>()
                     };
                     mismatches.push(format!(
-                        "α=1e{} k={k}:{}{}",
+                        "α=1e{} k={k} (α^{{m_k/2}} = {:.2e}):{}{}",
                         p.log10_alphas[j],
+                        cnt.threshold,
                         names(set, expected, '+'),
                         names(expected, set, '−')
                     ));

@@ -269,7 +269,8 @@ impl Svg {
         };
         let _ = write!(
             self.body,
-            "<text data-role=\"{}\" x=\"{}\" y=\"{}\" font-size=\"{}\"{}{transform}>",
+            "<text data-role=\"{}\" x=\"{}\" y=\"{}\" font-size=\"{}\"{}{transform} \
+             xml:space=\"preserve\">",
             role.name(),
             num(x),
             num(y),
@@ -282,7 +283,9 @@ impl Svg {
         for (i, run) in label.runs.iter().enumerate() {
             let drop = (-run.rise * size * 100.0).round() / 100.0;
             let mut escaped = escape(&run.text);
-            // Renderers drop a space at the edge of a <tspan>: a no-break space stays.
+            // Renderers drop a space at the edge of a <tspan>. Chromium keeps a no-break space;
+            // librsvg (rsvg-convert, a common route to PDF) drops that too unless the text is
+            // xml:space="preserve", which the <text> element says.
             if i > 0 && escaped.starts_with(' ') {
                 escaped.replace_range(..1, "\u{A0}");
             }
@@ -369,7 +372,7 @@ mod tests {
         );
         let text = svg.body;
         assert!(text.starts_with(
-            "<text data-role=\"title\" x=\"10\" y=\"20\" font-size=\"8\" text-anchor=\"middle\">W<tspan dy=\"1.6\" font-size=\"5.6\">mm</tspan>"
+            "<text data-role=\"title\" x=\"10\" y=\"20\" font-size=\"8\" text-anchor=\"middle\" xml:space=\"preserve\">W<tspan dy=\"1.6\" font-size=\"5.6\">mm</tspan>"
         ), "{text}");
         assert!(text.contains("&amp; x</tspan></text>"), "{text}");
         let dys: f64 = text

@@ -18,6 +18,26 @@ fn diag_transformer_passes() {
     assert_eq!(r.series.rows.len(), 5, "stage table");
 }
 
+/// The spec's size (d = 8, n = 6, d' = 16, N = 128; ≈ 80 s): Algorithm 1 finds six stages (L1 KQ[0]
+/// enters with sign −, is dropped at stage 5 and returns with +), and at α = 1e−2048 … 1e−8192 every
+/// check passes. At α ≥ 1e−512 the support check fails at plateau 5: the flow runs an O(1) time
+/// ahead of Algorithm 1 there, and α^{m_5/2} leaves too small a margin (scenario file's comment).
+#[test]
+fn diag_transformer_passes_at_the_spec_size() {
+    let r = common::run_quick(
+        "diag-transformer",
+        &[
+            "shape.d=8",
+            "shape.tokens=6",
+            "shape.d_ff=16",
+            "samples=128",
+            "log10_alphas=[-2048, -4096, -8192]",
+        ],
+    );
+    common::assert_all_pass("diag-transformer at the spec's size", &r);
+    assert_eq!(r.series.rows.len(), 7, "stage table: θ^0 and six stages");
+}
+
 /// Two heads per layer are exchangeable: their VO entries tie exactly at β = 0, so Algorithm 1
 /// stops at stage 0 (A4.3(ii)) and the flow checks have nothing to measure.
 #[test]

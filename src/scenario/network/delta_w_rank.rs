@@ -24,6 +24,7 @@ use crate::instance::{Array, Arrays};
 use crate::models::network::{Adam, AttentionRegression, Scratch};
 use crate::plot::{Figure, LegendPosition, LinePanel, RefLine, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AtLeast, Fraction, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{Check, InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -32,31 +33,31 @@ use crate::stats;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Token dimension d (W_K, W_Q ∈ ℝ^{d×width}).
-    pub d: usize,
+    pub d: AtLeast<1>,
     /// Inner width m of the factorization W = W_K W_Qᵀ (m = d: ΔW can reach full rank).
-    pub width: usize,
+    pub width: AtLeast<1>,
     /// Tokens per sequence T (the first one is the query).
-    pub tokens: usize,
+    pub tokens: AtLeast<2>,
     /// Samples n.
-    pub n: usize,
+    pub n: AtLeast<1>,
     /// Singular values of the teacher W_T, decreasing; their number is its rank r.
     pub teacher_singular_values: Vec<f64>,
     /// Small init scale s: W_K(0), W_Q(0) = s·G/√d.
-    pub small_init: f64,
+    pub small_init: Positive,
     /// Large init scale (the default-init regime, where emergence is not sequential).
     pub large_init: f64,
     /// The optimizer: full-batch Adam (the paper's) or plain gradient descent (the theory's
     /// gradient flow, discretized).
     pub optimizer: Optimizer,
     /// Learning rate (Adam's lr, or the GD step) and number of full-batch steps.
-    pub lr: f64,
-    pub steps: usize,
+    pub lr: Positive,
+    pub steps: AtLeast<1>,
     /// ΔW's singular values are recorded every `record_every` steps.
-    pub record_every: usize,
+    pub record_every: AtLeast<1>,
     /// σ_k has emerged at the first recorded step with σ_k(ΔW) ≥ this · σ_k(W_T).
-    pub emergence_fraction: f64,
+    pub emergence_fraction: Fraction,
     /// Instances (data, teacher singular vectors, readout, init direction) drawn from the seed.
-    pub instances: usize,
+    pub instances: AtLeast<1>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -71,57 +72,43 @@ pub enum Optimizer {
 pub struct Checks {
     /// An instance is incremental when min_k t_{k+1}/t_k over its emergence steps ≥ this (> 1:
     /// one at a time).
-    pub min_emergence_gap: f64,
+    pub min_emergence_gap: Positive,
     /// Small init: the fraction of incremental instances ≥ this.
-    pub min_incremental_fraction: f64,
+    pub min_incremental_fraction: Fraction,
     /// Small init: stable rank of ΔW at t_1 (σ_1 just emerged) ≤ this.
-    pub max_early_stable_rank: f64,
+    pub max_early_stable_rank: Positive,
     /// Small init: stable rank at the end − at t_1 ≥ this (the rank grows).
-    pub min_rank_growth: f64,
+    pub min_rank_growth: Positive,
     /// Small init: stable rank at the end ≤ r + this (spec 004 §5.4: ≤ teacher rank + 1).
-    pub rank_slack: f64,
+    pub rank_slack: Positive,
     /// Fraction of incremental instances: small init − large init ≥ this (smaller init ⇒ more
     /// incremental).
-    pub min_fraction_contrast: f64,
+    pub min_fraction_contrast: Fraction,
     /// Median over instances of (large init's final stable rank − small init's) ≥ this.
-    pub min_rank_difference: f64,
+    pub min_rank_difference: Positive,
     /// Small init, from t_1 on: the largest relative drop of the stable rank (srank_i −
     /// srank_j)/srank_i, i < j, ≤ this (spec 004 §5.4: non-decreasing up to 5% noise). Absent:
     /// the drop is reported, not checked (under Adam the stable rank overshoots, see the Adam
     /// scenario file).
     #[serde(default)]
-    pub max_rank_drop: Option<f64>,
+    pub max_rank_drop: Option<Positive>,
     /// Small init: σ_{r+1}(ΔW)/σ_r(ΔW) at the end ≤ this (ΔW has numerical rank r).
-    pub max_tail_ratio: f64,
+    pub max_tail_ratio: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    for (key, v) in [
-        ("params.d", p.d),
-        ("params.width", p.width),
-        ("params.n", p.n),
-        ("params.steps", p.steps),
-        ("params.record_every", p.record_every),
-        ("params.instances", p.instances),
-    ] {
-        if v == 0 {
-            return Err(sc.invalid(key, "must be at least 1"));
-        }
-    }
-    if p.tokens < 2 {
-        return Err(sc.invalid("params.tokens", "needs at least 2 tokens to attend over"));
-    }
-    if p.record_every > p.steps {
+/// Rules across fields (the ranges are the types).
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if *p.record_every > *p.steps {
         return Err(sc.invalid("params.record_every", "must be at most params.steps"));
     }
     let sv = &p.teacher_singular_values;
-    if sv.len() < 2 || sv.len() > p.d.min(p.width) {
+    if sv.len() < 2 || sv.len() > (*p.d).min(*p.width) {
         return Err(sc.invalid(
             "params.teacher_singular_values",
             format!(
                 "needs a rank r with 2 ≤ r ≤ min(d, width) = {} (an order of emergence needs two \
                  values), got {}",
-                p.d.min(p.width),
+                (*p.d).min(*p.width),
                 sv.len()
             ),
         ));
@@ -132,37 +119,13 @@ fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
             "must be finite, positive and strictly decreasing (distinct σ can emerge in order)",
         ));
     }
-    if !p.large_init.is_finite() || p.small_init >= p.large_init {
+    if !p.large_init.is_finite() || *p.small_init >= p.large_init {
         return Err(sc.invalid(
             "params.large_init",
             "must be finite and exceed params.small_init",
         ));
     }
-    for (key, f) in [
-        ("params.emergence_fraction", p.emergence_fraction),
-        (
-            "checks.min_incremental_fraction",
-            c.min_incremental_fraction,
-        ),
-        ("checks.min_fraction_contrast", c.min_fraction_contrast),
-    ] {
-        if !(f > 0.0 && f <= 1.0) {
-            return Err(sc.invalid(key, "must be in (0, 1]"));
-        }
-    }
-    if let Some(drop) = c.max_rank_drop {
-        sc.require_positive(&[("checks.max_rank_drop", drop)])?;
-    }
-    sc.require_positive(&[
-        ("params.small_init", p.small_init),
-        ("params.lr", p.lr),
-        ("checks.min_emergence_gap", c.min_emergence_gap),
-        ("checks.max_early_stable_rank", c.max_early_stable_rank),
-        ("checks.min_rank_growth", c.min_rank_growth),
-        ("checks.rank_slack", c.rank_slack),
-        ("checks.min_rank_difference", c.min_rank_difference),
-        ("checks.max_tail_ratio", c.max_tail_ratio),
-    ])
+    Ok(())
 }
 
 fn normal(rng: &mut ChaCha20Rng, k: usize, scale: f64) -> Vec<f64> {
@@ -318,11 +281,11 @@ fn train(
     teacher_sv: &[f64],
     p: &Params,
 ) -> ScaleRun {
-    let d = p.d;
+    let d = *p.d;
     let s0 = scale / (d as f64).sqrt();
     let mut z: Vec<f64> = direction.iter().map(|g| s0 * g).collect();
     let w0 = f.merged(&z);
-    let mut adam = (p.optimizer == Optimizer::Adam).then(|| Adam::new(p.lr, z.len()));
+    let mut adam = (p.optimizer == Optimizer::Adam).then(|| Adam::new(*p.lr, z.len()));
     let (mut theta, mut gt, mut grad) = (Vec::new(), vec![0.0; f.model.dim()], vec![0.0; z.len()]);
     let mut run = ScaleRun {
         name,
@@ -333,13 +296,13 @@ fn train(
         losses: Vec::new(),
         emergence: vec![None; teacher_sv.len()],
     };
-    for k in 0..=p.steps {
+    for k in 0..=*p.steps {
         let loss = f.loss_grad(&z, &mut theta, &mut gt, &mut grad);
-        if k > 0 && (k % p.record_every == 0 || k == p.steps) {
+        if k > 0 && (k % *p.record_every == 0 || k == *p.steps) {
             let dw: Vec<f64> = theta[..d * d].iter().zip(&w0).map(|(a, b)| a - b).collect();
             let (s, stable_rank) = spectrum(d, &dw);
             for (t, (&sk, &tk)) in run.emergence.iter_mut().zip(s.iter().zip(teacher_sv)) {
-                if t.is_none() && sk >= p.emergence_fraction * tk {
+                if t.is_none() && sk >= *p.emergence_fraction * tk {
                     *t = Some(k);
                 }
             }
@@ -350,10 +313,10 @@ fn train(
         } else if k == 0 {
             run.losses.push(loss);
         }
-        if k < p.steps {
+        if k < *p.steps {
             match adam.as_mut() {
                 Some(adam) => adam.step(&mut z, &grad),
-                None => z.iter_mut().zip(&grad).for_each(|(zi, g)| *zi -= p.lr * g),
+                None => z.iter_mut().zip(&grad).for_each(|(zi, g)| *zi -= *p.lr * g),
             }
         }
     }
@@ -395,14 +358,14 @@ impl Instance {
 }
 
 fn draw_and_train(p: &Params, mut rng: ChaCha20Rng) -> Instance {
-    let (d, m, t) = (p.d, p.width, p.tokens);
+    let (d, m, t) = (*p.d, *p.width, *p.tokens);
     let sv = &p.teacher_singular_values;
-    let x = normal(&mut rng, p.n * t * d, 1.0);
+    let x = normal(&mut rng, *p.n * t * d, 1.0);
     let w_teacher = teacher_matrix(&mut rng, d, sv);
     // readout with O(1) outputs, shared by teacher and student
     let v = normal(&mut rng, d, 1.0 / (d as f64).sqrt());
     let direction = normal(&mut rng, 2 * d * m, 1.0);
-    let probe = AttentionRegression::new(d, t, x.clone(), vec![0.0; p.n]);
+    let probe = AttentionRegression::new(d, t, x.clone(), vec![0.0; *p.n]);
     let mut theta_t = w_teacher.clone();
     theta_t.extend_from_slice(&v);
     let model = probe.with_labels(probe.predict(&theta_t));
@@ -412,7 +375,7 @@ fn draw_and_train(p: &Params, mut rng: ChaCha20Rng) -> Instance {
         m,
     };
     Instance {
-        small: train("small", &f, &direction, p.small_init, sv, p),
+        small: train("small", &f, &direction, *p.small_init, sv, p),
         large: train("large", &f, &direction, p.large_init, sv, p),
         teacher_rank: spectrum(d, &w_teacher).1,
         x,
@@ -423,18 +386,18 @@ fn draw_and_train(p: &Params, mut rng: ChaCha20Rng) -> Instance {
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let (d, m, t) = (p.d, p.width, p.tokens);
+    let (d, m, t) = (*p.d, *p.width, *p.tokens);
     let sv = &p.teacher_singular_values;
     let r = sv.len();
     // instance i from stream i of the seed: the batch is reproducible and each instance alone too
-    let batch: Vec<Instance> = (0..p.instances)
+    let batch: Vec<Instance> = (0..*p.instances)
         .map(|i| draw_and_train(p, ctx.rng(i as u64)))
         .collect();
 
     let mut rep = Report::default();
     let first = &batch[0];
     let mut inst = Arrays::new();
-    inst.insert("X", Array::new(&[p.n, t, d], first.x.clone()))
+    inst.insert("X", Array::new(&[*p.n, t, d], first.x.clone()))
         .insert("W_teacher", Array::matrix(d, d, first.w_teacher.clone()))
         .insert("v", Array::vector(&first.v))
         .insert(
@@ -447,7 +410,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         );
     rep.instance = Some(inst);
 
-    let incremental = |run: &ScaleRun| run.gap() >= c.min_emergence_gap;
+    let incremental = |run: &ScaleRun| run.gap() >= *c.min_emergence_gap;
     let mut table = Table::new(&[
         "instance",
         "gap_small",
@@ -482,7 +445,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let count = |pick: &dyn Fn(&Instance) -> bool| batch.iter().filter(|b| pick(b)).count();
     let inc_small = count(&|b| incremental(&b.small));
     let inc_large = count(&|b| incremental(&b.large));
-    let total = p.instances as f64;
+    let total = *p.instances as f64;
     let (frac_small, frac_large) = (inc_small as f64 / total, inc_large as f64 / total);
     let optimizer = match p.optimizer {
         Optimizer::Adam => "full-batch Adam (β₁ = 0.9, β₂ = 0.999, ε = 1e−8), lr",
@@ -492,7 +455,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "{} instances of n = {}, T = {t}, d = {d}, m = {m}; teacher σ(W_T) = {sv:?}; {optimizer} \
          = {}, {} steps; t_k = first step (of every {}) with σ_k(ΔW) ≥ {}·σ_k(W_T); an instance \
          is incremental when min_k t_{{k+1}}/t_k ≥ {}",
-        p.instances, p.n, p.lr, p.steps, p.record_every, p.emergence_fraction, c.min_emergence_gap
+        *p.instances,
+        *p.n,
+        *p.lr,
+        *p.steps,
+        *p.record_every,
+        *p.emergence_fraction,
+        *c.min_emergence_gap
     );
     let gaps = |pick: &dyn Fn(&Instance) -> f64| {
         let g: Vec<String> = batch.iter().map(|b| format!("{:.2}", pick(b))).collect();
@@ -502,12 +471,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "incremental-fraction",
             "small init: fraction of instances with min_k t_{k+1}/t_k ≥ c (σ_k(ΔW) emerge one at a time)",
             frac_small,
-            c.min_incremental_fraction,
+            *c.min_incremental_fraction,
         )
         .note(format!(
             "{inc_small} of {} incremental at s = {:e}; gaps [{}]; instance 0: {}; {setting}",
-            p.instances,
-            p.small_init,
+            *p.instances,
+            *p.small_init,
             gaps(&|b| b.small.gap()),
             first.small.describe()
         ))
@@ -519,14 +488,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "smaller-init-more-incremental",
         "fraction of incremental instances: small init − large init",
         frac_small - frac_large,
-        c.min_fraction_contrast,
+        *c.min_fraction_contrast,
     )
     .note(format!(
         "{inc_small} incremental at s = {:e}, {inc_large} at s = {:e}, of {}; large-init gaps \
              [{}]; instance 0: {}",
-        p.small_init,
+        *p.small_init,
         p.large_init,
-        p.instances,
+        *p.instances,
         gaps(&|b| b.large.gap()),
         first.large.describe()
     ))
@@ -556,21 +525,21 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "small init: stable rank ‖ΔW‖²_F/‖ΔW‖²₂ at t_1 (σ_1 just emerged), worst instance",
             &|b| b.early_and_drop().0,
             true,
-            Some(c.max_early_stable_rank),
+            Some(*c.max_early_stable_rank),
         ),
         (
             "stable-rank-grows-worst",
             "small init: stable rank of ΔW at the end − at t_1, worst instance",
             &growth,
             false,
-            Some(c.min_rank_growth),
+            Some(*c.min_rank_growth),
         ),
         (
             "stable-rank-monotone-worst",
             "small init, t ≥ t_1: max_{i<j} (srank_i − srank_j)/srank_i of ΔW, worst instance",
             &|b| b.early_and_drop().1,
             true,
-            c.max_rank_drop,
+            c.max_rank_drop.map(|b| *b),
         ),
     ];
     let worst_drop = worst_over(&|b| b.early_and_drop().1, true);
@@ -612,7 +581,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "small-init-stable-rank-worst",
         "small init: stable rank of ΔW at the end ≤ r + slack, worst instance",
         srank_small,
-        r as f64 + c.rank_slack,
+        r as f64 + *c.rank_slack,
     )
     .note(format!(
         "teacher rank r = {r}; worst: instance {i_srank}, {} (its teacher's own stable rank \
@@ -626,7 +595,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "small-init-rank-r-worst",
         "small init: σ_{r+1}(ΔW)/σ_r(ΔW) at the end (ΔW has numerical rank r), worst instance",
         tail,
-        c.max_tail_ratio,
+        *c.max_tail_ratio,
     )
     .note(format!(
         "worst: instance {i_tail}; large init on the same instance: {:.3e}; r = {r}",
@@ -641,7 +610,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "smaller-init-lower-rank",
         "median over instances of the final stable rank of ΔW: large init − small init",
         median_difference,
-        c.min_rank_difference,
+        *c.min_rank_difference,
     )
     .note(format!(
         "differences [{}]; instance 0: {}; {}",
@@ -655,7 +624,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ))
     .paper_claim("seed 004 Fig. 7: smaller init scale ⇒ lower stable rank of ΔW_K W_Qᵀ");
 
-    rep.derive("instances", p.instances);
+    rep.derive("instances", *p.instances);
     rep.derive("incremental_small", inc_small);
     rep.derive("incremental_large", inc_large);
     rep.derive("median_rank_difference", median_difference);
@@ -763,7 +732,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .title(format!(
                 "Seed 004 stand-in: ΔW = W_K W_Qᵀ − W_K(0)W_Q(0)ᵀ, teacher rank {r} (instance 0 \
                  of {})",
-                p.instances
+                *p.instances
             ))
             .panel(sigma_panel(&first.small))
             .panel(sigma_panel(&first.large))
@@ -775,16 +744,16 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 /// Per instance, two runs of `steps` gradients (backpropagation plus the d²m chain rule) and a
 /// d×d SVD per record.
 fn cost(p: &Params, _ctx: &RunContext) -> Cost {
-    let (d, t, m) = (n(p.d), n(p.tokens), n(p.width));
-    let grad = n(p.n) * (4.0 * d * d + 6.0 * t * d) + 6.0 * d * d * m;
-    let records = n(p.steps / p.record_every.max(1) + 1);
-    let runs = 2.0 * n(p.instances);
+    let (d, t, m) = (n(*p.d), n(*p.tokens), n(*p.width));
+    let grad = n(*p.n) * (4.0 * d * d + 6.0 * t * d) + 6.0 * d * d * m;
+    let records = n(*p.steps / p.record_every.max(1) + 1);
+    let runs = 2.0 * n(*p.instances);
     Cost::new()
-        .doubles("n", "tokens of one instance", n(p.n) * t * d)
+        .doubles("n", "tokens of one instance", n(*p.n) * t * d)
         .work(
             "steps",
             "full-batch training from two init scales",
-            runs * n(p.steps),
+            runs * n(*p.steps),
             grad,
         )
         .work(

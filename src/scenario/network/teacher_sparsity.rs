@@ -17,6 +17,7 @@ use crate::instance::{Array, Arrays};
 use crate::models::network::AttentionRegression;
 use crate::plot::{Figure, LegendPosition, LinePanel, Series};
 use crate::scenario::cost::{n, Cost};
+use crate::scenario::param::{AboveOne, AtLeast, Open01, Positive};
 use crate::scenario::registry::Kind;
 use crate::scenario::{InputError, Report, RunContext, RunError, Scenario, Table};
 use crate::stats;
@@ -25,71 +26,44 @@ use crate::stats;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Token dimension d (the model has p = d² + d parameters).
-    pub d: usize,
+    pub d: AtLeast<1>,
     /// Tokens per sequence T (the first one is the query).
-    pub tokens: usize,
+    pub tokens: AtLeast<2>,
     /// Samples n.
-    pub n: usize,
+    pub n: AtLeast<1>,
     /// Target mean over samples of R = max_t a_t / min_t a_t of the dense teacher (paper: ≈ 20).
-    pub r_dense: f64,
+    pub r_dense: AboveOne,
     /// … and of the sparse teacher (paper: ≈ 10⁷).
-    pub r_sparse: f64,
+    pub r_sparse: AboveOne,
     /// Standard deviation of the student's initial entries (small init).
-    pub init_scale: f64,
+    pub init_scale: Positive,
     /// GD step η, the same for both students.
-    pub eta: f64,
+    pub eta: Positive,
     /// GD steps K.
-    pub steps: usize,
+    pub steps: AtLeast<1>,
     /// Hessian eigenvalues with |λ| ≤ zero_rel_tol·max|λ| are zero modes, left out of κ
     /// (spec 002 §7: 1e−12).
-    pub zero_rel_tol: f64,
+    pub zero_rel_tol: Open01,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// (L_K/L_0 of the sparse teacher) / (L_K/L_0 of the dense teacher) ≥ this.
-    pub min_slowdown: f64,
+    pub min_slowdown: Positive,
     /// κ of the sparse student's Hessian ≥ this × κ of the dense student's.
-    pub min_kappa_ratio: f64,
+    pub min_kappa_ratio: Positive,
 }
 
-fn validate(p: &Params, c: &Checks, sc: &Scenario) -> Result<(), InputError> {
-    for (key, v) in [
-        ("params.d", p.d),
-        ("params.n", p.n),
-        ("params.steps", p.steps),
-    ] {
-        if v == 0 {
-            return Err(sc.invalid(key, "must be at least 1"));
-        }
-    }
-    if p.tokens < 2 {
-        return Err(sc.invalid("params.tokens", "needs at least 2 tokens to attend over"));
-    }
-    if p.d > 16 {
+/// The one rule beyond the types: the exact Hessian is dense.
+fn validate(p: &Params, _: &Checks, sc: &Scenario) -> Result<(), InputError> {
+    if *p.d > 16 {
         return Err(sc.invalid(
             "params.d",
             "at most 16: the exact Hessian is dense in p = d² + d parameters",
         ));
     }
-    for (key, r) in [
-        ("params.r_dense", p.r_dense),
-        ("params.r_sparse", p.r_sparse),
-    ] {
-        if !(r.is_finite() && r > 1.0) {
-            return Err(sc.invalid(key, format!("R = max/min attention is > 1, got {r}")));
-        }
-    }
-    if !(p.zero_rel_tol.is_finite() && p.zero_rel_tol > 0.0 && p.zero_rel_tol < 1.0) {
-        return Err(sc.invalid("params.zero_rel_tol", "must be in (0, 1)"));
-    }
-    sc.require_positive(&[
-        ("params.init_scale", p.init_scale),
-        ("params.eta", p.eta),
-        ("checks.min_slowdown", c.min_slowdown),
-        ("checks.min_kappa_ratio", c.min_kappa_ratio),
-    ])
+    Ok(())
 }
 
 fn normal(rng: &mut ChaCha20Rng, k: usize, scale: f64) -> Vec<f64> {
@@ -139,7 +113,7 @@ fn train(
     p: &Params,
 ) -> Result<Student, RunError> {
     let (w0, v_teacher) = teacher;
-    let dd = p.d * p.d;
+    let dd = *p.d * *p.d;
     // scores are linear in W, so mean ln R is linear in β: the calibration is exact
     let beta = target_r.ln() / mean_ln_r(data, w0);
     let mut theta_t: Vec<f64> = w0.iter().map(|w| beta * w).collect();
@@ -147,39 +121,39 @@ fn train(
     let teacher_ln_r = mean_ln_r(data, &theta_t[..dd]);
     let model = data.with_labels(data.predict(&theta_t));
     let mut theta = theta0.to_vec();
-    let losses = model.gradient_descent(&mut theta, p.eta, p.steps);
+    let losses = model.gradient_descent(&mut theta, *p.eta, *p.steps);
     let analysis = |e: crate::analysis::AnalysisError| RunError::Other(format!("{name}: {e}"));
     let eig = symmetric_eigenvalues(&model.hessian(&theta)).map_err(analysis)?;
-    let cond = conditioning(&eig, p.zero_rel_tol).map_err(analysis)?;
+    let cond = conditioning(&eig, *p.zero_rel_tol).map_err(analysis)?;
     Ok(Student {
         name,
         target_r,
         beta,
         teacher_ln_r,
         student_ln_r: mean_ln_r(data, &theta[..dd]),
-        negative: inertia(&eig, p.zero_rel_tol).negative,
+        negative: inertia(&eig, *p.zero_rel_tol).negative,
         losses,
         cond,
     })
 }
 
 fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
-    let (d, t) = (p.d, p.tokens);
+    let (d, t) = (*p.d, *p.tokens);
     let mut rng = ctx.rng(0);
-    let x = normal(&mut rng, p.n * t * d, 1.0);
+    let x = normal(&mut rng, *p.n * t * d, 1.0);
     // teacher direction W₀ and readout with O(1) scores and labels
     let scale = 1.0 / (d as f64).sqrt();
     let w0 = normal(&mut rng, d * d, scale);
     let v_teacher = normal(&mut rng, d, scale);
-    let data = AttentionRegression::new(d, t, x, vec![0.0; p.n]);
-    let theta0 = normal(&mut rng, data.dim(), p.init_scale);
+    let data = AttentionRegression::new(d, t, x, vec![0.0; *p.n]);
+    let theta0 = normal(&mut rng, data.dim(), *p.init_scale);
 
-    let dense = train("dense", p.r_dense, &data, (&w0, &v_teacher), &theta0, p)?;
-    let sparse = train("sparse", p.r_sparse, &data, (&w0, &v_teacher), &theta0, p)?;
+    let dense = train("dense", *p.r_dense, &data, (&w0, &v_teacher), &theta0, p)?;
+    let sparse = train("sparse", *p.r_sparse, &data, (&w0, &v_teacher), &theta0, p)?;
 
     let mut rep = Report::default();
     let mut inst = Arrays::new();
-    inst.insert("X", Array::new(&[p.n, t, d], data.x().to_vec()))
+    inst.insert("X", Array::new(&[*p.n, t, d], data.x().to_vec()))
         .insert("W0", Array::matrix(d, d, w0.clone()))
         .insert("v_teacher", Array::vector(&v_teacher))
         .insert("W_init", Array::matrix(d, d, theta0[..d * d].to_vec()))
@@ -220,19 +194,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             "sparse-teacher-slower",
             "(L_K/L_0)_sparse ≥ c · (L_K/L_0)_dense: the sparse teacher's loss decreases more slowly",
             slowdown,
-            c.min_slowdown,
+            *c.min_slowdown,
         )
         .note(format!(
             "measured factor {slowdown:.3} after K = {} GD steps, η = {}, same init (scale {}); \
              {}; {}. Bound: the paper gives no number for \"much more slowly\"; corrected Theorem \
              2 (spec 002 §3.6) lets softmax scale the conditioning by up to R², so the remaining \
              loss fraction of the sparse teacher must be at least c = {} times the dense one's",
-            p.steps,
-            p.eta,
-            p.init_scale,
+            *p.steps,
+            *p.eta,
+            *p.init_scale,
             describe(&dense),
             describe(&sparse),
-            c.min_slowdown
+            *c.min_slowdown
         ))
         .paper_claim("Fig. 3 (tiny ViT on MNIST, R ≈ 10⁷ vs R ≈ 20): the sparse teacher's training loss decreases much more slowly");
     let kappa_note = |s: &Student| {
@@ -245,12 +219,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "sparse-teacher-worse-conditioned",
         "κ(∇²L(θ_K))_sparse ≥ c · κ(∇²L(θ_K))_dense at the trained student",
         sparse.cond.kappa_nonzero,
-        c.min_kappa_ratio * dense.cond.kappa_nonzero,
+        *c.min_kappa_ratio * dense.cond.kappa_nonzero,
     )
     .note(format!(
         "κ = max|λ| / min|λ| over eigenvalues with |λ| > {:e}·max|λ| of the exact Hessian \
              (p = {}); κ_sparse = {:.4e}, κ_dense = {:.4e}, ratio {kappa_ratio:.3}; {}; {}",
-        p.zero_rel_tol,
+        *p.zero_rel_tol,
         data.dim(),
         sparse.cond.kappa_nonzero,
         dense.cond.kappa_nonzero,
@@ -259,9 +233,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ));
 
     rep.series = Table::new(&["step", "loss_dense", "loss_sparse"]);
-    let every = (p.steps / 400).max(1);
-    let recorded: Vec<usize> = (0..=p.steps)
-        .filter(|k| k % every == 0 || *k == p.steps)
+    let every = (*p.steps / 400).max(1);
+    let recorded: Vec<usize> = (0..=*p.steps)
+        .filter(|k| k % every == 0 || *k == *p.steps)
         .collect();
     for &k in &recorded {
         rep.series.push(vec![
@@ -302,15 +276,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 
 /// 2K gradient evaluations and two dense Hessians of p dual gradient passes.
 fn cost(p: &Params, _ctx: &RunContext) -> Cost {
-    let (d, t) = (n(p.d), n(p.tokens));
+    let (d, t) = (n(*p.d), n(*p.tokens));
     let dim = d * d + d;
-    let grad_flops = n(p.n) * (4.0 * d * d + 6.0 * t * d);
+    let grad_flops = n(*p.n) * (4.0 * d * d + 6.0 * t * d);
     Cost::new()
-        .doubles("n", "tokens", n(p.n) * t * d)
+        .doubles("n", "tokens", n(*p.n) * t * d)
         .work(
             "steps",
             "full-batch GD on two teachers",
-            2.0 * n(p.steps),
+            2.0 * n(*p.steps),
             grad_flops,
         )
         .dense_hessians("d", 2.0, dim, 3.0 * grad_flops)

@@ -191,7 +191,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = UserFiles::new(&p.data_file, &p.init_file);
     let instances = files.instances(&p.data, ctx.scenario)?;
     let mut fig = Figure::new(instances.len()).title(format!(
-        "NGD (η = {}) to ‖W‖ = {} in the log domain (top); the naive double-precision evaluation breaks \
+        "NGD (η = {}) to ‖W‖ = {} in the log domain (top); the naive evaluation breaks \
          near logit gap 37 (bottom)",
         *p.eta, *p.target_norm
     ));

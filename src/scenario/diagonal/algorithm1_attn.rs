@@ -345,9 +345,10 @@ fn figure(sched: &Scheduled, ranks: &[(usize, usize)], tau_end: f64) -> Figure {
             v
         });
     let mut b_panel = LinePanel::new(
-        "(b) log-scale b_{th}(τ) = log_α w (0: active +, 2: active −)",
+        // the title on one line; on the axis, 0 and 2 are the active coordinates' signs
+        "(b) log-scales b_{th}(τ) = log_α w",
         "τ",
-        "b_{th}",
+        "b_{th} (0: active +, 2: −)",
     )
     .x_range(0.0, tau_end)
     .hline(RefLine::new(1.0, "b⁰ = 1"));

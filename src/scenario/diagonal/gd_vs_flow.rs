@@ -347,7 +347,7 @@ fn figure(
     let mut errors = LinePanel::new(
         "(a) transition-time error of GD",
         "step size η",
-        "|τ̂_k^GD − τ̂_k^flow|",
+        "|τ̂_k^{GD} − τ̂_k^{flow}|",
     )
     .log_x()
     .log_y()

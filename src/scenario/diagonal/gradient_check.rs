@@ -288,7 +288,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let floor = |v: &[f64]| -> Vec<f64> { v.iter().map(|x| x.max(1e-18)).collect() };
     let errors = BarPanel::new(
         format!(
-            "analytic vs central-FD gradient (max over {} random β)",
+            "analytic vs finite-difference gradient (max over {} random β)",
             p.betas
         ),
         "coordinate i",
@@ -296,18 +296,18 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         names.clone(),
     )
     .group("max |G_i|", floor(&g_max), LineStyle::Solid)
-    .group("max |G_i − G_FD,i|", floor(&err_max), LineStyle::Solid)
+    .group("max |G_i − G_{FD,i}|", floor(&err_max), LineStyle::Solid)
     .log_y();
     let vo_names: Vec<String> = names[d..].to_vec();
     let at_zero = BarPanel::new(
-        "G_VO(0): analytic vs closed form CF4 (G_KQ(0) = 0)",
+        "G_{VO}(0): analytic vs closed form (G_{KQ}(0) = 0)",
         "coordinate",
         "G_i(0)",
         vo_names,
     )
     .group("analytic G(0)", g0[d..].to_vec(), LineStyle::Solid)
     .group(
-        "CF4: 2κn mean(x̄ ȳ)",
+        "closed form 2κn mean(x̄ ȳ)",
         closed[d..].to_vec(),
         LineStyle::Dashed,
     );

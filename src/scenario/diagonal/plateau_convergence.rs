@@ -368,7 +368,7 @@ fn figure(
 ) -> Result<Figure, RunError> {
     let mut errors = LinePanel::new(
         format!("{instance}: plateau error at τ†_k vs α"),
-        "log10 α",
+        "log₁₀ α",
         "‖β_α(τ†_k) − β^k‖_∞",
     )
     .log_y()

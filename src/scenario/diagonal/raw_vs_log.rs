@@ -141,7 +141,7 @@ fn alpha_panel(
 
 fn figure_title(p: &Params) -> String {
     format!(
-        "{}: β_{} in the raw (u, v) vs the log layout (f64): for α ≲ 1e−8 the raw layout \
+        "{}: β_{} in the raw (u, v) vs the log layout in double precision: for α ≲ 1e−8 the raw layout \
          re-enters early or not at all",
         files(p).label(p.instance),
         p.shown_coordinate

@@ -234,7 +234,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let (mut offset_worst, mut offset_text) = (0.0_f64, String::new());
     let mut figure = Figure::new(2);
     let mut error_panel = LinePanel::new(
-        "CF1: ‖β_num(t) − β_exact(t)‖_∞ (log layout)",
+        "‖β_{num}(t) − β_{exact}(t)‖_∞ (log layout)",
         "τ = t / ln(1/α)",
         "‖β_{num} − β_{exact}‖_∞",
     )
@@ -364,7 +364,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ));
     rep.derive("limit_stage_times", &limit_times);
     rep.figure = Some(figure.panel(error_panel).title(format!(
-        "{} (Σ = I): log-layout flow (solid) vs exact Riccati solution CF1 (dashed); \
+        "{} (Σ = I): log-layout flow (solid) vs exact Riccati solution (dashed); \
                  dotted: T_k = 1/|β*_(k)|",
         files.label_or("R1".into())
     )));

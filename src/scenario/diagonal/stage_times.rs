@@ -284,6 +284,11 @@ fn trajectory_figure(
     let taus = run.taus();
     let tau_end = taus.last().copied().unwrap_or(0.0);
     let betas: Vec<Vec<f64>> = (0..taus.len()).map(|j| run.beta(j)).collect();
+    // "e^-2000" (the label in check ids) as markup: the whole exponent raised
+    let alpha = match alpha.strip_prefix("e^-") {
+        Some(rest) => format!("e^{{−{rest}}}"),
+        None => alpha.to_string(),
+    };
     let mut panel = LinePanel::new(
         format!("{}, α = {alpha}: |β_i(τ)| vs Algorithm 1", setup.label()),
         "τ = t / ln(1/α)",

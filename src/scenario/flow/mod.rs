@@ -878,8 +878,10 @@ fn figure(traj: &Trajectory, margins: &[MaxMargin], a: &Analysis, clock: Clock) 
     }
     if let Some((name, per_sample)) = a.singular.first() {
         let count = per_sample.first().map_or(0, Vec::len).min(6);
+        // the matrix's name as figure text: "beta" (a column name of series.csv) is β
+        let shown = if name == "beta" { "β" } else { name.as_str() };
         let mut panel = axis(LinePanel::new(
-            format!("Singular values of {name}(t) − {name}(0)"),
+            format!("Singular values of {shown}(t) − {shown}(0)"),
             "t",
             "σ_{i}",
         ));

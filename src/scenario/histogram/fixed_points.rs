@@ -156,7 +156,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("saddles_found_from_random_starts", column.saddles_found);
     let mut fig = Figure::new(hessian_panels.len().max(1)).title(format!(
         "Stationary points of one df column ({} task, d = {}, column {}, μ = {:.4}) and of \
-         Theorem 2's system (spec 000 D1, D4, R8e)",
+         Theorem 2's system",
         task_name(&m),
         m.nrows(),
         p.column,

@@ -262,7 +262,7 @@ pub(super) fn level_set(
         "λ",
         categories,
     )
-    .group("dense Hessian (hvp)", numerical, LineStyle::Solid)
+    .group("dense Hessian", numerical, LineStyle::Solid)
     .group("formula (D1)", formula, LineStyle::Dashed))
 }
 

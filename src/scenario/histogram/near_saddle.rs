@@ -325,8 +325,19 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
 }
 
 fn figure(p: &Params, m: &DMatrix<f64>, runs: &[NearRun], saddle: f64) -> Figure {
+    // two free decades above the plateau for the escape lines' label (it crossed the curves)
+    let lowest = runs
+        .iter()
+        .flat_map(|r| r.traj.loss.iter().copied())
+        .filter(|&l| l > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let highest = runs
+        .iter()
+        .flat_map(|r| r.traj.loss.iter().copied())
+        .fold(saddle, f64::max);
     let mut losses = LinePanel::new("loss near the bad set (paper Fig. 4)", "t", "ℓ(t)")
         .log_y()
+        .y_range(0.3 * lowest, 300.0 * highest)
         .legend(LegendPosition::LowerLeft)
         .hline(RefLine::new(saddle, "saddle ½‖M‖²_F"));
     for (j, r) in runs.iter().enumerate() {

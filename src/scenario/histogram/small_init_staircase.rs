@@ -274,14 +274,10 @@ fn figure(
     let staircase = LinePanel::new("loss staircase", "t", "ℓ(t)")
         .legend(LegendPosition::UpperRight)
         .series(Series::numerics("ℓ (ODE)", t.to_vec(), loss.to_vec()).color(0))
-        .series(Series::theory("½Σ μ_j² over j with t½,j > t", t.to_vec(), steps).color(1));
-    let mut progress = LinePanel::new(
-        "per-column progress x_iy_i (●: predicted t½,i)",
-        "t",
-        "x_iy_i",
-    )
-    .legend(LegendPosition::None)
-    .hline(RefLine::new(0.5, "½"));
+        .series(Series::theory("½Σ μ_j² over j with t_{½,j} > t", t.to_vec(), steps).color(1));
+    let mut progress = LinePanel::new("x_i y_i per column (●: predicted t_{½,i})", "t", "x_i y_i")
+        .legend(LegendPosition::None)
+        .hline(RefLine::new(0.5, "½"));
     for (i, series) in xy.iter().enumerate() {
         progress = progress
             .series(Series::numerics("", t.to_vec(), series.clone()).color(i % 8))
@@ -301,7 +297,7 @@ fn figure(
         (lo.min(m), hi.max(m))
     });
     let mu_grid = linspace(mu_lo, mu_hi, 100);
-    let order = LinePanel::new("escape time vs column norm", "μ_i = ‖m_i‖", "t½,i")
+    let order = LinePanel::new("escape time vs column norm", "μ_i = ‖m_i‖", "t_{½,i}")
         .legend(LegendPosition::UpperRight)
         .series(Series::new("ODE", mus.clone(), measured.to_vec(), LineStyle::Markers).color(0))
         .series(
@@ -317,7 +313,7 @@ fn figure(
         );
     Figure::new(3)
         .title(format!(
-            "Small init ({about}): columns leave the saddle one by one at t½,i ≈ \
+            "Small init ({about}): columns leave the saddle one by one at t_{{½,i}} ≈ \
              ln(2/|L_i|)/μ_i"
         ))
         .panel(staircase)

@@ -479,7 +479,7 @@ fn figure(p: &Params, outcomes: &[Outcome]) -> Figure {
                 .iter()
                 .map(|o| o.runs[k].as_ref().map_or(f64::NAN, |r| value(r) as f64))
                 .collect();
-            panel = panel.group(m.name(), values, LineStyle::Solid);
+            panel = panel.group(m.label(), values, LineStyle::Solid);
         }
         panel
     };

@@ -230,7 +230,7 @@ fn figure(
     Ok(Figure::new(2)
         .title(format!(
             "Theorem 2 system: ODE ({}) vs closed form",
-            ctx.ode.method.name()
+            ctx.ode.method.label()
         ))
         .panel(portrait)
         .panel(errors_panel))

@@ -532,11 +532,10 @@ fn figure(p: &Params, studies: &[Study]) -> Figure {
                 let curve = s.curve(name);
                 let x = curve.iter().map(|q| work(q, *s.problem.hvp_cost)).collect();
                 let y = curve.iter().map(|q| q.error_grid).collect();
-                // TR-BDF2 is written with a hyphen in print
-                let label = if name == "gd" {
-                    "GD (η)".to_string()
-                } else {
-                    name.replace('_', "-")
+                // the methods as the literature prints them (Tsit5(4), TR-BDF2)
+                let label = match Method::parse(name) {
+                    Some(m) => m.label().to_string(),
+                    None => "GD (η)".to_string(),
                 };
                 panel = panel.series(Series::new(label, x, y, LineStyle::SolidMarkers).color(i));
             }

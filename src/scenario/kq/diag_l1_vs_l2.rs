@@ -746,7 +746,7 @@ fn figure(cases: &[Case], taus: &[f64]) -> Figure {
         }
         for (j, &v) in cs.l1.iter().enumerate() {
             if v.abs() > 1e-12 {
-                cpanel = cpanel.hline(RefLine::new(v, format!("β*₁,{j}")));
+                cpanel = cpanel.hline(RefLine::new(v, format!("β*_{{1,{j}}}")));
             }
         }
         fig = fig.panel(cpanel);

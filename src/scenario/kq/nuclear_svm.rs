@@ -345,7 +345,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
 fn singular_value_panel(pr: &Problem, s: &Solved) -> BarPanel {
     let n = &s.suite.nuclear;
     let s_f = singular_values(&s.suite.constraints, &s.suite.frobenius.w);
-    let categories = (1..=s_f.len()).map(|k| format!("σ{k}")).collect();
+    let categories = (1..=s_f.len()).map(|k| format!("σ_{{{k}}}")).collect();
     BarPanel::new(
         format!(
             "{}: rank W_* = {}, rank W_F = {}",

@@ -455,7 +455,10 @@ fn figure(cases: &[Case], taus: &[f64], c: &Checks) -> Figure {
         let wpm: Vec<f64> = ks.iter().map(|&k| floor(cs.diffs(k).0)).collect();
         let red: Vec<f64> = ks.iter().map(|&k| floor(cs.diffs(k).1)).collect();
         diff = diff
-            .series(Series::numerics(format!("{}: wpm vs ξ", cs.name), x.clone(), wpm).color(color))
+            .series(
+                Series::numerics(format!("{}: (w₊, w₋) vs ξ", cs.name), x.clone(), wpm)
+                    .color(color),
+            )
             .series(
                 Series::numerics(format!("{}: reduced vs ξ", cs.name), x.clone(), red)
                     .color(color + 1),
@@ -464,7 +467,7 @@ fn figure(cases: &[Case], taus: &[f64], c: &Checks) -> Figure {
         if cs.control.is_some() {
             let ctl: Vec<f64> = ks.iter().map(|&k| cs.diffs(k).2).collect();
             diff = diff.series(
-                Series::numerics("control (4) broken: wpm vs ξ", x.clone(), ctl).color(color),
+                Series::numerics("control (4) broken: (w₊, w₋) vs ξ", x.clone(), ctl).color(color),
             );
             color += 1;
         }

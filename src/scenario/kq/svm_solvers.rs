@@ -433,7 +433,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         Figure::new(3)
             .title("Max-margin solvers: certified brackets of two independent nuclear-norm solvers, and the ℓ1 uniqueness certificate")
             .panel(gap_panel("W_*: primal–dual (SVT) iteration", "iteration", &solved, |s| &s.suite.nuclear))
-            .panel(gap_panel("W_*: column generation (clarabel LPs)", "LP solves", &solved, |s| &s.cuts))
+            .panel(gap_panel("W_*: column generation (LPs over rank-one atoms)", "LP solves", &solved, |s| &s.cuts))
             .panel(bars),
     );
     rep.instance = Some(run_instance(

@@ -264,14 +264,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     }
     let mut panel = LinePanel::new(
         format!(
-            "{}, N = {}, labels {:?}, c₁ = {}, c₂ = {}",
+            "{}, N = {}, {} labels, c₁ = {}, c₂ = {}",
             if user_a2.is_some_and(|a2| a2 > A2_TOL) {
                 "non-A2"
             } else {
                 "C-orth"
             },
             data.samples,
-            p.labels,
+            match p.labels {
+                Labels::Teacher => "teacher",
+                Labels::Offset => "offset",
+            },
             *p.c1,
             p.c2
         ),

@@ -281,7 +281,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .legend(LegendPosition::UpperLeft)
     .series(Series::new(
         format!(
-            "spurious minimum: L = {:.3}, log10 R = {:.1}",
+            "spurious minimum: L = {:.3}, log₁₀R = {:.1}",
             point.loss, stats.log10_geometric_mean
         ),
         idx.clone(),
@@ -290,7 +290,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ))
     .series(Series::new(
         format!(
-            "teacher: L = 0, log10 R = {:.1}",
+            "teacher: L = 0, log₁₀R = {:.1}",
             teacher_stats.log10_geometric_mean
         ),
         idx,
@@ -301,7 +301,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .log_x()
         .log_y()
         .series(Series::numerics(
-            cfg.method.name(),
+            format!("gradient flow ({})", cfg.method.label()),
             traj.t[1..].to_vec(),
             traj.loss[1..].to_vec(),
         ))

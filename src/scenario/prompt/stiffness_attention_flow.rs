@@ -440,7 +440,7 @@ fn figure(p: &Params, (d, samples): (usize, usize), points: &[Point]) -> Figure 
             p.trial, *p.loss_tol
         ),
         "stiffness κ = λ_max/λ_min of ∇²L(p_T)",
-        "evaluations (gradients + HVPs)",
+        "evaluations (gradients + Hessian-vector products)",
     )
     .log_x()
     .log_y()
@@ -463,8 +463,11 @@ fn figure(p: &Params, (d, samples): (usize, usize), points: &[Point]) -> Figure 
         }
         let label = match s.as_str() {
             "gd" => format!("GD, η = {}/λ_max", p.gd_step_factor),
-            "tsit45" => "Tsit45 (explicit)".to_string(),
-            other => format!("{other} (implicit, exact HVP)"),
+            "tsit45" => format!("{} (explicit)", Method::Tsit45.label()),
+            other => format!(
+                "{} (implicit, exact Hessian)",
+                Method::parse(other).map_or(other, |m| m.label())
+            ),
         };
         let reference = if s == "gd" || s == "tsit45" { 1.0 } else { 0.0 };
         let (k0, k1) = (x[0], *x.last().unwrap());

@@ -478,7 +478,7 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
     let mut panel = LinePanel::new(
         "two-token model, T = 25/λ_slow",
         "stiffness ratio κ = λ_max/λ_min",
-        "rhs evaluations (GD: iterations to tol)",
+        "gradient evaluations (GD: iterations)",
     )
     .log_x()
     .log_y()
@@ -497,8 +497,8 @@ fn figure(all: &[Work], names: &[String]) -> Figure {
             reference = y[0];
         }
         let capped = runs.iter().any(|w| w.capped);
-        // TR-BDF2 is written with a hyphen in print
-        let shown = name.replace('_', "-");
+        // the methods as the literature prints them (TR-BDF2, Tsit5(4)); "gd" is GD
+        let shown = Method::parse(name).map_or_else(|| "GD".to_string(), |m| m.label().to_string());
         let label = if capped {
             format!("{shown} (capped: extrapolated)")
         } else {

@@ -365,15 +365,25 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let y: Vec<f64> = kept.iter().map(|&k| losses[k]).collect();
     let label = match student_r {
         Some(r) => format!(
-            "σ_p = {}: log10 R̄ = {r:.2} (student), {:.2} (teacher)",
+            "σ_p = {}: log₁₀R̄ = {r:.2}, teacher {:.2}",
             *p.sigma_p, teacher.log10_geometric_mean
         ),
         None => format!("σ_p = {}", *p.sigma_p),
     };
     let mut panel = LinePanel::new(
         format!(
-            "{:?} attention, d = {}, N = {}, train {:?}, η = {}",
-            p.attention, draw.data.d, draw.data.samples, p.train, *p.eta
+            "{} attention, d = {}, N = {}, GD on {}, η = {}",
+            match p.attention {
+                AttentionName::Softmax => "softmax",
+                AttentionName::Linear => "linear",
+            },
+            draw.data.d,
+            draw.data.samples,
+            match p.train {
+                TrainName::P => "p (v = v_T)",
+                TrainName::Pv => "(p, v)",
+            },
+            *p.eta
         ),
         "GD iteration k",
         "training loss L_k",

@@ -489,9 +489,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             .iter()
             .map(|&k| k as f64 / *p.steps as f64)
             .collect();
+        // one line per legend entry: "random opt position" (the data label) is shortened here
         let name = format!(
-            "{}: min cos∠(D_k, D_l) = {:.2}",
-            s.label, s.min_constraint_cos
+            "{}: min cos∠ = {:.2}",
+            s.label.replace(", random opt position", ", random φ_opt"),
+            s.min_constraint_cos
         );
         lemma3_panel = lemma3_panel
             .series(Series::new(name, scales.clone(), fraction, LineStyle::SolidMarkers).color(j));

@@ -191,7 +191,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     let files = UserFiles::new(&p.data_file, &p.init_file);
     let instances = files.instances(&p.data, ctx.scenario)?;
     let mut fig = Figure::new(instances.len()).title(format!(
-        "NGD (η = {}) to ‖W‖ = {} in the log domain (top); the naive f64 evaluation breaks \
+        "NGD (η = {}) to ‖W‖ = {} in the log domain (top); the naive evaluation breaks \
          near logit gap 37 (bottom)",
         *p.eta, *p.target_norm
     ));
@@ -389,7 +389,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .series(
             Series::new(
-                "naive f64 ln|L − L*|",
+                "naive ln|L − L*|",
                 run.norm.clone(),
                 naive_log,
                 LineStyle::Dotted,
@@ -399,7 +399,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .legend(LegendPosition::UpperRight);
         let upto = broken.map_or(run.norm.len(), |k| (2 * k).clamp(10, run.norm.len()));
         let mut zoom = LinePanel::new(
-            format!("{label}: the naive f64 evaluation"),
+            format!("{label}: the naive double-precision evaluation"),
             "‖W‖",
             "relative error of naive L − L*",
         )
@@ -407,7 +407,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         .y_range(1e-17, 3.0)
         .series(
             Series::numerics(
-                "naive f64",
+                "naive evaluation",
                 run.norm[..upto].to_vec(),
                 naive_error[..upto].to_vec(),
             )

@@ -301,7 +301,8 @@ pub fn data_label(name: DataName) -> String {
 /// each point on an axis (α_k > 0 only where the margin is exactly 1).
 pub fn complementarity_panel(groups: &[(String, &L2Solution)]) -> LinePanel {
     let mut panel = LinePanel::new(
-        "complementary slackness: α_k (margin_k − 1) = 0",
+        // short enough for one line in a third of the page width
+        "KKT: α_k (margin_k − 1) = 0",
         "margin_k − 1",
         "multiplier α_k",
     );

@@ -641,7 +641,8 @@ fn figure(
         log10_from_ln(r.log_excess[k])
     })
     .legend(LegendPosition::LowerLeft)
-    .y_range(-16.0, 0.5);
+    // room above the R → ∞ level for its label (below it, the label crossed the curves)
+    .y_range(-16.0, 2.0);
     // bad-init from W_bad (not user files): along R·W_bad the loss tends to (1 + e^{−1})/2, i.e. L − L* → (1 − e^{−1})/2
     let bad_level = (1.0 - (-1.0f64).exp()) / 2.0;
     let loss = match user_files {

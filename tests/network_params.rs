@@ -27,12 +27,7 @@ const BAD: [(&str, &str, &str, &str); 8] = [
         "checks.min_kappa_ratio",
         "must be positive, got 0",
     ),
-    (
-        "teacher-sparsity",
-        "d=17",
-        "params.d",
-        "at most 16",
-    ),
+    ("teacher-sparsity", "d=17", "params.d", "at most 16"),
     (
         "delta-w-rank",
         "instances=0",

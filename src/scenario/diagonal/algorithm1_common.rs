@@ -215,7 +215,7 @@ pub fn lemma_d4_check(rep: &mut Report, s: &Schedule, suffix: &str, paper_initia
     )
     .note(format!(
         "{} stages; {} (stage, coordinate) pairs with b ∈ {{0, 2}} (dropped earlier), min Δ \
-             over them {min_dropped:.4e}{}",
+         over them {min_dropped:.4e}{}",
         s.stages.len(),
         dropped.len(),
         if paper_initial_b {

@@ -379,11 +379,11 @@ fn head_swap_check(
     )
     .note(
         "exchangeable heads at the symmetric β = 0: every VO entry ties with its twin in the \
-             other head, so A4.3(ii) fails at stage 0 for H ≥ 2 and Theorem 4.1 is run on H = 1",
+         other head, so A4.3(ii) fails at stage 0 for H ≥ 2 and Theorem 4.1 is run on H = 1",
     )
     .paper_claim(
         "Example 3.2: Theorem 4.1 applies to the transformer with H heads per layer, so at \
-             most one (layer, head) gains rank per stage",
+         most one (layer, head) gains rank per stage",
     );
     Ok(())
 }

@@ -230,8 +230,8 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
         )
         .note(format!(
             "T4.1(i): on each interior, max_r |β_r − β^k_r| ≤ {}·α^(e_min) + {:e}, e_min = \
-                 min over the interior of e_k(τ) = min(m_k(τ), λ_act (τ − τ_0)), relaxation \
-                 clock τ_0 = {}; per plateau: {}",
+             min over the interior of e_k(τ) = min(m_k(τ), λ_act (τ − τ_0)), relaxation \
+             clock τ_0 = {}; per plateau: {}",
             c.factor,
             c.floor,
             match p.relaxation_clock {
@@ -248,8 +248,8 @@ fn run_block(block: Block, p: &Params, c: &Checks, ctx: &RunContext) -> Result<R
         ))
         .paper_claim(format!(
             "spec §4/§7: relaxation counted from T_k, λ_act (τ − T_k): ratio {:.3} here; \
-                 the finite-α lag a_k = Λ(τ̂_k − T_k) multiplies the error by e^(λ_act a_k), \
-                 which the constant 10 does not cover in general (e.g. mini, VO block)",
+             the finite-α lag a_k = Λ(τ̂_k − T_k) multiplies the error by e^(λ_act a_k), \
+             which the constant 10 does not cover in general (e.g. mini, VO block)",
             worst(&r.spec_bounds)
         ));
     }

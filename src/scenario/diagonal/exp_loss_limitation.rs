@@ -244,8 +244,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{loss_name} loss, decades 10^{first} … 10^{}: increments Δ_j = [{}], ratios [{}]; \
-             log growth gives ratios → 1, a flow converging at a linear rate ratios → 0; a \
-             non-positive increment is reported as the measured value; n = {ns}, p = {dim}, α = {}",
+         log growth gives ratios → 1, a flow converging at a linear rate ratios → 0; a \
+         non-positive increment is reported as the measured value; n = {ns}, p = {dim}, α = {}",
         p.decades,
         fmt(&increments),
         fmt(&ratios),
@@ -253,7 +253,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ))
     .paper_claim(
         "§6 Limitations: with exponential-like tails the weights may not converge to a \
-             finite value, so Assumption 4.4 is not met",
+         finite value, so Assumption 4.4 is not met",
     );
     let (end, before) = (decade_index(p.decades), decade_index(p.decades - 1));
     let (b_end, b_before) = (&square_betas[end], &square_betas[before]);
@@ -328,8 +328,8 @@ pub static KIND: Kind<Params, Checks> = Kind {
     paper: "004",
     summary:
         "§6 limitation: on separable data the diagonal network's ‖β(t)‖ grows like log t under \
-              the logistic loss (no finite limit, Assumption 4.4 fails), but converges under the \
-              square loss.",
+         the logistic loss (no finite limit, Assumption 4.4 fails), but converges under the \
+         square loss.",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-12),
     validate,
     cost,

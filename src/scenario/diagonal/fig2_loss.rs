@@ -253,14 +253,14 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     rep.at_most(
         "sup-plateau-interior-alpha-beta-largest",
         "sup plateau-interior |L_α − L̃(β^k)|: largest ratio between consecutive α \
-             (α ≤ decrease_below, transitions outside the interiors)",
+         (α ≤ decrease_below, transitions outside the interiors)",
         worst_ratio,
         1.0,
     )
     .note(format!(
         "Theorem 4.1: θ_α(τ) → θ^k uniformly on each interior, so the error shrinks \
-             strictly with α once every transition lag a_k/Λ is below the margin (needs two \
-             such α); sup errors {}; lag-dominated, not compared: [{}]",
+         strictly with α once every transition lag a_k/Λ is below the margin (needs two \
+         such α); sup errors {}; lag-dominated, not compared: [{}]",
         eligible
             .iter()
             .map(|r| format!("{:e}: {:.3e}", r.alpha, r.sup))
@@ -270,7 +270,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     ))
     .paper_claim(
         "spec §7: decreasing over every α ≤ 1e−4; fails while an interior still holds a \
-             lagging transition (τ̂_k − T_k = a_k/Λ, spec §6 #12)",
+         lagging transition (τ̂_k − T_k = a_k/Λ, spec §6 #12)",
     );
     rep.at_most(
         &format!("sup-plateau-interior-alpha-beta-alpha.{:e}", last.alpha),
@@ -283,7 +283,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     )
     .note(format!(
         "L̃(0) = {loss0:.4e}; interiors [T_k + δ_k, T_{{k+1}} − δ_k], \
-             δ_k = {}·(T_{{k+1}} − T_k)",
+         δ_k = {}·(T_{{k+1}} − T_k)",
         p.plateau_margin
     ))
     .paper_claim("spec §7: at α = 1e−32 (mini: 1e−64)");

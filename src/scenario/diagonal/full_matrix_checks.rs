@@ -153,7 +153,7 @@ pub(super) fn check_emergence(
         )
         .note(format!(
             "τ = {:.4}; t_j = {:?}; the leak over all s (∞ = out of order or not \
-                 emerged): {}",
+             emerged): {}",
             inst.threshold(p, fraction),
             smallest.emergence[p as usize]
                 .iter()
@@ -193,7 +193,7 @@ pub(super) fn check_emergence(
         )
         .note(format!(
             "1/g_{} = {:.3} (g = σ_{}(∇_M L̃(0))), least-squares slope {:.3} over s ≤ {}; \
-                 NaN if the mode did not emerge before the first KQ mode",
+             NaN if the mode did not emerge before the first KQ mode",
             j + 1,
             1.0 / g,
             j + 1,
@@ -240,7 +240,7 @@ pub(super) fn check_emergence(
         )
         .note(format!(
             "secant slopes, min over j{theory}: {secants}; the ln(1/s) law is asymptotic \
-                 (constant O(1) offsets), so only the smallest scales are held to it"
+             (constant O(1) offsets), so only the smallest scales are held to it"
         ));
     }
 }
@@ -311,7 +311,7 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
             ),
             &format!(
                 "{}: s ≤ {}, modes one at a time in σ* order: max relative drop of sr(Δ) \
-                     after t₁",
+                 after t₁",
                 p.name(),
                 c.small_scale
             ),
@@ -321,10 +321,10 @@ pub(super) fn check_rank_growth(rep: &mut Report, c: &Checks, runs: &[ScaleRun])
         .note(detail)
         .paper_claim(
             "paper §5 (Figs. 4, 6): the stable rank of Δ increases gradually during \
-                 training; spec §7: non-decreasing up to 5% noise, for s ≤ 0.1. Not from t = 0 \
-                 (sr(Δ(0+)) = sr(Δ̇(0)) > 1 falls towards 1 while the top mode outgrows the \
-                 rest), nor when modes grow together or a larger mode comes later (overshoot; \
-                 see derived rank_drop_after_t1)",
+             training; spec §7: non-decreasing up to 5% noise, for s ≤ 0.1. Not from t = 0 \
+             (sr(Δ(0+)) = sr(Δ̇(0)) > 1 falls towards 1 while the top mode outgrows the \
+             rest), nor when modes grow together or a larger mode comes later (overshoot; \
+             see derived rank_drop_after_t1)",
         );
     }
     let early = stats::max(runs.iter().flat_map(|r| {

@@ -307,7 +307,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(
         "the two are the same map in exact arithmetic; raw f64 loses the smaller of u ± v \
-             below the rounding of u, which matters only if that pair later reverses (spec §8.2)",
+         below the rounding of u, which matters only if that pair later reverses (spec §8.2)",
     );
 
     let mut table = Table::new(&["eta", "layout", "k", "tau_hat_gd", "tau_hat_flow", "error"]);

@@ -278,7 +278,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     .note("λ_r, μ_r = e^{N(0,1)} per entry")
     .paper_claim(
         "Example 3.2 writes the KQ product as w_K ⊙ w_O and the VO matrix as W_V W_Qᵀ \
-             (typos for w_K ⊙ w_Q and W_V W_Oᵀ, spec §6 item 3)",
+         (typos for w_K ⊙ w_Q and W_V W_Oᵀ, spec §6 item 3)",
     );
     rep.derive("max_abs_g0", g0_scale);
     rep.derive("t1_closed_form", 1.0 / g0_scale);

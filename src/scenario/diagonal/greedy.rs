@@ -182,7 +182,7 @@ fn r1_checks(model: &DiagLinear, schedule: &Schedule, c: &Checks, rep: &mut Repo
     ))
     .paper_claim(format!(
         "Algorithm 1 line 1 sets b⁰ = 0, which gives T_1 = min_i Δ_0(i) = {paper_t1} \
-             (spec §6 item 1; b⁰ = 1 is used)"
+         (spec §6 item 1; b⁰ = 1 is used)"
     ));
     rep.holds(
         "r1-activation-order-beta-sigma-sgn",
@@ -539,7 +539,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .paper_claim(
         "A4.4 as printed: L(ũ, s^k⊙ũ) ≥ c_k‖u^k − ũ‖², without the reference value L(θ^k) \
-             (vacuous near θ^k when L(θ^k) > 0; spec §6 item 5)",
+         (vacuous near θ^k when L(θ^k) > 0; spec §6 item 5)",
     );
     rep.tables.push(("stages".into(), stages));
     let mut figure = Figure::new(loss_panels.len());

@@ -355,12 +355,12 @@ fn instance_checks(rep: &mut Report, label: &str, results: &[StageResult], c: &C
     )
     .note(
         "sampled A4.4(b): random and ±softest directions, c_k = ½λ_min(∇²F_k); ≈ 1 means \
-             c_k is the sharp constant",
+         c_k is the sharp constant",
     )
     .paper_claim(format!(
         "A4.4 as printed: L(ũ, s⊙ũ) ≥ c_k‖u^k − ũ‖², without L(θ^k) (spec §6 #5); on the \
-             non-terminal plateaus (L(θ^k) > 0) it holds vacuously: min L(ũ)/(c_k‖δ‖²) = \
-             {paper:.3e}"
+         non-terminal plateaus (L(θ^k) > 0) it holds vacuously: min L(ũ)/(c_k‖δ‖²) = \
+         {paper:.3e}"
     ));
     rep.derive(&format!("{label}.min_lambda_min"), lambda_min);
     rep.derive(&format!("{label}.paper_form_min_ratio"), paper);

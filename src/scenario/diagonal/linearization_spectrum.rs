@@ -221,7 +221,7 @@ fn instance_checks(rep: &mut Report, sched: &Scheduled, spectra: &[StageSpectrum
     )
     .note(format!(
         "sorted eig of the exact Jacobian vs {{±g_j}} ∪ {{0^|S|}} ∪ eig(−2H_SS diag|β_S|), \
-             {} plateaus",
+         {} plateaus",
         spectra.len()
     ));
     rep.at_most(

@@ -271,9 +271,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .note(format!(
                 "{formula} = {bound:.5e}{}; estimate = max(largest ratio over {} random \
-                     pairs in the ball = {pairs:.5e}, largest exact local constant over {} \
-                     points = {local:.5e}), {:.3} of the bound; R = {} max_k‖θ^k‖ = {:.5}, \
-                     λ_max(Σ) = {:.5}, G_R = λ_max R²/2 + ‖r‖ = {:.5e}",
+                 pairs in the ball = {pairs:.5e}, largest exact local constant over {} \
+                 points = {local:.5e}), {:.3} of the bound; R = {} max_k‖θ^k‖ = {:.5}, \
+                 λ_max(Σ) = {:.5}, G_R = λ_max R²/2 + ‖r‖ = {:.5e}",
                 if *c.bound_factor == 1.0 {
                     String::new()
                 } else {
@@ -289,7 +289,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             ))
             .paper_claim(
                 "Lemmas D.5–D.7: g, ∇_θL and L are Lipschitz on B(0, R) with a constant K_R \
-                     (not given explicitly)",
+                 (not given explicitly)",
             );
         }
         let mut pts = m.local_grad.clone();

@@ -288,8 +288,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{label}, α = {}: eq. (8) makes Λ(b_α − b_th)_i = −ln w0_i exactly on plateau 0 \
-             (max|ln w0_i| = {max_ln_w0:.3}); {} samples with τ ≤ {}·T_1; Λ·sup‖b_α − b_th‖_∞ over \
-             all plateau interiors = {scaled:.3} (reported)",
+         (max|ln w0_i| = {max_ln_w0:.3}); {} samples with τ ≤ {}·T_1; Λ·sup‖b_α − b_th‖_∞ over \
+         all plateau interiors = {scaled:.3} (reported)",
         alpha_label(la),
         t.plateau0_samples,
         p.linear_fraction
@@ -303,7 +303,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "eq. (29) at the {}/{} interior samples within {:e} of β^k, {} (sample, i) pairs \
-             with |g_i(θ^k)| > {:e} (smallest {:.2e}); worst: {worst_text}",
+         with |g_i(θ^k)| > {:e} (smallest {:.2e}); worst: {worst_text}",
         t.on_plateau, t.interior, c.sign_radius, t.sign_tested, c.sign_threshold, t.smallest_g
     ))
     .paper_claim(SIGN_CLAIM);
@@ -486,7 +486,7 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
         )
         .note(format!(
             "per α: {}; Λ(b_α − b_th)_i = −ln w0_i on plateau 0 (max|ln w0_i| = \
-                 {max_ln_w0:.3}); Λ·sup‖b_α − b_th‖_∞ over all plateau interiors (reported): {}",
+             {max_ln_w0:.3}); Λ·sup‖b_α − b_th‖_∞ over all plateau interiors (reported): {}",
             list_text(&plateau0, 2),
             list_text(&scaled, 4)
         ))
@@ -507,8 +507,8 @@ fn reduce_runs(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, Strin
         )
         .note(format!(
             "eq. (29) at the interior samples within {:e} of β^k ({} per α), {tested} \
-                 (sample, i) pairs with |g_i(θ^k)| > {:e} (smallest {smallest_g:.2e}); worst: \
-                 {worst_text}",
+             (sample, i) pairs with |g_i(θ^k)| > {:e} (smallest {smallest_g:.2e}); worst: \
+             {worst_text}",
             c.sign_radius,
             on_plateau.join(", "),
             c.sign_threshold

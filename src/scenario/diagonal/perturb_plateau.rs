@@ -235,10 +235,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "A4.4: θ^k is a strict local minimum on its support, so the perturbed flow returns; \
-             {} of {} perturbation times are checked (inside a plateau interior, on a plateau \
-             whose horizon spans ≥ {} relaxation times, only pairs of S_k above the \
-             threshold); compared in β (c_i of the perturbed \
-             pairs changes, spec §6 #16); λ_min^act·t_h per plateau: {}",
+         {} of {} perturbation times are checked (inside a plateau interior, on a plateau \
+         whose horizon spans ≥ {} relaxation times, only pairs of S_k above the \
+         threshold); compared in β (c_i of the perturbed \
+         pairs changes, spec §6 #16); λ_min^act·t_h per plateau: {}",
         checked.len(),
         outcomes.len(),
         p.min_relaxations,
@@ -249,8 +249,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ))
     .paper_claim(
         "spec §5.2: any plateau, with t_h capped at 0.45·ΔT_k·Λ; where the cap leaves few \
-             relaxation times the perturbation has not decayed (small, stage 3 at 1e−32: 1.6 \
-             relaxation times, distance 2.7e−2)",
+         relaxation times the perturbation has not decayed (small, stage 3 at 1e−32: 1.6 \
+         relaxation times, distance 2.7e−2)",
     );
     let mut table = Table::new(&[
         "tau_j",

@@ -187,7 +187,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         ),
         &format!(
             "max over resolved stage starts of ‖β_pert(τ*_(k+1)) − β^(k+1)‖_∞ (α = {:e}, \
-                 σ = {}); τ*_(k+1) = argmax e_(k+1)",
+             σ = {}); τ*_(k+1) = argmax e_(k+1)",
             p.alpha, p.sigma
         ),
         worst,
@@ -195,13 +195,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .paper_claim(
         "spec §5.2: every stage start, at τ*_(k+1) = argmax m_(k+1); that is T_(k+1) itself \
-             on most stages (the flow has not transitioned yet), and a stage too short at this \
-             α is not within 1e−3 of β^(k+1) even unperturbed",
+         on most stages (the flow has not transitioned yet), and a stage too short at this \
+         α is not within 1e−3 of β^(k+1) even unperturbed",
     )
     .note(format!(
         "A4.5: the nonlinear escape from θ^k is robust to noise and ends at θ^(k+1); \
-             checked: the {} of {} stage starts where 10·α^(e_(k+1)(τ*)) + 1e−8 ≤ {:e}; \
-             per start (stage, perturbed, unperturbed, predicted): {}",
+         checked: the {} of {} stage starts where 10·α^(e_(k+1)(τ*)) + 1e−8 ≤ {:e}; \
+         per start (stage, perturbed, unperturbed, predicted): {}",
         resolved.len(),
         outcomes.len(),
         c.max_beta_distance,

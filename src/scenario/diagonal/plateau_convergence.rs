@@ -332,8 +332,8 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     ))
     .paper_claim(
         "spec §3.4/§4 measure at τ*_k = argmax m_k; that is T_k itself whenever m_k \
-             decreases from T_k (every plateau of mini), i.e. mid-transition, where err = O(1). \
-             τ†_k = argmax min(m_k, λ_act(τ − T_k)) is used instead",
+         decreases from T_k (every plateau of mini), i.e. mid-transition, where err = O(1). \
+         τ†_k = argmax min(m_k, λ_act(τ − T_k)) is used instead",
     );
     rep.derive(
         "soft_exponent_check",

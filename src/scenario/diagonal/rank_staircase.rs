@@ -211,7 +211,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     ))
     .paper_claim(
         "spec §4 counts at τ*_k = argmax m_k, which is T_k (mid-transition) on every mini \
-             plateau; τ†_k = argmax min(m_k, λ_act(τ − T_k)) is used",
+         plateau; τ†_k = argmax min(m_k, λ_act(τ − T_k)) is used",
     );
     rep.at_most(
         "consecutive-eligible-stages-adding-more-than",
@@ -335,7 +335,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     )
     .note(format!(
         "α is eligible for stage k when α^(m_k/2) ≤ {:e}·min_(S_k)|β^k|; {tested} eligible \
-             (α, k) over {} α",
+         (α, k) over {} α",
         c.eligibility,
         sorted.len()
     ));

@@ -387,7 +387,7 @@ fn reduce(p: &Params, c: &Checks, runs: &SweepRuns) -> Result<Report, RunError> 
     )
     .note(format!(
         "T4.1(ii): t̂_k = T_kΛ + a_k with a_k independent of α, including the opposite-sign \
-             re-entry of the dropped coordinate; per k: {}",
+         re-entry of the dropped coordinate; per k: {}",
         offsets
             .iter()
             .zip(&spreads)

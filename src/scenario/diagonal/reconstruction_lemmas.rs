@@ -298,7 +298,7 @@ fn round_trip_checks(p: &Params, c: &Checks, ctx: &RunContext, rep: &mut Report)
     )
     .paper_claim(format!(
         "§C.3: ũ = sgn(u)u, ṽ = sgn(v)v — flips the sign of u v on {paper_flips} of \
-             {tested} pairs (spec §6 item 9)"
+         {tested} pairs (spec §6 item 9)"
     ));
     rep.derive("round_trip_pairs", tested);
     rep.derive("round_trip_small_log_pairs", small_count);

@@ -346,8 +346,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "t_h = T_kΛ + a with T_k = 1/|β*_(k)| and a = ln(2√|β*_i|/w0_i) + O(α²) (CF2 \
-             logistic, basics_common::logistic_half_offset, terms to α⁴); bound = \
-             half_time_rtol·|β*_i|t_h + |α⁴ term| (the O(α⁶) rest); {offset_text}"
+         logistic, basics_common::logistic_half_offset, terms to α⁴); bound = \
+         half_time_rtol·|β*_i|t_h + |α⁴ term| (the O(α⁶) rest); {offset_text}"
     ))
     .paper_claim(
         "spec §4 row T4.1(ii): the normalized offset |β*_i|·|t_h − Λ/|β*_i|| is O(1), ≤ 10",
@@ -365,7 +365,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.derive("limit_stage_times", &limit_times);
     rep.figure = Some(figure.panel(error_panel).title(format!(
         "{} (Σ = I): log-layout flow (solid) vs exact Riccati solution (dashed); \
-                 dotted: T_k = 1/|β*_(k)|",
+         dotted: T_k = 1/|β*_(k)|",
         files.label_or("R1".into())
     )));
     rep.instance = Some(arrays);

@@ -153,9 +153,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "measured {signed:?}, predicted {predicted:.10} (CF2 logistic: limit {limit:.10}, α² \
-             term {second:.3e}, α⁴ term {fourth:.3e}); bound offset_tol + α^m + |α⁴ term| with \
-             m = {m:.4} (neglect exponent at T_1); t̂_1 = {t_hat:?} (β_{{i_0}} reaches \
-             ½β¹_{{i_0}}), T_1Λ = {:.4}",
+         term {second:.3e}, α⁴ term {fourth:.3e}); bound offset_tol + α^m + |α⁴ term| with \
+         m = {m:.4} (neglect exponent at T_1); t̂_1 = {t_hat:?} (β_{{i_0}} reaches \
+         ½β¹_{{i_0}}), T_1Λ = {:.4}",
         t1 * run.lambda
     ))
     .paper_claim("spec §4 row T4.1(ii), §7: the normalized offset is O(1), ≤ 10");
@@ -241,7 +241,7 @@ fn rep_and_figure(
     .note(format!("T_1 = {t1:.12}, closed form {t1_closed:.12}"))
     .paper_claim(
         "Algorithm 1 line 1 sets b⁰ = 0, which would give T_1 = 0 instead of \
-             min_i 1/|g_i(0)| (spec §6 item 1; b⁰ = 1 is used)",
+         min_i 1/|g_i(0)| (spec §6 item 1; b⁰ = 1 is used)",
     );
     rep.holds(
         "stage-activates-argmax-closed-form",

@@ -623,7 +623,7 @@ fn reduce_runs(p: &Params, c: &Checks, all_runs: &SweepRuns) -> Result<Report, S
     )
     .note(format!(
         "L.C.7/C.9, T4.1(ii): t̲_(k+1) = T_(k+1)Λ + a with a independent of α; per \
-             transition: {}",
+         transition: {}",
         offset_spreads
             .iter()
             .map(|x| format!("{x:.2e}"))

@@ -256,7 +256,7 @@ impl FlowModel for HistogramModel {
         )
         .note(format!(
             "z*: v_i² = μ_iρ̄_i, q_i = m_i/v_i from the conserved β_i (spec 000 R5, D2); \
-                 {flipped} of {d} columns flipped; needs a horizon long enough to converge"
+             {flipped} of {d} columns flipped; needs a horizon long enough to converge"
         ));
         const DISCRETE: [&str; 3] = ["gd", "normalized_gd", "polyak"];
         let name = "max |z_ODE(t) − z_closed form(t)| over the samples (df)";

@@ -336,8 +336,8 @@ impl FlowModel for PromptFlow {
         rep.at_least("lemma-2-pl", name, worst, 1.0 - self.pl_tol)
             .note(format!(
                 "∇_p L = F(p)ᵀg with ‖g‖² = 2N·L, F from the attention Jacobian row by row; \
-                     {} samples of the trajectory; with the paper's constant 2σ²_min the ratio's \
-                     minimum is {:.4} (≥ 1 needed)",
+                 {} samples of the trajectory; with the paper's constant 2σ²_min the ratio's \
+                 minimum is {:.4} (≥ 1 needed)",
                 derived.len(),
                 stats::min(paper.iter())
             ))

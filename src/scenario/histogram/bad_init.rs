@@ -353,7 +353,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "t_p = ½ln(1/rtol)/max_bad(μ_iρ̄_i) = {:.4}: the bad columns sit at the saddle; \
-                 the good columns still hold {:.3e} of the loss (R10)",
+             the good columns still hold {:.3e} of the loss (R10)",
             r.traj.last_t(),
             r.good_loss
         ))
@@ -414,7 +414,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "converges normally (h = {}); corrected bad-set values q_iᵀm_i + ρ̄_iμ_iv_i of the \
-                 columns: {:?}",
+             columns: {:?}",
             *p.paper_horizon,
             p.bad_columns
                 .iter()

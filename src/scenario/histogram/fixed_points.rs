@@ -265,7 +265,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     )
     .note(format!(
         "dense Hessians from the exact hvp at the constructed points (one column and the \
-             full df flow); worst at {}",
+         full df flow); worst at {}",
         t.hessian.at
     ));
     rep.at_most(
@@ -303,7 +303,7 @@ fn report_checks(rep: &mut Report, p: &Params, chk: &Checks, t: &ColumnTally, ja
     )
     .note(format!(
         "{} saddles found from {} random starts: the saddle set {{v = 0, q ⊥ m}} has \
-             β = ‖q‖² ≥ 0, so no level set β < 0 holds one",
+         β = ‖q‖² ≥ 0, so no level set β < 0 holds one",
         t.saddles_found, p.random_starts
     ));
     rep.at_most(

@@ -148,7 +148,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "accumulated per-step η²(‖∇_qℓ‖² − (∂_vℓ)²); the drifts themselves are {:.3e} \
-             (relative), i.e. GD does not conserve β",
+         (relative), i.e. GD does not conserve β",
         stats::max(runs.iter().map(|g| g.total_drift))
     ));
     rep.at_most(

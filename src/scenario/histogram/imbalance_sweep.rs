@@ -232,7 +232,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "α(δ_1) = min(μ_1ρ̄(δ_1), min_(i≥2) μ_i); least-squares slope of the closed-form \
-             ln ℓ on ℓ ∈ [{:e}, {:e}], {} points δ_1 ∈ [{}, {}]",
+         ln ℓ on ℓ ∈ [{:e}, {:e}], {} points δ_1 ∈ [{}, {}]",
         p.tail_window[0], p.tail_window[1], *p.points, p.delta_min, p.delta_max
     ))
     .paper_claim("Remark 1.2: α = ρ_1 (E8: it is 1/ρ_1 = ρ̄_1, capped by the balanced columns)");

@@ -277,7 +277,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "n = {}: λ_min = {lambda_min:.4}, cond = max λ / min λ = {cond:.2} (spec prototype \
-             for eq, d = 10, N = n = 100: spec(H_a) ⊂ [46, 1.03e4], cond ≈ 223)",
+         for eq, d = 10, N = n = 100: spec(H_a) ⊂ [46, 1.03e4], cond ≈ 223)",
         *p.n
     ));
     rep.figure = Some(figure(p, &m, seq_len, &t3, &sweep, &ratios, chk));

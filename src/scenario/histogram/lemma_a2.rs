@@ -304,9 +304,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "ĝ = s(ρ̄x + y)(ρx − y) − (1 − xy), dĝ/dt by the chain rule from the right-hand sides; \
-             k = {}; the identity holds at every (x, y, s), so only rounding remains (relative \
-             residual {worst:.2e}, large only where ĝ cancels); from (x₀, y₀) = ({x0}, {y0:.4}), \
-             s₀ shifted by {}; the paper's k = 1 leaves {worst_ulps_paper:.3e} ε (relative {:.3})",
+         k = {}; the identity holds at every (x, y, s), so only rounding remains (relative \
+         residual {worst:.2e}, large only where ĝ cancels); from (x₀, y₀) = ({x0}, {y0:.4}), \
+         s₀ shifted by {}; the paper's k = 1 leaves {worst_ulps_paper:.3e} ε (relative {:.3})",
         p.ghat_factor, *p.s0_shift, worst_paper
     ))
     .paper_claim(format!(
@@ -382,7 +382,7 @@ fn case_checks(
     )
     .note(format!(
         "X = ρ̄/(1 + c₂e^{{−2c₁ρ̄t}}), X₀ = x₀² + {}; x(t) from the run on y = ρx, ẋ from the \
-             vector field at (x, ρx); the printed factor leaves {r2_paper:.3e} ε",
+         vector field at (x, ρx); the printed factor leaves {r2_paper:.3e} ε",
         *p.case2_shift
     ))
     .paper_claim(format!(
@@ -399,8 +399,8 @@ fn case_checks(
     )
     .note(format!(
         "x(t) from the run on y = −ρ̄x, ẋ from the vector field at (x, −ρ̄x); c₁ = {c1}: the \
-             printed form (no c₁) leaves {r3_paper:.3e} ε (equal forms at c₁ = 1); the decay rate \
-             is ≥ c₁ρ"
+         printed form (no c₁) leaves {r3_paper:.3e} ε (equal forms at c₁ = 1); the decay rate \
+         is ≥ c₁ρ"
     ))
     .paper_claim(format!(
         "ẋ = −(ρ + x²)x (App. A.2, Case 3): {r3_paper:.3e} ε"
@@ -463,10 +463,10 @@ fn case1_limit_check(
     )
     .note(format!(
         "x∞ = ±√ρ̄ and x∞y∞ = 1 give y∞ = ±√ρ, sign(L), L = ρ̄x₀ + y₀; x₀ = {}, r₀ ∈ \
-             {{−ρ̄ − 1, −ρ̄/2, ρ/2, ρ + 1}} (one per row of the proof's table); t_end = \
-             40/(min(ρ̄, A)c₁) = {t_end:.4}; bound {}·(rtol·√ρ + atol) + the closed form's \
-             distance to the limit at t_end ({worst_tail:.1e}); √ρ = {:.6}, √ρ̄ = {:.6}; the \
-             printed ±√ρ̄ misses by {worst_printed:.4} (they agree only at c = 0)",
+         {{−ρ̄ − 1, −ρ̄/2, ρ/2, ρ + 1}} (one per row of the proof's table); t_end = \
+         40/(min(ρ̄, A)c₁) = {t_end:.4}; bound {}·(rtol·√ρ + atol) + the closed form's \
+         distance to the limit at t_end ({worst_tail:.1e}); √ρ = {:.6}, √ρ̄ = {:.6}; the \
+         printed ±√ρ̄ misses by {worst_printed:.4} (they agree only at c = 0)",
         *p.x0,
         *c.tol_factor,
         rho.sqrt(),

@@ -300,7 +300,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{} random diagonal C per run, ln C_ii ~ N(0, {}²): the limit minimizes Φ on the \
-             feasible set (D5)",
+         feasible set (D5)",
         *p.rescalings, *p.rescale
     ));
 

@@ -128,7 +128,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "t½,i = first time x_iy_i = ½ on the ODE samples vs ln(4A_i²/(ρ_iL_i²))/(2A_iμ_i); \
-             NaN if a column has not escaped by t = {}",
+         NaN if a column has not escaped by t = {}",
         *p.t_end
     ));
     // pairs (i, j) escaping in the other order than `key` says (a column that never escaped,
@@ -151,7 +151,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "order of t½,i ≈ ln(2/|L_i|)/μ_i (D3); by μ_i alone {mu_inversions} pairs are out of \
-             order: the spread of ln(1/|L_i|) over a random init still matters at σ = {:e}",
+         order: the spread of ln(1/|L_i|) over a random init still matters at σ = {:e}",
         *p.sigma
     ));
     rep.at_most(

@@ -375,7 +375,7 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     )
     .note(format!(
         "dataset {k}; R on t ∈ [{}, end] while both losses > {:e}; sup R = C is reported \
-             (Assumption 3.1 with the predicted σ̂)",
+         (Assumption 3.1 with the predicted σ̂)",
         *p.ratio_from, *p.loss_floor
     ))
     .paper_claim("Assumption 3.1 gives no C, σ or T (E15): σ̂ here is predicted from spectra");
@@ -392,8 +392,8 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     )
     .note(format!(
         "dataset {}; σ̂ = λ⁺_min(∇²ℓ_tf)/λ⁺_min(∇²ℓ_df) at the exact limit, σ̂_fit = ratio \
-             of the late log-slopes on ℓ ∈ [{:e}, {:e}]; range over datasets [{lo:.4}, \
-             {hi:.4}]",
+         of the late log-slopes on ℓ ∈ [{:e}, {:e}]; range over datasets [{lo:.4}, \
+         {hi:.4}]",
         k, *p.fit_low, p.fit_high
     ));
     let (diff, k) = worst(trials, |t| t.alignment.max_diff_mod_sign);
@@ -407,12 +407,12 @@ fn add_checks(rep: &mut Report, p: &Params, d: usize, c: &Checks, trials: &[Tria
     )
     .note(format!(
         "dataset {k}; z*_df = the df limit (closed form, D2); {flipped} of {} columns \
-             flipped over {n_trials} datasets",
+         flipped over {n_trials} datasets",
         d * n_trials
     ))
     .paper_claim(format!(
         "§3.3: the limits coincide (E10): max |z_tf − z*_df| without sign alignment = \
-             {raw:.3e}, {flipped} of {} columns have the opposite sign",
+         {raw:.3e}, {flipped} of {} columns have the opposite sign",
         d * n_trials
     ));
     let (v_err, k) = worst(trials, |t| t.v_error);

@@ -333,8 +333,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{} of {n} trials: q⊥ ≠ 0 for the argmin column, and near-ties ((α₂ − α)/α < {}) \
-             skipped since there the slope mixes −2α and −2α₂; measured at t* = T + \
-             max(40/α, 7/(α₂ − α)) if ℓ = {:e} comes earlier (R9(b))",
+         skipped since there the slope mixes −2α and −2α₂; measured at t* = T + \
+         max(40/α, 7/(α₂ − α)) if ℓ = {:e} comes earlier (R9(b))",
         deep.len(),
         *c.near_tie,
         *p.deep_level
@@ -378,14 +378,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "h = ln ℓ + 2αt − γ ln t on the closed form and its limit, from T_esc = the time \
-             after which every x_iy_i ≥ ½ (R9(d) corrected: from T it fails in {from_onset} of \
-             {n} trials, worst {:.2}, since columns near the bad set still sit on the saddle \
-             plateau after T)",
+         after which every x_iy_i ≥ ½ (R9(d) corrected: from T it fails in {from_onset} of \
+         {n} trials, worst {:.2}, since columns near the bad set still sit on the saddle \
+         plateau after T)",
         stats::max(trials.iter().map(|t| t.bound_excess_from_onset))
     ))
     .paper_claim(format!(
         "T = max_i ln(ρ̄_i²/(ρ_iv_i(0)) |(ρ_iv_iμ_i − p_i)/(ρ̄_iv_iμ_i + p_i)|) (E6): NaN or ≤ 0 \
-             in {paper_undefined} of {n} trials"
+         in {paper_undefined} of {n} trials"
     ));
     rep.at_most(
         "ode-samples-violating-sign-iy-sign",

@@ -150,7 +150,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{} cases, each on t ≤ min(5/ρ, {}/ρ̄)/c1 (the spec's 5/(c1ρ) alone lets the \
-             saddle amplify solver error by e^{{5ρ̄/ρ}}, e^54 at c = −3); worst at {}",
+         saddle amplify solver error by e^{{5ρ̄/ρ}}, e^54 at c = −3); worst at {}",
         on_line.count, *p.bad_line_growth, on_line.at
     ));
     rep.derive("cases", rep.series.rows.len());

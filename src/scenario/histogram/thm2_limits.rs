@@ -205,7 +205,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{} trajectories off the bad line (grid and basin panels), limit read at \
-             t = {}/(min(ρ̄, A)c1)",
+         t = {}/(min(ρ̄, A)c1)",
         tally.limit.count, *p.horizon
     ))
     .paper_claim("Theorem 2 prints (x∞², y∞²) = (√ρ̄, √ρ) and gives no sign rule (E4, E13)");

@@ -329,7 +329,7 @@ fn run(p: &Params, chk: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "integrated residues fitted while in [{:e}, {:e}]; theory −2min(ρ̄, A)c1 (c = 0: \
-             (a + bc1t)e^(−2c1t)); worst {}",
+         (a + bc1t)e^(−2c1t)); worst {}",
         p.ode_window[0], p.ode_window[1], ode_rate_err.at
     ))
     .paper_claim("−2ρ̄c1 for c < 0 (E7)");

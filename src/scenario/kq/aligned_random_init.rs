@@ -212,7 +212,7 @@ pub static KIND: Kind<Params, Checks> = Kind {
     paper: "001",
     summary:
         "A4 data (toy-4) from random K(0), Q(0): Ŵ reaches the nuclear-norm optimum but lands \
-              in the continuum W(η), η ≠ 0, away from the Frobenius solution (beyond Theorem 5.1).",
+         in the continuum W(η), η ≠ 0, away from the Frobenius solution (beyond Theorem 5.1).",
     solver: OdeConfig::new(Method::Bdf, 1e-10, 1e-13),
     validate,
     cost,

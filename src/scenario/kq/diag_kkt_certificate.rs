@@ -249,7 +249,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let statement =
         "Thm A.2 (Dutta et al. 2013, Thm 3.6): β_k (ε_k, ε′_k, δ_k)-KKT with ε_k, ε′_k, \
-                     δ_k → 0, β_k → β̄ and MFCQ at β̄ ⇒ β̄ is a KKT point of the ℓ1-SVM";
+         δ_k → 0, β_k → β̄ and MFCQ at β̄ ⇒ β̄ is a KKT point of the ℓ1-SVM";
     rep.at_least(
         "lambda-nonnegative",
         "Thm A.2 certificate: min_τ,il φ_il(τ) (λ = φ/ln µ ≥ 0)",
@@ -300,7 +300,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "target {exponent_target:.4} (a* = {:?} from the LP dual); fit over {} samples, max \
-             residual {:.2e}; {setting}",
+         residual {:.2e}; {setting}",
         a_star.iter().map(|v| format!("{v:.4}")).collect::<Vec<_>>(),
         fit.points,
         fit.max_residual

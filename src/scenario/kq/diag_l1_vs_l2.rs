@@ -435,7 +435,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "β*₁ = {:?}, OPT₁ = {:.12}; primal {:.1e}, dual {:.1e}, stationarity {:.1e}, \
-                     complementarity {:.1e}, gap {:.1e}",
+             complementarity {:.1e}, gap {:.1e}",
             cs.l1,
             cs.opt1,
             cs.kkt.primal_infeasibility,
@@ -485,7 +485,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .note(format!(
                 "τ = {:e}, µ = {:.4e}; β̂ = {:?} (spec measured toy-2b 1.08e-3 at ω₀ = 1, \
-                     1.93e-4 at ω₀ = 0.1)",
+                 1.93e-4 at ω₀ = 0.1)",
                 *p.tau_max, r.mu[last], b
             ));
             rep.at_most(
@@ -575,7 +575,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
             )
             .note(format!(
                 "t ln t·gap = {rate:.6}, OPT₁/2 = {:.6} (spec §7 loss-rate: toy-2b 0.3125, \
-                     measured 0.31325 at τ = 1e6); corrections O(ln ln t/ln t)",
+                 measured 0.31325 at τ = 1e6); corrections O(ln ln t/ln t)",
                 0.5 * cs.opt1
             ));
         }

@@ -402,7 +402,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "worst: {worst_decline_m}; a flow stalled away from the ℓ1 solution keeps the ratio \
-             ≈ 1, converged flows decay like µ^−margin (spec §2.7); {setting}"
+         ≈ 1, converged flows decay like µ^−margin (spec §2.7); {setting}"
     ));
     let fraction = passing as f64 / sat.len() as f64;
     rep.derive("passing_fraction", fraction);
@@ -422,17 +422,17 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{passing} of {} pass; worst gap {worst_gap:.3e}, worst direction error \
-             {worst_dir:.3e}; not passing: [{}]. A straggler sits on a slow plateau (its gap \
-             falls roughly linearly in ln τ) although its margin is ≥ {}: the margin sets the \
-             final rate, not when the plateau ends, so at a finite τ no bound holds on every \
-             instance and the spec's fraction is what is checked",
+         {worst_dir:.3e}; not passing: [{}]. A straggler sits on a slow plateau (its gap \
+         falls roughly linearly in ln τ) although its margin is ≥ {}: the margin sets the \
+         final rate, not when the plateau ends, so at a finite τ no bound holds on every \
+         instance and the spec's fraction is what is checked",
         sat.len(),
         stragglers.join("; "),
         p.min_margin
     ))
     .paper_claim(
         "Theorem 4.1: β̂ → β*₁ on every dataset satisfying A2, A3 (a limit, no rate); spec §7: \
-             ≥ 90% reach ‖β̂‖₁/OPT₁ − 1 ≤ 1e-3 at τ = 1e8",
+         ≥ 90% reach ‖β̂‖₁/OPT₁ − 1 ≤ 1e-3 at τ = 1e8",
     );
 
     rep.series = Table::new(&[

@@ -371,7 +371,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "e_D from δ̇ = Aδ + F(z_lin) − Az_lin (exact HVP at 0); per s: {}; e/max‖W‖ = \
-             {ratio:.4} (reported); {setting}",
+         {ratio:.4} (reported); {setting}",
         runs.iter()
             .zip(&duhamel_dev)
             .map(|(r, d)| format!(

@@ -280,7 +280,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "exponents {kq_exp:.4?}, κ = 1 − ‖P_U⊥MP_V⊥‖_op = {kappa:.4}; derived, not in the paper \
-             (spec §2.8: the margin predicts the KQ convergence exponent)"
+         (spec §2.8: the margin predicts the KQ convergence exponent)"
     ));
     // Theorem 1.1's σ_opt → 1 and its separation time (spec §4 recipe)
     let kq_rate: Vec<f64> = kq_runs
@@ -322,7 +322,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "t·(L − L*) / ‖W_F‖_F² = {w_rate:.6?} (‖W_F‖_F² = {w_norm2:.6}); max_i log₁₀(1 − σ_i,opt) \
-             at τ_max: {:.4?}; derived rate (spec §2.7)",
+         at τ_max: {:.4?}; derived rate (spec §2.7)",
         log10_gap(&w_runs)
     ));
     let mut not_for_good = 0usize;
@@ -343,7 +343,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "Theorem 1.1: µ → ∞; separation times τ_sep (the root of µ; 0: separated from the \
-             start) KQ {:.4?}, W {:.4?}",
+         start) KQ {:.4?}, W {:.4?}",
         separated_at[0], separated_at[1]
     ));
     rep.at_most(

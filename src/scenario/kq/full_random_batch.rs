@@ -239,7 +239,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "worst: {worst_w_label}; combined-W gradient flow → W_F-SVM (Tarzanagh et al. 2023a), \
-             error O(1/µ); {setting}"
+         error O(1/µ); {setting}"
     ));
     rep.at_least(
         "w-passing-all-satisfying",
@@ -279,15 +279,15 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         "kq-nearer-than-w-worst",
         &format!(
             "KQ vs W: worst ({target})_KQ / ({target})_W at τ_max over the sets where the two \
-                 SVMs differ"
+             SVMs differ"
         ),
         worst_ratio,
         1.0,
     )
     .note(format!(
         "worst: {worst_ratio_label}; {} of {} satisfying sets have the other SVM's gap ≥ {:e}; \
-             conjecture (Thm 1.1 beyond the aligned case): the separate K, Q flow is biased \
-             toward the nuclear norm, the combined W toward the Frobenius norm",
+         conjecture (Thm 1.1 beyond the aligned case): the separate K, Q flow is biased \
+         toward the nuclear norm, the combined W toward the Frobenius norm",
         distinct.len(),
         sat.len(),
         *c.kq_gap
@@ -310,12 +310,12 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         rep.at_least("kq-nuclear-fraction", &title, fraction, *c.kq_fraction)
             .note(format!(
                 "{detail}. A conjecture beyond the aligned case of Thm 5.1, so the spec's soft \
-                     fraction is checked, not every set"
+                 fraction is checked, not every set"
             ))
             .paper_claim(
                 "Theorem 1.1 (informal): GF on separate K, Q converges to a nuclear-norm SVM \
-                     solution; proven for diagonal (Thm 4.1) and aligned (Thm 5.1) settings only; \
-                     spec §5.2/§7 expects ≥ 80% of random sets within 1e-3 at τ = 1e8",
+                 solution; proven for diagonal (Thm 4.1) and aligned (Thm 5.1) settings only; \
+                 spec §5.2/§7 expects ≥ 80% of random sets within 1e-3 at τ = 1e8",
             );
     } else {
         rep.skip(

@@ -158,8 +158,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "equality holds at β = 0, hence the bound 1 − {ROUNDING:e} (rounding); dL/dt = ∇L·β̇ \
-             from the flow's vector field; e^τ‖∇L‖ stays ≤ {et_max:.3e} (bounded, \
-             spec §4); {setting}"
+         from the flow's vector field; e^τ‖∇L‖ stays ≤ {et_max:.3e} (bounded, \
+         spec §4); {setting}"
     ))
     .paper_claim(
         "(27): dL/dt ≤ −(2ω_min²/n)‖∇L‖² (spec §6 item 7: the exact constant is 2, stronger)",

@@ -269,7 +269,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
         )
         .note(format!(
             "nuclear SVM on diagonal W (soft thresholding, pure Rust) vs the ℓ1 LP \
-                     (clarabel), §3.3; worst: {at}"
+             (clarabel), §3.3; worst: {at}"
         ));
         let unique: Vec<_> = diag
             .iter()
@@ -316,7 +316,7 @@ fn checks(rep: &mut Report, solved: &[(&Problem, Solved)], c: &Checks) {
         )
         .note(format!(
             "under A4 the full nuclear SVM is solved by a diagonal W in the aligned \
-                     frames, OPT_* = OPT₁ = Σ 1/((1−c_i)‖x_opt‖‖z_i‖) (§3.3, Thm 5.1); worst: {at}"
+             frames, OPT_* = OPT₁ = Σ 1/((1−c_i)‖x_opt‖‖z_i‖) (§3.3, Thm 5.1); worst: {at}"
         ));
     }
     let (v, at) = worst(all().map(|(s, l)| {

@@ -352,7 +352,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{label}; init (5) with ω_0 = {:?} and the general init ξ_k(0) = {:?}, ξ_q(0) = {:?}; \
-             max over t ∈ {:?} and τ ∈ {:?} of max_j|Δβ_j|/max_j|β_j|",
+         max over t ∈ {:?} and τ ∈ {:?} of max_j|Δβ_j|/max_j|β_j|",
         p.omega0, xi_k, xi_q, p.t_points, p.tau_points
     ));
     rep.at_least(
@@ -363,7 +363,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "same β(0), w₊(0)² + w₋(0)² scaled by {}; relative difference at t ∈ [{}, {}]: {} \
-             (spec measured 0.127, 0.098, 0.083); later: {}",
+         (spec measured 0.127, 0.098, 0.083); later: {}",
         p.control_scale,
         *p.control_from_t,
         p.control_to_t,
@@ -378,7 +378,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "max over τ ≤ {tau_max} and j of |I_j(τ) − I_j(0)|/max(1, a_j² + c_j²) (rtol {:e}, \
-             atol {:e})",
+         atol {:e})",
         cfg.rtol, cfg.atol
     ));
 

@@ -207,7 +207,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     );
     let claim =
         "Sec. 3.1: the separability assumption holds for data with Gaussian noise when d is \
-                 larger than L and n (Tarzanagh et al. 2023a, Thm 1)";
+         larger than L and n (Tarzanagh et al. 2023a, Thm 1)";
     rep.at_least(
         "separable-above-threshold-worst",
         &format!("A1 on every Gaussian dataset with d ≥ {from}: smallest max-margin 1/‖W_F‖"),
@@ -216,7 +216,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "worst instance {worst_label}; A1 decided by LP feasibility in d² unknowns, the \
-             margin from the Frobenius max-margin QP; {claim}; {setting}"
+         margin from the Frobenius max-margin QP; {claim}; {setting}"
     ));
     let fraction = passing as f64 / sat.len() as f64;
     rep.at_least(
@@ -227,9 +227,9 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{passing} of {} separable; below the threshold {below_separable} of {} are (no claim \
-             there: with d ≥ max(L − 1, n) the A_il are generically independent, so separability \
-             already holds at d = max(L − 1, n); fractions per d {:?}, diagonal W (A1-diag, not \
-             claimed) {:?}); {setting}",
+         there: with d ≥ max(L − 1, n) the A_il are generically independent, so separability \
+         already holds at d = max(L − 1, n); fractions per d {:?}, diagonal W (A1-diag, not \
+         claimed) {:?}); {setting}",
         sat.len(),
         below.len(),
         fractions
@@ -293,8 +293,8 @@ pub static KIND: Kind<Params, Checks> = Kind {
     paper: "001",
     summary:
         "Sec. 3.1 remark (Tarzanagh et al. 2023a, Thm 1): a random batch of Gaussian datasets \
-              per d; every dataset with d > max(L, n) satisfies A1 (LP feasibility); the separable \
-              fractions below the threshold (full and diagonal W) are reported.",
+         per d; every dataset with d > max(L, n) satisfies A1 (LP feasibility); the separable \
+         fractions below the threshold (full and diagonal W) are reported.",
     solver: OdeConfig::new(Method::Tsit45, 1e-8, 1e-10),
     validate,
     cost,

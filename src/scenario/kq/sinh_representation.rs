@@ -177,10 +177,10 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "bound = {} × rtol ({:e}) × {} accepted steps (local errors accumulate; the spec's \
-             fixed 1e-8 is met only while few steps are taken); ratio to rtol·steps {:.3}; the \
-             residual is |arcsinh(β_j/ω₀,j²) − (Bφ)_j| to first order; β and φ integrated jointly \
-             (β from the token-level gradient, φ̇ = (2/n)ℓ_i r_il from the margin form); \
-             µ(τ_max) = {:.4e}; {setting}",
+         fixed 1e-8 is met only while few steps are taken); ratio to rtol·steps {:.3}; the \
+         residual is |arcsinh(β_j/ω₀,j²) − (Bφ)_j| to first order; β and φ integrated jointly \
+         (β from the token-level gradient, φ̇ = (2/n)ℓ_i r_il from the margin form); \
+         µ(τ_max) = {:.4e}; {setting}",
         *c.identity_per_step,
         ctx.ode.rtol,
         tr.stats.steps,

@@ -492,7 +492,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{inc_small} incremental at s = {:e}, {inc_large} at s = {:e}, of {}; large-init gaps \
-             [{}]; instance 0: {}",
+         [{}]; instance 0: {}",
         *p.small_init,
         p.large_init,
         *p.instances,
@@ -585,7 +585,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "teacher rank r = {r}; worst: instance {i_srank}, {} (its teacher's own stable rank \
-             {:.3})",
+         {:.3})",
         batch[i_srank].small.describe(),
         batch[i_srank].teacher_rank
     ))
@@ -770,8 +770,8 @@ pub static KIND: Kind<Params, Checks> = Kind {
     paper: "004",
     summary:
         "Figs. 1, 4–7 stand-in: one softmax attention layer with W = W_K W_Qᵀ trained by Adam \
-              (or GD) on rank-r teachers; from small init σ_k(ΔW) emerge one at a time on a \
-              fraction of the instances and ΔW keeps rank r, unlike from large init.",
+         (or GD) on rank-r teachers; from small init σ_k(ΔW) emerge one at a time on a \
+         fraction of the instances and ΔW keeps rank r, unlike from large init.",
     // Adam or GD only, no ODE solve
     solver: OdeConfig::new(Method::Tsit45, 1e-10, 1e-12),
     validate,

@@ -223,7 +223,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "κ = max|λ| / min|λ| over eigenvalues with |λ| > {:e}·max|λ| of the exact Hessian \
-             (p = {}); κ_sparse = {:.4e}, κ_dense = {:.4e}, ratio {kappa_ratio:.3}; {}; {}",
+         (p = {}); κ_sparse = {:.4e}, κ_dense = {:.4e}, ratio {kappa_ratio:.3}; {}; {}",
         *p.zero_rel_tol,
         data.dim(),
         sparse.cond.kappa_nonzero,

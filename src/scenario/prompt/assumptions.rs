@@ -243,7 +243,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "Theorem-1/Lemma-2 instance (C-orth, n = {n}, N = {}, d = {nn}): rows of an \
-             orthogonal matrix, ratio 1 up to rounding",
+         orthogonal matrix, ratio 1 up to rounding",
         *p.samples
     ));
     let w_text = match p.head_dim {
@@ -258,7 +258,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{w_text} (numerical rank {} of d = {nn}); the Remark-4 multi-head W (h = {}) \
-             violates it: ratio {:.3e}, rank {}",
+         violates it: ratio {:.3e}, rank {}",
         main.w_rank, *p.remark4_head_dim, remark4.w_ratio, remark4.w_rank
     ));
     rep.at_most(
@@ -287,8 +287,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "n = {n}, N = {}, d = {d1}, nN = {nn}: rank K = {} (orthonormal columns, the best K: \
-             ‖KKᵀ − I‖₂ = {:.15}), Gaussian keys: rank {}, ‖KKᵀ − I‖₂ = {:.3}; rank K ≤ d < nN \
-             leaves KKᵀ an eigenvalue 0, so A2 needs d ≥ nN (spec E1)",
+         ‖KKᵀ − I‖₂ = {:.15}), Gaussian keys: rank {}, ‖KKᵀ − I‖₂ = {:.3}; rank K ≤ d < nN \
+         leaves KKᵀ an eigenvalue 0, so A2 needs d ≥ nN (spec E1)",
         *p.samples,
         remark1.key_rank,
         remark1.a2_residual,
@@ -305,7 +305,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "Gaussian tokens, n = {n}, N = {}, d = {}: σ_N(F) = {:.3e}, σ_1(F) = {:.3e}; \
-             Theorem 1's hypothesis σ_min(F(p₀)) > γ + √(μ/2m) cannot hold",
+         Theorem 1's hypothesis σ_min(F(p₀)) > γ + √(μ/2m) cannot hold",
         *p.samples, *p.remark2_d, remark2.f_min, remark2.f_max
     ));
     rep.at_least(

@@ -235,7 +235,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "σ_p = {} (log10 R = {:.2}, log10 κ_p = {:.2}) vs σ_p = {} (log10 R = {:.2}, log10 κ_p \
-             = {:.2}); [proto] 3.01 − 1.50 = 1.51; κ_p is non-monotone at small R: {}",
+         = {:.2}); [proto] 3.01 − 1.50 = 1.51; κ_p is non-monotone at small R: {}",
         hi.sigma_p,
         hi.log10_r,
         hi.kappa_p,
@@ -261,7 +261,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "teacher attention, secular-equation eigenvalues (λ_n/λ₂), seed means over {} σ_p \
-             from log10 R = {:.2} to {:.2}; max residual {:.3}; [proto] ≈ 0.88",
+         from log10 R = {:.2} to {:.2}; max residual {:.3}; [proto] ≈ 0.88",
         means.len(),
         x[0],
         x[x.len() - 1],

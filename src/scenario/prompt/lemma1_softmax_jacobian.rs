@@ -302,7 +302,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(note(
         "rank-one interlacing, which contains z̃₁ ≤ λ₂, λ_n ≤ z̃_n (eq. 8), λ₂ ≤ z̃₂ and \
-             λ_n ≥ z̃_{n−1}",
+         λ_n ≥ z̃_{n−1}",
     ));
     rep.at_most(
         "lambda",
@@ -346,7 +346,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "0 = λ₁ < z̃₁ ≤ λ₂ ≤ … ≤ λ_n ≤ z̃_n < 1 in exact comparisons, {count} instances \
-             (z̃₁ down to {:.1e}, where eigvalsh cannot resolve λ₂)",
+         (z̃₁ down to {:.1e}, where eigvalsh cannot resolve λ₂)",
         stats::min(all.iter().map(|m| m.z_min))
     ));
     rep.at_most(
@@ -368,7 +368,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "dominant token (n = {}, ε ∈ {:?}) and n = 2 (u ∈ {:?}): relative accuracy at any \
-             sparsity (§2.8)",
+         sparsity (§2.8)",
         *p.tail_n, p.tails, p.two_token_gaps
     ));
     rep.at_most(
@@ -379,14 +379,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "central differences, h = {:e}; row i held to its scale z_i (Dφ = diag(z)(I − 𝟙zᵀ): \
-             the factor diag(z) scales row i by z_i); J = diag(z) − zzᵀ with the diagonal \
-             z_iΣ_{{j≠i}}z_j; the printed factorization evaluated literally, z_i(δ_ij − z_j), \
-             gives {eq7_printed:.2e}: the printed (6)–(7) are right",
+         the factor diag(z) scales row i by z_i); J = diag(z) − zzᵀ with the diagonal \
+         z_iΣ_{{j≠i}}z_j; the printed factorization evaluated literally, z_i(δ_ij − z_j), \
+         gives {eq7_printed:.2e}: the printed (6)–(7) are right",
         *p.fd_step
     ))
     .paper_claim(format!(
         "dφ(w)/dw = J(φ(w)) = diag(z)(I_n − 𝟙zᵀ) (eqs. 6–7), evaluated as printed: \
-             {eq7_printed:.2e}"
+         {eq7_printed:.2e}"
     ));
     rep.derive("max_eq7_rel_error_printed", eq7_printed);
     rep.derive("instances", count);

@@ -211,7 +211,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "conservative by N/2 = {} for N ≥ 2 (for N = 1 the paper's constant is false: \
-                 see lemma2-one-sample)",
+             see lemma2-one-sample)",
             n / 2.0
         ))
         .paper_claim(paper_constant);

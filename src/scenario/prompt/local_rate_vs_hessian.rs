@@ -256,8 +256,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "prediction: ½Σλ_j c_j²(1 − ηλ_j)^{{2k}} from the GD iterate at the window's start, \
-             fitted over the same iterations; d = {}, N = {}, p only (v = v_T), η = {}; window \
-             {:e} < L < {:e} ({unfitted} of {} runs never reached it); {}",
+         fitted over the same iterations; d = {}, N = {}, p only (v = v_T), η = {}; window \
+         {:e} < L < {:e} ({unfitted} of {} runs never reached it); {}",
         d,
         samples,
         *p.eta,
@@ -274,11 +274,11 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .paper_claim(format!(
         "spec item 9: within 1 % for every run; over all runs the worst is {all_single:.2e} — \
-             when λ₂ is close to λ_min the second mode has not died out by L = 1e−22"
+         when λ₂ is close to λ_min the second mode has not died out by L = 1e−22"
     ))
     .note(format!(
         "over the {} of {} runs where the other modes carry ≤ {:e} of the linearized loss at \
-             the window's end (asymptotic regime)",
+         the window's end (asymptotic regime)",
         asymptotic.len(),
         runs.len(),
         *c.other_modes_max

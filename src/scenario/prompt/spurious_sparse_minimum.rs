@@ -146,7 +146,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{} Newton steps on the exact Hessian from the flow's end point (‖∇L‖ = {:.2e} \
-                 there); {setting}",
+         there); {setting}",
         point.iterations,
         traj.grad_norm.last().copied().unwrap_or(f64::NAN)
     ));
@@ -195,7 +195,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "‖p*‖ = {:.2}, {:.0}% of samples with top attention > 0.99, arithmetic-mean log10 R̄ \
-             = {:.1}; teacher: geometric {:.2}, arithmetic {:.2}; [proto] ‖p‖ = 14.44, 22.9, 45%",
+         = {:.1}; teacher: geometric {:.2}, arithmetic {:.2}; [proto] ‖p‖ = 14.44, 22.9, 45%",
         norm(ps),
         100.0 * stats.saturated_fraction,
         stats.log10_arithmetic_mean,
@@ -210,8 +210,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "θ*_s: {} Newton steps from θ(t = {:.4e}) (‖θ(t) − θ*_s‖/‖θ*_s‖ = {:.3e} there, \
-             ‖∇L‖ = {:.2e}), reaching ‖∇L‖ = {:.2e}, L = {:.10}; L(θ(t_end)) = {:.10}; {} steps, \
-             {} RHS, {} Jacobian-vector products",
+         ‖∇L‖ = {:.2e}), reaching ‖∇L‖ = {:.2e}, L = {:.10}; L(θ(t_end)) = {:.10}; {} steps, \
+         {} RHS, {} Jacobian-vector products",
         indep.iterations,
         traj.t[k_s],
         stall.start_rel,
@@ -226,14 +226,14 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     rep.at_most(
         "approach-rate",
         "it approaches θ*_s at least at the linearized rate: max_t ‖θ(t) − θ*_s‖ / \
-             (‖θ(t_s) − θ*_s‖e^{−λ_min(t − t_s)} + tol·‖θ*_s‖)",
+         (‖θ(t_s) − θ*_s‖e^{−λ_min(t − t_s)} + tol·‖θ*_s‖)",
         stall.rate_ratio,
         1.0,
     )
     .note(format!(
         "λ_min = {:.4e} of ∇²L(θ*_s): near a strict minimum the flow contracts every \
-             component at least as fast as e^{{−λ_min t}}; tol = flow_end_rel_max (the solver's \
-             floor); {} samples after t_s; worst at t = {:.4e}",
+         component at least as fast as e^{{−λ_min t}}; tol = flow_end_rel_max (the solver's \
+         floor); {} samples after t_s; worst at t = {:.4e}",
         stall.lambda_min, stall.samples, stall.worst_t
     ));
     rep.derive("loss", point.loss);

@@ -297,7 +297,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "theory 1 (step pinned at ≈ 3.3/λ_max over a horizon ∝ 1/λ_min); {n_exp} uncapped \
-             points (cap {} steps); RHS: {}; {kappas}",
+         points (cap {} steps); RHS: {}; {kappas}",
         *p.explicit_max_steps,
         costs_of("tsit45")
     ));
@@ -310,7 +310,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "η = {}/λ_max(∇²L(p_T)); theory 1 (ln(1/tol)/(ηλ_min) iterations); {n_gd} points; \
-             iterations: {}",
+         iterations: {}",
         p.gd_step_factor,
         costs_of("gd")
     ));
@@ -327,8 +327,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "exact-HVP Jacobian (one HVP per column, counted); accuracy-limited steps, O(log T) \
-                 with T ∝ 1/λ_min, so the log–log slope is ≈ 1/ln κ ≈ 0.2–0.3 here, not 0; \
-                 {n_imp} points; RHS + HVP: {}",
+             with T ∝ 1/λ_min, so the log–log slope is ≈ 1/ln κ ≈ 0.2–0.3 here, not 0; \
+             {n_imp} points; RHS + HVP: {}",
             costs_of(m.name())
         ));
         rep.at_least(
@@ -373,7 +373,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "η = {}/λ_max, so the slowest mode contracts by (1 − {}/κ)² per step: the ∝ κ \
-             iteration count; slope fitted on {:e} ≤ L_k ≤ {:e}; {}",
+         iteration count; slope fitted on {:e} ≤ L_k ≤ {:e}; {}",
         p.gd_step_factor,
         p.gd_step_factor,
         *p.loss_tol,

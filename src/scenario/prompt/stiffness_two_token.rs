@@ -422,7 +422,7 @@ fn run(p: &Params, c: &Checks, _ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "T = {}/λ_slow; rtol {:e}, atol {:e}; {capped} capped runs (explicit_max_steps = {}, \
-             gd_max_iters = {})",
+         gd_max_iters = {})",
         *p.horizon_factor, p.rtol, p.atol, *p.explicit_max_steps, *p.gd_max_iters
     ));
     let formula = stats::max(

@@ -447,8 +447,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "ε = {:e}, {} steps at η = c₂/L′{}; L^lin = ½eᵀ∇²L(p_T)e, e_{{t+1}} = (I − η∇²L(p_T))e_t; \
-             L_T/L₀ = {:.4e}; (14)'s bound contracts ≥ {looseness:.3e}× slower in ln (GD's \
-             factor / (1 − ημ) ≤ {rate_gap:.6}); other ε: [{}]",
+         L_T/L₀ = {:.4e}; (14)'s bound contracts ≥ {looseness:.3e}× slower in ln (GD's \
+         factor / (1 − ημ) ≤ {rate_gap:.6}); other ε: [{}]",
         closest.eps,
         p.steps,
         if *p.gd_step_scale == 1.0 {

@@ -327,7 +327,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "(47) gives λ_max ≥ L_T λ₂², λ_min ≤ μ_T λ_n²: the ratio inverts (18); with the full \
-             κ_H and R instead (κ ≥ κ_H/R², the spec's reading) {proof_violations} instances fail"
+         κ_H and R instead (κ ≥ κ_H/R², the spec's reading) {proof_violations} instances fail"
     ));
     let violation_count = format!(
         "{violations} of {} valid instances ({:.1}%) have κ < (μ/L)R²",

@@ -513,7 +513,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "the off-T term c·Jz*𝟙ᵀ/N is why P is needed: without it the mismatch is ≥ \
-             {unprojected:.3} whenever c ≠ 0 (0 for c = 0); {count} cases"
+         {unprojected:.3} whenever c ≠ 0 (0 for c = 0); {count} cases"
     ));
     rep.at_most(
         "logit-flow-jacobian-exact-jvp-vs",
@@ -549,8 +549,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "‖Bᵀζ_t‖ from ‖ζ₀‖ = {:e} until it decays by {:e} (≤ {} steps; {capped} of {} runs \
-             hit the cap, pre-asymptotic), geometric mean of the last tenth; as decay rates, \
-             |ln ratio/ln prediction − 1| ≤ {log_rate_error:.2e}",
+         hit the cap, pre-asymptotic), geometric mean of the last tenth; as decay rates, \
+         |ln ratio/ln prediction − 1| ≤ {log_rate_error:.2e}",
         *p.zeta0,
         *p.decay,
         *p.max_steps,
@@ -564,7 +564,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(
         "the GD map against its linearization along the whole run (every mode, also \
-               before the asymptotic regime); the deviation is nonlinear, O(‖ζ‖) per step",
+         before the asymptotic regime); the deviation is nonlinear, O(‖ζ‖) per step",
     );
     if let Some(r) = &p.ripple {
         ripple_checks(&mut rep, &cases, r, c);
@@ -638,7 +638,7 @@ fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
     )
     .note(format!(
         "V(z*) = 0 iff ∇ℓ̃(z*) ∈ span 𝟙 (§2.5); the tilt −ab sin(φ_i)d_i cancels the \
-             ripple's slope; {ripple}"
+         ripple's slope; {ripple}"
     ));
     rep.at_least(
         "ripple-hessian-positive-at-zstar",
@@ -656,7 +656,7 @@ fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
     rep.at_most(
         "ripple-corrected-condition-bound",
         "rippled ℓ̃: corrected bound (μ_T/L_T)ρ² ≤ κ ≤ (L_T/μ_T)ρ², z̃_{n−1}/z̃₂ ≤ ρ ≤ R at z*: \
-             max rel. violation",
+         max rel. violation",
         corrected,
         tol,
     )
@@ -685,7 +685,7 @@ fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
     )
     .note(format!(
         "z = z* + δ(e_k − e_j) with bδ + φ_k ≡ π (j the largest z*_j), where the diagonal \
-             entry is A_kk − ab²; < 0 in every instance means Remark 5 is exercised; {ripple}"
+         entry is A_kk − ab²; < 0 in every instance means Remark 5 is exercised; {ripple}"
     ));
     rep.at_most(
         "ripple-zstar-not-global-minimum",
@@ -695,7 +695,7 @@ fn ripple_checks(rep: &mut Report, cases: &[Case], r: &Ripple, c: &Checks) {
     )
     .note(
         "z′ = z* + (2π/b)(e_k − e_j) inside the simplex, every k ≠ j: the neighbouring \
-             ripple well, lower by the tilt",
+         ripple well, lower by the tilt",
     );
     rep.derive("ripple_min_mu", under(&|q| q.mu));
     rep.derive("ripple_witness_curvature", over(&|q| q.witness_curvature));

@@ -428,8 +428,8 @@ pub static KIND: Kind<Params, Checks> = Kind {
     paper: "002",
     summary:
         "One GD trial on the synthetic teacher data (softmax or linear attention, p or (p, v)): \
-              loss curve, final loss, student/teacher R, linear rate, Newton loss floor — the \
-              unit the Fig. 1/Fig. 2 sweeps repeat over σ_p, d and seeds.",
+         loss curve, final loss, student/teacher R, linear rate, Newton loss floor — the \
+         unit the Fig. 1/Fig. 2 sweeps repeat over σ_p, d and seeds.",
     solver: OdeConfig::new(Method::Bdf, 1e-8, 1e-10),
     validate,
     cost,

@@ -234,7 +234,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "x = u − u*, {} on t = 0 and {} log-spaced times in [{}, {}], {} cases; \
-             |x_cf| ≥ {:e}",
+         |x_cf| ≥ {:e}",
         cfg.method.name(),
         *p.grid_points,
         *p.t_first,
@@ -274,13 +274,13 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "R ∈ [{:e}, {:e}] ({} values): λ = cR²/(1 + R)⁴ ≈ c/R²; the local slope \
-             2 − 4R/(1 + R) runs from {local_hi:.4} to {local_lo:.4} on this range",
+         2 − 4R/(1 + R) runs from {local_hi:.4} to {local_lo:.4} on this range",
         *p.ratio_min, p.ratio_max, *p.ratio_count
     ))
     .paper_claim(format!(
         "spec §6 item 8 asks for a local slope in [−2.02, −1.97] on R ∈ [1e2, 1e4]; at \
-             R = 1e2 the local slope is {:.4} (it enters the interval only for R ≥ 132): the \
-             least-squares slope over the range is what lies in it",
+         R = 1e2 the local slope is {:.4} (it enters the interval only for R ≥ 132): the \
+         least-squares slope over the range is what lies in it",
         rate_log_slope(1e2)
     ));
     rep.derive("max_closed_form_rel_error", rel_error);

@@ -128,8 +128,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "ρ_max = 1/(nT) = {rho_max:.4} (spec §4.1 default); the optimal tokens themselves \
-             are antipodal (footnote 5: allowed), cos = −1 across classes; overlap ω = {} gives \
-             ω²/(1 + ω²) between non-optimal tokens",
+         are antipodal (footnote 5: allowed), cos = −1 across classes; overlap ω = {} gives \
+         ω²/(1 + ω²) between non-optimal tokens",
         p.overlap
     ));
 
@@ -204,7 +204,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "[D] L − L* ≈ Σ_k c_k e^{{−⟨W, D_k⟩}} with ⟨W, D_k⟩ → Γ‖W‖ on the support (spec \
-             §4.2/§4.4); Γ = {gamma:.4}, measured slope {slope:.4}, ln(L_K − L*) = {:.2}",
+         §4.2/§4.4); Γ = {gamma:.4}, measured slope {slope:.4}, ln(L_K − L*) = {:.2}",
         log_excess[k_end]
     ));
     // Thm 1's rate k^{−1/2}: C fitted on [k₀, 2k₀], tested on the later window [k_test, K]
@@ -225,7 +225,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "C = {} × max of (1 − corr)√k on [k₀, 2k₀] = {fitted:.4e}; an upper bound, not the \
-             rate (spec §6.3); 1 − corr at K = {:.3e}",
+         rate (spec §6.3); 1 − corr at K = {:.3e}",
         *c.envelope_factor, mis[k_end]
     ))
     .paper_claim("Thm 1/5: 1 − corr = O(k^{−1/2}) [R?], footnote 5: also for antipodal opt tokens");

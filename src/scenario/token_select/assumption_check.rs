@@ -164,7 +164,7 @@ fn condition2_checks(
     )
     .note(format!(
         "{} draws at d* = C·2(nT)²ln((nT)²/δ) (C = {}, δ = {}; [R?] reading, the absolute \
-             constant was lost), at least 1 − δ; bound 1/(nT) = {rho_max:.4}; worst ρ_orth {:.4}",
+         constant was lost), at least 1 − δ; bound 1/(nT) = {rho_max:.4}; worst ρ_orth {:.4}",
         *p.seeds,
         *c.cond2_d_factor,
         *c.cond2_delta,

@@ -157,8 +157,8 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "predicted = {predicted_support:.4} (span D_S, closed form) + {non_support:.4} \
-             (non-support part, measured) + {outside0:.4} (W₀ outside span D); measured {:.4} \
-             at K",
+         (non-support part, measured) + {outside0:.4} (W₀ outside span D); measured {:.4} \
+         at K",
         last.map_or(f64::NAN, |s| s.total)
     ));
     rep.at_most(

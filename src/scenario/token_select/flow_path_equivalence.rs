@@ -296,7 +296,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "|corr_NGD − corr_NGF| = {:.3e} (η = {}), {:.3e} (η = {}); path distance \
-                 ratio ÷ η ratio = {:.3}",
+             ratio ÷ η ratio = {:.3}",
             errors[0].0,
             p.ngd_etas[0],
             errors[1].0,
@@ -333,7 +333,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "dt/ds = 1/‖∇L‖ and dt_PF/ds = ‖∇L‖/(L − L*); arc length at the GF/PF events \
-             matches its target to {arc_gap:.1e}"
+         matches its target to {arc_gap:.1e}"
     ));
     let increasing = psi.windows(2).all(|w| w[1] > w[0]);
     rep.holds(
@@ -377,7 +377,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "t(s) grows like e^{{Γs}} (spec §2.3): dt/ds = 1/‖∇L‖ and ln(L − L*) ≈ −Γs; \
-             Γ = 1/‖W_mm‖ = {gamma:.5}, slope = {slope:.5}"
+         Γ = 1/‖W_mm‖ = {gamma:.5}, slope = {slope:.5}"
     ));
     rep.derive("gf_time_at_s_end", t_end);
     rep.derive("pf_time_at_s_end", t_pf_end);

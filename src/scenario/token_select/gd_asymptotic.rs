@@ -268,7 +268,7 @@ fn limit_check(
     )
     .note(format!(
         "gradient flow in the log clock; (1 − corr)·ln²t = {constant:.4} vs the limit \
-             {limit:.4} (w̃ of spec §4.4); ‖W‖ = {:.2}: 1 − corr = Θ(1/ln²t) with this constant",
+         {limit:.4} (w̃ of spec §4.4); ‖W‖ = {:.2}: 1 − corr = Θ(1/ln²t) with this constant",
         probe.norm
     ));
     rep.derive("limit_rate_constant", constant);
@@ -337,7 +337,7 @@ fn checks(
         rep.at_least(&format!("eq-3-gd-slow.{label}"), &name, floor, 1.0)
             .note(format!(
                 "[D] ‖P_out W₀‖² = {conserved:.4e}: the part of W₀ outside span{{D_k}}, which no \
-             gradient moves, bounds 1 − corr below by ‖P_out W₀‖²/(2‖W‖²)"
+                 gradient moves, bounds 1 − corr below by ‖P_out W₀‖²/(2‖W‖²)"
             ));
     } else {
         rep.skip(

@@ -417,7 +417,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
     )
     .note(format!(
         "{} NGD runs (η = {}, {} steps); a violation is a decrease of some φ_{{i,opt}} < ½ \
-             or min_k φ_{{i,opt}} below min(φ_{{i,opt}}(W₀), 1/(1 + e^{{2ηB²}})) ({} = {floor:.4})",
+         or min_k φ_{{i,opt}} below min(φ_{{i,opt}}(W₀), 1/(1 + e^{{2ηB²}})) ({} = {floor:.4})",
         sweeps.iter().map(|s| s.asserted).sum::<usize>(),
         *p.eta,
         *p.steps,

@@ -306,7 +306,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "{:.3e} vs {:.3e} at K = {k_end} (Fig. 3: NGD faster than NGD-joint, both \
-                 faster than GD; spec §7 prototype 4.8e−6 < 4.6e−4 < 6.3e−3)",
+             faster than GD; spec §7 prototype 4.8e−6 < 4.6e−4 < 6.3e−3)",
             pair[0].mis_w[k_end], pair[1].mis_w[k_end]
         ));
     }
@@ -410,7 +410,7 @@ fn lemma_checks(
     )
     .note(format!(
         "[D] W-step s has length η(s+1)^{{−α}} (step 0 is skipped: ∇_W L(0, 0) = 0); \
-             from ‖W₀‖ = {:.4}; ‖W_K‖ = {:.4}",
+         from ‖W₀‖ = {:.4}; ‖W_K‖ = {:.4}",
         r.norm_w[0], r.norm_w[k_end]
     ));
     let min_gap = stats::min(r.min_gap[1..].iter());
@@ -463,8 +463,8 @@ fn lemma_checks(
     )
     .note(format!(
         "[D] ℓ_i/L → α_i/Σα as u_k/‖u_k‖ → ū_mm and φ → e_opt, so C_k → α_max/α_min = \
-             {loss_ratio_limit:.4} (infinite if a sample is not a u-SVM support vector): \
-             bounded, but by a data-dependent constant"
+         {loss_ratio_limit:.4} (infinite if a sample is not a u-SVM support vector): \
+         bounded, but by a data-dependent constant"
     ))
     .paper_claim("Lem. 11(i): the loss ratio stays below a universal constant (Eq. 13)");
     theorem3_checks(rep, r, p, c);
@@ -491,7 +491,7 @@ fn lemma_checks(
     )
     .note(
         "[D] ln L ≈ −min_i y_i u_kᵀx_{i,opt} = −‖u_k‖/‖u_mm‖ = −ηk/‖u_mm‖ (spec §8.1): \
-             linear in k, far faster than Thm 2's exp(−Ω(k^{1/3}))",
+         linear in k, far faster than Thm 2's exp(−Ω(k^{1/3}))",
     );
     // Theorem 4: the decoder's normalized margin tends to the max margin ([D]: u_k → ū_mm in
     // direction, the intro's claim, and every optimal token's score ≥ its u-SVM margin), so
@@ -568,8 +568,8 @@ fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
     )
     .note(format!(
         "[D] spec §4.2 certified skeleton from k₀ = {k0}; worst at k = {}; largest \
-             ‖ΔW_s‖/δ_s = {longest:.6}; numerator at K = {numerator:.4e} (converges: ε_s → 0 and \
-             Σδ_s²/‖W_s‖ < ∞ for α > 0)",
+         ‖ΔW_s‖/δ_s = {longest:.6}; numerator at K = {numerator:.4e} (converges: ε_s → 0 and \
+         Σδ_s²/‖W_s‖ < ∞ for α > 0)",
         worst.1
     ));
     let half: Vec<usize> = (k_end / 2..=k_end).collect();
@@ -587,9 +587,9 @@ fn theorem3_checks(rep: &mut Report, r: &JointRun, p: &Params, c: &Checks) {
     )
     .note(format!(
         "Thm 3/9 (spec §4.3, reconstructed): 1 − corr(W_k, W_mm) = O(k^{{−(1−α)/2}}), \
-             k^{{−1/3}} at α = 1/3, so the exponent ÷ (1 − α) must reach ½; measured slope \
-             {slope:.4}: loose, as the skeleton's numerator converges (1 − corr = O(1/‖W_k‖)) \
-             and 1 − corr ≈ ‖w̃_⊥‖²/(2‖W_k‖²) asymptotically (§4.4), exponent 2(1 − α)"
+         k^{{−1/3}} at α = 1/3, so the exponent ÷ (1 − α) must reach ½; measured slope \
+         {slope:.4}: loose, as the skeleton's numerator converges (1 − corr = O(1/‖W_k‖)) \
+         and 1 − corr ≈ ‖w̃_⊥‖²/(2‖W_k‖²) asymptotically (§4.4), exponent 2(1 − α)"
     ));
 }
 
@@ -620,7 +620,7 @@ fn polyak_check(rep: &mut Report, ps: &JointRun, ngd: &JointRun, p: &Params) {
     )
     .note(format!(
         "k_sw = {k_sw:?} (cap {:e}); from k_sw PS is GD(cap) (paper Sec. 3.2); ln L − ln L_NGD: \
-             {:.3} at k_sw, {:.3} at K = {k_end}",
+         {:.3} at k_sw, {:.3} at K = {k_end}",
         *p.ps_cap,
         k_sw.map_or(f64::NAN, |k| ps.log_loss[k] - ngd.log_loss[k]),
         ps.log_loss[k_end] - ngd.log_loss[k_end]
@@ -701,7 +701,7 @@ fn lemma13_checks(rep: &mut Report, r: &JointRun, c: &Checks) {
     )
     .note(
         "16 points per segment; the constant C₂ was lost (spec §4.3 recipe: ≤ 10; \
-             log-Lipschitz loss as in Taheri–Thrampoulidis)",
+         log-Lipschitz loss as in Taheri–Thrampoulidis)",
     );
     let key = run_key(r);
     rep.derive(&format!("{key}_lemma13_pl_ratio"), r.lemma13_pl_ratio);
@@ -733,15 +733,15 @@ pub(super) fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormL
     )
     .note(format!(
         "[R?] lower bound (the printed one was lost), [D] per step: ‖∇_uL‖ ≤ BL and \
-             ⟨−∇_uL, ū_mm⟩ ≥ Lµ_s/‖u_mm‖, µ_s = min_i y_iu_mmᵀX_iᵀφ_i (−η when µ_s < 0); \
-             bound at K ÷ ηK = {:.4}: ‖u_k‖ = Ω(ηk)",
+         ⟨−∇_uL, ū_mm⟩ ≥ Lµ_s/‖u_mm‖, µ_s = min_i y_iu_mmᵀX_iᵀφ_i (−η when µ_s < 0); \
+         bound at K ÷ ηK = {:.4}: ‖u_k‖ = Ω(ηk)",
         lower.u_rate
     ));
     rep.at_least(
         &format!("lem-10-w-lower.{}", r.label),
         &format!(
             "{}: Lem. 10 min over k after W's first step of ⟨W_k, W̄_mm⟩ − (⟨W₀, W̄_mm⟩ + \
-                 Σ_s η(s+1)^{{−α}}Γ/(2B²)) (NaN: W never moves)",
+             Σ_s η(s+1)^{{−α}}Γ/(2B²)) (NaN: W never moves)",
             r.label
         ),
         lower.w_margin,
@@ -749,10 +749,10 @@ pub(super) fn lemma10_lower_checks(rep: &mut Report, r: &JointRun, lower: &NormL
     )
     .note(format!(
         "[R?] lower bound, [D] per W-step by Lemma 4 (Ass. 2 holds at T = 2) while the \
-             decoder's optimal tokens are W_mm's (−η(s+1)^{{−α}} at the {} steps where they \
-             differ); W first moves at step k = {} (∇_WL = 0 at u = 0; before, both sides are \
-             ⟨W₀, W̄_mm⟩, so the margin is taken from there on); bound at K ÷ W path length = \
-             {:.4} (Γ/(2B²) when no step differs): ‖W_k‖ = Ω(ηk^{{1−α}})",
+         decoder's optimal tokens are W_mm's (−η(s+1)^{{−α}} at the {} steps where they \
+         differ); W first moves at step k = {} (∇_WL = 0 at u = 0; before, both sides are \
+         ⟨W₀, W̄_mm⟩, so the margin is taken from there on); bound at K ÷ W path length = \
+         {:.4} (Γ/(2B²) when no step differs): ‖W_k‖ = Ω(ηk^{{1−α}})",
         lower.opt_mismatches,
         lower.w_first_step.map_or("never".into(), |k| k.to_string()),
         lower.w_rate
@@ -800,11 +800,11 @@ fn self_bound_check(
     )
     .note(format!(
         "{} iterates, ‖∇²L‖ by Lanczos on the exact HVP (a lower estimate, exact past the \
-             Hessian's rank); worst at k = {} (‖u_k‖ = {:.3}, ‖∇²L‖/L = {:.4e}, C₃ = {:.4e}); \
-             max_k ‖∇²L‖/L = {largest:.4e}. C₃ reconstructed (the printed one was lost) from \
-             ∇²L = (1/n)Σℓ_i(∇m_i∇m_iᵀ − ∇²m_i) with ‖∇m_i‖² ≤ B² + B⁶‖u‖², \
-             ‖∇²m_i‖ ≤ B⁵‖u‖ + B³√(1 + B⁴‖u‖²) (softmax derivatives as φ-covariances, \
-             Deora et al. 2023 Prop. 3's shape)",
+         Hessian's rank); worst at k = {} (‖u_k‖ = {:.3}, ‖∇²L‖/L = {:.4e}, C₃ = {:.4e}); \
+         max_k ‖∇²L‖/L = {largest:.4e}. C₃ reconstructed (the printed one was lost) from \
+         ∇²L = (1/n)Σℓ_i(∇m_i∇m_iᵀ − ∇²m_i) with ‖∇m_i‖² ≤ B² + B⁶‖u‖², \
+         ‖∇²m_i‖ ≤ B⁵‖u‖ + B³√(1 + B⁴‖u‖²) (softmax derivatives as φ-covariances, \
+         Deora et al. 2023 Prop. 3's shape)",
         points.len(),
         worst.k,
         worst.norm_u,

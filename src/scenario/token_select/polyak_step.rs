@@ -253,7 +253,7 @@ fn checks(c: &Checks, label: &str, cap: f64, acc: &Sandwich, rep: &mut Report) {
         )
         .note(format!(
             "the sandwich forces (L−L*)/‖∇L‖² > cap there; ‖∇L‖ stays below that level \
-                 from k = {k_cert} on, so PS = GD(cap) from then"
+             from k = {k_cert} on, so PS = GD(cap) from then"
         ));
         let exceptions: Vec<String> = acc
             .uncapped_after

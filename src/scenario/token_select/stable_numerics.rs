@@ -225,7 +225,7 @@ fn run(p: &Params, c: &Checks, ctx: &RunContext) -> Result<Report, RunError> {
         )
         .note(format!(
             "W, ln(L − L*), ln‖∇L‖, ln(1 − φ_opt) over {steps} NGD steps to ‖W‖ = {:.0}, \
-                     min logit gap {:.0}",
+             min logit gap {:.0}",
             run.norm.last().unwrap(),
             run.gap.last().unwrap()
         ));

@@ -245,8 +245,8 @@ pub fn certificate_checks(rep: &mut Report, solved: &[(&str, &BothSolutions)], c
         )
         .note(format!(
             "the dual and primal QP answers against Hildreth's dual coordinate ascent \
-                 (§3.3: one minimizer; up to {sweeps} sweeps, KKT violation ≤ {violation:.1e}); \
-                 worst of {} programs: {at}",
+             (§3.3: one minimizer; up to {sweeps} sweeps, KKT violation ≤ {violation:.1e}); \
+             worst of {} programs: {at}",
             diffs.len()
         ));
     }

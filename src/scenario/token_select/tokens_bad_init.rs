@@ -457,8 +457,8 @@ fn heads_to_zero_check(rep: &mut Report, runs: &[Run], inst: &Instance) {
     )
     .note(format!(
         "[D] −∇L = Σ_j c_j D_j with c_j ≥ 0, so each step raises every logit gap when \
-             min ⟨D_a, D_b⟩ ≥ 0 (here {min_gram:.4}); worst: {}, r = {}, sample {}: φ_opt(W₀) = \
-             {:.4}, min_k φ_opt = {phi_min:.4} at k = {k_min}",
+         min ⟨D_a, D_b⟩ ≥ 0 (here {min_gram:.4}); worst: {}, r = {}, sample {}: φ_opt(W₀) = \
+         {:.4}, min_k φ_opt = {phi_min:.4} at k = {k_min}",
         match run.opt {
             Optimizer::Gd => "GD",
             Optimizer::Ngd => "NGD",
